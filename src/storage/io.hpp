@@ -1,0 +1,59 @@
+// The one seam through which storage/ touches files. Production uses real
+// files and real fdatasync (posix_env); tests substitute an env that loses
+// unsynced writes, tears pages and fails chosen calls.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace steppe::storage {
+
+class file {
+public:
+    virtual ~file() = default;
+    // Reads up to out.size() bytes at `offset`; returns the count (short only at end of file).
+    virtual std::size_t read_at(std::uint64_t offset, std::span<std::byte> out) = 0;
+    // The same for the signal-context read path: no allocation, no throw.
+    // Returns the count, or -errno on failure.
+    virtual long read_at_nothrow(std::uint64_t offset, std::byte* out, std::size_t size) noexcept = 0;
+    virtual void write_at(std::uint64_t offset, std::span<const std::byte> data) = 0;
+    virtual void sync() = 0;  // fdatasync: everything written so far is durable after it returns
+    virtual std::uint64_t size() = 0;
+    virtual const std::string& path() const = 0;
+};
+
+enum class open_mode { read_only, read_write, create_new };
+
+// A held lock on a store; released when destroyed (or when the process dies).
+class lock_handle {
+public:
+    virtual ~lock_handle() = default;
+};
+
+class env {
+public:
+    virtual ~env() = default;
+    virtual std::unique_ptr<file> open(const std::string& path, open_mode mode, mode_t create_mode) = 0;
+    virtual bool exists(const std::string& path) = 0;
+    virtual void rename(const std::string& from, const std::string& to) = 0;
+    virtual void remove(const std::string& path) = 0;
+    virtual void sync_dir_of(const std::string& path) = 0;
+    // Exclusive (writer) or shared (reader) lock; throws errc::locked naming the holder.
+    virtual std::unique_ptr<lock_handle> lock(const std::string& lock_path, bool exclusive, mode_t create_mode) = 0;
+};
+
+// The real file system. Lives for the whole process.
+env& posix_env();
+
+// Turns a failed system call into a steppe::error whose code follows errno
+// (ENOSPC -> no_space, EACCES/EROFS -> permission, ...) and whose message
+// names the call, the path and the cause.
+[[noreturn]] void throw_system_error(const char* call, const std::string& path, int err,
+                                     const std::string& context = {});
+
+}  // namespace steppe::storage

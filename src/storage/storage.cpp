@@ -1,0 +1,582 @@
+// The storage manager. Divisions, in order:
+//   1. helpers (randomness, header validation)
+//   2. open: create, lock, headers, checksum groups, log replay
+//   3. reads
+//   4. commit
+//   5. checkpoint and log reset
+//   6. describe and check
+#include "storage/storage.hpp"
+
+#include <steppe/error.hpp>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "storage/checksum.hpp"
+#include "storage/fixed_message.hpp"
+#include "storage/wal_format.hpp"
+
+namespace steppe::storage {
+
+// 1. Helpers ---------------------------------------------------------------
+
+namespace {
+
+std::uint64_t random_u64() {
+    std::uint64_t v = 0;
+    while (v == 0) {
+        if (::getrandom(&v, sizeof v, 0) != sizeof v) throw_system_error("getrandom", "-", errno);
+    }
+    return v;
+}
+
+template <class T>
+std::uint32_t struct_crc(const T& s) {
+    return crc32c(0, &s, offsetof(T, crc));
+}
+
+std::uint32_t chain_seed(std::uint64_t salt) { return crc32c(0, &salt, sizeof salt); }
+
+std::uint32_t frame_chain(std::uint32_t prev, const frame_header& h, const std::byte* payload, std::size_t n) {
+    std::uint32_t c = crc32c(prev, &h, offsetof(frame_header, chain));
+    return crc32c(c, payload, n);
+}
+
+enum class slot_state { ok, no_magic, other_version, other_page_size, bad_checksum };
+
+slot_state check_header_slot(const file_header& h) {
+    if (std::memcmp(h.magic, header_magic, sizeof h.magic) != 0) return slot_state::no_magic;
+    if (h.version != format_version) return slot_state::other_version;
+    if (h.crc != struct_crc(h)) return slot_state::bad_checksum;
+    if (h.page_size != page_size) return slot_state::other_page_size;
+    return slot_state::ok;
+}
+
+const char* describe_slot(slot_state s) {
+    switch (s) {
+    case slot_state::ok: return "valid";
+    case slot_state::no_magic: return "no steppe magic";
+    case slot_state::other_version: return "another format version";
+    case slot_state::other_page_size: return "another page size";
+    case slot_state::bad_checksum: return "bad checksum";
+    }
+    return "?";
+}
+
+bool newer(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) > 0; }
+
+bool all_zero(const std::byte* p, std::size_t n) {
+    return std::all_of(p, p + n, [](std::byte b) { return b == std::byte{0}; });
+}
+
+bool checksum_page_valid(const checksum_page& p, std::uint64_t group) {
+    return p.magic == checksum_page_magic && p.group == group && p.crc == struct_crc(p);
+}
+
+}  // namespace
+
+std::string hex(std::span<const std::uint8_t> bytes) {
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+    for (auto b : bytes) {
+        s += digits[b >> 4];
+        s += digits[b & 15];
+    }
+    return s;
+}
+
+// 2. Open ------------------------------------------------------------------
+
+storage::storage(std::string path, const options& opts)
+    : path_(std::move(path)), wal_path_(path_ + "-wal"), opts_(opts),
+      io_(opts.io ? opts.io : &posix_env()) {}
+
+storage::~storage() = default;
+
+std::unique_ptr<storage> storage::open(const std::string& path, const options& opts) {
+    std::unique_ptr<storage> s(new storage(path, opts));
+    s->lock_ = s->io_->lock(path + "-lock", !opts.read_only, opts.file_mode);
+    if (!s->io_->exists(path)) {
+        if (!opts.create || opts.read_only) throw error(errc::not_found, "store " + path + " does not exist");
+        s->create_files();
+    }
+    s->main_ = s->io_->open(path, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
+    s->load_header();
+    s->load_checksums();
+    s->open_wal();
+    s->replay_wal();
+    return s;
+}
+
+// Creation is atomic: the main file appears under its name (rename) only once
+// it and its log are complete and durable.
+void storage::create_files() {
+    std::string temp = path_ + "-new";
+    io_->remove(temp);
+    auto f = io_->open(temp, open_mode::create_new, opts_.file_mode);
+    file_header h{};
+    std::memcpy(h.magic, header_magic, sizeof h.magic);
+    h.version = format_version;
+    h.page_size = page_size;
+    std::uint64_t id[2] = {random_u64(), random_u64()};
+    std::memcpy(h.store_id, id, sizeof id);
+    h.header_seq = 1;
+    h.next_wal_salt = random_u64();
+    h.crc = struct_crc(h);
+    std::vector<std::byte> pages(2 * page_size);
+    std::memcpy(pages.data(), &h, sizeof h);
+    f->write_at(0, pages);
+    f->sync();
+
+    header_ = h;
+    io_->remove(wal_path_);
+    wal_ = io_->open(wal_path_, open_mode::create_new, opts_.file_mode);
+    reset_wal(1, h.next_wal_salt);
+    wal_->sync();  // creation is always durable: a store must never be unopenable
+    wal_.reset();
+    io_->rename(temp, path_);
+    io_->sync_dir_of(path_);
+}
+
+void storage::load_header() {
+    std::byte buf[2 * page_size] = {};
+    std::size_t n = main_->read_at(0, buf);
+    file_header slots[2];
+    slot_state state[2];
+    for (int i = 0; i < 2; ++i) {
+        std::memcpy(&slots[i], buf + i * page_size, sizeof(file_header));
+        state[i] = check_header_slot(slots[i]);  // a truncated file reads as zeros past its end
+    }
+    int best = -1;
+    for (int i = 0; i < 2; ++i)
+        if (state[i] == slot_state::ok && (best < 0 || slots[i].header_seq > slots[best].header_seq)) best = i;
+    if (best >= 0) {
+        if (state[1 - best] == slot_state::ok && std::memcmp(slots[0].store_id, slots[1].store_id, 16) != 0)
+            throw error(errc::corrupt, path_ + ": the two header slots (pages 0 and 1) name different stores");
+        header_ = slots[best];
+        header_slot_ = best;
+        page_count_ = header_.page_count;
+        meta_ = std::to_array(header_.meta);
+        txn_seq_ = header_.txn_seq;
+        return;
+    }
+    for (int i = 0; i < 2; ++i) {
+        if (state[i] == slot_state::other_version)
+            throw error(errc::version, path_ + " has store format version " + std::to_string(slots[i].version) +
+                                           "; this build of steppe reads version " + std::to_string(format_version));
+        if (state[i] == slot_state::other_page_size)
+            throw error(errc::version, path_ + " uses page size " + std::to_string(slots[i].page_size) +
+                                           "; this build of steppe uses " + std::to_string(page_size));
+    }
+    std::string size_note = n < sizeof buf ? "; the file is only " + std::to_string(n) + " bytes" : "";
+    if (state[0] == slot_state::no_magic && state[1] == slot_state::no_magic)
+        throw error(errc::version, path_ + " is not a steppe store (no steppe header in page 0 or 1" + size_note + ")");
+    throw error(errc::corrupt, path_ + ": both header slots are damaged (page 0: " + describe_slot(state[0]) +
+                                   ", page 1: " + describe_slot(state[1]) + size_note + ")");
+}
+
+bool storage::read_group_slot(std::uint64_t group, int slot, checksum_page& out) const {
+    std::byte* p = reinterpret_cast<std::byte*>(&out);
+    std::size_t n = main_->read_at(checksum_slot_page(group, slot) * page_size, {p, page_size});
+    std::memset(p + n, 0, page_size - n);
+    return checksum_page_valid(out, group);
+}
+
+// A group whose slots are both damaged is marked (slot -2): reads of its pages
+// report corruption, the rest of the store stays readable.
+void storage::load_checksums() {
+    std::uint64_t groups = (page_count_ + group_data_pages - 1) / group_data_pages;
+    groups_.assign(groups, group_sums{});
+    for (std::uint64_t g = 0; g < groups; ++g) {
+        checksum_page copies[2];
+        bool valid[2] = {read_group_slot(g, 0, copies[0]), read_group_slot(g, 1, copies[1])};
+        int best = -1;
+        for (int i = 0; i < 2; ++i)
+            if (valid[i] && (best < 0 || newer(copies[i].seq, copies[best].seq))) best = i;
+        if (best >= 0) {
+            groups_[g] = {copies[best], best};
+        } else {
+            bool blank = all_zero(reinterpret_cast<std::byte*>(&copies[0]), page_size) &&
+                         all_zero(reinterpret_cast<std::byte*>(&copies[1]), page_size);
+            groups_[g].page = checksum_page{};
+            groups_[g].slot = blank ? -1 : -2;
+        }
+    }
+}
+
+void storage::open_wal() {
+    if (!io_->exists(wal_path_))
+        throw error(errc::corrupt, "the log " + wal_path_ + " of store " + path_ +
+                                       " is missing; commits since the last checkpoint would be lost, so steppe "
+                                       "will not open the store without it");
+    wal_ = io_->open(wal_path_, opts_.read_only ? open_mode::read_only : open_mode::read_write, opts_.file_mode);
+    wal_header h{};
+    std::size_t n = wal_->read_at(0, {reinterpret_cast<std::byte*>(&h), sizeof h});
+    bool intact = n == sizeof h && std::memcmp(h.magic, wal_magic, sizeof h.magic) == 0 && h.crc == struct_crc(h);
+    std::uint64_t expected_gen = header_.checkpoint_gen + 1;
+    if (!intact) {
+        // Only a torn log reset leaves a damaged log header legitimately, and a
+        // reset happens only when the log holds nothing the main file lacks.
+        wal_header_ = {};
+        wal_header_.generation = expected_gen;
+        wal_header_.salt = header_.next_wal_salt;
+        verify_no_committed_frames_after(wal_frames_offset);
+        if (!opts_.read_only) reset_wal(expected_gen, header_.next_wal_salt);
+        return;
+    }
+    if (h.version != format_version || h.page_size != page_size)
+        throw error(errc::version, wal_path_ + " has log format version " + std::to_string(h.version) + ", page size " +
+                                       std::to_string(h.page_size) + "; this build reads version " +
+                                       std::to_string(format_version) + ", page size " + std::to_string(page_size));
+    if (std::memcmp(h.store_id, header_.store_id, sizeof h.store_id) != 0)
+        throw error(errc::corrupt, "foreign log: " + wal_path_ + " belongs to store " + hex(h.store_id) + ", but " +
+                                       path_ + " is store " + hex(header_.store_id));
+    if (h.generation < expected_gen) {
+        // The last checkpoint completed but crashed before resetting the log.
+        wal_header_ = h;
+        if (!opts_.read_only) reset_wal(expected_gen, header_.next_wal_salt);
+        wal_header_.generation = expected_gen;
+        wal_header_.salt = header_.next_wal_salt;
+        return;
+    }
+    if (h.generation > expected_gen || h.salt != header_.next_wal_salt)
+        throw error(errc::corrupt, wal_path_ + ": log generation " + std::to_string(h.generation) +
+                                       " does not follow the main file's checkpoint generation " +
+                                       std::to_string(header_.checkpoint_gen) +
+                                       " (is the newer header slot of the main file damaged?)");
+    wal_header_ = h;
+}
+
+void storage::replay_wal() {
+    wal_index_.clear();
+    std::vector<std::pair<page_no, wal_entry>> pending;
+    std::vector<std::byte> frame(page_frame_size);
+    std::uint64_t off = wal_frames_offset;
+    std::uint32_t chain = chain_seed(wal_header_.salt);
+    wal_end_ = off;
+    wal_chain_ = chain;
+    wal_commits_ = 0;
+    for (;;) {
+        frame_header h;
+        if (wal_->read_at(off, {reinterpret_cast<std::byte*>(&h), sizeof h}) != sizeof h) break;
+        if (h.magic != frame_magic || h.salt != wal_header_.salt || h.txn != txn_seq_ + 1) break;
+        std::size_t payload = h.kind == frame_kind::page ? page_size : h.kind == frame_kind::commit ? meta_size : 0;
+        if (payload == 0) break;
+        if (wal_->read_at(off + sizeof h, {frame.data(), payload}) != payload) break;
+        std::uint32_t next = frame_chain(chain, h, frame.data(), payload);
+        if (next != h.chain) break;
+        if (h.kind == frame_kind::page) {
+            if (page_checksum(frame.data(), page_size) != h.payload_crc) break;
+            pending.push_back({h.number, {off + sizeof h, h.payload_crc}});
+        } else {
+            if (h.payload_crc != pending.size() || h.number < page_count_) break;
+            for (auto& [page, entry] : pending) wal_index_[page] = entry;
+            pending.clear();
+            page_count_ = h.number;
+            std::memcpy(meta_.data(), frame.data(), meta_size);
+            ++txn_seq_;
+            ++wal_commits_;
+            wal_end_ = off + sizeof h + payload;
+            wal_chain_ = next;
+        }
+        chain = next;
+        off += sizeof h + payload;
+    }
+    verify_no_committed_frames_after(wal_end_);
+}
+
+// See wal_format.hpp: a frame of this generation from a transaction after the
+// one that may have been in flight proves a committed frame was damaged.
+void storage::verify_no_committed_frames_after(std::uint64_t offset) const {
+    constexpr std::size_t chunk = 1 << 20;
+    std::vector<std::byte> buf(chunk + sizeof(frame_header));
+    for (std::uint64_t at = offset;; at += chunk) {
+        std::size_t n = wal_->read_at(at, buf);
+        for (std::size_t i = 0; i + sizeof(frame_header) <= n && i < chunk; i += 8) {
+            frame_header h;
+            std::memcpy(&h, buf.data() + i, sizeof h);
+            if (h.magic == frame_magic && h.salt == wal_header_.salt && h.txn > txn_seq_ + 1)
+                throw error(errc::corrupt, wal_path_ + ": log damaged at offset " + std::to_string(offset) +
+                                               "; commit " + std::to_string(h.txn) + " (at offset " +
+                                               std::to_string(at + i) + ") was durable after it but is unreachable");
+        }
+        if (n < buf.size()) return;
+    }
+}
+
+// 3. Reads -----------------------------------------------------------------
+
+std::uint32_t storage::expected_sum(page_no page) const noexcept {
+    std::uint64_t g = group_of(page);
+    return g < groups_.size() ? groups_[g].page.sums[page % group_data_pages] : 0;
+}
+
+bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why) const noexcept {
+    fixed_message msg(why->message, sizeof why->message);
+    why->code = errc::corrupt;
+    if (page >= page_count_) {
+        why->code = errc::invalid_argument;
+        msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
+        return false;
+    }
+    if (auto it = wal_index_.find(page); it != wal_index_.end()) {
+        long n = wal_->read_at_nothrow(it->second.offset, out, page_size);
+        if (n < 0) {
+            why->code = errc::io;
+            msg << "pread failed on " << wal_path_.c_str() << " reading page " << page << ", errno " << std::uint64_t(-n);
+            return false;
+        }
+        if (static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == it->second.sum) return true;
+        msg << wal_path_.c_str() << ": page " << page << " (log offset " << it->second.offset
+            << ") fails its checksum";
+        return false;
+    }
+    std::uint64_t g = group_of(page);
+    if (g < groups_.size() && groups_[g].slot == -2) {
+        msg << path_.c_str() << ": page " << page << " cannot be verified: both checksum pages of its group ("
+            << checksum_slot_page(g, 0) << " and " << checksum_slot_page(g, 1) << ") are damaged";
+        return false;
+    }
+    std::uint64_t offset = physical_page(page) * page_size;
+    long n = main_->read_at_nothrow(offset, out, page_size);
+    if (n < 0) {
+        why->code = errc::io;
+        msg << "pread failed on " << path_.c_str() << " reading page " << page << ", errno " << std::uint64_t(-n);
+        return false;
+    }
+    std::uint32_t sum = expected_sum(page);
+    if (sum == 0) {
+        std::memset(out + n, 0, page_size - static_cast<std::size_t>(n));
+        if (all_zero(out, page_size)) return true;
+        msg << path_.c_str() << ": page " << page << " (file offset " << offset
+            << ") was never written but is not zero";
+        return false;
+    }
+    if (static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == sum) return true;
+    msg << path_.c_str() << ": page " << page << " (file offset " << offset << ") "
+        << (static_cast<std::size_t>(n) < page_size ? "is cut short: the file is truncated" : "fails its checksum");
+    return false;
+}
+
+void storage::read_page(page_no page, std::byte* out) const {
+    ensure_usable();
+    read_failure why;
+    if (!read_page_nothrow(page, out, &why)) throw error(why.code, why.message);
+}
+
+void storage::ensure_usable() const {
+    if (poisoned_)
+        throw error(errc::poisoned, path_ + ": an earlier fdatasync failed, so what is on disk is unknown; "
+                                            "close and reopen the store (recovery restores the last durable commit)");
+}
+
+// 4. Commit ----------------------------------------------------------------
+//
+//   1. append page frames and a commit frame, chained, in one write
+//   2. fdatasync the log                       (the commit point)
+//   3. publish: index the new images, adopt the meta and page count
+//   4. checkpoint if the log has grown past the threshold
+void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) {
+    ensure_usable();
+    if (opts_.read_only) throw error(errc::invalid_argument, path_ + " is open read-only; commit is not allowed");
+    std::uint64_t txn = txn_seq_ + 1;
+    page_no count = page_count_;
+    std::vector<std::byte> buf(pages.size() * page_frame_size + commit_frame_size);
+    std::vector<std::pair<page_no, wal_entry>> entries;
+    entries.reserve(pages.size());
+    std::uint32_t chain = wal_chain_;
+    std::size_t at = 0;
+    auto append = [&](frame_kind kind, std::uint64_t number, std::uint32_t payload_crc, const std::byte* payload,
+                      std::size_t n) {
+        frame_header h{frame_magic, kind, wal_header_.salt, txn, number, payload_crc, 0};
+        h.chain = chain = frame_chain(chain, h, payload, n);
+        std::memcpy(buf.data() + at, &h, sizeof h);
+        std::memcpy(buf.data() + at + sizeof h, payload, n);
+        at += sizeof h + n;
+    };
+    for (const auto& p : pages) {
+        std::uint32_t sum = page_checksum(p.data, page_size);
+        entries.push_back({p.page, {wal_end_ + at + sizeof(frame_header), sum}});
+        append(frame_kind::page, p.page, sum, p.data, page_size);
+        count = std::max(count, p.page + 1);
+    }
+    append(frame_kind::commit, count, static_cast<std::uint32_t>(pages.size()), meta.data(), meta_size);
+
+    wal_->write_at(wal_end_, buf);  // a failure here leaves a torn tail: state unchanged
+    if (opts_.durable) {
+        try {
+            wal_->sync();
+        } catch (const error&) {
+            poisoned_ = true;
+            throw;
+        }
+        ++stats_.syncs;
+    }
+    for (auto& [page, entry] : entries) wal_index_[page] = entry;
+    page_count_ = count;
+    meta_ = meta;
+    txn_seq_ = txn;
+    wal_end_ += buf.size();
+    wal_chain_ = chain;
+    ++wal_commits_;
+    ++stats_.commits;
+    stats_.pages_written += pages.size();
+    stats_.bytes_written += buf.size();
+
+    if (wal_end_ - wal_frames_offset > opts_.checkpoint_bytes) {
+        // The commit is durable whatever happens now; a failed checkpoint
+        // (e.g. disk full) is retried after the next commit.
+        try {
+            checkpoint();
+        } catch (const error& e) {
+            if (e.code() == errc::poisoned || poisoned_) throw;
+        }
+    }
+}
+
+// 5. Checkpoint -------------------------------------------------------------
+//
+//   1. copy every page whose newest version is in the log to the main file,
+//      and write each touched group's checksums into its older slot
+//   2. fdatasync the main file
+//   3. write the older header slot: checkpoint_gen = this log's generation,
+//      a fresh salt for the next; fdatasync               (invariant 2)
+//   4. reset the log to the next generation; fdatasync
+// A crash before 3 completes leaves the log intact (replayed again); after 3,
+// open sees the old generation in the log and only redoes step 4.
+void storage::checkpoint() {
+    ensure_usable();
+    if (opts_.read_only || wal_commits_ == 0) return;
+    std::vector<std::pair<page_no, wal_entry>> sorted(wal_index_.begin(), wal_index_.end());
+    std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first < b.first; });
+
+    std::uint64_t groups = (page_count_ + group_data_pages - 1) / group_data_pages;
+    std::map<std::uint64_t, group_sums> touched;
+    std::vector<std::byte> image(page_size);
+    read_failure why;
+    for (auto& [page, entry] : sorted) {
+        if (!read_page_nothrow(page, image.data(), &why)) throw error(why.code, why.message);
+        main_->write_at(physical_page(page) * page_size, image);
+        std::uint64_t g = group_of(page);
+        auto [it, fresh] = touched.try_emplace(g);
+        if (fresh) it->second = g < groups_.size() ? groups_[g] : group_sums{checksum_page{}, -1};
+        it->second.page.sums[page % group_data_pages] = entry.sum;
+    }
+    for (auto& [g, sums] : touched) {
+        if (sums.slot == -2) {
+            throw error(errc::corrupt, path_ + ": cannot checkpoint into group " + std::to_string(g) +
+                                           ": both of its checksum pages are damaged");
+        }
+        int slot = sums.slot == 0 ? 1 : 0;
+        sums.page.magic = checksum_page_magic;
+        sums.page.group = static_cast<std::uint32_t>(g);
+        ++sums.page.seq;
+        sums.page.crc = struct_crc(sums.page);
+        sums.slot = slot;
+        main_->write_at(checksum_slot_page(g, slot) * page_size,
+                        {reinterpret_cast<const std::byte*>(&sums.page), page_size});
+    }
+    std::uint64_t next_salt = random_u64();
+    try {
+        if (opts_.durable) main_->sync();
+        file_header h = header_;
+        ++h.header_seq;
+        h.checkpoint_gen = wal_header_.generation;
+        h.next_wal_salt = next_salt;
+        h.page_count = page_count_;
+        h.txn_seq = txn_seq_;
+        std::memcpy(h.meta, meta_.data(), meta_size);
+        h.crc = struct_crc(h);
+        int slot = 1 - header_slot_;
+        std::vector<std::byte> page(page_size);
+        std::memcpy(page.data(), &h, sizeof h);
+        main_->write_at(static_cast<std::uint64_t>(slot) * page_size, page);
+        if (opts_.durable) main_->sync();
+        header_ = h;
+        header_slot_ = slot;
+    } catch (const error&) {
+        // The header may or may not have reached the disk; only a reopen can tell.
+        poisoned_ = true;
+        throw;
+    }
+    groups_.resize(std::max<std::uint64_t>(groups, groups_.size()), group_sums{checksum_page{}, -1});
+    for (auto& [g, sums] : touched) groups_[g] = sums;
+    wal_index_.clear();
+    try {
+        reset_wal(header_.checkpoint_gen + 1, next_salt);
+    } catch (const error&) {
+        poisoned_ = true;  // appending to the old generation would be discarded on reopen
+        throw;
+    }
+    ++stats_.checkpoints;
+}
+
+void storage::reset_wal(std::uint64_t generation, std::uint64_t salt) {
+    wal_header h{};
+    std::memcpy(h.magic, wal_magic, sizeof h.magic);
+    h.version = format_version;
+    h.page_size = page_size;
+    std::memcpy(h.store_id, header_.store_id, sizeof h.store_id);
+    h.generation = generation;
+    h.salt = salt;
+    h.crc = struct_crc(h);
+    wal_->write_at(0, {reinterpret_cast<const std::byte*>(&h), sizeof h});
+    if (opts_.durable) wal_->sync();
+    wal_header_ = h;
+    wal_end_ = wal_frames_offset;
+    wal_chain_ = chain_seed(salt);
+    wal_commits_ = 0;
+}
+
+// 6. Describe and check ----------------------------------------------------
+
+info storage::describe() const {
+    return info{format_version,
+                static_cast<std::uint32_t>(page_size),
+                hex(header_.store_id),
+                page_count_,
+                main_->size(),
+                wal_->size(),
+                wal_header_.generation,
+                wal_end_ - wal_frames_offset,
+                wal_commits_,
+                wal_index_.size(),
+                txn_seq_,
+                header_.header_seq};
+}
+
+std::vector<std::string> storage::check() const {
+    std::vector<std::string> findings;
+    std::byte buf[2 * page_size] = {};
+    main_->read_at(0, buf);
+    for (int i = 0; i < 2; ++i) {
+        file_header h;
+        std::memcpy(&h, buf + i * page_size, sizeof h);
+        slot_state s = check_header_slot(h);
+        bool never_written = i == 1 && header_.header_seq == 1 && all_zero(buf + page_size, page_size);
+        if (s != slot_state::ok && !never_written)
+            findings.push_back(path_ + ": header slot " + std::to_string(i) + " (page " + std::to_string(i) +
+                               ") is damaged: " + describe_slot(s));
+    }
+    for (std::uint64_t g = 0; g < groups_.size(); ++g) {
+        for (int slot = 0; slot < 2; ++slot) {
+            checksum_page copy;
+            bool valid = read_group_slot(g, slot, copy);
+            if (!valid && !all_zero(reinterpret_cast<std::byte*>(&copy), page_size))
+                findings.push_back(path_ + ": checksum page of group " + std::to_string(g) + " slot " +
+                                   std::to_string(slot) + " (file page " + std::to_string(checksum_slot_page(g, slot)) +
+                                   ") is damaged");
+        }
+    }
+    std::vector<std::byte> page(page_size);
+    read_failure why;
+    for (page_no p = 0; p < page_count_; ++p) {
+        if (!read_page_nothrow(p, page.data(), &why)) findings.push_back(why.message);
+    }
+    return findings;
+}
+
+}  // namespace steppe::storage

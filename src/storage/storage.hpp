@@ -1,0 +1,163 @@
+// The storage manager: a main file of checksummed pages, a write-ahead log
+// beside it, atomic durable commits, recovery, checkpoints and locking.
+// It knows nothing of types or pointers: pages are 4096 opaque bytes named by
+// logical page number, plus `meta_size` opaque bytes of roots per commit.
+//
+// Commit state machine (one writer; see docs/format.md):
+//
+//   open ── recover() ──► ready ── commit() ──► ready
+//                          │  ▲                    │ write failed: log tail is
+//                          │  └── checkpoint() ◄───┘ torn, state unchanged
+//                          └── fdatasync failed ──► poisoned (every call throws
+//                                                   errc::poisoned; reopen)
+//
+// Invariants:
+//  (1) the committed state = main file as of its header + every complete
+//      commit in the log of generation checkpoint_gen + 1, in order;
+//  (2) the log is reset (new generation) only after the main file holding
+//      all its commits is durable, and the main header saying so is durable;
+//  (3) every page image handed out was verified against its checksum.
+#pragma once
+
+#include <steppe/error.hpp>
+#include <sys/types.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/file_format.hpp"
+#include "storage/io.hpp"
+#include "storage/wal_format.hpp"
+
+namespace steppe::storage {
+
+using page_no = std::uint64_t;
+using meta_bytes = std::array<std::byte, meta_size>;
+
+struct options {
+    bool create = true;              // create the store if it does not exist
+    bool read_only = false;          // shared lock, no writes, no recovery writes
+    bool durable = true;             // fdatasync at commit; off only for tests/benchmarks that say so
+    std::uint64_t checkpoint_bytes = 64ull << 20;  // checkpoint once the log grows past this
+    mode_t file_mode = 0600;
+    env* io = nullptr;               // nullptr = the real file system
+};
+
+struct page_image {
+    page_no page;
+    const std::byte* data;  // page_size bytes
+};
+
+struct info {
+    std::uint32_t version;
+    std::uint32_t page_size;
+    std::string store_id;  // hex
+    page_no page_count;
+    std::uint64_t main_file_bytes;
+    std::uint64_t wal_file_bytes;
+    std::uint64_t wal_generation;
+    std::uint64_t wal_bytes_used;
+    std::uint64_t wal_commits;       // complete commits in the log, not yet checkpointed
+    std::uint64_t wal_pages;         // distinct pages whose newest version is in the log
+    std::uint64_t txn_seq;
+    std::uint64_t header_seq;
+};
+
+// Why a no-throw read failed, for the fault handler to print before it ends the process.
+struct read_failure {
+    errc code;
+    char message[320];
+};
+
+struct stats {
+    std::uint64_t commits = 0, pages_written = 0, bytes_written = 0, syncs = 0;
+    std::uint64_t checkpoints = 0;
+};
+
+class storage {
+public:
+    // Opens (or creates) the store at `path`; recovers from the log. Throws
+    // not_found, version, corrupt, locked, permission, io.
+    static std::unique_ptr<storage> open(const std::string& path, const options& opts = {});
+    ~storage();
+    storage(const storage&) = delete;
+    storage& operator=(const storage&) = delete;
+
+    // The newest committed version of `page` (zeros if never written).
+    // Throws corrupt (naming file and page) or io.
+    void read_page(page_no page, std::byte* out) const;
+    // The same without allocating or throwing: safe in a signal handler as
+    // long as no commit or checkpoint runs concurrently.
+    bool read_page_nothrow(page_no page, std::byte* out, read_failure* why) const noexcept;
+
+    page_no page_count() const { return page_count_; }
+    const meta_bytes& meta() const { return meta_; }
+    std::uint64_t txn_seq() const { return txn_seq_; }
+
+    // Atomically and durably replaces the given pages and the meta. All or
+    // nothing: on a write error (no_space, io) the store stays at the previous
+    // commit and can go on; if fdatasync fails the handle is poisoned.
+    void commit(std::span<const page_image> pages, const meta_bytes& meta);
+    // Copies the log's pages into the main file and resets the log.
+    void checkpoint();
+
+    info describe() const;
+    const stats& counters() const { return stats_; }
+    // Every checksum and structural invariant of the files; one line per finding.
+    std::vector<std::string> check() const;
+    const std::string& path() const { return path_; }
+
+private:
+    struct wal_entry {
+        std::uint64_t offset;  // of the page image in the log
+        std::uint32_t sum;     // its page_checksum
+    };
+    struct group_sums {
+        checksum_page page;
+        int slot;  // which slot holds the newest valid copy; -1 = none written yet
+    };
+
+    storage(std::string path, const options& opts);
+    void create_files();
+    void load_header();
+    void load_checksums();
+    void open_wal();
+    void replay_wal();
+    void reset_wal(std::uint64_t generation, std::uint64_t salt);
+    void write_header();
+    void ensure_usable() const;
+    bool read_group_slot(std::uint64_t group, int slot, checksum_page& out) const;
+    void verify_no_committed_frames_after(std::uint64_t offset) const;
+    std::uint32_t expected_sum(page_no page) const noexcept;
+
+    std::string path_, wal_path_;
+    options opts_;
+    env* io_;
+    std::unique_ptr<lock_handle> lock_;
+    std::unique_ptr<file> main_, wal_;
+
+    file_header header_{};                 // newest valid header slot
+    int header_slot_ = 0;
+    std::vector<group_sums> groups_;       // checksums of main-file pages, by group
+    std::unordered_map<page_no, wal_entry> wal_index_;  // newest committed version in the log
+    wal_header wal_header_{};
+    std::uint64_t wal_end_ = wal_frames_offset;  // end of the last complete commit
+    std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
+    std::uint64_t wal_commits_ = 0;
+
+    page_no page_count_ = 0;
+    meta_bytes meta_{};
+    std::uint64_t txn_seq_ = 0;
+    bool poisoned_ = false;
+    mutable stats stats_;
+};
+
+std::string hex(std::span<const std::uint8_t> bytes);
+
+}  // namespace steppe::storage

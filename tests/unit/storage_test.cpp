@@ -1,0 +1,436 @@
+// Storage manager: commits, reads, checkpoints, recovery, locking, errors and
+// damaged files, each named after what it checks.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "storage/checksum.hpp"
+#include "storage/storage.hpp"
+#include "support/fault_env.hpp"
+#include "support/store_model.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace steppe;
+using namespace steppe::storage;
+using steppe::test::workload;
+
+namespace {
+
+class StorageTest : public ::testing::Test {
+protected:
+    test::temp_dir dir;
+    std::string path = dir.path("s.db");
+
+    std::unique_ptr<storage::storage> open(options o = {}) {
+        o.durable = o.durable && durable_;
+        return storage::storage::open(path, o);
+    }
+    bool durable_ = false;  // these tests check logic, not the disk; crash tests sync
+
+    void patch(const std::string& file, std::uint64_t offset, const std::string& bytes) {
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(static_cast<std::streamoff>(offset));
+        f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    void flip(const std::string& file, std::uint64_t offset) {
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(static_cast<std::streamoff>(offset));
+        char c;
+        f.get(c);
+        f.seekp(static_cast<std::streamoff>(offset));
+        f.put(static_cast<char>(c ^ 0x40));
+    }
+    errc open_error(options o = {}) {
+        try {
+            open(o);
+        } catch (const error& e) {
+            last_message = e.what();
+            return e.code();
+        }
+        return errc::unsupported;  // "no error" is never the expected code
+    }
+    std::string last_message;
+};
+
+std::vector<std::byte> page_of(char c) { return std::vector<std::byte>(page_size, std::byte(c)); }
+
+TEST_F(StorageTest, CreatesAStoreWithHeaderAndLog) {
+    auto s = open();
+    EXPECT_EQ(s->page_count(), 0u);
+    EXPECT_EQ(s->txn_seq(), 0u);
+    EXPECT_TRUE(std::filesystem::exists(path + "-wal"));
+    struct stat st;
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(StorageTest, OpenWithoutCreateOfMissingStoreIsNotFound) {
+    options o;
+    o.create = false;
+    EXPECT_EQ(open_error(o), errc::not_found);
+    EXPECT_NE(last_message.find(path), std::string::npos);
+}
+
+TEST_F(StorageTest, CommittedPagesAndMetaSurviveReopen) {
+    {
+        auto s = open();
+        auto a = page_of('a'), b = page_of('b');
+        page_image w[] = {{3, a.data()}, {1, b.data()}};
+        meta_bytes m{};
+        m[0] = std::byte{42};
+        s->commit(w, m);
+        EXPECT_EQ(s->page_count(), 4u);
+    }
+    auto s = open();
+    EXPECT_EQ(s->page_count(), 4u);
+    EXPECT_EQ(s->meta()[0], std::byte{42});
+    std::vector<std::byte> out(page_size);
+    s->read_page(3, out.data());
+    EXPECT_EQ(out, page_of('a'));
+    s->read_page(1, out.data());
+    EXPECT_EQ(out, page_of('b'));
+    s->read_page(2, out.data());  // never written: zeros
+    EXPECT_EQ(out, page_of(0));
+}
+
+TEST_F(StorageTest, ReadBeyondPageCountIsAnError) {
+    auto s = open();
+    std::vector<std::byte> out(page_size);
+    try {
+        s->read_page(7, out.data());
+        FAIL();
+    } catch (const error& e) {
+        EXPECT_EQ(e.code(), errc::invalid_argument);
+    }
+}
+
+TEST_F(StorageTest, NewestVersionWinsAcrossLogAndCheckpoints) {
+    options o;
+    o.checkpoint_bytes = 3 * page_frame_size;  // checkpoint every few commits
+    auto s = open(o);
+    workload::run(*s, 1, 60);
+    EXPECT_GT(s->counters().checkpoints, 5u);
+    EXPECT_EQ(workload::verify(*s), "");
+    s.reset();
+    s = open(o);
+    EXPECT_EQ(workload::committed_txn(*s), 60u);
+    EXPECT_EQ(workload::verify(*s), "");
+    EXPECT_TRUE(s->check().empty());
+}
+
+TEST_F(StorageTest, ExplicitCheckpointEmptiesTheLog) {
+    auto s = open();
+    workload::run(*s, 1, 20);
+    EXPECT_GT(s->describe().wal_commits, 0u);
+    s->checkpoint();
+    auto i = s->describe();
+    EXPECT_EQ(i.wal_commits, 0u);
+    EXPECT_EQ(i.wal_pages, 0u);
+    EXPECT_EQ(i.wal_generation, 2u);
+    EXPECT_EQ(workload::verify(*s), "");
+    s.reset();
+    s = open();
+    EXPECT_EQ(workload::committed_txn(*s), 20u);
+    EXPECT_EQ(workload::verify(*s), "");
+}
+
+TEST_F(StorageTest, StoresSpanningManyChecksumGroups) {
+    auto s = open();
+    std::vector<std::byte> img(page_size);
+    std::vector<page_image> w;
+    std::vector<std::vector<std::byte>> images;
+    for (page_no p = 1; p < 3 * group_data_pages; p += 97) {
+        images.push_back(std::vector<std::byte>(page_size, std::byte(p & 0xff)));
+        w.push_back({p, images.back().data()});
+    }
+    s->commit(w, {});
+    s->checkpoint();
+    s.reset();
+    s = open();
+    std::vector<std::byte> out(page_size);
+    for (auto& x : w) {
+        s->read_page(x.page, out.data());
+        EXPECT_EQ(out[0], std::byte(x.page & 0xff));
+    }
+    EXPECT_TRUE(s->check().empty());
+}
+
+TEST_F(StorageTest, SecondWriterIsLockedAndNamesThePid) {
+    auto s = open();
+    EXPECT_EQ(open_error(), errc::locked);
+    EXPECT_NE(last_message.find(std::to_string(::getpid())), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, StoreLeftByAKilledProcessOpensNormally) {
+    open().reset();
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        auto s = open();
+        workload::run(*s, 1, 3);
+        char c = 1;
+        (void)!::write(ready[1], &c, 1);
+        ::pause();
+        ::_exit(0);
+    }
+    char c;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    EXPECT_EQ(open_error(), errc::locked);
+    EXPECT_NE(last_message.find(std::to_string(child)), std::string::npos) << last_message;
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    auto s = open();
+    EXPECT_EQ(workload::committed_txn(*s), 3u);
+    EXPECT_EQ(workload::verify(*s), "");
+}
+
+TEST_F(StorageTest, ReadOnlyOpenRefusesCommitAndSharesWithReaders) {
+    { auto s = open(); workload::run(*s, 1, 5); }
+    options ro;
+    ro.read_only = true;
+    auto r1 = open(ro);
+    auto r2 = open(ro);
+    EXPECT_EQ(workload::verify(*r2), "");
+    try {
+        r1->commit({}, {});
+        FAIL();
+    } catch (const error& e) {
+        EXPECT_EQ(e.code(), errc::invalid_argument);
+    }
+    EXPECT_EQ(open_error(), errc::locked);  // a writer waits for the readers
+}
+
+TEST_F(StorageTest, DiskFullDuringCommitKeepsThePreviousCommitAndGoesOn) {
+    test::fault_env env;
+    options o;
+    o.io = &env;
+    auto s = open(o);
+    workload::run(*s, 1, 4);
+    env.fail_after(0, ENOSPC);
+    try {
+        workload::run_one(*s, 5);
+        FAIL();
+    } catch (const error& e) {
+        EXPECT_EQ(e.code(), errc::no_space);
+        EXPECT_NE(std::string(e.what()).find(path + "-wal"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(workload::committed_txn(*s), 4u);
+    EXPECT_EQ(workload::verify(*s), "");
+    workload::run(*s, 5, 8);  // the process goes on
+    s.reset();
+    s = open();
+    EXPECT_EQ(workload::committed_txn(*s), 8u);
+    EXPECT_EQ(workload::verify(*s), "");
+}
+
+TEST_F(StorageTest, FailedSyncPoisonsTheHandleAndReopenRecovers) {
+    durable_ = true;
+    test::fault_env env;
+    options o;
+    o.io = &env;
+    auto s = open(o);
+    workload::run(*s, 1, 3);
+    env.fail_after(1, EIO);  // the write succeeds, the fdatasync fails
+    try {
+        workload::run_one(*s, 4);
+        FAIL();
+    } catch (const error& e) {
+        EXPECT_EQ(e.code(), errc::io);
+    }
+    try {
+        workload::run_one(*s, 4);
+        FAIL();
+    } catch (const error& e) {
+        EXPECT_EQ(e.code(), errc::poisoned);
+        EXPECT_NE(std::string(e.what()).find("reopen"), std::string::npos);
+    }
+    s.reset();
+    s = open();
+    auto txn = workload::committed_txn(*s);
+    EXPECT_TRUE(txn == 3 || txn == 4);
+    EXPECT_EQ(workload::verify(*s), "");
+}
+
+TEST_F(StorageTest, DiskFullDuringCheckpointLeavesCommitsInTheLog) {
+    test::fault_env env;
+    options o;
+    o.io = &env;
+    auto s = open(o);
+    workload::run(*s, 1, 12);
+    env.fail_after(2, ENOSPC);
+    try {
+        s->checkpoint();
+        FAIL();
+    } catch (const error& e) {
+        EXPECT_EQ(e.code(), errc::no_space);
+    }
+    EXPECT_EQ(workload::verify(*s), "");
+    env.clear_faults();
+    workload::run(*s, 13, 14);
+    s->checkpoint();
+    s.reset();
+    s = open();
+    EXPECT_EQ(workload::committed_txn(*s), 14u);
+    EXPECT_EQ(workload::verify(*s), "");
+}
+
+// Damaged and foreign files ------------------------------------------------
+
+TEST_F(StorageTest, NotASteppeFileIsAVersionError) {
+    { std::ofstream f(path); f << "hello, I am a text file\n"; }
+    { std::ofstream f(path + "-wal"); }
+    EXPECT_EQ(open_error(), errc::version);
+    EXPECT_NE(last_message.find("not a steppe store"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, NewerFormatVersionIsAVersionError) {
+    open().reset();
+    std::uint32_t v = format_version + 1;
+    std::string bytes(reinterpret_cast<char*>(&v), 4);
+    patch(path, offsetof(file_header, version), bytes);
+    EXPECT_EQ(open_error(), errc::version);
+    EXPECT_NE(last_message.find("format version 2"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, OtherPageSizeIsAVersionError) {
+    open().reset();
+    file_header h;
+    {
+        std::ifstream f(path, std::ios::binary);
+        f.read(reinterpret_cast<char*>(&h), sizeof h);
+    }
+    h.page_size = 8192;
+    h.crc = crc32c(0, &h, offsetof(file_header, crc));
+    patch(path, 0, std::string(reinterpret_cast<char*>(&h), sizeof h));
+    EXPECT_EQ(open_error(), errc::version);
+    EXPECT_NE(last_message.find("page size 8192"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, TruncatedFileIsReported) {
+    open().reset();
+    ASSERT_EQ(::truncate(path.c_str(), 100), 0);
+    EXPECT_EQ(open_error(), errc::corrupt);
+    EXPECT_NE(last_message.find("page 0"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, DamagedOlderHeaderSlotIsHarmlessAndCheckNamesIt) {
+    { auto s = open(); workload::run(*s, 1, 5); s->checkpoint(); }  // slot 1 is now the newer
+    flip(path, 50);
+    auto s = open();
+    EXPECT_EQ(workload::committed_txn(*s), 5u);
+    EXPECT_EQ(workload::verify(*s), "");
+    auto findings = s->check();
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_NE(findings[0].find("header slot 0 (page 0)"), std::string::npos) << findings[0];
+}
+
+TEST_F(StorageTest, DamagedNewerHeaderSlotAfterCheckpointIsCorruptNotSilentlyOlder) {
+    { auto s = open(); workload::run(*s, 1, 5); s->checkpoint(); }
+    flip(path, page_size + 50);
+    EXPECT_EQ(open_error(), errc::corrupt);
+    EXPECT_NE(last_message.find("header"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, BothHeaderSlotsDamagedIsCorrupt) {
+    { auto s = open(); workload::run(*s, 1, 2); s->checkpoint(); }
+    flip(path, 50);
+    flip(path, page_size + 50);
+    EXPECT_EQ(open_error(), errc::corrupt);
+    EXPECT_NE(last_message.find("both header slots"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, DamagedDataPageIsCorruptOnReadAndNamedByCheck) {
+    { auto s = open(); workload::run(*s, 1, 5); s->checkpoint(); }
+    page_no victim = 8;  // written by txn 1
+    flip(path, physical_page(victim) * page_size + 123);
+    auto s = open();
+    std::vector<std::byte> out(page_size);
+    try {
+        s->read_page(victim, out.data());
+        FAIL();
+    } catch (const error& e) {
+        EXPECT_EQ(e.code(), errc::corrupt);
+        EXPECT_NE(std::string(e.what()).find("page 8 "), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+    auto findings = s->check();
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_NE(findings[0].find("page 8 "), std::string::npos) << findings[0];
+}
+
+TEST_F(StorageTest, DamagedChecksumPageIsNamedAndTheOtherSlotServes) {
+    { auto s = open(); workload::run(*s, 1, 5); s->checkpoint(); workload::run(*s, 6, 9); s->checkpoint(); }
+    // Two checkpoints wrote both slots of group 0; damage the newer (slot 1, seq 2).
+    flip(path, checksum_slot_page(0, 1) * page_size + 7);
+    auto s = open();
+    auto findings = s->check();
+    EXPECT_FALSE(findings.empty());
+    bool named = false;
+    for (auto& f : findings) named |= f.find("checksum page of group 0 slot 1") != std::string::npos;
+    EXPECT_TRUE(named);
+}
+
+TEST_F(StorageTest, DamagedLogFrameOfLastCommitDropsOnlyThatCommit) {
+    { auto s = open(); workload::run(*s, 1, 3); }
+    auto wal = path + "-wal";
+    auto size = std::filesystem::file_size(wal);
+    flip(wal, size - 10);  // inside the last commit frame
+    auto s = open();
+    EXPECT_EQ(workload::committed_txn(*s), 2u);
+    EXPECT_EQ(workload::verify(*s), "");
+}
+
+TEST_F(StorageTest, DamagedCommittedLogFrameBeforeLaterCommitsIsCorrupt) {
+    { auto s = open(); workload::run(*s, 1, 6); }
+    flip(path + "-wal", wal_frames_offset + sizeof(frame_header) + 100);  // txn 1's first page image
+    EXPECT_EQ(open_error(), errc::corrupt);
+    EXPECT_NE(last_message.find("unreachable"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, MissingLogIsCorruptAndNamesTheLog) {
+    open().reset();
+    std::filesystem::remove(path + "-wal");
+    EXPECT_EQ(open_error(), errc::corrupt);
+    EXPECT_NE(last_message.find(path + "-wal"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, ForeignLogIsCorrupt) {
+    std::string other = dir.path("other.db");
+    storage::storage::open(other).reset();
+    open().reset();
+    std::filesystem::copy_file(other + "-wal", path + "-wal", std::filesystem::copy_options::overwrite_existing);
+    EXPECT_EQ(open_error(), errc::corrupt);
+    EXPECT_NE(last_message.find("foreign log"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, TornLogHeaderWithoutCommitsIsRepaired) {
+    open().reset();
+    flip(path + "-wal", 20);
+    auto s = open();
+    workload::run(*s, 1, 2);
+    s.reset();
+    s = open();
+    EXPECT_EQ(workload::committed_txn(*s), 2u);
+}
+
+TEST_F(StorageTest, DamagedLogHeaderWithCommitsIsCorrupt) {
+    { auto s = open(); workload::run(*s, 1, 2); }
+    flip(path + "-wal", 20);
+    EXPECT_EQ(open_error(), errc::corrupt);
+}
+
+TEST_F(StorageTest, ReadOnlyFileCannotBeOpenedForWriting) {
+    if (::geteuid() == 0) GTEST_SKIP() << "root ignores file permissions";
+    open().reset();
+    ::chmod(path.c_str(), 0400);
+    EXPECT_EQ(open_error(), errc::permission);
+}
+
+}  // namespace
