@@ -108,6 +108,9 @@ std::unique_ptr<storage> storage::open(const std::string& path, const options& o
     s->load_checksums();
     s->open_wal();
     s->replay_wal();
+    // A crash mid-checkpoint can leave a torn alternate header or checksum
+    // slot; those are rewritten only by the next checkpoint, so do it now.
+    if (!opts.read_only) s->checkpoint();
     return s;
 }
 
