@@ -1,0 +1,206 @@
+// fault_bench: what the vm module's fault path costs, per page.
+//
+//   bare uffd            SIGBUS + UFFDIO_COPY with a handler of its own and a fill that does nothing
+//   read fault           first touch (a read) of a missing page through fault_space, trivial fill
+//   write fault          first touch is a write: filled and mapped writable and dirty at once
+//   first write          write to a resident clean page (the write-tracking cost)
+//   take_dirty           collect and re-arm N written pages, every other page of 2N resident ones
+//   install              eager install() from normal code
+//
+// Each figure is the median of --runs runs over --pages pages (default 16,667).
+// Usage: fault_bench [--pages N] [--runs R]
+
+#include "vm/uapi.hpp"
+#include "vm/vm.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace steppe::vm;
+using clock_type = std::chrono::steady_clock;
+
+std::size_t g_pages = 16'667;
+int g_runs = 5;
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+// Runs `prepare` untimed and `measure` timed, `g_runs` times; the median in seconds.
+double time_median(const std::function<void()>& prepare, const std::function<void()>& measure) {
+    std::vector<double> seconds;
+    for (int run = 0; run < g_runs; ++run) {
+        prepare();
+        const auto start = clock_type::now();
+        measure();
+        seconds.push_back(std::chrono::duration<double>(clock_type::now() - start).count());
+    }
+    return median(seconds);
+}
+
+void touch_read(std::uintptr_t base, std::size_t pages, std::size_t stride = 1) {
+    for (std::size_t i = 0; i < pages; i += stride) (void)*reinterpret_cast<volatile char*>(base + i * page_size);
+}
+
+void touch_write(std::uintptr_t base, std::size_t pages, std::size_t stride = 1) {
+    for (std::size_t i = 0; i < pages; i += stride) *reinterpret_cast<volatile char*>(base + i * page_size) = 1;
+}
+
+// Bare userfaultfd: the floor the fault path is measured against.
+namespace bare {
+
+int g_uffd = -1;
+alignas(page_size) std::byte g_zero_page[page_size];
+
+void on_sigbus(int, siginfo_t* info, void*) {
+    uffdio_copy copy{};
+    copy.dst = reinterpret_cast<std::uintptr_t>(info->si_addr) & ~(page_size - 1);
+    copy.src = reinterpret_cast<std::uintptr_t>(g_zero_page);
+    copy.len = page_size;
+    if (ioctl(g_uffd, UFFDIO_COPY, &copy) != 0 && errno != EEXIST) _exit(2);
+}
+
+double fault_seconds() {
+    g_uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC));
+    if (g_uffd < 0) return -1;
+    uffdio_api api{};
+    api.api = UFFD_API;
+    api.features = UFFD_FEATURE_SIGBUS;
+    if (ioctl(g_uffd, UFFDIO_API, &api) != 0) return -1;
+    const std::size_t bytes = g_pages * page_size;
+    void* area = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    madvise(area, bytes, MADV_NOHUGEPAGE);
+    uffdio_register reg{};
+    reg.range.start = reinterpret_cast<std::uintptr_t>(area);
+    reg.range.len = bytes;
+    reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+    if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) return -1;
+    struct sigaction action{}, previous{};
+    action.sa_sigaction = on_sigbus;
+    action.sa_flags = SA_SIGINFO;
+    sigaction(SIGBUS, &action, &previous);
+    const double seconds = time_median([&] { madvise(area, bytes, MADV_DONTNEED); },
+                                       [&] { touch_read(reinterpret_cast<std::uintptr_t>(area), g_pages); });
+    sigaction(SIGBUS, &previous, nullptr);
+    munmap(area, bytes);
+    close(g_uffd);
+    return seconds / static_cast<double>(g_pages);
+}
+
+}  // namespace bare
+
+bool trivial_fill(void*, std::uintptr_t page, std::byte* out) noexcept {
+    std::memcpy(out, &page, sizeof page);  // the rest of the page is whatever the buffer held
+    return true;
+}
+
+struct variant {
+    backend_kind backend;
+    tracking_kind tracking;
+    std::string name() const { return std::string(to_string(backend)) + "/" + to_string(tracking); }
+};
+
+struct results {
+    double read_fault = -1, write_fault = -1, first_write = -1, take_dirty = -1, install = -1;
+};
+
+results measure(const variant& v) {
+    results r;
+    auto space = fault_space::create(v.backend, trivial_fill, nullptr, v.tracking);
+    const std::size_t pages = g_pages;
+    const double n = static_cast<double>(pages);
+    const std::uintptr_t base = space->reserve(2 * pages * page_size);
+    const auto discard_all = [&] { space->discard(base, 2 * pages); };
+
+    r.read_fault = time_median(discard_all, [&] { touch_read(base, pages); }) / n;
+    r.write_fault = time_median(discard_all, [&] { touch_write(base, pages); }) / n;
+    r.first_write = time_median(
+                        [&] {
+                            discard_all();
+                            touch_read(base, pages);
+                        },
+                        [&] { touch_write(base, pages); }) /
+                    n;
+    // Every other page of 2N resident pages written: N runs of one page each.
+    discard_all();
+    touch_read(base, 2 * pages);
+    space->take_dirty();
+    std::size_t reported = 0;
+    r.take_dirty = time_median([&] { touch_write(base, 2 * pages, 2); }, [&] { reported = space->take_dirty().size(); });
+    if (reported != pages) std::fprintf(stderr, "%s: take_dirty reported %zu pages, not %zu\n", v.name().c_str(), reported, pages);
+
+    std::vector<std::byte> content(page_size, std::byte{7});
+    r.install = time_median(discard_all, [&] {
+                    for (std::size_t i = 0; i < pages; ++i) space->install(base + i * page_size, content.data());
+                }) / n;
+    return r;
+}
+
+void print_cell(double value, double scale) {
+    if (value < 0) {
+        std::printf(" %14s", "-");
+    } else {
+        std::printf(" %14.2f", value * scale);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (std::strcmp(argv[i], "--pages") == 0) g_pages = std::strtoul(argv[i + 1], nullptr, 10);
+        if (std::strcmp(argv[i], "--runs") == 0) g_runs = std::atoi(argv[i + 1]);
+    }
+    if (g_pages == 0 || g_runs <= 0) {
+        std::fprintf(stderr, "usage: fault_bench [--pages N] [--runs R]\n");
+        return 1;
+    }
+
+    const kernel_support& k = kernel();
+    std::printf("vm fault_bench: %zu pages, median of %d runs; kernel: uffd %s, WP %s, WP_ASYNC %s, PAGEMAP_SCAN %s\n\n",
+                g_pages, g_runs, k.uffd ? "yes" : "no", k.uffd_wp ? "yes" : "no", k.wp_async ? "yes" : "no",
+                k.pagemap_scan ? "yes" : "no");
+
+    if (k.uffd) {
+        std::printf("bare SIGBUS + UFFDIO_COPY, empty fill: %.2f us/fault\n\n", bare::fault_seconds() * 1e6);
+    }
+
+    std::vector<variant> variants;
+    for (backend_kind backend : {backend_kind::uffd, backend_kind::mprotect}) {
+        for (tracking_kind tracking : supported_tracking(backend)) variants.push_back({backend, tracking});
+    }
+    std::vector<results> measured;
+    for (const variant& v : variants) measured.push_back(measure(v));
+
+    std::printf("%-34s", "fault_space");
+    for (const variant& v : variants) std::printf(" %14s", v.name().c_str());
+    std::printf("\n");
+    const auto row = [&](const char* label, double results::*field, double scale) {
+        std::printf("%-34s", label);
+        for (const results& r : measured) print_cell(r.*field, scale);
+        std::printf("\n");
+    };
+    row("read fault, trivial fill (us/page)", &results::read_fault, 1e6);
+    row("write fault on missing (us/page)", &results::write_fault, 1e6);
+    row("first write to clean (us/page)", &results::first_write, 1e6);
+    char take_dirty_label[64];
+    std::snprintf(take_dirty_label, sizeof take_dirty_label, "take_dirty, %zu pages (ms)", g_pages);
+    row(take_dirty_label, &results::take_dirty, 1e3);
+    row("install() (us/page)", &results::install, 1e6);
+    return 0;
+}

@@ -1,0 +1,176 @@
+// steppe — ordinary C++ pointer structures, persistent.
+//
+//   auto store = steppe::store::open("parts.db");         // creates if absent
+//   auto* list = store.root<List>("list");                 // find-or-create a named root
+//   list->head = store.make<Node>(42, list->head);          // persistent allocation, raw pointers
+//   store.commit();                                         // atomic and durable
+//
+// Objects live in the store file and fault into memory on first touch, with
+// their pointers translated (swizzled) as each page arrives; once resident
+// they run at memory speed. commit() writes exactly the pages written since
+// the last commit, all or nothing. Closing without commit discards changes.
+//
+// Errors are steppe::error exceptions with a code (see error.hpp). An error
+// met inside a page fault (a page failing its checksum, a failed read) cannot
+// be thrown to the faulting instruction: the process ends with a message
+// naming the store, the page and the cause (open_options::fatal_hook runs
+// first).
+//
+// Threads: any number of threads may read and write resident objects and
+// fault pages in at once. make, destroy, the root functions, commit and
+// rollback must not run while another thread touches the store.
+#pragma once
+
+#include <steppe/error.hpp>
+#include <steppe/layout.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <new>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace steppe {
+
+enum class fault_backend {
+    automatic,  // userfaultfd where the kernel allows it, else mprotect; STEPPE_FAULT_BACKEND overrides
+    uffd,       // userfaultfd in SIGBUS mode
+    mprotect,   // PROT_NONE + SIGSEGV: portable, limited by vm.max_map_count
+};
+
+struct open_options {
+    bool create = true;     // create the store if it does not exist
+    bool read_only = false; // shared with other readers; commit is refused
+    bool durable = true;    // fdatasync at commit; switch off only for tests and benchmarks
+    fault_backend backend = fault_backend::automatic;
+    // At commit, a pointer from a persistent object to memory outside the
+    // store is an error (transient_pointer) naming the type and field; with
+    // this set it is stored as null instead.
+    bool null_transient_pointers = false;
+    // Called (in signal context: write(2) only) with the message before the
+    // process ends on an error inside a page fault.
+    void (*fatal_hook)(const char* message) = nullptr;
+    std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
+};
+
+struct root_info {
+    std::string name;
+    std::string type;
+};
+
+struct store_stats {
+    std::string backend;         // "uffd" or "mprotect"
+    std::string write_tracking;  // "wp_async", "wp_sync" or "mprotect"
+    std::uint64_t faults = 0;               // pages loaded on first touch
+    std::uint64_t pointers_swizzled = 0;    // while loading
+    std::uint64_t commits = 0;
+    std::uint64_t pages_committed = 0;      // data pages written by commits
+    std::uint64_t pointers_unswizzled = 0;  // while committing
+    std::uint64_t bytes_logged = 0;         // written to the log, incl. metadata
+    std::uint64_t syncs = 0;
+    std::uint64_t store_pages = 0;          // pages in the store
+};
+
+namespace detail {
+class store_impl;
+}
+
+class store {
+public:
+    // Opens the store at `path` (creating it unless options say otherwise).
+    // Throws not_found, version, corrupt, locked, permission, io, unsupported.
+    static store open(const std::string& path, const open_options& options = {});
+
+    store(store&&) noexcept;
+    store& operator=(store&&) noexcept;
+    ~store();  // uncommitted changes are discarded
+
+    // The root named `name`, created value-initialized (as T{} would be) and
+    // registered if absent. type_mismatch if the root holds another type or
+    // the store's layout of T differs from the program's.
+    template <class T>
+    T* root(std::string_view name) {
+        if (T* p = find_root<T>(name)) return p;
+        T* p = make<T>();
+        set_root(name, p);
+        return p;
+    }
+    // The root named `name`, or nullptr.
+    template <class T>
+    T* find_root(std::string_view name) {
+        return static_cast<T*>(find_root_raw(name, types::layout_of<T>()));
+    }
+    // Names `object` (made by this store) `name`, replacing any root of that name.
+    template <class T>
+    void set_root(std::string_view name, T* object) {
+        set_root_raw(name, types::layout_of<T>(), object);
+    }
+    // Forgets the name (the object stays). Returns false if there was none.
+    bool remove_root(std::string_view name);
+    std::vector<root_info> roots() const;
+
+    // A persistent T constructed from args (T(args...), or T{args...} for an
+    // aggregate; with no args value-initialized, so pointer fields start null).
+    template <class T, class... Args>
+    T* make(Args&&... args) {
+        void* memory = allocate(types::layout_of<T>(), 1);
+        try {
+            if constexpr (std::is_array_v<T>) {
+                static_assert(sizeof...(Args) == 0, "arrays are value-initialized");
+                using element = std::remove_all_extents_t<T>;
+                std::uninitialized_value_construct_n(static_cast<element*>(memory), sizeof(T) / sizeof(element));
+                return std::launder(static_cast<T*>(memory));
+            } else if constexpr (sizeof...(Args) == 0)
+                return ::new (memory) T();
+            else if constexpr (std::is_constructible_v<T, Args&&...>)
+                return ::new (memory) T(std::forward<Args>(args)...);
+            else
+                return ::new (memory) T{std::forward<Args>(args)...};
+        } catch (...) {
+            deallocate(memory);
+            throw;
+        }
+    }
+    // `count` value-initialized Ts, contiguous (large arrays span pages).
+    template <class T>
+    T* make_array(std::size_t count) {
+        void* memory = allocate(types::layout_of<T>(), count);
+        T* first = static_cast<T*>(memory);
+        for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
+        return first;
+    }
+    // Destroys and frees what make (count 1) or make_array (its count) returned.
+    template <class T>
+    void destroy(T* object, std::size_t count = 1) {
+        if (!object) return;
+        for (std::size_t i = count; i-- > 0;) std::destroy_at(object + i);
+        deallocate(object);
+    }
+
+    // Makes every change since the last commit durable, all or nothing.
+    // transient_pointer (nothing changed; fix the pointer and commit again),
+    // no_space / io (the store stays at the previous commit), poisoned.
+    void commit();
+    // Discards every change since the last commit. Pointers the program holds
+    // into the store stay valid addresses and show the committed contents.
+    void rollback();
+
+    store_stats stats() const;
+    const std::string& path() const;
+
+private:
+    explicit store(std::unique_ptr<detail::store_impl> impl);
+    void* allocate(const types::layout& layout, std::size_t count);
+    void deallocate(void* object);
+    void* find_root_raw(std::string_view name, const types::layout& layout);
+    void set_root_raw(std::string_view name, const types::layout& layout, void* object);
+
+    std::unique_ptr<detail::store_impl> impl_;
+};
+
+}  // namespace steppe

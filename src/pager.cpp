@@ -1,0 +1,275 @@
+// The page engine. Divisions:
+//   1. the fault path (signal context): fill, swizzle, fatal errors
+//   2. allocation and the pages the heap hands out or takes back
+//   3. commit: collect and unswizzle; rollback
+#include "pager.hpp"
+
+#include <steppe/error.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "storage/fixed_message.hpp"
+
+namespace steppe {
+
+namespace {
+alignas(4096) const std::byte zero_page[translate::page_size] = {};
+
+std::string hex(std::uint64_t v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+}  // namespace
+
+pager::pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_options& opts)
+    : storage_(storage), heap_(std::move(h)), opts_(opts) {
+    space_ = vm::fault_space::create(opts.backend, &pager::fill, this);
+    map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.arena_bytes);
+}
+
+pager::~pager() {
+    map_.reset();
+    space_.reset();
+}
+
+// 1. The fault path ---------------------------------------------------------
+//
+// Async-signal-safe: it reads the heap's descriptors and the shapes (which only
+// change when no other thread touches the store), reads the page with pread,
+// reserves targets lock-free, and reports fatal errors with write(2).
+
+bool pager::fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept {
+    return static_cast<pager*>(self)->fill_page(page_addr, out);
+}
+
+bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
+    auto where = map_->lookup(page_addr);
+    if (where.what != translate::page_map::kind::page) return false;  // a guard or retired page: wild access
+    std::uint64_t page = where.page;
+    const heap::page_desc* d = heap_->describe(page);
+    if (!d || !d->is_data() || page >= storage_.page_count()) {
+        std::memset(out, 0, translate::page_size);  // freed since, or never written
+        return true;
+    }
+    storage::read_failure why;
+    if (!storage_.read_page_nothrow(page, out, &why)) fatal("cannot load", page, why.message);
+    translate::page_layout layout = layout_of_page(page);
+    if (d->type() >= shapes_.size()) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
+    std::uint64_t count = 0;
+    translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t) {
+        std::uint64_t word;
+        std::memcpy(&word, out + at, sizeof word);
+        bool ok = true;
+        std::uintptr_t v = swizzle_word(word, ok);
+        if (!ok) fatal("cannot swizzle", page, "it holds a pointer beyond the end of the store");
+        std::memcpy(out + at, &v, sizeof v);
+        ++count;
+    });
+    pointers_swizzled_.fetch_add(count, std::memory_order_relaxed);
+    return true;
+}
+
+std::uintptr_t pager::swizzle_word(std::uint64_t word, bool& ok) noexcept {
+    if (word == 0) return 0;
+    bool end = (word & translate::end_tag) != 0;
+    std::uint64_t a = word & ~translate::end_tag;
+    if (end) {
+        if (a == 0) return ok = false, 0;
+        a -= 1;  // the last byte of the unit; +1 again below
+    }
+    std::uint64_t page = a / translate::page_size;
+    if (page == 0 || page >= heap_->page_count()) return ok = false, 0;
+    std::uintptr_t v = map_->virtual_of(page);
+    if (v == 0) {
+        translate::unit u = unit_of(page);
+        std::uintptr_t base = map_->reserve(u);
+        if (base == 0) fatal("cannot reserve address space for", page, "every arena is full");
+        v = base + (page - u.head) * translate::page_size;
+    }
+    return v + a % translate::page_size + (end ? 1 : 0);
+}
+
+translate::unit pager::unit_of(std::uint64_t page) const noexcept {
+    const heap::page_desc* d = heap_->describe(page);
+    if (d && d->kind() == heap::page_kind::large_head) return {page, d->run_pages()};
+    if (d && d->kind() == heap::page_kind::large_tail) {
+        std::uint64_t head = page - d->head_distance();
+        return {head, heap_->describe(head)->run_pages()};
+    }
+    return {page, 1};
+}
+
+translate::page_layout pager::layout_of_page(std::uint64_t page) const noexcept {
+    translate::page_layout l;
+    const heap::page_desc* d = heap_->describe(page);
+    if (!d || !d->is_data() || d->type() >= shapes_.size()) return l;
+    l.type = &shapes_[d->type()];
+    l.elem_size = d->elem_size();
+    if (d->kind() == heap::page_kind::small) {
+        l.what = translate::page_layout::kind::small;
+        l.chunk_size = d->chunk_size();
+        l.bitmap = d->bitmap().data();
+        return l;
+    }
+    std::uint64_t head = page - d->head_distance();
+    l.what = translate::page_layout::kind::large;
+    l.offset_in_object = (page - head) * translate::page_size;
+    l.elem_count = heap_->describe(head)->elem_count();
+    return l;
+}
+
+void pager::fatal(const char* what, std::uint64_t page, const char* detail) const noexcept {
+    static char buf[1024];
+    storage::fixed_message msg(buf, sizeof buf);
+    msg << "steppe: fatal: " << what << " page " << page << " of store " << storage_.path().c_str() << ": "
+        << detail << ". The access that touched it cannot go on, so the process ends; run `steppe check "
+        << storage_.path().c_str() << "` to see the damage.\n";
+    if (opts_.fatal_hook) opts_.fatal_hook(buf);
+    (void)!::write(2, buf, std::strlen(buf));
+    ::_exit(vm::fatal_exit_status);
+}
+
+// 2. Allocation ---------------------------------------------------------------
+
+void* pager::to_pointer(std::uint64_t persistent) {
+    bool ok = true;
+    std::uintptr_t v = swizzle_word(persistent, ok);
+    if (!ok)
+        throw error(errc::corrupt, storage_.path() + ": persistent address " + hex(persistent) +
+                                       " lies beyond the end of the store");
+    return reinterpret_cast<void*>(v);
+}
+
+std::uint64_t pager::to_persistent(const void* p, const std::string& what) const {
+    std::uint64_t w;
+    if (!translate::to_persistent(*map_, reinterpret_cast<std::uintptr_t>(p), w))
+        throw error(errc::transient_pointer,
+                    what + " " + hex(reinterpret_cast<std::uintptr_t>(p)) + " does not point into store " +
+                        storage_.path() + " (only objects made with store.make<T>() can be stored or named)");
+    return w;
+}
+
+// New pages get a fresh virtual range of their new shape, installed as zeros;
+// freed pages lose theirs, so stale pointers can never alias a new object.
+void pager::take_new_and_freed_pages() {
+    for (std::uint64_t page : heap_->take_freed_pages()) {
+        map_->retire(page);
+        if (page < storage_.page_count()) txn_freed_ = true;
+    }
+    std::vector<std::uint64_t> fresh = heap_->take_new_pages();
+    for (std::uint64_t page : fresh) map_->retire(page);
+    for (std::uint64_t page : fresh) {
+        translate::unit u = unit_of(page);
+        std::uintptr_t base = map_->virtual_of(u.head);
+        if (base == 0) base = map_->reserve(u);
+        if (base == 0) throw error(errc::no_space, "the address-space arenas of store " + storage_.path() + " are full");
+        space_->install(base + (page - u.head) * translate::page_size, zero_page);
+        txn_new_.push_back(page);
+    }
+}
+
+void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align) {
+    std::uint64_t addr = heap_->allocate(type, elem_size, count, align);
+    std::size_t before = txn_new_.size();
+    take_new_and_freed_pages();
+    void* p = to_pointer(addr);
+    std::uint64_t page = addr / translate::page_size;
+    bool fresh = std::find(txn_new_.begin() + static_cast<long>(before), txn_new_.end(), page) != txn_new_.end();
+    if (!fresh) std::memset(p, 0, heap_->describe(page)->chunk_size());  // a reused chunk
+    return p;
+}
+
+void pager::free(void* object) {
+    heap_->free(to_persistent(object, "destroy: pointer"));
+    take_new_and_freed_pages();
+}
+
+// 3. Commit and rollback -------------------------------------------------------
+
+void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to) {
+    std::memcpy(to, from, translate::page_size);
+    translate::page_layout layout = layout_of_page(page);
+    translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t field) {
+        std::uintptr_t v;
+        std::memcpy(&v, to + at, sizeof v);
+        std::uint64_t w;
+        if (!translate::to_persistent(*map_, v, w)) {
+            if (!opts_.null_transient_pointers) {
+                std::uint64_t object = page * translate::page_size + at - field;
+                throw error(errc::transient_pointer,
+                            "type " + layout.type->name + ": the pointer field at offset " + std::to_string(field) +
+                                " of the object at persistent address " + hex(object) + " points to " + hex(v) +
+                                ", which is not in store " + storage_.path() +
+                                " (transient memory or a destroyed object); only pointers to objects made with "
+                                "store.make<T>() can be committed");
+            }
+            w = 0;
+        }
+        std::memcpy(to + at, &w, sizeof w);
+        ++pointers_unswizzled_;
+    });
+}
+
+pager::page_images pager::collect() {
+    take_new_and_freed_pages();
+    std::vector<std::uintptr_t> dirty = space_->take_dirty();
+    unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
+    std::set<std::uint64_t> pages(txn_new_.begin(), txn_new_.end());
+    for (std::uintptr_t v : unwritten_) {
+        auto where = map_->lookup(v);
+        if (where.what == translate::page_map::kind::page) pages.insert(where.page);
+    }
+    page_images out;
+    out.bytes.resize(pages.size() * translate::page_size);
+    std::size_t n = 0;
+    for (std::uint64_t page : pages) {
+        const heap::page_desc* d = heap_->describe(page);
+        std::uintptr_t v = map_->virtual_of(page);
+        if (!d || !d->is_data() || v == 0) continue;
+        std::byte* image = out.bytes.data() + n * translate::page_size;
+        unswizzle_into(page, reinterpret_cast<const std::byte*>(v), image);
+        out.pages.push_back({page, image});
+        ++n;
+    }
+    collected_pages_ = n;
+    return out;
+}
+
+void pager::committed() {
+    pages_committed_ += collected_pages_;
+    unwritten_.clear();
+    txn_new_.clear();
+    txn_freed_ = false;
+}
+
+void pager::rollback(std::unique_ptr<heap> committed_heap) {
+    take_new_and_freed_pages();
+    std::vector<std::uintptr_t> dirty = space_->take_dirty();
+    unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
+    for (std::uintptr_t v : unwritten_)
+        if (map_->lookup(v).what == translate::page_map::kind::page) space_->discard(v, 1);
+    for (std::uint64_t page : txn_new_) map_->retire(page);
+    heap_ = std::move(committed_heap);
+    if (txn_freed_) {
+        // Committed pages were freed (and their ranges retired); clean resident
+        // pages may hold pointers into those ranges, so every page reloads.
+        for (std::uint64_t page = 1; page < heap_->page_count(); ++page) {
+            std::uintptr_t v = map_->virtual_of(page);
+            if (v && space_->is_resident(v)) space_->discard(v, 1);
+        }
+    }
+    unwritten_.clear();
+    txn_new_.clear();
+    txn_freed_ = false;
+}
+
+pager_stats pager::stats() const {
+    return {space_->stats().faults, pointers_swizzled_.load(std::memory_order_relaxed), pages_committed_,
+            pointers_unswizzled_, map_->reserved_virtual_pages()};
+}
+
+}  // namespace steppe

@@ -1,0 +1,111 @@
+// The page engine: persistent pages faulted into memory with their pointers
+// swizzled (Texas), written back unswizzled at commit. It composes the
+// storage manager (page images), the heap (what lies on each page), the page
+// map and the fault space.
+//
+// Page residency (per persistent page of a reserved unit):
+//
+//   reserved (virtual range assigned, missing) --touch: fill()--> resident clean
+//   resident clean --write--> resident dirty --commit--> resident clean
+//   resident dirty --rollback: discard--> reserved
+//   any --the page is freed or changes shape--> retired (virtual range dead)
+//
+// New pages (handed out by the heap since the last commit) are installed as
+// zeros at once, because the storage may still hold a previous life of the
+// page; they are written at commit even if never dirtied.
+//
+// Threads: any number may touch persistent memory at once (faults are
+// lock-free). Allocation, destroy, commit and rollback must not run while
+// another thread touches the store.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "heap/heap.hpp"
+#include "storage/storage.hpp"
+#include "translate/page_map.hpp"
+#include "translate/swizzle.hpp"
+#include "vm/vm.hpp"
+
+namespace steppe {
+
+struct pager_options {
+    vm::backend_kind backend = vm::backend_kind::uffd;
+    bool null_transient_pointers = false;
+    void (*fatal_hook)(const char* message) = nullptr;  // called in signal context before the process ends
+    std::size_t arena_bytes = std::size_t{64} << 30;
+};
+
+struct pager_stats {
+    std::uint64_t faults = 0;         // pages filled on first touch
+    std::uint64_t pointers_swizzled = 0;
+    std::uint64_t pages_committed = 0;
+    std::uint64_t pointers_unswizzled = 0;
+    std::uint64_t reserved_virtual_pages = 0;
+};
+
+class pager {
+public:
+    pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_options& opts);
+    ~pager();
+
+    // The stored types' pointer layouts, by catalog index. The store keeps it in
+    // step with its catalog; the fault handler reads it.
+    std::vector<translate::type_shape>& shapes() { return shapes_; }
+
+    heap& allocator() { return *heap_; }
+
+    // A zeroed chunk for `count` elements of catalog type `type`.
+    void* allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align);
+    void free(void* object);
+
+    // Persistent address <-> pointer (normal context). to_pointer reserves.
+    void* to_pointer(std::uint64_t persistent);
+    // Throws transient_pointer naming `what` if p is not in the store.
+    std::uint64_t to_persistent(const void* p, const std::string& what) const;
+
+    // Unswizzles every page written (or handed out) since the last commit into
+    // `images`, ready for storage::commit. Throws transient_pointer before
+    // anything is changed. Call committed() once the storage commit succeeded.
+    struct page_images {
+        std::vector<std::byte> bytes;
+        std::vector<storage::page_image> pages;
+    };
+    page_images collect();
+    void committed();
+    // Forgets every change since the last commit: discards written pages and
+    // retires new ones; `committed_heap` is the heap as of the last commit.
+    void rollback(std::unique_ptr<heap> committed_heap);
+
+    pager_stats stats() const;
+    vm::backend_kind backend() const { return space_->backend(); }
+    vm::tracking_kind tracking() const { return space_->tracking(); }
+
+private:
+    static bool fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept;
+    bool fill_page(std::uintptr_t page_addr, std::byte* out) noexcept;
+    [[noreturn]] void fatal(const char* what, std::uint64_t page, const char* detail) const noexcept;
+    translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
+    translate::unit unit_of(std::uint64_t page) const noexcept;
+    std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;
+    void take_new_and_freed_pages();
+    void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to);
+
+    storage::storage& storage_;
+    std::unique_ptr<heap> heap_;
+    pager_options opts_;
+    std::vector<translate::type_shape> shapes_;
+    std::unique_ptr<vm::fault_space> space_;
+    std::unique_ptr<translate::page_map> map_;
+    std::vector<std::uint64_t> txn_new_;        // pages handed out since the last commit
+    bool txn_freed_ = false;                    // a committed page was freed since the last commit
+    std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit did not write
+    std::atomic<std::uint64_t> pointers_swizzled_{0};
+    std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0;
+};
+
+}  // namespace steppe

@@ -1,0 +1,432 @@
+// steppe::store — composes the storage manager, the heap, the type catalog,
+// the roots and the page engine behind the public API.
+//
+// What one commit writes, all through one storage commit:
+//   - the data pages written (or handed out) since the last commit, unswizzled;
+//   - the type catalog and the roots table, each a "blob" on a chain of system
+//     pages, when they changed;
+//   - the heap's changed metadata pages;
+//   - the storage meta (256 bytes): engine_meta below, which pins the heap root
+//     and both blobs, so a commit's pieces can never mix with another's.
+#include <steppe/steppe.hpp>
+
+#include <cstring>
+#include <deque>
+#include <map>
+
+#include "heap/heap.hpp"
+#include "pager.hpp"
+#include "storage/checksum.hpp"
+#include "storage/storage.hpp"
+#include "types/types.hpp"
+
+namespace steppe {
+namespace detail {
+namespace {
+
+constexpr char engine_magic[8] = {'s', 't', 'p', 'e', 'n', 'g', 'n', '1'};
+constexpr std::uint32_t catalog_owner = 1, roots_owner = 2;
+
+struct blob_ref {
+    std::uint64_t first_page;  // 0: empty blob
+    std::uint64_t length;      // bytes
+    std::uint32_t crc;         // crc32c of all the bytes
+    std::uint32_t pages;
+};
+
+// The storage meta of a page-engine store.
+struct engine_meta {
+    char magic[8];
+    std::byte heap[heap_root::size];
+    blob_ref catalog;
+    blob_ref roots;
+};
+static_assert(sizeof(engine_meta) <= storage::meta_size);
+
+// One page of a blob: this header, then payload.
+struct blob_page_header {
+    std::uint32_t magic;  // "SBLB"
+    std::uint32_t owner;
+    std::uint32_t index;  // position in the chain
+    std::uint32_t used;   // payload bytes in this page
+    std::uint64_t next;   // next page of the chain, 0 at the end
+    std::uint32_t reserved;
+    std::uint32_t crc;    // crc32c of the page with this field zero
+};
+constexpr std::uint32_t blob_magic = 0x424C4253;
+constexpr std::size_t blob_payload = storage::page_size - sizeof(blob_page_header);
+
+struct root_entry {
+    std::uint32_t type;
+    std::uint64_t address;
+};
+using root_table = std::map<std::string, root_entry, std::less<>>;
+
+std::vector<std::byte> encode_roots(const root_table& roots) {
+    std::vector<std::byte> out;
+    auto put = [&](const void* p, std::size_t n) {
+        auto b = static_cast<const std::byte*>(p);
+        out.insert(out.end(), b, b + n);
+    };
+    std::uint32_t count = static_cast<std::uint32_t>(roots.size());
+    put(&count, 4);
+    for (const auto& [name, e] : roots) {
+        std::uint32_t len = static_cast<std::uint32_t>(name.size());
+        put(&len, 4);
+        put(name.data(), name.size());
+        put(&e.type, 4);
+        put(&e.address, 8);
+    }
+    return out;
+}
+
+root_table decode_roots(std::span<const std::byte> in, const std::string& where) {
+    root_table roots;
+    std::size_t at = 0;
+    auto get = [&](void* p, std::size_t n) {
+        if (in.size() - at < n) throw error(errc::corrupt, where + ": the roots table is cut short");
+        std::memcpy(p, in.data() + at, n);
+        at += n;
+    };
+    std::uint32_t count;
+    get(&count, 4);
+    for (std::uint32_t i = 0; i < count; ++i) {
+        std::uint32_t len;
+        get(&len, 4);
+        if (len > in.size()) throw error(errc::corrupt, where + ": a root name is longer than the roots table");
+        std::string name(len, '\0');
+        get(name.data(), len);
+        root_entry e;
+        get(&e.type, 4);
+        get(&e.address, 8);
+        roots[name] = e;
+    }
+    if (at != in.size()) throw error(errc::corrupt, where + ": trailing bytes after the roots table");
+    return roots;
+}
+
+std::uint32_t blob_page_crc(blob_page_header h, const std::byte* payload) {
+    h.crc = 0;
+    return storage::crc32c(storage::crc32c(0, &h, sizeof h), payload, blob_payload);
+}
+
+}  // namespace
+
+class store_impl {
+public:
+    store_impl(const std::string& path, const open_options& options);
+    ~store_impl() {
+        pager_.reset();
+        storage_.reset();
+    }
+
+    void* allocate(const types::layout& layout, std::size_t count);
+    void deallocate(void* object) { pager_->free(object); }
+    void* find_root(std::string_view name, const types::layout& layout);
+    void set_root(std::string_view name, const types::layout& layout, void* object);
+    bool remove_root(std::string_view name);
+    std::vector<root_info> roots() const;
+    void commit();
+    void rollback();
+    store_stats stats() const;
+    const std::string& path() const { return storage_->path(); }
+
+private:
+    // The state one commit pins down; kept so rollback needs no reads.
+    struct committed_state {
+        engine_meta meta{};
+        types::catalog catalog;
+        root_table roots;
+        std::vector<std::uint64_t> catalog_pages, roots_pages;
+    };
+
+    std::unique_ptr<heap> load_heap() const;
+    std::vector<std::byte> read_blob(const blob_ref& ref, std::uint32_t owner, const char* what,
+                                     std::vector<std::uint64_t>& pages) const;
+    blob_ref write_blob(std::span<const std::byte> bytes, std::uint32_t owner, std::vector<std::uint64_t>& pages,
+                        std::deque<std::array<std::byte, storage::page_size>>& buffers,
+                        std::vector<storage::page_image>& images);
+    types::catalog::index type_index(const types::layout& layout);
+    void sync_shapes(bool rebuild);
+    void validate() const;
+    void ensure_writable() const;
+
+    open_options options_;
+    std::unique_ptr<storage::storage> storage_;
+    std::unique_ptr<pager> pager_;
+    committed_state committed_;
+    types::catalog catalog_;
+    root_table roots_;
+    std::vector<std::uint64_t> catalog_pages_, roots_pages_;
+    bool catalog_dirty_ = false, roots_dirty_ = false;
+};
+
+namespace {
+vm::backend_kind backend_for(fault_backend b) {
+    return vm::choose_backend(b == fault_backend::mprotect ? vm::backend_kind::mprotect : vm::backend_kind::uffd);
+}
+}  // namespace
+
+store_impl::store_impl(const std::string& path, const open_options& options) : options_(options) {
+    storage::options so;
+    so.create = options.create;
+    so.read_only = options.read_only;
+    so.durable = options.durable;
+    so.checkpoint_bytes = options.checkpoint_bytes;
+    storage_ = storage::storage::open(path, so);
+
+    const auto& raw = storage_->meta();
+    bool fresh = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
+    if (!fresh) {
+        std::memcpy(&committed_.meta, raw.data(), sizeof(engine_meta));
+        if (std::memcmp(committed_.meta.magic, engine_magic, sizeof engine_magic) != 0)
+            throw error(errc::version, path + " holds no page-engine data of a version this build reads");
+        committed_.catalog = types::catalog::decode(
+            read_blob(committed_.meta.catalog, catalog_owner, "type catalog", committed_.catalog_pages));
+        committed_.roots = decode_roots(
+            read_blob(committed_.meta.roots, roots_owner, "roots table", committed_.roots_pages), path);
+    } else {
+        std::memcpy(committed_.meta.magic, engine_magic, sizeof engine_magic);
+    }
+    pager_options po;
+    po.backend = backend_for(options.backend);
+    po.null_transient_pointers = options.null_transient_pointers;
+    po.fatal_hook = options.fatal_hook;
+    pager_ = std::make_unique<pager>(*storage_, load_heap(), po);
+    catalog_ = committed_.catalog;
+    roots_ = committed_.roots;
+    catalog_pages_ = committed_.catalog_pages;
+    roots_pages_ = committed_.roots_pages;
+    validate();
+    sync_shapes(true);
+}
+
+std::unique_ptr<heap> store_impl::load_heap() const {
+    if (std::all_of(std::begin(committed_.meta.heap), std::end(committed_.meta.heap),
+                    [](std::byte b) { return b == std::byte{0}; }))
+        return std::make_unique<heap>(1);  // page 0 stays unused: address 0 is null
+    heap_root root = heap_root::from_bytes(committed_.meta.heap);
+    std::vector<std::byte> buf(storage::page_size);
+    return std::make_unique<heap>(heap::decode(root, [&](std::uint64_t page) {
+        storage_->read_page(page, buf.data());
+        return std::span<const std::byte>(buf);
+    }));
+}
+
+std::vector<std::byte> store_impl::read_blob(const blob_ref& ref, std::uint32_t owner, const char* what,
+                                             std::vector<std::uint64_t>& pages) const {
+    std::vector<std::byte> out;
+    pages.clear();
+    std::vector<std::byte> buf(storage::page_size);
+    std::uint64_t page = ref.first_page;
+    auto fail = [&](const std::string& why) {
+        return error(errc::corrupt, storage_->path() + ": the " + what + " (page " + std::to_string(page) +
+                                        ") is damaged: " + why);
+    };
+    for (std::uint32_t i = 0; i < ref.pages; ++i) {
+        if (page == 0 || page >= storage_->page_count()) throw fail("its chain leaves the store");
+        storage_->read_page(page, buf.data());
+        blob_page_header h;
+        std::memcpy(&h, buf.data(), sizeof h);
+        if (h.magic != blob_magic || h.owner != owner || h.index != i || h.used > blob_payload ||
+            h.crc != blob_page_crc(h, buf.data() + sizeof h))
+            throw fail("bad page header or checksum");
+        pages.push_back(page);
+        out.insert(out.end(), buf.begin() + sizeof h, buf.begin() + static_cast<long>(sizeof h + h.used));
+        page = h.next;
+    }
+    if (out.size() != ref.length || storage::crc32c(out) != ref.crc) throw fail("its length or checksum differs");
+    return out;
+}
+
+blob_ref store_impl::write_blob(std::span<const std::byte> bytes, std::uint32_t owner,
+                                std::vector<std::uint64_t>& pages,
+                                std::deque<std::array<std::byte, storage::page_size>>& buffers,
+                                std::vector<storage::page_image>& images) {
+    heap& h = pager_->allocator();
+    std::size_t n = std::max<std::size_t>(1, (bytes.size() + blob_payload - 1) / blob_payload);
+    while (pages.size() < n) pages.push_back(h.allocate_system_page(owner, pages.size()));
+    while (pages.size() > n) {
+        h.free_system_page(pages.back());
+        pages.pop_back();
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        auto& page = buffers.emplace_back();
+        page.fill(std::byte{0});
+        std::size_t used = std::min(blob_payload, bytes.size() - std::min(bytes.size(), i * blob_payload));
+        blob_page_header hdr{blob_magic, owner, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(used),
+                             i + 1 < n ? pages[i + 1] : 0, 0, 0};
+        if (used) std::memcpy(page.data() + sizeof hdr, bytes.data() + i * blob_payload, used);
+        hdr.crc = blob_page_crc(hdr, page.data() + sizeof hdr);
+        std::memcpy(page.data(), &hdr, sizeof hdr);
+        images.push_back({pages[i], page.data()});
+    }
+    return {pages[0], bytes.size(), storage::crc32c(bytes), static_cast<std::uint32_t>(n)};
+}
+
+// Every root and every data page must name a type the catalog has.
+void store_impl::validate() const {
+    for (const auto& [name, e] : roots_)
+        if (e.type >= catalog_.size())
+            throw error(errc::corrupt, path() + ": root '" + name + "' names type " + std::to_string(e.type) +
+                                           ", which the type catalog does not have");
+    const heap& h = pager_->allocator();
+    for (std::uint64_t p = 0; p < h.page_count(); ++p) {
+        const heap::page_desc* d = h.describe(p);
+        if (d->is_data() && d->type() >= catalog_.size())
+            throw error(errc::corrupt, path() + ": page " + std::to_string(p) + " holds objects of type " +
+                                           std::to_string(d->type()) + ", which the type catalog does not have");
+    }
+}
+
+void store_impl::sync_shapes(bool rebuild) {
+    auto& shapes = pager_->shapes();
+    if (rebuild) shapes.clear();
+    for (std::size_t i = shapes.size(); i < catalog_.size(); ++i) {
+        const types::layout& l = catalog_.at(static_cast<types::catalog::index>(i));
+        shapes.push_back({l.name, l.size, l.pointers});
+    }
+}
+
+types::catalog::index store_impl::type_index(const types::layout& layout) {
+    std::size_t before = catalog_.size();
+    types::catalog::index i = catalog_.find_or_add(layout);
+    if (catalog_.size() != before) {
+        catalog_dirty_ = true;
+        sync_shapes(false);
+    }
+    return i;
+}
+
+void store_impl::ensure_writable() const {
+    if (options_.read_only) throw error(errc::invalid_argument, path() + " is open read-only");
+}
+
+void* store_impl::allocate(const types::layout& layout, std::size_t count) {
+    ensure_writable();
+    if (!layout.vptrs.empty())
+        throw error(errc::unsupported, "type " + layout.name +
+                                           " has virtual functions; relinking vtables on load is not implemented yet");
+    if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
+    return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
+}
+
+void* store_impl::find_root(std::string_view name, const types::layout& layout) {
+    auto it = roots_.find(name);
+    if (it == roots_.end()) return nullptr;
+    types::catalog::index want = type_index(layout);
+    if (it->second.type != want)
+        throw error(errc::type_mismatch, path() + ": root '" + std::string(name) + "' holds a " +
+                                             catalog_.at(it->second.type).name + ", not a " + layout.name);
+    return pager_->to_pointer(it->second.address);
+}
+
+void store_impl::set_root(std::string_view name, const types::layout& layout, void* object) {
+    ensure_writable();
+    if (!object) throw error(errc::invalid_argument, "set_root('" + std::string(name) + "') with a null object; use remove_root");
+    std::uint64_t address = pager_->to_persistent(object, "set_root('" + std::string(name) + "'): object");
+    roots_[std::string(name)] = {type_index(layout), address};
+    roots_dirty_ = true;
+}
+
+bool store_impl::remove_root(std::string_view name) {
+    ensure_writable();
+    auto it = roots_.find(name);
+    if (it == roots_.end()) return false;
+    roots_.erase(it);
+    roots_dirty_ = true;
+    return true;
+}
+
+std::vector<root_info> store_impl::roots() const {
+    std::vector<root_info> out;
+    for (const auto& [name, e] : roots_) out.push_back({name, catalog_.at(e.type).name});
+    return out;
+}
+
+// 1. blobs that changed (may take system pages from the heap)
+// 2. data pages, unswizzled (throws transient_pointer before anything is written)
+// 3. the heap's changed metadata pages and its root
+// 4. one storage commit of all of it with the new meta
+// 5. adopt the new committed state
+void store_impl::commit() {
+    ensure_writable();
+    std::deque<std::array<std::byte, storage::page_size>> buffers;
+    std::vector<storage::page_image> images;
+    engine_meta meta = committed_.meta;
+    if (catalog_dirty_)
+        meta.catalog = write_blob(catalog_.encode(), catalog_owner, catalog_pages_, buffers, images);
+    if (roots_dirty_) meta.roots = write_blob(encode_roots(roots_), roots_owner, roots_pages_, buffers, images);
+    pager::page_images data = pager_->collect();
+    images.insert(images.end(), data.pages.begin(), data.pages.end());
+    heap::commit_image heap_image = pager_->allocator().encode_dirty();
+    for (const auto& m : heap_image.pages) images.push_back({m.page, m.bytes.data()});
+    auto root_bytes = heap_image.root.to_bytes();
+    std::memcpy(meta.heap, root_bytes.data(), root_bytes.size());
+
+    storage::meta_bytes raw{};
+    std::memcpy(raw.data(), &meta, sizeof meta);
+    try {
+        storage_->commit(images, raw);
+    } catch (...) {
+        pager_->allocator().mark_all_dirty();
+        catalog_dirty_ = roots_dirty_ = true;
+        throw;
+    }
+    pager_->committed();
+    committed_ = {meta, catalog_, roots_, catalog_pages_, roots_pages_};
+    catalog_dirty_ = roots_dirty_ = false;
+}
+
+void store_impl::rollback() {
+    pager_->rollback(load_heap());
+    catalog_ = committed_.catalog;
+    roots_ = committed_.roots;
+    catalog_pages_ = committed_.catalog_pages;
+    roots_pages_ = committed_.roots_pages;
+    catalog_dirty_ = roots_dirty_ = false;
+    sync_shapes(true);
+}
+
+store_stats store_impl::stats() const {
+    pager_stats p = pager_->stats();
+    const storage::stats& s = storage_->counters();
+    return {vm::to_string(pager_->backend()),
+            vm::to_string(pager_->tracking()),
+            p.faults,
+            p.pointers_swizzled,
+            s.commits,
+            p.pages_committed,
+            p.pointers_unswizzled,
+            s.bytes_written,
+            s.syncs,
+            storage_->page_count()};
+}
+
+}  // namespace detail
+
+store::store(std::unique_ptr<detail::store_impl> impl) : impl_(std::move(impl)) {}
+store::store(store&&) noexcept = default;
+store& store::operator=(store&&) noexcept = default;
+store::~store() = default;
+
+store store::open(const std::string& path, const open_options& options) {
+    return store(std::make_unique<detail::store_impl>(path, options));
+}
+
+void* store::allocate(const types::layout& layout, std::size_t count) { return impl_->allocate(layout, count); }
+void store::deallocate(void* object) { impl_->deallocate(object); }
+void* store::find_root_raw(std::string_view name, const types::layout& layout) {
+    return impl_->find_root(name, layout);
+}
+void store::set_root_raw(std::string_view name, const types::layout& layout, void* object) {
+    impl_->set_root(name, layout, object);
+}
+bool store::remove_root(std::string_view name) { return impl_->remove_root(name); }
+std::vector<root_info> store::roots() const { return impl_->roots(); }
+void store::commit() { impl_->commit(); }
+void store::rollback() { impl_->rollback(); }
+store_stats store::stats() const { return impl_->stats(); }
+const std::string& store::path() const { return impl_->path(); }
+
+}  // namespace steppe

@@ -1,0 +1,113 @@
+// The type catalog: lookup by name, and the precise type_mismatch message.
+#include <algorithm>
+
+#include "types/types.hpp"
+
+namespace steppe::types {
+
+namespace {
+
+std::string num(std::uint64_t v) { return std::to_string(v); }
+
+// "field 3 'x' (int)": 1-based, the name when known.
+std::string describe_field(const field& f, std::size_t i) {
+    std::string s = "field " + num(i + 1);
+    if (!f.name.empty()) s += " '" + f.name + "'";
+    return s + " (" + f.type + ")";
+}
+
+// The field whose bytes hold `offset`, for context in pointer messages.
+std::string context(const layout& l, std::uint32_t offset) {
+    for (std::size_t i = l.fields.size(); i-- > 0;) {
+        const field& f = l.fields[i];
+        if (f.offset <= offset && offset < std::uint64_t{f.offset} + f.size) return ", in " + describe_field(f, i);
+    }
+    return {};
+}
+
+// First difference between two sorted offset lists, or "".
+std::string slot_difference(const char* what, const layout& stored, const std::vector<std::uint32_t>& s,
+                            const layout& program, const std::vector<std::uint32_t>& p) {
+    std::vector<std::uint32_t> only_s, only_p;
+    std::set_difference(s.begin(), s.end(), p.begin(), p.end(), std::back_inserter(only_s));
+    std::set_difference(p.begin(), p.end(), s.begin(), s.end(), std::back_inserter(only_p));
+    if (!only_s.empty() && !only_p.empty())
+        return std::string(what) + " at offset " + num(only_s[0]) + " in store moved to offset " + num(only_p[0]) +
+               " in program" + context(program, only_p[0]);
+    if (!only_s.empty())
+        return std::string(what) + " at offset " + num(only_s[0]) + " in store is not a pointer in program" +
+               context(stored, only_s[0]);
+    if (!only_p.empty())
+        return std::string(what) + " at offset " + num(only_p[0]) + " in program is not a pointer in store" +
+               context(program, only_p[0]);
+    return {};
+}
+
+std::string field_difference(const field& s, const field& p, std::size_t i) {
+    std::string head = describe_field(s, i) + " at offset " + num(s.offset);
+    if (s.offset != p.offset) return head + " in store is at offset " + num(p.offset) + " in program";
+    if (s.kind != p.kind || s.size != p.size)
+        return head + " became " + p.type + " (" + to_string(s.kind) + " of " + num(s.size) + " bytes in store, " +
+               to_string(p.kind) + " of " + num(p.size) + " bytes in program)";
+    if (s.type != p.type) return head + " became " + p.type;
+    return head + ": the layout of " + s.type + " changed";  // same name, different fingerprint inside
+}
+
+}  // namespace
+
+std::string difference(const layout& stored, const layout& program) {
+    if (same_structure(stored, program)) return {};
+    if (stored.size != program.size) return "size " + num(stored.size) + " in store, " + num(program.size) + " in program";
+    if (stored.align != program.align)
+        return "alignment " + num(stored.align) + " in store, " + num(program.align) + " in program";
+    std::string d = slot_difference("pointer field", stored, stored.pointers, program, program.pointers);
+    if (d.empty()) d = slot_difference("vtable pointer", stored, stored.vptrs, program, program.vptrs);
+    if (!d.empty()) return d;
+    const auto& sf = stored.fields;
+    const auto& pf = program.fields;
+    for (std::size_t i = 0; i < std::min(sf.size(), pf.size()); ++i) {
+        const field& s = sf[i];
+        const field& p = pf[i];
+        if (s.offset != p.offset || s.size != p.size || s.kind != p.kind || s.type_fp != p.type_fp)
+            return field_difference(s, p, i);
+    }
+    if (sf.size() > pf.size())
+        return describe_field(sf[pf.size()], pf.size()) + " at offset " + num(sf[pf.size()].offset) +
+               " in store is missing in program";
+    if (pf.size() > sf.size())
+        return describe_field(pf[sf.size()], sf.size()) + " at offset " + num(pf[sf.size()].offset) +
+               " in program is not in store";
+    return "fingerprint differs";  // not reached: same_structure compares exactly the above
+}
+
+catalog::index catalog::find_or_add(const layout& l) {
+    if (auto i = find(l.name)) {
+        const layout& stored = entries_[*i];
+        if (std::string d = difference(stored, l); !d.empty())
+            throw error(errc::type_mismatch, "type " + l.name + ": " + d);
+        return *i;
+    }
+    return add(l);
+}
+
+std::optional<catalog::index> catalog::find(std::string_view name) const {
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end()) return std::nullopt;
+    return it->second;
+}
+
+const layout& catalog::at(index i) const {
+    if (i >= entries_.size())
+        throw error(errc::invalid_argument,
+                    "type catalog: index " + num(i) + " out of range (" + num(entries_.size()) + " entries)");
+    return entries_[i];
+}
+
+catalog::index catalog::add(layout l) {
+    auto i = static_cast<index>(entries_.size());
+    by_name_.emplace(l.name, i);
+    entries_.push_back(std::move(l));
+    return i;
+}
+
+}  // namespace steppe::types

@@ -1,0 +1,151 @@
+// The non-template half of steppe/layout.hpp: names, fingerprints, and the
+// checks every freshly built layout passes before anyone sees it.
+#include <steppe/error.hpp>
+#include <steppe/layout.hpp>
+
+#include <algorithm>
+
+#include "types/hash.hpp"
+
+namespace steppe::types {
+
+const char* to_string(field_kind kind) noexcept {
+    switch (kind) {
+    case field_kind::scalar: return "scalar";
+    case field_kind::pointer: return "pointer";
+    case field_kind::nested: return "nested";
+    case field_kind::array: return "array";
+    case field_kind::base: return "base";
+    }
+    return "unknown";
+}
+
+std::uint64_t fingerprint(const layout& l) noexcept {
+    detail::fnv1a h;
+    h.u64(l.size, 4);
+    h.u64(l.align, 4);
+    h.u64(l.pointers.size(), 4);
+    for (std::uint32_t p : l.pointers) h.u64(p, 4);
+    h.u64(l.vptrs.size(), 4);
+    for (std::uint32_t v : l.vptrs) h.u64(v, 4);
+    h.u64(l.fields.size(), 4);
+    for (const field& f : l.fields) {
+        h.u64(f.offset, 4);
+        h.u64(f.size, 4);
+        h.u64(static_cast<std::uint8_t>(f.kind), 1);
+        h.u64(f.type_fp);
+    }
+    return h.value();
+}
+
+bool same_structure(const layout& a, const layout& b) noexcept {
+    auto same_field = [](const field& x, const field& y) {
+        return x.offset == y.offset && x.size == y.size && x.kind == y.kind && x.type_fp == y.type_fp;
+    };
+    return a.size == b.size && a.align == b.align && a.pointers == b.pointers && a.vptrs == b.vptrs &&
+           std::equal(a.fields.begin(), a.fields.end(), b.fields.begin(), b.fields.end(), same_field);
+}
+
+namespace detail {
+
+std::string type_name_from(std::string_view pretty) {
+    // g++: "... raw_type_name() [with T = Part]"; clang: "... raw_type_name() [T = Part]".
+    std::size_t at = pretty.find("[with T = ");
+    std::size_t skip = 10;
+    if (at == std::string_view::npos) {
+        at = pretty.find("[T = ");
+        skip = 5;
+    }
+    std::size_t end = pretty.rfind(']');
+    if (at == std::string_view::npos || end == std::string_view::npos || end < at + skip) return std::string(pretty);
+    return std::string(pretty.substr(at + skip, end - at - skip));
+}
+
+std::string member_name_from(std::string_view pretty) {
+    // g++: "... [with auto P = (& fake_object<Part>.<...>::value.Part::build)]".
+    std::size_t end = pretty.rfind(')');
+    if (end == std::string_view::npos) return {};
+    std::string_view head = pretty.substr(0, end);
+    std::size_t colon = head.rfind("::");
+    if (colon == std::string_view::npos) return {};
+    std::string_view name = head.substr(colon + 2);
+    bool identifier = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    return identifier ? std::string(name) : std::string();
+}
+
+std::uint64_t code_fp(char code, std::size_t size) noexcept {
+    fnv1a h;
+    h.u64(static_cast<unsigned char>(code), 1);
+    h.u64(size);
+    return h.value();
+}
+
+std::uint64_t array_fp(std::uint64_t element_fp, std::size_t count) noexcept {
+    fnv1a h;
+    h.u64('a', 1);
+    h.u64(element_fp);
+    h.u64(count);
+    return h.value();
+}
+
+void append_shifted(layout& out, const layout& inner, std::size_t offset) {
+    for (std::uint32_t p : inner.pointers) out.pointers.push_back(static_cast<std::uint32_t>(offset + p));
+    for (std::uint32_t v : inner.vptrs) out.vptrs.push_back(static_cast<std::uint32_t>(offset + v));
+}
+
+namespace {
+
+[[noreturn]] void refuse(const layout& l, const std::string& what) {
+    throw error(errc::invalid_argument, "type " + l.name + ": " + what);
+}
+
+// Padding before a member is shorter than the member's alignment, and tail
+// padding shorter than the type's; any longer gap is an unlisted member. A
+// missing pointer always leaves such a gap unless the next member is aligned
+// beyond 8 bytes. Overlaps are fine: derived members may reuse a base's tail
+// padding and empty members share addresses.
+void check_coverage(const layout& l, std::vector<extent> extents) {
+    std::sort(extents.begin(), extents.end(),
+              [](const extent& a, const extent& b) { return a.offset < b.offset; });
+    std::size_t pos = 0;
+    auto hole = [&](std::size_t from, std::size_t to) {
+        refuse(l, "bytes [" + std::to_string(from) + ", " + std::to_string(to) +
+                      ") belong to no member listed in STEPPE_FIELDS nor base in STEPPE_BASES; list every "
+                      "data member and base (an unlisted pointer would never be swizzled)");
+    };
+    for (const extent& e : extents) {
+        if (e.offset > pos && e.offset - pos >= e.align) hole(pos, e.offset);
+        pos = std::max(pos, e.offset + e.size);
+    }
+    std::size_t end = (pos + l.align - 1) / l.align * l.align;
+    if (end < l.size) hole(pos, l.size);
+}
+
+}  // namespace
+
+void finish(layout& l, const std::vector<extent>* declared) {
+    std::stable_sort(l.fields.begin(), l.fields.end(),
+                     [](const field& a, const field& b) { return a.offset < b.offset; });
+    for (const field& f : l.fields)
+        if (std::uint64_t{f.offset} + f.size > l.size)
+            refuse(l, "field '" + f.name + "' (" + f.type + ") at offset " + std::to_string(f.offset) +
+                          " ends beyond the type's " + std::to_string(l.size) + " bytes");
+    std::sort(l.pointers.begin(), l.pointers.end());
+    std::sort(l.vptrs.begin(), l.vptrs.end());
+    // A derived class shares its primary base's vptr at offset 0.
+    l.vptrs.erase(std::unique(l.vptrs.begin(), l.vptrs.end()), l.vptrs.end());
+    std::vector<std::uint32_t> slots(l.pointers);
+    slots.insert(slots.end(), l.vptrs.begin(), l.vptrs.end());
+    std::sort(slots.begin(), slots.end());
+    for (std::size_t i = 1; i < slots.size(); ++i)
+        if (slots[i] - slots[i - 1] < sizeof(void*))
+            refuse(l, "two pointer fields overlap at offsets " + std::to_string(slots[i - 1]) + " and " +
+                          std::to_string(slots[i]) + " (check steppe::describe offsets)");
+    if (declared) check_coverage(l, *declared);
+    l.fingerprint = fingerprint(l);
+}
+
+}  // namespace detail
+}  // namespace steppe::types

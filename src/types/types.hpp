@@ -1,0 +1,63 @@
+// types — run-time type description (include/steppe/layout.hpp) and the
+// store's type catalog.
+//
+// The catalog lists every type ever allocated in a store: name, size,
+// alignment, pointer and vptr offsets, fields and fingerprint. The swizzler
+// reads pointer offsets from the STORED entry, so an object whose type the
+// program never names is still swizzled correctly. Opening a store whose entry
+// for a type differs from the program's layout is a type_mismatch naming the
+// type and the first difference (reference 002 §1.6: store and program types
+// must match on name and structure). Schema evolution will build on this.
+//
+// Not thread-safe: the store serializes access to its catalog.
+#pragma once
+
+#include <steppe/error.hpp>
+#include <steppe/layout.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace steppe::types {
+
+// "" when `stored` and `program` are read the same way (same_structure);
+// otherwise the first difference, e.g. "size 64 in store, 72 in program",
+// "pointer field at offset 24 in store moved to offset 32 in program" or
+// "field 3 'x' (int) at offset 16 became long int". Fields count from 1.
+std::string difference(const layout& stored, const layout& program);
+
+class catalog {
+public:
+    using index = std::uint32_t;
+
+    // The index of the entry named l.name, adding l if there is none. Throws
+    // steppe::error(type_mismatch, "type Part: <difference>") if the entry
+    // exists with a different structure. Indices never change.
+    index find_or_add(const layout& l);
+
+    std::optional<index> find(std::string_view name) const;
+    // Throws steppe::error(invalid_argument) for an index out of range.
+    const layout& at(index i) const;
+    std::size_t size() const noexcept { return entries_.size(); }
+    const std::vector<layout>& entries() const noexcept { return entries_; }
+
+    // Byte format and validity rules: catalog_format.cpp.
+    std::vector<std::byte> encode() const;
+    // Validates everything; throws steppe::error(corrupt) on any damage and
+    // never reads outside `bytes`.
+    static catalog decode(std::span<const std::byte> bytes);
+
+private:
+    index add(layout l);
+
+    std::vector<layout> entries_;
+    std::unordered_map<std::string, index> by_name_;
+};
+
+}  // namespace steppe::types

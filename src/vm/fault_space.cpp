@@ -1,0 +1,885 @@
+// The fault path: arenas, the process-wide registry, the SIGBUS/SIGSEGV
+// handler, and fault_space for both backends. Read top to bottom:
+//
+//   1. Page states and the invariants everything below relies on
+//   2. Signal-context toolbox: futex, stderr lines, fatal exit
+//   3. Arenas and the process-wide registry
+//   4. The space: kernel operations shared by the handler and normal code
+//   5. The fault handler
+//   6. Normal-code operations: create, reserve, install, discard, take_dirty
+//
+// Async-signal safety (sections 2, 4 and 5 run in the handler): the handler
+// makes system calls (ioctl, mprotect, futex, write, sigaction, all safe),
+// touches only lock-free atomics, the registry's static array, the arena side
+// tables (mapped at reserve time) and its own stack. It never allocates, never
+// takes a lock, never throws and never calls stdio. Each piece says why below.
+
+#include "vm/sys.hpp"
+#include "vm/uapi.hpp"
+#include "vm/vm.hpp"
+
+#include <steppe/error.hpp>
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+namespace steppe::vm {
+
+fault_space::~fault_space() = default;
+
+namespace {
+
+// 1. Page states and invariants ---------------------------------------------
+//
+// Every arena page has a 32-bit state word in the arena's side table:
+//
+//     missing --CAS by the faulting/installing thread--> filling --map--> resident
+//        ^                                                                   |
+//        +-------------------------------- discard() ------------------------+
+//
+// (filling_waited is filling with a sleeper on the futex.)
+//
+// (I1) Only the thread whose CAS moved a page from missing to filling produces
+//      and maps it, and it maps the whole page with one kernel operation before
+//      the state says resident: UFFDIO_COPY maps a filled page atomically; the
+//      mprotect backend fills through a second, writable view of the arena's
+//      memfd while the arena view is PROT_NONE and opens it with one mprotect.
+//      So no thread ever sees a half-filled page, and fill runs once per touch
+//      even when many threads touch the page at once (the others sleep on the
+//      state word's futex).
+// (I2) For wp_sync and mprotect tracking, a resident page is writable only if
+//      its dirty bit is set or a take_dirty() that reported it has not yet
+//      re-protected it. The handler un-protects and then sets the bit;
+//      take_dirty() clears the bit and then protects. A write between the two
+//      steps of take_dirty() lands in a page that call reports; a write after
+//      faults again. (wp_async: the kernel keeps the write-protect bit in the
+//      PTE, and PAGEMAP_SCAN reports and re-protects each page atomically.)
+// (I3) A registry slot is live from the end of reserve() until its space's
+//      destructor; while live its fields do not change.
+// (I4) Dirty bits come in two levels: one bit per page, and one summary bit
+//      per 64-bit word of page bits. The page bit is set before the summary
+//      bit, and take_dirty() clears the summary bit before the page bits, so a
+//      page bit set concurrently is found now or on the next call.
+
+enum page_state : std::uint32_t {
+    page_missing = 0,  // the side table is fresh anonymous memory: zero = missing
+    page_filling = 1,
+    page_filling_waited = 2,
+    page_resident = 3,
+};
+
+std::atomic_ref<std::uint32_t> state_ref(std::uint32_t& word) { return std::atomic_ref<std::uint32_t>(word); }
+std::atomic_ref<std::uint64_t> bits_ref(std::uint64_t& word) { return std::atomic_ref<std::uint64_t>(word); }
+static_assert(std::atomic_ref<std::uint32_t>::is_always_lock_free);
+static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
+
+enum class access { read, write, execute, unknown };
+
+// The kind of access that faulted, from the x86-64 page-fault error code the
+// kernel stores in the signal context. Elsewhere unknown: a missing page is
+// then installed clean, and a later write faults again as a write.
+access access_of(const void* context) noexcept {
+#if defined(__x86_64__)
+    const auto* uc = static_cast<const ucontext_t*>(context);
+    const auto error_code = static_cast<std::uint64_t>(uc->uc_mcontext.gregs[REG_ERR]);
+    constexpr std::uint64_t pf_write = 1u << 1, pf_instruction = 1u << 4;
+    if (error_code & pf_instruction) return access::execute;
+    return (error_code & pf_write) ? access::write : access::read;
+#else
+    (void)context;
+    return access::unknown;
+#endif
+}
+
+// 2. Signal-context toolbox -------------------------------------------------
+//
+// Only system calls and stack memory: safe in a handler.
+
+namespace sigsafe {
+
+void futex_wait(std::uint32_t& word, std::uint32_t expected) noexcept {
+    // Returns on wake-up, EAGAIN (the word changed) or EINTR; the caller re-reads.
+    syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+void futex_wake_all(std::uint32_t& word) noexcept {
+    syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+// One line for stderr, built on the stack.
+class line {
+public:
+    line& add(const char* text) noexcept {
+        while (*text != '\0' && size_ < sizeof buffer_) buffer_[size_++] = *text++;
+        return *this;
+    }
+    line& add_hex(std::uintptr_t value) noexcept {
+        char digits[2 + 16];
+        digits[0] = '0';
+        digits[1] = 'x';
+        const auto end = std::to_chars(digits + 2, digits + sizeof digits, value, 16).ptr;  // no allocation, no locale
+        return add_range(digits, end);
+    }
+    line& add_decimal(long value) noexcept {
+        char digits[24];
+        return add_range(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
+    }
+    void write_to_stderr() noexcept {
+        add("\n");
+        for (std::size_t done = 0; done < size_;) {
+            const ssize_t n = ::write(STDERR_FILENO, buffer_ + done, size_ - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return;
+            done += static_cast<std::size_t>(n);
+        }
+    }
+
+private:
+    line& add_range(const char* first, const char* last) noexcept {
+        while (first != last && size_ < sizeof buffer_) buffer_[size_++] = *first++;
+        return *this;
+    }
+    char buffer_[768];
+    std::size_t size_ = 0;
+};
+
+// A kernel operation of the fault path failed: say what and what to do, then
+// leave. Exceptions cannot cross a signal handler, and returning would retry
+// the access forever.
+[[noreturn]] void fatal(const char* call, int err, std::uintptr_t page) noexcept {
+    line message;
+    message.add("steppe: fatal: ").add(call).add(" failed in the page-fault handler for page ").add_hex(page).add(": ");
+    const char* name = strerrorname_np(err);  // a table lookup: safe
+    if (name != nullptr) {
+        message.add(name);
+    } else {
+        message.add("errno ").add_decimal(err);
+    }
+    if (err == ENOMEM && std::strcmp(call, "mprotect") == 0) {
+        message.add(". The process has most likely reached vm.max_map_count: the mprotect fault backend needs a "
+                    "memory mapping per run of pages with one protection. Raise the limit "
+                    "(sysctl -w vm.max_map_count=1048576) or use the uffd backend (STEPPE_FAULT_BACKEND=uffd).");
+    }
+    message.write_to_stderr();
+    _exit(fatal_exit_status);
+}
+
+}  // namespace sigsafe
+
+// 3. Arenas and the registry ------------------------------------------------
+//
+// A fixed array of slots, each an arena's description, shared by all spaces of
+// the process. The handler finds the arena of a faulting address by scanning
+// the slots up to the high-water mark: no lock, no allocation. The slot word
+// holds a generation (bumped when the slot is freed) and a state; readers
+// check it before and after reading base/end, seqlock-style (I3).
+
+class space;
+
+enum : std::uint64_t { slot_free = 0, slot_claimed = 1, slot_live = 2, slot_retiring = 3, slot_state_mask = 3 };
+
+// The side table of an arena: page states, dirty bits, dirty summary bits.
+struct side_layout {
+    std::size_t states_offset = 0, dirty_offset = 0, summary_offset = 0, bytes = 0;
+    std::size_t dirty_words = 0, summary_words = 0;
+
+    static side_layout for_pages(std::size_t npages) {
+        side_layout layout;
+        layout.dirty_words = (npages + 63) / 64;
+        layout.summary_words = (layout.dirty_words + 63) / 64;
+        layout.dirty_offset = (npages * sizeof(std::uint32_t) + 63) / 64 * 64;
+        layout.summary_offset = layout.dirty_offset + layout.dirty_words * sizeof(std::uint64_t);
+        const std::size_t end = layout.summary_offset + layout.summary_words * sizeof(std::uint64_t);
+        layout.bytes = (end + page_size - 1) / page_size * page_size;
+        return layout;
+    }
+};
+
+struct arena {
+    std::atomic<std::uint64_t> slot{slot_free};  // generation << 2 | state
+    std::atomic<std::uintptr_t> base{0};
+    std::atomic<std::uintptr_t> end{0};
+    // Written while the slot is claimed, constant while it is live (I3).
+    space* owner = nullptr;
+    std::uint32_t* states = nullptr;         // page_state per page
+    std::uint64_t* dirty = nullptr;          // one bit per page (wp_sync, mprotect tracking)
+    std::uint64_t* dirty_summary = nullptr;  // one bit per word of `dirty` (I4)
+    std::size_t summary_words = 0;
+    std::byte* alias = nullptr;  // mprotect backend: the writable view of the same memfd
+    void* side = nullptr;
+    std::size_t side_bytes = 0;
+
+    std::uintptr_t first() const noexcept { return base.load(std::memory_order_relaxed); }
+    std::uintptr_t last() const noexcept { return end.load(std::memory_order_relaxed); }
+    std::size_t index_of(std::uintptr_t page) const noexcept { return (page - first()) / page_size; }
+    std::uintptr_t page_at(std::size_t index) const noexcept { return first() + index * page_size; }
+    std::byte* alias_of(std::uintptr_t page) const noexcept { return alias + (page - first()); }
+    bool contains(std::uintptr_t address) const noexcept { return address >= first() && address < last(); }
+};
+
+arena g_arenas[max_arenas];
+std::atomic<std::size_t> g_arena_high_water{0};
+
+std::uint64_t slot_word(std::uint64_t slot, std::uint64_t state) { return (slot & ~slot_state_mask) | state; }
+
+// Async-signal-safe: CAS on static memory.
+arena* claim_slot() noexcept {
+    for (std::size_t i = 0; i < max_arenas; ++i) {
+        arena& a = g_arenas[i];
+        std::uint64_t word = a.slot.load(std::memory_order_relaxed);
+        if ((word & slot_state_mask) != slot_free) continue;
+        if (!a.slot.compare_exchange_strong(word, slot_word(word, slot_claimed), std::memory_order_acquire)) continue;
+        // Seqlock writer side: the state change is ordered before the field
+        // writes that follow, so a reader that sees new fields sees a new word.
+        std::atomic_thread_fence(std::memory_order_release);
+        std::size_t high = g_arena_high_water.load(std::memory_order_relaxed);
+        while (high < i + 1 && !g_arena_high_water.compare_exchange_weak(high, i + 1, std::memory_order_release)) {
+        }
+        return &a;
+    }
+    return nullptr;
+}
+
+void publish_slot(arena& a) noexcept {
+    a.slot.store(slot_word(a.slot.load(std::memory_order_relaxed), slot_live), std::memory_order_release);
+}
+
+void free_slot(arena& a) noexcept {
+    a.owner = nullptr;
+    a.base.store(0, std::memory_order_relaxed);
+    a.end.store(0, std::memory_order_relaxed);
+    const std::uint64_t word = a.slot.load(std::memory_order_relaxed);
+    a.slot.store(((word >> 2) + 1) << 2 | slot_free, std::memory_order_release);
+}
+
+// The live arena containing `address`, or null. Async-signal-safe.
+arena* find_arena(std::uintptr_t address) noexcept {
+    const std::size_t count = g_arena_high_water.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < count; ++i) {
+        arena& a = g_arenas[i];
+        const std::uint64_t word = a.slot.load(std::memory_order_acquire);
+        if ((word & slot_state_mask) != slot_live || !a.contains(address)) continue;
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (a.slot.load(std::memory_order_relaxed) == word) return &a;
+    }
+    return nullptr;
+}
+
+// Arenas are MADV_DONTFORK: a child has none, so it must not find any.
+void forget_arenas_in_child() noexcept {
+    for (std::size_t i = 0; i < g_arena_high_water.load(std::memory_order_relaxed); ++i) free_slot(g_arenas[i]);
+}
+
+std::string hex(std::uintptr_t value) {
+    char digits[2 + 16] = {'0', 'x'};
+    return std::string(digits, std::to_chars(digits + 2, digits + sizeof digits, value, 16).ptr);
+}
+
+// 4. The space ----------------------------------------------------------------
+
+class space final : public fault_space {
+public:
+    space(backend_kind backend, tracking_kind tracking, fill_fn fill, void* ctx, int uffd, int pagemap)
+        : backend_(backend), tracking_(tracking), fill_(fill), ctx_(ctx), uffd_(uffd), pagemap_(pagemap) {}
+    ~space() override;
+
+    std::uintptr_t reserve(std::size_t bytes) override;
+    reserve_result try_reserve(std::size_t bytes) noexcept override;
+    bool install(std::uintptr_t page, const std::byte* content) override;
+    void discard(std::uintptr_t page, std::size_t npages) override;
+    std::vector<std::uintptr_t> take_dirty() override;
+    bool is_resident(std::uintptr_t page) const override;
+    backend_kind backend() const override { return backend_; }
+    tracking_kind tracking() const override { return tracking_; }
+    space_stats stats() const override;
+
+    // Section 5.
+    bool handle_fault(arena& a, std::uintptr_t page, access how, int signal) noexcept;
+
+private:
+    bool uses_uffd_wp() const noexcept { return tracking_ == tracking_kind::wp_async || tracking_ == tracking_kind::wp_sync; }
+
+    // Kernel operations. Async-signal-safe; each returns 0 or an errno and sets
+    // `call` to the name of the failed call.
+    int map_page(std::uintptr_t page, const std::byte* content, bool writable, const char*& call) noexcept;
+    int unprotect(std::uintptr_t page, const char*& call) noexcept;
+    int protect(std::uintptr_t first, std::size_t npages, const char*& call) noexcept;
+    static void mark_dirty(arena& a, std::size_t index) noexcept;
+    static void finish(std::uint32_t& state, page_state next) noexcept;
+
+    bool fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state) noexcept;
+    bool first_write(arena& a, std::uintptr_t page, access how, int signal) noexcept;
+    bool spurious(std::uintptr_t page) noexcept;
+
+    arena* arena_of(std::uintptr_t address) const noexcept;
+    arena& checked_arena(std::uintptr_t page, std::size_t npages, const char* operation) const;
+    void take_dirty_bits(arena& a, std::vector<std::uintptr_t>& pages);
+    void take_written_pages(arena& a, std::vector<std::uintptr_t>& pages);
+    [[noreturn]] void throw_kernel_error(const char* call, int err, const std::string& context) const;
+
+    const backend_kind backend_;
+    const tracking_kind tracking_;
+    const fill_fn fill_;
+    void* const ctx_;
+    const int uffd_;     // uffd backend: the userfaultfd all arenas are registered with
+    const int pagemap_;  // wp_async: /proc/self/pagemap, for PAGEMAP_SCAN
+    std::atomic<std::uint64_t> faults_{0}, write_faults_{0}, installs_{0}, discards_{0};
+};
+
+int space::map_page(std::uintptr_t page, const std::byte* content, bool writable, const char*& call) noexcept {
+    if (backend_ == backend_kind::mprotect) {
+        // The contents are already in the alias view (I1); open the page.
+        call = "mprotect";
+        const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+        return mprotect(reinterpret_cast<void*>(page), page_size, prot) == 0 ? 0 : errno;
+    }
+    uffdio_copy copy{};
+    copy.dst = page;
+    copy.src = reinterpret_cast<std::uintptr_t>(content);
+    copy.len = page_size;
+    copy.mode = uses_uffd_wp() && !writable ? UFFDIO_COPY_MODE_WP : 0;  // clean pages start write-protected
+    call = "UFFDIO_COPY";
+    while (ioctl(uffd_, UFFDIO_COPY, &copy) != 0) {
+        if (errno == EEXIST) break;      // mapped meanwhile by a concurrent fault: benign
+        if (errno != EAGAIN) return errno;  // EAGAIN: the address space changed under us; retry
+        copy.copy = 0;
+    }
+    if (writable && tracking_ == tracking_kind::mprotect) {
+        // The arena is mapped PROT_READ so that first writes fault; this one already happened.
+        call = "mprotect";
+        if (mprotect(reinterpret_cast<void*>(page), page_size, PROT_READ | PROT_WRITE) != 0) return errno;
+    }
+    return 0;
+}
+
+int space::unprotect(std::uintptr_t page, const char*& call) noexcept {
+    if (tracking_ == tracking_kind::wp_sync) {
+        uffdio_writeprotect wp{};
+        wp.range.start = page;
+        wp.range.len = page_size;
+        wp.mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE;  // no waiters in SIGBUS mode
+        call = "UFFDIO_WRITEPROTECT";
+        while (ioctl(uffd_, UFFDIO_WRITEPROTECT, &wp) != 0) {
+            if (errno != EAGAIN) return errno;
+        }
+        return 0;
+    }
+    call = "mprotect";
+    return mprotect(reinterpret_cast<void*>(page), page_size, PROT_READ | PROT_WRITE) == 0 ? 0 : errno;
+}
+
+int space::protect(std::uintptr_t first, std::size_t npages, const char*& call) noexcept {
+    if (tracking_ == tracking_kind::wp_sync) {
+        uffdio_writeprotect wp{};
+        wp.range.start = first;
+        wp.range.len = npages * page_size;
+        wp.mode = UFFDIO_WRITEPROTECT_MODE_WP;
+        call = "UFFDIO_WRITEPROTECT";
+        while (ioctl(uffd_, UFFDIO_WRITEPROTECT, &wp) != 0) {
+            if (errno != EAGAIN) return errno;
+        }
+        return 0;
+    }
+    call = "mprotect";
+    return mprotect(reinterpret_cast<void*>(first), npages * page_size, PROT_READ) == 0 ? 0 : errno;
+}
+
+void space::mark_dirty(arena& a, std::size_t index) noexcept {
+    // Page bit before summary bit (I4).
+    bits_ref(a.dirty[index / 64]).fetch_or(std::uint64_t{1} << (index % 64), std::memory_order_release);
+    bits_ref(a.dirty_summary[index / 4096]).fetch_or(std::uint64_t{1} << (index / 64 % 64), std::memory_order_release);
+}
+
+void space::finish(std::uint32_t& state, page_state next) noexcept {
+    if (state_ref(state).exchange(next, std::memory_order_acq_rel) == page_filling_waited) {
+        sigsafe::futex_wake_all(state);
+    }
+}
+
+// 5. The fault handler --------------------------------------------------------
+
+struct sigaction g_previous_bus, g_previous_segv;  // written once, before our handlers are installed
+
+// The handler found a fault that is not ours: hand it to whoever handled the
+// signal before us, or let it have its default effect.
+void chain(int signal, siginfo_t* info, void* context) noexcept {
+    const struct sigaction& previous = signal == SIGBUS ? g_previous_bus : g_previous_segv;
+    if (previous.sa_flags & SA_SIGINFO) {
+        previous.sa_sigaction(signal, info, context);
+        return;
+    }
+    if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+        previous.sa_handler(signal);
+        return;
+    }
+    // Restore the default action (sigaction is async-signal-safe) and return:
+    // the faulting instruction runs again and the kernel kills the process with
+    // the signal, as if we had never been there. A signal sent by kill() does
+    // not come back by itself, so raise it again.
+    struct sigaction default_action{};
+    default_action.sa_handler = SIG_DFL;
+    sigemptyset(&default_action.sa_mask);
+    sigaction(signal, &default_action, nullptr);
+    if (info->si_code <= 0) raise(signal);
+}
+
+// Is this fault ours? Page faults of our arenas raise SIGBUS with BUS_ADRERR
+// (userfaultfd) or SIGSEGV with SEGV_ACCERR (protection); anything else, and
+// any address outside the registry, is not.
+bool dispatch(int signal, siginfo_t* info, void* context) noexcept {
+    const int our_code = signal == SIGBUS ? int{BUS_ADRERR} : int{SEGV_ACCERR};
+    if (info->si_code != our_code) return false;
+    const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    arena* a = find_arena(address);
+    if (a == nullptr) return false;
+    return a->owner->handle_fault(*a, address & ~(page_size - 1), access_of(context), signal);
+}
+
+void on_fault_signal(int signal, siginfo_t* info, void* context) {
+    const int saved_errno = errno;  // the interrupted code may be between a call and its errno check
+    const bool handled = dispatch(signal, info, context);
+    errno = saved_errno;
+    if (!handled) chain(signal, info, context);
+}
+
+bool space::handle_fault(arena& a, std::uintptr_t page, access how, int signal) noexcept {
+    // userfaultfd faults arrive as SIGBUS; protection faults (the mprotect
+    // backend, mprotect tracking) as SIGSEGV. An instruction fetch is never ours.
+    const bool expected = signal == SIGBUS ? backend_ == backend_kind::uffd
+                                           : backend_ == backend_kind::mprotect || tracking_ == tracking_kind::mprotect;
+    if (!expected || how == access::execute) return false;
+
+    std::uint32_t& state = a.states[a.index_of(page)];
+    for (;;) {
+        std::uint32_t seen = state_ref(state).load(std::memory_order_acquire);
+        switch (seen) {
+        case page_resident:
+            return first_write(a, page, how, signal);
+        case page_missing:
+            if (state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) {
+                return fill_and_map(a, page, how, state);
+            }
+            break;
+        case page_filling:
+            // Another thread is filling the page (I1): tell it to wake us, then sleep.
+            if (!state_ref(state).compare_exchange_strong(seen, page_filling_waited, std::memory_order_relaxed)) break;
+            [[fallthrough]];
+        default:
+            sigsafe::futex_wait(state, page_filling_waited);
+            break;
+        }
+    }
+}
+
+bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state) noexcept {
+    // uffd: fill into a page on this thread's stack (no allocation; a nested
+    // fault in another arena gets its own). mprotect: fill straight into the
+    // hidden alias view (I1).
+    alignas(page_size) std::byte buffer[page_size];
+    std::byte* out = backend_ == backend_kind::mprotect ? a.alias_of(page) : buffer;
+    if (!fill_(ctx_, page, out)) {
+        finish(state, page_missing);
+        return false;  // no contents: a wild access after all
+    }
+    // A write fault maps the page writable and dirty at once: one fault, not two.
+    const bool writable = how == access::write;
+    const char* call = nullptr;
+    if (const int err = map_page(page, out, writable, call)) sigsafe::fatal(call, err, page);
+    if (writable) mark_dirty(a, a.index_of(page));  // after the page became writable (I2)
+    faults_.fetch_add(1, std::memory_order_relaxed);
+    installs_.fetch_add(1, std::memory_order_relaxed);
+    finish(state, page_resident);
+    return true;
+}
+
+bool space::first_write(arena& a, std::uintptr_t page, access how, int signal) noexcept {
+    // Write-protect faults come as SIGBUS for wp_sync and SIGSEGV for mprotect
+    // tracking; wp_async has none. Anything else on a resident page is a fault
+    // that raced with another thread mapping the page: retry the access.
+    const int tracking_signal = tracking_ == tracking_kind::wp_sync    ? SIGBUS
+                                : tracking_ == tracking_kind::mprotect ? SIGSEGV
+                                                                       : 0;
+    if (signal != tracking_signal || how == access::read) return spurious(page);
+    // A write (or, without the error code, possibly one) to a clean page.
+    const char* call = nullptr;
+    if (const int err = unprotect(page, call)) sigsafe::fatal(call, err, page);
+    mark_dirty(a, a.index_of(page));  // after un-protecting (I2)
+    write_faults_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+// A fault that needed nothing done. Harmless once; a page that keeps faulting
+// while its state says resident (someone unmapped arena memory behind our
+// back) would hang the thread forever, so say so instead.
+bool space::spurious(std::uintptr_t page) noexcept {
+    struct retry_count {
+        std::uintptr_t page;
+        unsigned long count;
+    };
+    // initial-exec TLS is a fixed offset from the thread pointer: no allocation
+    // on first use, so it is safe in a handler.
+    [[gnu::tls_model("initial-exec")]] static thread_local retry_count retries{0, 0};
+    if (retries.page != page) retries = {page, 0};
+    if (++retries.count > 1'000'000) {
+        sigsafe::line()
+            .add("steppe: fatal: page ")
+            .add_hex(page)
+            .add(" is resident in its fault_space but keeps faulting; was arena memory unmapped or "
+                 "madvise()d outside the vm module?")
+            .write_to_stderr();
+        _exit(fatal_exit_status);
+    }
+    return true;
+}
+
+void install_signal_handlers() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction action{};
+        action.sa_sigaction = on_fault_signal;
+        // SA_NODEFER: a fill function's own fault in another arena may nest.
+        action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        if (sigaction(SIGBUS, &action, &g_previous_bus) != 0) {
+            detail::throw_system_error("sigaction", errno, "installing the SIGBUS handler");
+        }
+        if (sigaction(SIGSEGV, &action, &g_previous_segv) != 0) {
+            detail::throw_system_error("sigaction", errno, "installing the SIGSEGV handler");
+        }
+        if (const int err = pthread_atfork(nullptr, nullptr, forget_arenas_in_child)) {
+            detail::throw_system_error("pthread_atfork", err, "registering the fork handler");
+        }
+    });
+}
+
+// 6. Normal-code operations -------------------------------------------------------
+
+space::~space() {
+    const std::size_t count = g_arena_high_water.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < count; ++i) {
+        arena& a = g_arenas[i];
+        const std::uint64_t word = a.slot.load(std::memory_order_acquire);
+        if ((word & slot_state_mask) != slot_live || a.owner != this) continue;
+        a.slot.store(slot_word(word, slot_retiring), std::memory_order_release);  // no longer found by the handler
+        // munmap of a range also ends its userfaultfd registration. Failure
+        // here could only mean a bad address, which (I3) rules out.
+        munmap(reinterpret_cast<void*>(a.first()), a.last() - a.first());
+        if (a.alias != nullptr) munmap(a.alias, a.last() - a.first());
+        munmap(a.side, a.side_bytes);
+        free_slot(a);
+    }
+    if (uffd_ >= 0) close(uffd_);
+    if (pagemap_ >= 0) close(pagemap_);
+}
+
+reserve_result space::try_reserve(std::size_t bytes) noexcept {
+    // Only system calls and the registry's CAS: safe in a fill function.
+    const std::size_t max_bytes = std::size_t{1} << 47;
+    if (bytes == 0 || bytes > max_bytes) return {0, "reserve", EINVAL};
+    const std::size_t size = (bytes + page_size - 1) / page_size * page_size;
+    const side_layout layout = side_layout::for_pages(size / page_size);
+
+    struct mapping {  // unmapped on failure
+        void* address = MAP_FAILED;
+        std::size_t size = 0;
+        ~mapping() {
+            if (address != MAP_FAILED) munmap(address, size);
+        }
+        void* keep() { return std::exchange(address, MAP_FAILED); }
+    } side, view, alias;
+    const auto failed = [](const char* call) { return reserve_result{0, call, errno}; };
+
+    side.size = layout.bytes;
+    side.address = mmap(nullptr, side.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (side.address == MAP_FAILED) return failed("mmap");
+    // No huge pages: the first touch of a state word must not zero 2 MiB inside a fault.
+    madvise(side.address, side.size, MADV_NOHUGEPAGE);  // advisory; fails only without THP
+    if (madvise(side.address, side.size, MADV_DONTFORK) != 0) return failed("madvise");
+
+    view.size = alias.size = size;
+    if (backend_ == backend_kind::uffd) {
+        // mprotect tracking maps the arena read-only so that first writes fault.
+        const int prot = tracking_ == tracking_kind::mprotect ? PROT_READ : PROT_READ | PROT_WRITE;
+        view.address = mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (view.address == MAP_FAILED) return failed("mmap");
+        madvise(view.address, size, MADV_NOHUGEPAGE);  // 4 KiB PTEs for UFFDIO_COPY and PAGEMAP_SCAN
+        if (madvise(view.address, size, MADV_DONTFORK) != 0) return failed("madvise");
+        uffdio_register reg{};
+        reg.range.start = reinterpret_cast<std::uintptr_t>(view.address);
+        reg.range.len = size;
+        reg.mode = UFFDIO_REGISTER_MODE_MISSING | (uses_uffd_wp() ? UFFDIO_REGISTER_MODE_WP : 0);
+        if (ioctl(uffd_, UFFDIO_REGISTER, &reg) != 0) return failed("UFFDIO_REGISTER");
+        const std::uint64_t needed = (std::uint64_t{1} << _UFFDIO_COPY) |
+                                     (uses_uffd_wp() ? std::uint64_t{1} << _UFFDIO_WRITEPROTECT : 0);
+        if ((reg.ioctls & needed) != needed) return {0, "UFFDIO_REGISTER", ENOTSUP};
+    } else {
+        // Two views of one memfd: the arena (PROT_NONE until a page is filled)
+        // and the alias the handler fills through (I1).
+        const int memfd = static_cast<int>(syscall(SYS_memfd_create, "steppe-arena", MFD_CLOEXEC));
+        if (memfd < 0) return failed("memfd_create");
+        const bool sized = ftruncate(memfd, static_cast<off_t>(size)) == 0;
+        const int truncate_err = errno;
+        if (sized) {
+            view.address = mmap(nullptr, size, PROT_NONE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
+            if (view.address != MAP_FAILED) {
+                alias.address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
+            }
+        }
+        const int map_err = errno;
+        close(memfd);  // the mappings keep the memory
+        if (!sized) return {0, "ftruncate", truncate_err};
+        if (view.address == MAP_FAILED || alias.address == MAP_FAILED) return {0, "mmap", map_err};
+        if (madvise(view.address, size, MADV_DONTFORK) != 0 || madvise(alias.address, size, MADV_DONTFORK) != 0) {
+            return failed("madvise");
+        }
+    }
+
+    arena* a = claim_slot();
+    if (a == nullptr) return {0, nullptr, 0};  // the registry is full
+    auto* side_bytes = static_cast<std::byte*>(side.address);
+    a->owner = this;
+    a->states = reinterpret_cast<std::uint32_t*>(side_bytes + layout.states_offset);
+    a->dirty = reinterpret_cast<std::uint64_t*>(side_bytes + layout.dirty_offset);
+    a->dirty_summary = reinterpret_cast<std::uint64_t*>(side_bytes + layout.summary_offset);
+    a->summary_words = layout.summary_words;
+    void* const alias_view = alias.keep();
+    a->alias = alias_view == MAP_FAILED ? nullptr : static_cast<std::byte*>(alias_view);
+    a->side = side.keep();
+    a->side_bytes = layout.bytes;
+    const auto base = reinterpret_cast<std::uintptr_t>(view.keep());
+    a->base.store(base, std::memory_order_relaxed);
+    a->end.store(base + size, std::memory_order_relaxed);
+    publish_slot(*a);
+    return {base, nullptr, 0};
+}
+
+std::uintptr_t space::reserve(std::size_t bytes) {
+    const reserve_result result = try_reserve(bytes);
+    if (result.base != 0) return result.base;
+    const std::string context = "reserving an arena of " + std::to_string(bytes) + " bytes";
+    if (result.failed_call == nullptr) {
+        throw error(errc::unsupported, "vm: " + context + ": all " + std::to_string(max_arenas) +
+                                           " arena slots of the process are in use (reserve fewer, larger arenas)");
+    }
+    if (result.error == EINVAL && std::strcmp(result.failed_call, "reserve") == 0) {
+        throw error(errc::invalid_argument, "vm: " + context + ": the size must be between 1 byte and 128 TiB");
+    }
+    detail::throw_system_error(result.failed_call, result.error, context);
+}
+
+arena* space::arena_of(std::uintptr_t address) const noexcept {
+    arena* a = find_arena(address);
+    return a != nullptr && a->owner == this ? a : nullptr;
+}
+
+arena& space::checked_arena(std::uintptr_t page, std::size_t npages, const char* operation) const {
+    const std::string what = std::string("vm: ") + operation + " of page " + hex(page);
+    if (page % page_size != 0) throw error(errc::invalid_argument, what + ": not page-aligned");
+    arena* a = arena_of(page);
+    if (a == nullptr) throw error(errc::invalid_argument, what + ": not in an arena of this fault_space");
+    if (npages == 0 || npages > (a->last() - page) / page_size) {
+        throw error(errc::invalid_argument, what + ": " + std::to_string(npages) + " pages do not fit in its arena " +
+                                                hex(a->first()) + "-" + hex(a->last()));
+    }
+    return *a;
+}
+
+void space::throw_kernel_error(const char* call, int err, const std::string& context) const {
+    if (err == ENOMEM && std::strcmp(call, "mprotect") == 0) {
+        throw error(errc::io, "vm: " + context + ": mprotect failed: " + detail::errno_text(err) + "; " +
+                                  detail::max_map_count_advice());
+    }
+    detail::throw_system_error(call, err, context);
+}
+
+bool space::install(std::uintptr_t page, const std::byte* content) {
+    arena& a = checked_arena(page, 1, "install");
+    std::uint32_t& state = a.states[a.index_of(page)];
+    std::uint32_t seen = page_missing;
+    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) return false;
+    if (backend_ == backend_kind::mprotect) {
+        std::memcpy(a.alias_of(page), content, page_size);  // hidden until map_page opens it (I1)
+        content = a.alias_of(page);
+    }
+    const char* call = nullptr;
+    if (const int err = map_page(page, content, false, call)) {
+        finish(state, page_missing);
+        throw_kernel_error(call, err, "installing page " + hex(page));
+    }
+    installs_.fetch_add(1, std::memory_order_relaxed);
+    finish(state, page_resident);
+    return true;
+}
+
+void space::discard(std::uintptr_t page, std::size_t npages) {
+    arena& a = checked_arena(page, npages, "discard");
+    const std::size_t bytes = npages * page_size;
+    void* const start = reinterpret_cast<void*>(page);
+    const std::string context = "discarding " + std::to_string(npages) + " pages at " + hex(page);
+    if (backend_ == backend_kind::uffd) {
+        // Zapped PTEs are missing again: the next touch raises SIGBUS.
+        if (madvise(start, bytes, MADV_DONTNEED) != 0) detail::throw_system_error("madvise", errno, context);
+        if (tracking_ == tracking_kind::mprotect && mprotect(start, bytes, PROT_READ) != 0) {
+            throw_kernel_error("mprotect", errno, context);
+        }
+    } else {
+        // Close the view first, then free the memfd pages behind both views.
+        if (mprotect(start, bytes, PROT_NONE) != 0) throw_kernel_error("mprotect", errno, context);
+        if (madvise(a.alias_of(page), bytes, MADV_REMOVE) != 0) detail::throw_system_error("madvise", errno, context);
+    }
+    std::uint64_t dropped = 0;
+    for (std::size_t i = a.index_of(page), last = i + npages; i < last; ++i) {
+        if (state_ref(a.states[i]).exchange(page_missing, std::memory_order_acq_rel) == page_resident) ++dropped;
+        bits_ref(a.dirty[i / 64]).fetch_and(~(std::uint64_t{1} << (i % 64)), std::memory_order_relaxed);
+    }
+    discards_.fetch_add(dropped, std::memory_order_relaxed);
+}
+
+std::vector<std::uintptr_t> space::take_dirty() {
+    std::vector<std::uintptr_t> pages;
+    const std::size_t count = g_arena_high_water.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < count; ++i) {
+        arena& a = g_arenas[i];
+        if ((a.slot.load(std::memory_order_acquire) & slot_state_mask) != slot_live || a.owner != this) continue;
+        if (tracking_ == tracking_kind::wp_async) {
+            take_written_pages(a, pages);
+        } else {
+            take_dirty_bits(a, pages);
+        }
+    }
+    std::sort(pages.begin(), pages.end());
+    return pages;
+}
+
+void space::take_dirty_bits(arena& a, std::vector<std::uintptr_t>& pages) {
+    // Clear the bits (summary first, I4), then re-protect (I2).
+    const std::size_t first_new = pages.size();
+    for (std::size_t s = 0; s < a.summary_words; ++s) {
+        if (bits_ref(a.dirty_summary[s]).load(std::memory_order_relaxed) == 0) continue;
+        for (std::uint64_t words = bits_ref(a.dirty_summary[s]).exchange(0, std::memory_order_acq_rel); words != 0;
+             words &= words - 1) {
+            const std::size_t w = s * 64 + static_cast<std::size_t>(std::countr_zero(words));
+            for (std::uint64_t bits = bits_ref(a.dirty[w]).exchange(0, std::memory_order_acq_rel); bits != 0;
+                 bits &= bits - 1) {
+                pages.push_back(a.page_at(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+            }
+        }
+    }
+    // One call per run of consecutive pages (pages are in address order here).
+    for (std::size_t run = first_new; run < pages.size();) {
+        std::size_t next = run + 1;
+        while (next < pages.size() && pages[next] == pages[next - 1] + page_size) ++next;
+        const char* call = nullptr;
+        if (const int err = protect(pages[run], next - run, call)) {
+            // Keep what could not be re-protected dirty, so that it is not lost.
+            const std::uintptr_t failed_page = pages[run];
+            for (std::size_t i = run; i < pages.size(); ++i) mark_dirty(a, a.index_of(pages[i]));
+            pages.resize(first_new);
+            throw_kernel_error(call, err, "re-arming write tracking at " + hex(failed_page));
+        }
+        run = next;
+    }
+}
+
+void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {
+    // One PAGEMAP_SCAN reports the pages whose write-protect bit the kernel
+    // cleared on a write, and sets it again (PM_SCAN_WP_MATCHING), per PTE
+    // under its lock. It stops when the region vector is full: continue from
+    // walk_end.
+    page_region regions[256];
+    pm_scan_arg arg{};
+    arg.size = sizeof arg;
+    arg.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC;
+    arg.start = a.first();
+    arg.end = a.last();
+    arg.vec = reinterpret_cast<std::uintptr_t>(regions);
+    arg.vec_len = std::size(regions);
+    arg.category_mask = PAGE_IS_WRITTEN;
+    // Present or swapped: never a missing page. Without this mask the kernel
+    // takes a fast path that assumes WP_UNPOPULATED markers on every empty PTE
+    // and reports (and marks) all missing pages of a populated page table as
+    // written.
+    arg.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
+    arg.return_mask = PAGE_IS_WRITTEN;
+    for (;;) {
+        const int found = ioctl(pagemap_, PAGEMAP_SCAN, &arg);
+        if (found < 0) {
+            if (errno == EINTR) continue;
+            detail::throw_system_error("PAGEMAP_SCAN", errno, "collecting written pages of arena " + hex(a.first()));
+        }
+        for (int r = 0; r < found; ++r) {
+            for (std::uintptr_t p = regions[r].start; p < regions[r].end; p += page_size) pages.push_back(p);
+        }
+        if (arg.walk_end >= arg.end) return;
+        arg.start = arg.walk_end;
+    }
+}
+
+bool space::is_resident(std::uintptr_t page) const {
+    const arena* a = arena_of(page);
+    return a != nullptr && state_ref(a->states[a->index_of(page)]).load(std::memory_order_acquire) == page_resident;
+}
+
+space_stats space::stats() const {
+    return {faults_.load(std::memory_order_relaxed), write_faults_.load(std::memory_order_relaxed),
+            installs_.load(std::memory_order_relaxed), discards_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace
+
+std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn fill, void* ctx,
+                                                 std::optional<tracking_kind> tracking) {
+    if (fill == nullptr) throw error(errc::invalid_argument, "vm: fault_space::create needs a fill function");
+    const kernel_support& k = kernel();
+    if (backend == backend_kind::uffd && !k.uffd) {
+        throw error(errc::unsupported, "vm: the uffd fault backend cannot work here: " + k.uffd_problem +
+                                           ". Use the mprotect backend (STEPPE_FAULT_BACKEND=mprotect).");
+    }
+    const tracking_kind chosen = detail::choose_tracking(backend, tracking);
+    install_signal_handlers();
+
+    int uffd = -1;
+    if (backend == backend_kind::uffd) {
+        uffd = detail::open_userfaultfd();
+        if (uffd < 0) detail::throw_system_error("userfaultfd", -uffd, "opening a userfaultfd");
+        uffdio_api api{};
+        api.api = UFFD_API;
+        api.features = UFFD_FEATURE_SIGBUS;
+        if (chosen == tracking_kind::wp_sync) api.features |= UFFD_FEATURE_PAGEFAULT_FLAG_WP;
+        if (chosen == tracking_kind::wp_async) api.features |= UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_ASYNC;
+        if (ioctl(uffd, UFFDIO_API, &api) != 0) {
+            const int err = errno;
+            close(uffd);
+            detail::throw_system_error("UFFDIO_API", err, "enabling userfaultfd features for write tracking " +
+                                                              std::string(to_string(chosen)));
+        }
+    }
+    int pagemap = -1;
+    if (chosen == tracking_kind::wp_async) {
+        pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        if (pagemap < 0) {
+            const int err = errno;
+            close(uffd);
+            detail::throw_system_error("open", err, "opening /proc/self/pagemap for PAGEMAP_SCAN");
+        }
+    }
+    return std::make_unique<space>(backend, chosen, fill, ctx, uffd, pagemap);
+}
+
+}  // namespace steppe::vm

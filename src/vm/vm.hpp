@@ -1,0 +1,166 @@
+// steppe::vm — address-space arenas, fault backends and write tracking.
+//
+// A fault_space hands out arenas: large, cheap (MAP_NORESERVE) ranges of
+// virtual memory whose pages start *missing*. The first touch of a missing
+// page, from any thread, calls the space's fill function in signal context on
+// the touching thread, installs what it produced, and lets the access retry.
+// Pages written since the last take_dirty() are reported by the next one.
+// The module knows nothing about storage, pointers or types.
+//
+// Page life cycle (per page, see fault_space.cpp for the invariants):
+//
+//     missing --first touch / install()--> resident clean --first write--> resident dirty
+//        ^                                     ^                               |
+//        +-------------- discard() ------------+---------- take_dirty() -------+
+//
+// Backends:
+//   uffd      arenas registered with userfaultfd (UFFD_FEATURE_SIGBUS): a touch of a
+//             missing page raises SIGBUS; the handler installs with UFFDIO_COPY.
+//             ~4-5 us per fault, no VMA per page. The default.
+//   mprotect  arenas are PROT_NONE views of a memfd; the SIGSEGV handler fills the
+//             page through a second, writable view and then opens it with
+//             mprotect. Portable fallback; every run of pages with one protection
+//             costs a VMA, so it fails past vm.max_map_count.
+//
+// Write tracking:
+//   wp_async  UFFD_FEATURE_WP_ASYNC: the kernel un-protects on first write with no
+//             signal; take_dirty() is one PAGEMAP_SCAN per arena (Linux >= 6.7).
+//   wp_sync   userfaultfd write-protect faults (SIGBUS) mark the page (Linux >= 5.7).
+//   mprotect  clean pages are PROT_READ; the first write's SIGSEGV marks the page.
+//
+// Rules for callers:
+//   * The fill function runs in signal context: it must be async-signal-safe,
+//     must not throw, and must not touch non-resident pages of any arena (a nested
+//     fault on a page another thread is filling would deadlock). Its stack use adds
+//     to the faulting thread's stack (8 KiB for the vm module's own frame).
+//   * System calls given a non-resident arena address fail with EFAULT instead
+//     of faulting the page in (read(2) into an arena, for instance). Touch it first.
+//   * Arenas are not inherited by fork(): the child has no mapping there
+//     (MADV_DONTFORK) and its registry is empty; touching one in the child crashes.
+//   * Destroy a fault_space only when no thread is touching its arenas.
+//   * install(), discard() and take_dirty() may be called from any thread, but the
+//     caller keeps other threads off the pages it discards.
+//   * The process-wide SIGBUS and SIGSEGV handlers are installed on the first
+//     create() and chain to the handlers found then for faults that are not ours.
+//     A handler installed later for those signals must chain to ours.
+//
+// Environment (read by choose_backend() and create()):
+//   STEPPE_FAULT_BACKEND=uffd|mprotect       forces the backend
+//   STEPPE_WRITE_TRACKING=wp_async|wp_sync|mprotect   forces the tracking variant
+// Any other non-empty value is an error (errc::invalid_argument).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace steppe::vm {
+
+inline constexpr std::size_t page_size = 4096;
+
+// Arenas live in one process-wide table that the fault handler scans.
+inline constexpr std::size_t max_arenas = 1024;
+
+// Exit status of a process whose fault handler met an error it cannot report
+// by exception (after one line on stderr saying what and what to do).
+inline constexpr int fatal_exit_status = 71;  // EX_OSERR
+
+enum class backend_kind { uffd, mprotect };
+enum class tracking_kind { wp_async, wp_sync, mprotect };
+
+const char* to_string(backend_kind kind) noexcept;
+const char* to_string(tracking_kind kind) noexcept;
+
+// STEPPE_FAULT_BACKEND overrides `requested`. Without it, uffd falls back to
+// mprotect when this kernel refuses userfaultfd (seccomp, permissions, age).
+// Throws errc::invalid_argument for a bad STEPPE_FAULT_BACKEND.
+backend_kind choose_backend(backend_kind requested);
+
+// What the running kernel offers; probed once per process.
+struct kernel_support {
+    bool uffd = false;          // a userfaultfd with UFFD_FEATURE_SIGBUS can be opened
+    bool uffd_wp = false;       // anonymous write-protect (UFFD_FEATURE_PAGEFAULT_FLAG_WP)
+    bool wp_async = false;      // UFFD_FEATURE_WP_ASYNC
+    bool pagemap_scan = false;  // the PAGEMAP_SCAN ioctl on /proc/self/pagemap
+    std::uint64_t uffd_features = 0;  // as answered by UFFDIO_API
+    std::string uffd_problem;         // why uffd is unusable, when it is
+};
+const kernel_support& kernel();
+
+// The tracking variants that create() accepts for `backend` on this kernel,
+// best first.
+std::vector<tracking_kind> supported_tracking(backend_kind backend);
+
+// Produces the contents of the missing page at `page_addr` into `out`
+// (page_size bytes, page-aligned, owned by the vm module). Called in signal
+// context on the faulting thread, once per first touch: concurrent touches of
+// the same page wait for the one fill. Returns false when the page has no
+// contents (a guard page, an unreadable page it has already reported): the
+// touch is then treated as a wild access and crashes like one.
+using fill_fn = bool (*)(void* ctx, std::uintptr_t page_addr, std::byte* out) noexcept;
+
+struct space_stats {
+    std::uint64_t faults;        // missing pages filled on touch (= fill calls that succeeded)
+    std::uint64_t write_faults;  // first writes caught by wp_sync / mprotect tracking
+    std::uint64_t installs;      // pages made resident, by touch or by install()
+    std::uint64_t discards;      // resident pages made missing by discard()
+};
+
+// try_reserve()'s answer: base, or the failed call and its errno.
+struct reserve_result {
+    std::uintptr_t base = 0;
+    const char* failed_call = nullptr;
+    int error = 0;
+};
+
+class fault_space {
+public:
+    // `tracking` empty: STEPPE_WRITE_TRACKING, else the best the kernel offers.
+    // Throws errc::unsupported when the backend or tracking variant cannot work
+    // here (saying why), errc::invalid_argument for a null fill or a bad
+    // STEPPE_WRITE_TRACKING, errc::io when a system call fails.
+    static std::unique_ptr<fault_space> create(backend_kind backend, fill_fn fill, void* ctx,
+                                               std::optional<tracking_kind> tracking = std::nullopt);
+
+    // Unregisters and unmaps all its arenas. No thread may touch them any more.
+    virtual ~fault_space();
+
+    // A new arena of `bytes` rounded up to whole pages, all pages missing;
+    // returns its base (page-aligned). Meant for large ranges (GiBs): the caller
+    // sub-allocates; at most max_arenas live in the process.
+    // Throws errc::io naming the failed call, errc::unsupported when the arena
+    // table is full.
+    virtual std::uintptr_t reserve(std::size_t bytes) = 0;
+    // The same without exceptions or allocation: async-signal-safe, so a fill
+    // function may reserve space for the targets it discovers.
+    virtual reserve_result try_reserve(std::size_t bytes) noexcept = 0;
+
+    // Eager install from normal (non-signal) code: the page becomes resident and
+    // clean with `content` (page_size bytes, any alignment, not itself a missing
+    // arena page). Returns false, changing nothing, when the page is already
+    // resident or being filled. Throws errc::invalid_argument for a page outside
+    // this space's arenas, errc::io when the kernel refuses (vm.max_map_count for
+    // the mprotect backend, named in the message).
+    virtual bool install(std::uintptr_t page, const std::byte* content) = 0;
+
+    // Pages become missing again: the next touch calls fill. Their contents and
+    // dirtiness are dropped (rollback, eviction). The range must lie in one arena.
+    virtual void discard(std::uintptr_t page, std::size_t npages) = 0;
+
+    // Pages written since the previous take_dirty() (or since install/fill),
+    // sorted; write tracking is re-armed so the next write is seen again. A write
+    // racing with the call is reported either now or next time, never lost.
+    virtual std::vector<std::uintptr_t> take_dirty() = 0;
+
+    // False for addresses outside this space's arenas.
+    virtual bool is_resident(std::uintptr_t page) const = 0;
+
+    virtual backend_kind backend() const = 0;
+    virtual tracking_kind tracking() const = 0;
+    virtual space_stats stats() const = 0;
+};
+
+}  // namespace steppe::vm

@@ -1,0 +1,488 @@
+// The page engine end to end through the public API: structures written in
+// one process and walked in a fresh one, under both fault backends, after
+// commit, after rollback and after reopening twice.
+#include <gtest/gtest.h>
+#include <steppe/steppe.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include "storage/storage.hpp"
+#include "support/temp_dir.hpp"
+
+namespace shapes {
+
+struct Node {
+    long value;
+    Node* next;
+};
+struct DNode {
+    long value;
+    DNode* prev;
+    DNode* next;
+};
+struct Tree {
+    long key;
+    Tree* left;
+    Tree* right;
+};
+struct Vertex {
+    int id;
+    Vertex* edges[3];
+};
+struct Big {  // > 3 pages: a large object
+    long header;
+    Node* slots[2000];
+};
+struct Holder {
+    Node** into_big;  // points into the middle of a Big
+    Big* big;
+};
+struct Buffer {  // a std::vector-like triple
+    long* begin;
+    long* end;
+    long* capacity;
+};
+
+}  // namespace shapes
+
+using namespace shapes;
+
+namespace {
+
+class StoreTest : public ::testing::TestWithParam<steppe::fault_backend> {
+protected:
+    steppe::test::temp_dir dir;
+    std::string path = dir.path("s.db");
+
+    steppe::store open() {
+        steppe::open_options o;
+        o.backend = GetParam();
+        o.durable = false;
+        return steppe::store::open(path, o);
+    }
+    // Runs `check` in a fresh process (no page of the store is mapped there
+    // yet) and fails the test if it fails there.
+    void in_fresh_process(const std::function<void(steppe::store&)>& check) {
+        pid_t child = ::fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+            int failures = 0;
+            try {
+                auto s = open();
+                check(s);
+                failures = ::testing::Test::HasFailure() ? 1 : 0;
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "child: %s\n", e.what());
+                failures = 2;
+            }
+            std::fflush(stdout);
+            ::_exit(failures);
+        }
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        ASSERT_TRUE(WIFEXITED(status)) << "the checking process died, status " << status;
+        ASSERT_EQ(WEXITSTATUS(status), 0) << "the checking process found a difference";
+    }
+};
+
+// Opening checkpoints, so every page image sits in the main file; then every
+// page that looks like a page of Nodes gets one byte flipped.
+void damage_node_pages(const std::string& path) {
+    std::vector<std::uint64_t> victims;
+    {
+        auto st = steppe::storage::storage::open(path);
+        std::vector<std::byte> page(steppe::storage::page_size);
+        for (std::uint64_t p = 1; p < st->page_count(); ++p) {
+            st->read_page(p, page.data());
+            Node first[2];
+            std::memcpy(first, page.data(), sizeof first);
+            auto plausible = [&](const Node& n) {
+                auto next = reinterpret_cast<std::uint64_t>(n.next);
+                return n.value >= 0 && n.value < 2000 && next < st->page_count() * steppe::storage::page_size;
+            };
+            if (plausible(first[0]) && plausible(first[1]) && first[0].next) victims.push_back(p);
+        }
+    }
+    ASSERT_FALSE(victims.empty());
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    for (auto p : victims) {
+        f.seekp(static_cast<std::streamoff>(steppe::storage::physical_page(p) * steppe::storage::page_size + 100));
+        f.put('!');
+    }
+}
+
+std::string backend_name(const ::testing::TestParamInfo<steppe::fault_backend>& info) {
+    return info.param == steppe::fault_backend::uffd ? "uffd" : "mprotect";
+}
+
+TEST_P(StoreTest, SinglyLinkedList) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 5000; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        long expect = 4999, count = 0;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next, --expect, ++count) ASSERT_EQ(n->value, expect);
+        EXPECT_EQ(count, 5000);
+        EXPECT_GT(s.stats().faults, 0u);
+        EXPECT_GT(s.stats().pointers_swizzled, 4000u);
+    });
+}
+
+TEST_P(StoreTest, DoublyLinkedListWalksBothWays) {
+    {
+        auto s = open();
+        auto* ends = s.root<DNode*[2]>("ends");
+        DNode* prev = nullptr;
+        for (long i = 0; i < 3000; ++i) {
+            DNode* n = s.make<DNode>(DNode{i, prev, nullptr});
+            if (prev) prev->next = n; else (*ends)[0] = n;
+            prev = n;
+        }
+        (*ends)[1] = prev;
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        auto* ends = s.find_root<DNode*[2]>("ends");
+        long i = 2999;
+        DNode* n = (*ends)[1];
+        for (; n->prev; n = n->prev) ASSERT_EQ(n->value, i--);
+        EXPECT_EQ(n, (*ends)[0]);
+        long forward = 0;
+        for (DNode* m = (*ends)[0]; m; m = m->next) ASSERT_EQ(m->value, forward++);
+        EXPECT_EQ(forward, 3000);
+    });
+}
+
+Tree* insert(steppe::store& s, Tree* t, long key) {
+    if (!t) return s.make<Tree>(Tree{key, nullptr, nullptr});
+    if (key < t->key) t->left = insert(s, t->left, key);
+    else t->right = insert(s, t->right, key);
+    return t;
+}
+long sum_and_check(const Tree* t, long lo, long hi, long& count) {
+    if (!t) return 0;
+    EXPECT_TRUE(t->key >= lo && t->key < hi);
+    ++count;
+    return t->key + sum_and_check(t->left, lo, t->key, count) + sum_and_check(t->right, t->key, hi, count);
+}
+
+TEST_P(StoreTest, BinaryTree) {
+    long expected_sum = 0;
+    {
+        auto s = open();
+        auto* root = s.root<Tree*>("tree");
+        std::uint64_t x = 88172645463325252ull;
+        for (int i = 0; i < 20000; ++i) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            long key = static_cast<long>(x % 1000000);
+            expected_sum += key;
+            *root = insert(s, *root, key);
+        }
+        s.commit();
+    }
+    in_fresh_process([expected_sum](steppe::store& s) {
+        long count = 0;
+        EXPECT_EQ(sum_and_check(*s.find_root<Tree*>("tree"), -1, 1 << 30, count), expected_sum);
+        EXPECT_EQ(count, 20000);
+    });
+}
+
+TEST_P(StoreTest, CyclicGraphAndSharedDag) {
+    {
+        auto s = open();
+        auto* ring = s.root<Vertex*>("ring");
+        std::vector<Vertex*> v;
+        for (int i = 0; i < 1000; ++i) v.push_back(s.make<Vertex>(Vertex{i, {}}));
+        for (int i = 0; i < 1000; ++i) {
+            v[i]->edges[0] = v[(i + 1) % 1000];    // a cycle
+            v[i]->edges[1] = v[(i * 7) % 1000];    // chords
+            v[i]->edges[2] = v[0];                 // shared by all: a DAG sink
+        }
+        *ring = v[0];
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        Vertex* start = *s.find_root<Vertex*>("ring");
+        Vertex* n = start;
+        for (int i = 0; i < 1000; ++i, n = n->edges[0]) {
+            ASSERT_EQ(n->id, i);
+            ASSERT_EQ(n->edges[2], start) << "sharing must survive: one object, one address";
+            ASSERT_EQ(n->edges[1]->id, (i * 7) % 1000);
+        }
+        EXPECT_EQ(n, start) << "the cycle closes";
+    });
+}
+
+TEST_P(StoreTest, InteriorPointerIntoTheMiddleOfALargeObject) {
+    {
+        auto s = open();
+        auto* h = s.root<Holder>("holder");
+        h->big = s.make<Big>();
+        for (int i = 0; i < 2000; ++i) h->big->slots[i] = s.make<Node>(Node{i, nullptr});
+        h->into_big = &h->big->slots[1000];  // page 2 of a 4-page object
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        auto* h = s.find_root<Holder>("holder");
+        EXPECT_EQ((*h->into_big)->value, 1000) << "touching the middle first";
+        EXPECT_EQ(h->into_big, &h->big->slots[1000]) << "the run is contiguous";
+        for (int i = 0; i < 2000; ++i) ASSERT_EQ(h->big->slots[i]->value, i);
+    });
+}
+
+TEST_P(StoreTest, OnePastTheEndPointersOnPageBoundariesRoundTrip) {
+    {
+        auto s = open();
+        auto* bufs = s.root<Buffer[3]>("buffers");
+        long* whole_page = s.make_array<long>(512);   // a one-page large object: end = its guard
+        long* half_a = s.make_array<long>(256);       // two 2048-byte chunks share a page:
+        long* half_b = s.make_array<long>(256);       // the second one ends on the page boundary
+        (*bufs)[0] = {whole_page, whole_page + 512, whole_page + 512};
+        (*bufs)[1] = {half_a, half_a + 256, half_a + 256};
+        (*bufs)[2] = {half_b, half_b + 256, half_b + 256};
+        for (int i = 0; i < 512; ++i) whole_page[i] = i;
+        for (int i = 0; i < 256; ++i) half_a[i] = half_b[i] = -i;
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        auto* bufs = s.find_root<Buffer[3]>("buffers");
+        long sizes[3] = {512, 256, 256};
+        for (int b = 0; b < 3; ++b) {
+            Buffer& x = (*bufs)[b];
+            ASSERT_EQ(x.end - x.begin, sizes[b]) << "buffer " << b;
+            ASSERT_EQ(x.capacity, x.end);
+            long sum = 0;
+            for (long* p = x.begin; p != x.end; ++p) sum += *p;
+            EXPECT_EQ(sum, b == 0 ? 511 * 512 / 2 : -255 * 256 / 2);
+        }
+    });
+}
+
+TEST_P(StoreTest, RollbackRestoresCommittedContentsAndKeepsPointersValid) {
+  {
+    auto s = open();
+    auto* head = s.root<Node*>("list");
+    for (long i = 0; i < 100; ++i) *head = s.make<Node>(Node{i, *head});
+    s.commit();
+    Node* first = *head;
+    first->value = -1;                             // change a committed object
+    *head = s.make<Node>(Node{1000, first});       // and add one
+    s.set_root("extra", s.make<Node>(Node{7, nullptr}));
+    s.rollback();
+    EXPECT_EQ(*head, first) << "the root's slot is back";
+    EXPECT_EQ(first->value, 99) << "the pointer we held shows the committed contents";
+    EXPECT_EQ(s.find_root<Node>("extra"), nullptr);
+    long n = 0;
+    for (Node* p = *head; p; p = p->next) ++n;
+    EXPECT_EQ(n, 100);
+    *head = s.make<Node>(Node{500, *head});  // the store goes on after a rollback
+    s.commit();
+  }
+    in_fresh_process([](steppe::store& s) {
+        Node* h = *s.find_root<Node*>("list");
+        EXPECT_EQ(h->value, 500);
+        EXPECT_EQ(h->next->value, 99);
+    });
+}
+
+TEST_P(StoreTest, RollbackAfterDestroyingCommittedObjects) {
+    auto s = open();
+    auto* head = s.root<Node*>("list");
+    for (long i = 0; i < 600; ++i) *head = s.make<Node>(Node{i, *head});
+    s.commit();
+    Node* n = *head;  // destroy everything: whole pages go back to the heap
+    while (n) {
+        Node* next = n->next;
+        s.destroy(n);
+        n = next;
+    }
+    *head = s.make<Node>(Node{-5, nullptr});
+    s.rollback();
+    long expect = 599;
+    for (Node* p = *head; p; p = p->next) ASSERT_EQ(p->value, expect--);
+    EXPECT_EQ(expect, -1);
+}
+
+TEST_P(StoreTest, DestroyedObjectsAreReusedAndChangesCommitAcrossReopens) {
+    for (int round = 0; round < 3; ++round) {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        // Drop the odd values, append new ones.
+        Node** link = head;
+        while (*link) {
+            if ((*link)->value % 2) {
+                Node* dead = *link;
+                *link = dead->next;
+                s.destroy(dead);
+            } else {
+                link = &(*link)->next;
+            }
+        }
+        for (long i = 0; i < 200; ++i) *head = s.make<Node>(Node{round * 1000 + i, *head});
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        std::map<long, int> seen;
+        for (Node* p = *s.find_root<Node*>("list"); p; p = p->next) seen[p->value]++;
+        // round 2 keeps all 200 new; rounds 0 and 1 keep their even values.
+        EXPECT_EQ(seen.size(), 200u + 100u + 100u);
+        for (auto& [v, c] : seen) ASSERT_EQ(c, 1) << v;
+    });
+}
+
+TEST_P(StoreTest, PointerToTransientMemoryIsAnErrorNamingTheType) {
+    auto s = open();
+    auto* head = s.root<Node*>("list");
+    Node on_stack{1, nullptr};
+    *head = s.make<Node>(Node{2, &on_stack});
+    try {
+        s.commit();
+        FAIL() << "commit accepted a pointer to the stack";
+    } catch (const steppe::error& e) {
+        EXPECT_EQ(e.code(), steppe::errc::transient_pointer);
+        EXPECT_NE(std::string(e.what()).find("shapes::Node"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("offset 8"), std::string::npos) << e.what();
+    }
+    (*head)->next = nullptr;  // fix it: the commit goes through
+    s.commit();
+}
+
+TEST_P(StoreTest, TransientPointersCanBeNulledByOption) {
+    {
+        steppe::open_options o;
+        o.backend = GetParam();
+        o.durable = false;
+        o.null_transient_pointers = true;
+        auto s = steppe::store::open(path, o);
+        Node on_stack{1, nullptr};
+        *s.root<Node*>("list") = s.make<Node>(Node{2, &on_stack});
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        Node* h = *s.find_root<Node*>("list");
+        EXPECT_EQ(h->value, 2);
+        EXPECT_EQ(h->next, nullptr);
+    });
+}
+
+TEST_P(StoreTest, RootsAreNamedTypedAndListed) {
+  {
+    auto s = open();
+    *s.root<long>("answer") = 42;
+    s.root<Node>("node")->value = 7;
+    EXPECT_EQ(s.roots().size(), 2u);
+    try {
+        s.find_root<Tree>("node");
+        FAIL();
+    } catch (const steppe::error& e) {
+        EXPECT_EQ(e.code(), steppe::errc::type_mismatch);
+        EXPECT_NE(std::string(e.what()).find("holds a shapes::Node, not a shapes::Tree"), std::string::npos)
+            << e.what();
+    }
+    s.commit();
+    EXPECT_TRUE(s.remove_root("answer"));
+    EXPECT_FALSE(s.remove_root("answer"));
+    s.commit();
+  }
+    in_fresh_process([](steppe::store& s) {
+        auto roots = s.roots();
+        ASSERT_EQ(roots.size(), 1u);
+        EXPECT_EQ(roots[0].name, "node");
+        EXPECT_EQ(roots[0].type, "shapes::Node");
+        EXPECT_EQ(s.find_root<Node>("node")->value, 7);
+        EXPECT_EQ(s.find_root<long>("answer"), nullptr);
+    });
+}
+
+TEST_P(StoreTest, EightThreadsTraverseFromAColdStart) {
+    {
+        auto s = open();
+        auto* heads = s.root<Node*[8]>("lists");
+        for (int t = 0; t < 8; ++t)
+            for (long i = 0; i < 20000; ++i) (*heads)[t] = s.make<Node>(Node{i, (*heads)[t]});
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        auto* heads = s.find_root<Node*[8]>("lists");
+        std::atomic<int> good{0};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 8; ++t) {
+            threads.emplace_back([&, t] {
+                // Every thread walks every list, starting at a different one.
+                long total = 0;
+                for (int k = 0; k < 8; ++k)
+                    for (Node* n = (*heads)[(t + k) % 8]; n; n = n->next) total += n->value;
+                if (total == 8 * (19999L * 20000 / 2)) ++good;
+            });
+        }
+        for (auto& th : threads) th.join();
+        EXPECT_EQ(good.load(), 8);
+    });
+}
+
+TEST_P(StoreTest, ReopenTwiceAndChangeInBetween) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 1000; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    {
+        auto s = open();
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) n->value *= 2;
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        long expect = 999;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) ASSERT_EQ(n->value, 2 * expect--);
+    });
+    in_fresh_process([](steppe::store& s) { EXPECT_EQ((*s.find_root<Node*>("list"))->value, 1998); });
+}
+
+TEST_P(StoreTest, CommitWritesOnlyThePagesWritten) {
+    auto s = open();
+    auto* head = s.root<Node*>("list");
+    for (long i = 0; i < 10000; ++i) *head = s.make<Node>(Node{i, *head});  // ~40 pages of nodes
+    s.commit();
+    auto before = s.stats().pages_committed;
+    (*head)->value = 5;                 // one page
+    (*head)->next->next->value = 6;     // the same page
+    s.commit();
+    EXPECT_EQ(s.stats().pages_committed - before, 1u);
+    s.commit();
+    EXPECT_EQ(s.stats().pages_committed - before, 1u) << "an empty commit writes no data page";
+}
+
+TEST_P(StoreTest, DamagedPageEndsTheProcessWithAMessageNamingIt) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 2000; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    damage_node_pages(path);
+    EXPECT_EXIT(
+        {
+            auto s = open();
+            long sum = 0;
+            for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) sum += n->value;
+            std::printf("%ld\n", sum);
+        },
+        ::testing::ExitedWithCode(71), "fatal: cannot load page [0-9]+ of store .*s.db: .*fails its checksum");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
+                         ::testing::Values(steppe::fault_backend::uffd, steppe::fault_backend::mprotect),
+                         backend_name);
+
+}  // namespace

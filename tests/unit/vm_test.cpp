@@ -1,0 +1,559 @@
+// vm module: arenas, fault backends, write tracking.
+//
+// Every behavioural test runs under each backend and, for uffd, under each
+// write-tracking variant this kernel supports (VmTest/<backend>_<tracking>).
+
+#include "vm/vm.hpp"
+
+#include <steppe/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <latch>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <time.h>
+#include <vector>
+
+namespace {
+
+using namespace steppe::vm;
+using steppe::errc;
+
+// A pager that knows one arena: it counts fills per page and produces
+// contents that identify the pager (tag) and the page.
+struct pager {
+    explicit pager(std::size_t pages, std::uint64_t tag = 1) : npages(pages), tag(tag), fills(new std::atomic<int>[pages]) {
+        for (std::size_t i = 0; i < npages; ++i) fills[i] = 0;
+    }
+
+    static bool fill(void* ctx, std::uintptr_t page, std::byte* out) noexcept {
+        auto* self = static_cast<pager*>(ctx);
+        const std::uintptr_t base = self->base.load();
+        if (page < base || page >= base + self->npages * page_size || self->refuse.load() == page) {
+            self->refused.fetch_add(1);
+            return false;
+        }
+        self->fills[(page - base) / page_size].fetch_add(1);
+        if (const long ns = self->fill_delay_ns.load()) {
+            const timespec delay{0, ns};
+            nanosleep(&delay, nullptr);  // async-signal-safe: lets other threads pile up on this page
+        }
+        auto* words = reinterpret_cast<std::uint64_t*>(out);
+        for (std::size_t i = 0; i < page_size / sizeof(std::uint64_t); ++i) words[i] = self->word(page, i);
+        return true;
+    }
+
+    std::uint64_t word(std::uintptr_t page, std::size_t i) const { return (tag << 56) ^ (page * 31) ^ i; }
+    std::uintptr_t page(std::size_t i) const { return base.load() + i * page_size; }
+    int fills_of(std::size_t i) const { return fills[i].load(); }
+
+    std::atomic<std::uintptr_t> base{0};
+    const std::size_t npages;
+    const std::uint64_t tag;
+    std::unique_ptr<std::atomic<int>[]> fills;
+    std::atomic<std::uintptr_t> refuse{0};  // a page whose fill says "no contents"
+    std::atomic<long> fill_delay_ns{0};      // a slow fill, as from disk
+    std::atomic<int> refused{0};
+};
+
+std::uint64_t load(std::uintptr_t page, std::size_t i) { return reinterpret_cast<volatile std::uint64_t*>(page)[i]; }
+void store(std::uintptr_t page, std::size_t i, std::uint64_t v) { reinterpret_cast<volatile std::uint64_t*>(page)[i] = v; }
+
+// Checks a few words of the page, which touches it.
+void expect_contents(const pager& p, std::size_t i) {
+    const std::uintptr_t page = p.page(i);
+    for (std::size_t w : {std::size_t{0}, std::size_t{1}, std::size_t{255}, page_size / 8 - 1}) {
+        ASSERT_EQ(load(page, w), p.word(page, w)) << "page " << i << " word " << w;
+    }
+}
+
+struct config {
+    backend_kind backend;
+    tracking_kind tracking;
+};
+
+std::vector<config> all_configs() {
+    std::vector<config> configs;
+    for (backend_kind backend : {backend_kind::uffd, backend_kind::mprotect}) {
+        for (tracking_kind tracking : supported_tracking(backend)) configs.push_back({backend, tracking});
+    }
+    return configs;
+}
+
+std::string config_name(const ::testing::TestParamInfo<config>& info) {
+    return std::string(to_string(info.param.backend)) + "_" + to_string(info.param.tracking);
+}
+
+class VmTest : public ::testing::TestWithParam<config> {
+protected:
+    std::unique_ptr<fault_space> make(pager& p) {
+        auto space = fault_space::create(GetParam().backend, &pager::fill, &p, GetParam().tracking);
+        p.base = space->reserve(p.npages * page_size);
+        return space;
+    }
+
+    std::vector<std::uintptr_t> pages_of(const pager& p, std::initializer_list<std::size_t> indexes) {
+        std::vector<std::uintptr_t> pages;
+        for (std::size_t i : indexes) pages.push_back(p.page(i));
+        return pages;
+    }
+};
+
+TEST_P(VmTest, ReportsItsConfiguration) {
+    pager p(1);
+    auto space = make(p);
+    EXPECT_EQ(space->backend(), GetParam().backend);
+    EXPECT_EQ(space->tracking(), GetParam().tracking);
+    EXPECT_EQ(p.base % page_size, 0u);
+}
+
+TEST_P(VmTest, FillIsCalledOncePerPageWithTheRightContents) {
+    pager p(64);
+    auto space = make(p);
+    for (std::size_t i = 0; i < 48; ++i) EXPECT_FALSE(space->is_resident(p.page(i)));
+    for (int round = 0; round < 3; ++round) {
+        for (std::size_t i = 0; i < 48; ++i) expect_contents(p, i);
+    }
+    for (std::size_t i = 0; i < 48; ++i) {
+        EXPECT_EQ(p.fills_of(i), 1) << "page " << i;
+        EXPECT_TRUE(space->is_resident(p.page(i)));
+    }
+    for (std::size_t i = 48; i < 64; ++i) {
+        EXPECT_EQ(p.fills_of(i), 0) << "untouched page " << i;
+        EXPECT_FALSE(space->is_resident(p.page(i)));
+    }
+    const space_stats stats = space->stats();
+    EXPECT_EQ(stats.faults, 48u);
+    EXPECT_EQ(stats.installs, 48u);
+    EXPECT_EQ(stats.write_faults, 0u);
+    EXPECT_EQ(stats.discards, 0u);
+    EXPECT_EQ(p.refused.load(), 0);
+}
+
+TEST_P(VmTest, DiscardMakesPagesFaultAgainWithFreshContents) {
+    pager p(8);
+    auto space = make(p);
+    for (std::size_t i = 0; i < 8; ++i) expect_contents(p, i);
+    store(p.page(3), 0, 42);
+    space->discard(p.page(2), 3);
+    EXPECT_TRUE(space->is_resident(p.page(1)));
+    for (std::size_t i = 2; i < 5; ++i) EXPECT_FALSE(space->is_resident(p.page(i)));
+    EXPECT_TRUE(space->is_resident(p.page(5)));
+    EXPECT_EQ(space->stats().discards, 3u);
+    EXPECT_TRUE(space->take_dirty().empty()) << "discard drops the dirtiness of what it drops";
+
+    expect_contents(p, 3);  // the write is gone
+    EXPECT_EQ(p.fills_of(3), 2);
+    EXPECT_EQ(p.fills_of(1), 1);
+    EXPECT_EQ(p.fills_of(2), 1) << "not touched again yet";
+
+    // A discarded page that is written again is dirty again.
+    store(p.page(4), 1, 7);
+    EXPECT_EQ(space->take_dirty(), pages_of(p, {4}));
+    EXPECT_EQ(load(p.page(4), 0), p.word(p.page(4), 0));
+}
+
+TEST_P(VmTest, TakeDirtyReturnsExactlyTheWrittenPagesAndRearms) {
+    pager p(64);
+    auto space = make(p);
+    for (std::size_t i = 0; i < 64; ++i) expect_contents(p, i);
+    EXPECT_TRUE(space->take_dirty().empty()) << "reading dirties nothing";
+
+    for (std::size_t i : {63, 1, 5, 6, 7, 40}) store(p.page(i), 2, 1000 + i);
+    store(p.page(6), 3, 1);  // twice to one page
+    EXPECT_EQ(space->take_dirty(), pages_of(p, {1, 5, 6, 7, 40, 63}));
+    EXPECT_TRUE(space->take_dirty().empty()) << "nothing written since";
+
+    store(p.page(5), 2, 2);  // the next write after re-arming is seen again
+    EXPECT_EQ(space->take_dirty(), pages_of(p, {5}));
+    EXPECT_TRUE(space->take_dirty().empty());
+
+    EXPECT_EQ(load(p.page(5), 2), 2u);
+    EXPECT_EQ(load(p.page(6), 3), 1u);
+    EXPECT_EQ(load(p.page(40), 2), 1040u);
+    EXPECT_EQ(load(p.page(40), 3), p.word(p.page(40), 3));
+    if (GetParam().tracking != tracking_kind::wp_async) {
+        EXPECT_EQ(space->stats().write_faults, 7u);
+    }
+}
+
+TEST_P(VmTest, WritesToPagesNeverReadAreSeen) {
+    pager p(32);
+    auto space = make(p);
+    store(p.page(17), 0, 5);
+    store(p.page(3), 9, 6);
+    EXPECT_EQ(p.fills_of(17), 1) << "the page is filled before the write lands";
+    EXPECT_EQ(load(p.page(17), 0), 5u);
+    EXPECT_EQ(load(p.page(17), 1), p.word(p.page(17), 1));
+    EXPECT_EQ(load(p.page(3), 8), p.word(p.page(3), 8));
+    EXPECT_EQ(space->take_dirty(), pages_of(p, {3, 17}));
+    EXPECT_TRUE(space->take_dirty().empty());
+}
+
+TEST_P(VmTest, InstallMakesAResidentCleanPage) {
+    pager p(8);
+    auto space = make(p);
+    std::vector<std::uint64_t> content(page_size / 8 + 1);
+    for (std::size_t i = 0; i < content.size(); ++i) content[i] = 0xabc000 + i;
+    // Unaligned source on purpose: install takes any alignment.
+    const auto* source = reinterpret_cast<const std::byte*>(content.data()) + 4;
+    EXPECT_TRUE(space->install(p.page(4), source));
+    EXPECT_TRUE(space->is_resident(p.page(4)));
+    std::uint64_t expected;
+    std::memcpy(&expected, source + 8, 8);
+    EXPECT_EQ(load(p.page(4), 1), expected);
+    EXPECT_EQ(p.fills_of(4), 0);
+    EXPECT_TRUE(space->take_dirty().empty()) << "installed pages are clean";
+
+    EXPECT_FALSE(space->install(p.page(4), source)) << "already resident";
+    expect_contents(p, 5);
+    EXPECT_FALSE(space->install(p.page(5), source)) << "already faulted in";
+    expect_contents(p, 5);
+
+    store(p.page(4), 0, 1);
+    EXPECT_EQ(space->take_dirty(), pages_of(p, {4}));
+    EXPECT_EQ(space->stats().installs, 2u);
+    EXPECT_EQ(space->stats().faults, 1u);
+}
+
+TEST_P(VmTest, RejectsPagesOutsideItsArenas) {
+    pager p(4);
+    auto space = make(p);
+    std::vector<std::byte> content(page_size);
+    const auto expect_invalid = [](auto&& call) {
+        try {
+            call();
+            ADD_FAILURE() << "no error";
+        } catch (const steppe::error& e) {
+            EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
+        }
+    };
+    expect_invalid([&] { space->install(p.page(1) + 8, content.data()); });
+    expect_invalid([&] { space->install(reinterpret_cast<std::uintptr_t>(&content) & ~(page_size - 1), content.data()); });
+    expect_invalid([&] { space->discard(p.page(2), 3); });
+    expect_invalid([&] { space->reserve(0); });
+    EXPECT_FALSE(space->is_resident(p.page(4)));
+    pager other(1);
+    auto other_space = make(other);
+    expect_invalid([&] { space->discard(other.page(0), 1); });
+}
+
+TEST_P(VmTest, EightThreadsFaultTheSameAndDifferentPages) {
+    constexpr std::size_t pages = 512, threads = 8;
+    pager p(pages);
+    auto space = make(p);
+    for (int round = 1; round <= 3; ++round) {
+        p.fill_delay_ns = round == 2 ? 20'000 : 0;  // round 2: threads wait for each other's fills
+        std::latch start(threads);
+        std::vector<std::thread> workers;
+        std::atomic<int> wrong{0};
+        for (std::size_t t = 0; t < threads; ++t) {
+            workers.emplace_back([&, t] {
+                start.arrive_and_wait();
+                // Every thread reads every page, starting at different places
+                // and going different ways, so that threads meet on pages.
+                for (std::size_t k = 0; k < pages; ++k) {
+                    const std::size_t i = t % 2 ? (t * 61 + k) % pages : (t * 61 + pages - k) % pages;
+                    if (load(p.page(i), 7) != p.word(p.page(i), 7)) wrong.fetch_add(1);
+                    // Pages with i % 16 == t are written, by thread t only.
+                    if (i % 16 == t) store(p.page(i), 1, round * 1000 + i);
+                }
+            });
+        }
+        for (auto& worker : workers) worker.join();
+        EXPECT_EQ(wrong.load(), 0);
+
+        std::vector<std::uintptr_t> written;
+        for (std::size_t i = 0; i < pages; ++i) {
+            ASSERT_EQ(p.fills_of(i), round) << "page " << i << ": one fill per page per round";
+            const std::uint64_t expected = i % 16 < threads ? round * 1000 + i : p.word(p.page(i), 1);
+            ASSERT_EQ(load(p.page(i), 1), expected) << "page " << i;
+            if (i % 16 < threads) written.push_back(p.page(i));
+        }
+        EXPECT_EQ(space->take_dirty(), written);
+        space->discard(p.page(0), pages);
+    }
+    EXPECT_EQ(space->stats().faults, 3 * pages);
+}
+
+TEST_P(VmTest, TwoSpacesAtOnce) {
+    pager pa(16, 0xa), pb(16, 0xb);
+    auto a = make(pa);
+    auto b = make(pb);
+    for (std::size_t i = 0; i < 16; ++i) {
+        expect_contents(pa, i);
+        expect_contents(pb, 15 - i);
+    }
+    store(pa.page(2), 0, 1);
+    EXPECT_TRUE(b->take_dirty().empty());
+    EXPECT_EQ(a->take_dirty(), pages_of(pa, {2}));
+    EXPECT_FALSE(a->is_resident(pb.page(0))) << "another space's page";
+    a.reset();
+    store(pb.page(9), 0, 1);
+    expect_contents(pb, 10);
+    EXPECT_EQ(b->take_dirty(), pages_of(pb, {9}));
+    EXPECT_EQ(pa.refused.load() + pb.refused.load(), 0);
+    EXPECT_EQ(pb.fills_of(9), 1);
+}
+
+TEST_P(VmTest, SeveralArenasInOneSpace) {
+    pager p(4), q(4, 2);
+    // A second arena of the same space, with its own pager: route by address.
+    struct router {
+        pager* first;
+        pager* second;
+        static bool fill(void* ctx, std::uintptr_t page, std::byte* out) noexcept {
+            auto* self = static_cast<router*>(ctx);
+            const std::uintptr_t b = self->second->base.load();
+            return pager::fill(page >= b && page < b + 4 * page_size ? self->second : self->first, page, out);
+        }
+    } route{&p, &q};
+    auto routed = fault_space::create(GetParam().backend, &router::fill, &route, GetParam().tracking);
+    p.base = routed->reserve(4 * page_size);
+    q.base = routed->reserve(4 * page_size);
+    expect_contents(q, 3);
+    expect_contents(p, 0);
+    store(q.page(1), 0, 1);
+    store(p.page(3), 0, 1);
+    std::vector<std::uintptr_t> expected = {p.page(3), q.page(1)};
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(routed->take_dirty(), expected);
+}
+
+// A fill function may reserve more address space: try_reserve is async-signal-safe.
+TEST_P(VmTest, FillMayReserveInSignalContext) {
+    struct reserving {
+        fault_space* space = nullptr;
+        std::atomic<std::uintptr_t> reserved{0};
+        static bool fill(void* ctx, std::uintptr_t, std::byte* out) noexcept {
+            auto* self = static_cast<reserving*>(ctx);
+            std::memset(out, 0x5a, page_size);
+            if (self->reserved.load() == 0) self->reserved = self->space->try_reserve(page_size * 3).base;
+            return true;
+        }
+    } ctx;
+    auto space = fault_space::create(GetParam().backend, &reserving::fill, &ctx, GetParam().tracking);
+    ctx.space = space.get();
+    const std::uintptr_t base = space->reserve(page_size);
+    EXPECT_EQ(load(base, 0), 0x5a5a5a5a5a5a5a5aull);
+    ASSERT_NE(ctx.reserved.load(), 0u);
+    EXPECT_EQ(load(ctx.reserved.load() + 2 * page_size, 3), 0x5a5a5a5a5a5a5a5aull);
+    EXPECT_EQ(space->stats().faults, 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, VmTest, ::testing::ValuesIn(all_configs()), config_name);
+
+// Faults that are not ours must not be swallowed.
+using VmDeathTest = VmTest;
+
+TEST_P(VmDeathTest, FaultOutsideAnyArenaIsNotSwallowed) {
+    pager p(1);
+    auto space = make(p);  // the handlers are installed
+    expect_contents(p, 0);
+    void* none = mmap(nullptr, page_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(none, MAP_FAILED);
+    EXPECT_DEATH(*static_cast<volatile char*>(none) = 1, "");
+    // SIGBUS outside an arena: a shared mapping past the end of its (empty) file.
+    const int fd = static_cast<int>(syscall(SYS_memfd_create, "vm-test", 0));
+    ASSERT_GE(fd, 0);
+    void* beyond = mmap(nullptr, page_size, PROT_READ, MAP_SHARED, fd, 0);
+    ASSERT_NE(beyond, MAP_FAILED);
+    EXPECT_DEATH((void)*static_cast<volatile char*>(beyond), "");
+    EXPECT_DEATH(raise(SIGBUS), "");
+    munmap(none, page_size);
+    munmap(beyond, page_size);
+    close(fd);
+}
+
+TEST_P(VmDeathTest, PageWithoutContentsCrashesLikeAWildAccess) {
+    pager p(2);
+    auto space = make(p);
+    p.refuse = p.page(1);
+    expect_contents(p, 0);
+    EXPECT_DEATH((void)load(p.page(1), 0), "");
+}
+
+TEST_P(VmDeathTest, ArenaOfADestroyedSpaceIsNotMapped) {
+    pager p(2);
+    auto space = make(p);
+    expect_contents(p, 0);
+    space.reset();
+    EXPECT_DEATH((void)load(p.page(0), 0), "");
+    EXPECT_DEATH((void)load(p.page(1), 0), "");
+}
+
+TEST_P(VmDeathTest, ArenasAreNotInheritedByFork) {
+    // The "fast" style forks: the child is a copy of this process.
+    const std::string style = ::testing::GTEST_FLAG(death_test_style);
+    ::testing::GTEST_FLAG(death_test_style) = "fast";
+    pager p(2);
+    auto space = make(p);
+    expect_contents(p, 0);
+    EXPECT_DEATH((void)load(p.page(0), 0), "");
+    EXPECT_DEATH((void)load(p.page(1), 0), "");
+    ::testing::GTEST_FLAG(death_test_style) = style;
+    expect_contents(p, 1);  // the parent is unaffected
+    EXPECT_EQ(p.fills_of(1), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, VmDeathTest, ::testing::ValuesIn(all_configs()), config_name);
+
+// vm.max_map_count: only protection-based paths split mappings per page.
+class MaxMapCountDeathTest : public ::testing::Test {
+protected:
+    static long limit() {
+        long value = 0;
+        std::ifstream("/proc/sys/vm/max_map_count") >> value;
+        return value;
+    }
+};
+
+TEST_F(MaxMapCountDeathTest, InstallPastTheLimitThrowsNamingIt) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "AddressSanitizer's allocator maps memory for new size classes, and at vm.max_map_count no "
+                    "mapping can be made: the error message itself could not be allocated";
+#endif
+    // Every other page installed: each one becomes a mapping of its own.
+    const std::size_t pages = static_cast<std::size_t>(limit()) * 2 + 4096;
+    pager p(pages);
+    auto space = fault_space::create(backend_kind::mprotect, &pager::fill, &p);
+    p.base = space->reserve(pages * page_size);
+    std::vector<std::byte> content(page_size, std::byte{1});
+    std::size_t installed = 0;
+    try {
+        for (std::size_t i = 0; i < pages; i += 2, ++installed) space->install(p.page(i), content.data());
+        FAIL() << "installed " << installed << " separate pages without reaching vm.max_map_count";
+    } catch (const steppe::error& e) {
+        EXPECT_EQ(e.code(), errc::io);
+        EXPECT_NE(std::string(e.what()).find("vm.max_map_count"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("mprotect"), std::string::npos) << e.what();
+        EXPECT_GT(installed, 1000u);
+    }
+}
+
+TEST_F(MaxMapCountDeathTest, FaultPastTheLimitExitsWithAClearLine) {
+    const std::size_t pages = static_cast<std::size_t>(limit()) * 2 + 4096;
+    EXPECT_EXIT(
+        {
+            pager p(pages);
+            auto space = fault_space::create(backend_kind::mprotect, &pager::fill, &p);
+            p.base = space->reserve(pages * page_size);
+            for (std::size_t i = 0; i < pages; i += 2) (void)load(p.page(i), 0);
+            std::_Exit(0);
+        },
+        ::testing::ExitedWithCode(fatal_exit_status), "mprotect failed in the page-fault handler.*vm.max_map_count");
+}
+
+// The environment and the choice of variants.
+class scoped_env {
+public:
+    scoped_env(const char* name, const char* value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        setenv(name, value, 1);
+    }
+    ~scoped_env() {
+        if (old_) {
+            setenv(name_, old_->c_str(), 1);
+        } else {
+            unsetenv(name_);
+        }
+    }
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+errc error_code_of(const std::function<void()>& call) {
+    try {
+        call();
+    } catch (const steppe::error& e) {
+        return e.code();
+    }
+    ADD_FAILURE() << "no error";
+    return errc::corrupt;
+}
+
+TEST(VmChoice, BackendFromEnvironment) {
+    {
+        scoped_env env("STEPPE_FAULT_BACKEND", "mprotect");
+        EXPECT_EQ(choose_backend(backend_kind::uffd), backend_kind::mprotect);
+    }
+    {
+        scoped_env env("STEPPE_FAULT_BACKEND", "uffd");
+        EXPECT_EQ(choose_backend(backend_kind::mprotect), backend_kind::uffd);
+    }
+    {
+        scoped_env env("STEPPE_FAULT_BACKEND", "fast");
+        EXPECT_EQ(error_code_of([] { choose_backend(backend_kind::uffd); }), errc::invalid_argument);
+    }
+    {
+        scoped_env env("STEPPE_FAULT_BACKEND", "");
+        EXPECT_EQ(choose_backend(backend_kind::mprotect), backend_kind::mprotect);
+        EXPECT_EQ(choose_backend(backend_kind::uffd), kernel().uffd ? backend_kind::uffd : backend_kind::mprotect);
+    }
+}
+
+TEST(VmChoice, TrackingFromEnvironmentAndKernel) {
+    const auto noop = [](void*, std::uintptr_t, std::byte*) noexcept { return true; };
+    EXPECT_EQ(fault_space::create(backend_kind::mprotect, noop, nullptr)->tracking(), tracking_kind::mprotect);
+    EXPECT_EQ(error_code_of([&] { fault_space::create(backend_kind::mprotect, noop, nullptr, tracking_kind::wp_sync); }),
+              errc::unsupported);
+    EXPECT_EQ(error_code_of([&] { fault_space::create(backend_kind::uffd, nullptr, nullptr); }), errc::invalid_argument);
+    if (!kernel().uffd) GTEST_SKIP() << kernel().uffd_problem;
+    EXPECT_EQ(fault_space::create(backend_kind::uffd, noop, nullptr)->tracking(), supported_tracking(backend_kind::uffd).front());
+    for (tracking_kind tracking : supported_tracking(backend_kind::uffd)) {
+        scoped_env env("STEPPE_WRITE_TRACKING", to_string(tracking));
+        EXPECT_EQ(fault_space::create(backend_kind::uffd, noop, nullptr)->tracking(), tracking);
+    }
+    scoped_env env("STEPPE_WRITE_TRACKING", "cards");
+    EXPECT_EQ(error_code_of([&] { fault_space::create(backend_kind::uffd, noop, nullptr); }), errc::invalid_argument);
+}
+
+TEST(VmChoice, KernelSupportIsConsistent) {
+    const kernel_support& k = kernel();
+    std::printf("kernel: uffd %d (%s), uffd_wp %d, wp_async %d, pagemap_scan %d, features %#llx\n", k.uffd,
+                k.uffd_problem.c_str(), k.uffd_wp, k.wp_async, k.pagemap_scan,
+                static_cast<unsigned long long>(k.uffd_features));
+    EXPECT_TRUE(!k.wp_async || k.uffd_wp);
+    EXPECT_TRUE(!k.uffd_wp || k.uffd);
+    EXPECT_EQ(k.uffd, k.uffd_problem.empty());
+    EXPECT_EQ(supported_tracking(backend_kind::mprotect), std::vector<tracking_kind>{tracking_kind::mprotect});
+    const auto uffd_variants = supported_tracking(backend_kind::uffd);
+    EXPECT_EQ(uffd_variants.size(), k.uffd ? 1u + k.uffd_wp + (k.wp_async && k.pagemap_scan) : 0u);
+}
+
+TEST(VmCrossBackend, UffdAndMprotectSpacesSideBySide) {
+    pager pu(8, 3), pm(8, 4);
+    auto u = fault_space::create(choose_backend(backend_kind::uffd), &pager::fill, &pu);
+    auto m = fault_space::create(backend_kind::mprotect, &pager::fill, &pm);
+    pu.base = u->reserve(8 * page_size);
+    pm.base = m->reserve(8 * page_size);
+    std::thread other([&] {
+        for (std::size_t i = 0; i < 8; ++i) expect_contents(pm, i);
+    });
+    for (std::size_t i = 0; i < 8; ++i) expect_contents(pu, i);
+    other.join();
+    store(pm.page(1), 0, 1);
+    store(pu.page(2), 0, 1);
+    EXPECT_EQ(m->take_dirty(), std::vector<std::uintptr_t>{pm.page(1)});
+    EXPECT_EQ(u->take_dirty(), std::vector<std::uintptr_t>{pu.page(2)});
+}
+
+}  // namespace
