@@ -196,12 +196,15 @@ public:
         std::uint32_t type() const noexcept { return type_; }
         std::uint32_t elem_size() const noexcept { return elem_size_; }
 
-        // small pages. Chunk i occupies [i * chunk_size, (i+1) * chunk_size) and
-        // holds chunk_size / elem_size element slots; slots past what the
-        // caller allocated are whatever the caller left there.
+        // small pages (chunk_size and chunk_capacity are 0 for other kinds).
+        // Chunk i occupies [i * chunk_size, (i+1) * chunk_size) and holds
+        // chunk_size / elem_size element slots; slots past what the caller
+        // allocated are whatever the caller left there.
         std::size_t size_class() const noexcept { return cls_; }
-        std::uint32_t chunk_size() const noexcept { return class_size(cls_); }
-        std::uint32_t chunk_capacity() const noexcept { return class_capacity(cls_); }
+        std::uint32_t chunk_size() const noexcept { return kind_ == page_kind::small ? class_size(cls_) : 0; }
+        std::uint32_t chunk_capacity() const noexcept {
+            return kind_ == page_kind::small ? class_capacity(cls_) : 0;
+        }
         std::uint32_t chunks_used() const noexcept { return used_; }
         bool chunk_allocated(std::uint32_t i) const noexcept {
             return i < 256 && ((words_[i / 64] >> (i % 64)) & 1) != 0;

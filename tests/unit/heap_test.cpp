@@ -337,6 +337,7 @@ TEST(HeapLarge, PageAlignedSmallRequestIsLarge) {
     std::uint64_t a = h.allocate(1, 64, 1, 4096);
     EXPECT_EQ(h.describe(a / P)->kind(), page_kind::large_head);
     EXPECT_EQ(h.describe(a / P)->run_pages(), 1u);
+    EXPECT_EQ(h.describe(a / P)->chunk_size(), 0u);  // only small pages have chunks
     std::uint64_t b = h.allocate(1, 64, 1, 2048);
     EXPECT_EQ(h.describe(b / P)->chunk_size(), 2048u);
 }
@@ -733,7 +734,8 @@ TEST_F(damaged, ResealedRandomFlipsNeverCrash) {
     const auto saved = d.pages;
     const heap_root saved_root = d.root;
     int refused = 0;
-    for (int trial = 0; trial < 4000; ++trial) {
+    constexpr int trials = 2500;
+    for (int trial = 0; trial < trials; ++trial) {
         std::size_t i = rng() % h.metadata_pages().size();
         auto& bytes = d.meta(h, i);
         for (int k = 0, n = 1 + static_cast<int>(rng() % 3); k < n; ++k) {
@@ -753,7 +755,7 @@ TEST_F(damaged, ResealedRandomFlipsNeverCrash) {
         d.pages = saved;
         d.root = saved_root;
     }
-    EXPECT_GT(refused, 3000);
+    EXPECT_GT(refused, trials / 2);  // most flips break something the checks see
 }
 
 TEST_F(damaged, StalePageFromAnEarlierCommit) {
@@ -926,7 +928,7 @@ TEST_F(descriptor_damage, RandomSlotsNeverCrash) {
     std::mt19937_64 rng(9);
     const auto saved = d.pages;
     const heap_root saved_root = d.root;
-    for (int trial = 0; trial < 2000; ++trial) {
+    for (int trial = 0; trial < 1000; ++trial) {
         std::uint64_t p = rng() % h.page_count();
         std::byte* slot = desc_bytes(d, h, p);
         for (std::size_t k = 0; k < kDescSize; ++k)
