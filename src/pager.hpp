@@ -81,6 +81,9 @@ public:
     // retires new ones; `committed_heap` is the heap as of the last commit.
     void rollback(std::unique_ptr<heap> committed_heap);
 
+    // Which words of `page` are pointers (for checks; no allocation).
+    translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
+
     pager_stats stats() const;
     vm::backend_kind backend() const { return space_->backend(); }
     vm::tracking_kind tracking() const { return space_->tracking(); }
@@ -89,7 +92,6 @@ private:
     static bool fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept;
     bool fill_page(std::uintptr_t page_addr, std::byte* out) noexcept;
     [[noreturn]] void fatal(const char* what, std::uint64_t page, const char* detail) const noexcept;
-    translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
     translate::unit unit_of(std::uint64_t page) const noexcept;
     std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;
     void take_new_and_freed_pages();

@@ -129,6 +129,8 @@ public:
     void commit();
     void rollback();
     store_stats stats() const;
+    std::vector<type_usage> types() const;
+    std::vector<std::string> check() const;
     const std::string& path() const { return storage_->path(); }
 
 private:
@@ -400,7 +402,51 @@ store_stats store_impl::stats() const {
             p.pointers_unswizzled,
             s.bytes_written,
             s.syncs,
-            storage_->page_count()};
+            storage_->page_count(),
+            pager_->allocator().free_pages().total_pages()};
+}
+
+std::vector<type_usage> store_impl::types() const {
+    std::vector<type_usage> out;
+    for (const auto& l : catalog_.entries()) out.push_back({l.name, l.size, 0, 0});
+    const heap& h = pager_->allocator();
+    for (std::uint64_t p = 0; p < h.page_count(); ++p) {
+        const heap::page_desc* d = h.describe(p);
+        if (!d->is_data() || d->type() >= out.size()) continue;
+        type_usage& u = out[d->type()];
+        ++u.pages;
+        if (d->kind() == heap::page_kind::small) u.objects += d->chunks_used();
+        if (d->kind() == heap::page_kind::large_head) ++u.objects;
+    }
+    return out;
+}
+
+// Committed state only: pages are read from the storage, not from memory.
+std::vector<std::string> store_impl::check() const {
+    std::vector<std::string> findings = storage_->check();
+    const heap& h = pager_->allocator();
+    for (const auto& f : h.audit()) findings.push_back(path() + ": heap: " + f);
+    for (const auto& [name, e] : committed_.roots)
+        if (!h.find_chunk(e.address))
+            findings.push_back(path() + ": root '" + name + "' points to " + std::to_string(e.address) +
+                               ", which is not an allocated object");
+    std::vector<std::byte> page(storage::page_size);
+    storage::read_failure why;
+    for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
+        if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why)) continue;
+        translate::for_each_pointer(pager_->layout_of_page(p), [&](std::size_t at, std::uint32_t) {
+            std::uint64_t w;
+            std::memcpy(&w, page.data() + at, sizeof w);
+            if (w == 0) return;
+            std::uint64_t a = w & ~translate::end_tag;
+            bool end = w != a;
+            std::uint64_t target = end ? (a - 1) / storage::page_size : a / storage::page_size;
+            if (a == 0 || target == 0 || target >= h.page_count())
+                findings.push_back(path() + ": page " + std::to_string(p) + " offset " + std::to_string(at) +
+                                   ": pointer " + std::to_string(w) + " lies outside the store");
+        });
+    }
+    return findings;
 }
 
 }  // namespace detail
@@ -427,6 +473,8 @@ std::vector<root_info> store::roots() const { return impl_->roots(); }
 void store::commit() { impl_->commit(); }
 void store::rollback() { impl_->rollback(); }
 store_stats store::stats() const { return impl_->stats(); }
+std::vector<type_usage> store::types() const { return impl_->types(); }
+std::vector<std::string> store::check() const { return impl_->check(); }
 const std::string& store::path() const { return impl_->path(); }
 
 }  // namespace steppe

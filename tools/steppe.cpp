@@ -3,9 +3,11 @@
 //   steppe info  STORE   format, sizes, log state
 //   steppe check STORE   verify every checksum and structural invariant;
 //                        prints each finding, exits 1 if there is any
+//   steppe roots STORE   the named roots and their types
+//   steppe stats STORE   pages, objects per type, free space
 //
 // Exit codes: 0 fine, 1 findings, 2 usage or the store could not be opened.
-#include <steppe/error.hpp>
+#include <steppe/steppe.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -18,7 +20,9 @@ namespace {
 int usage() {
     std::fprintf(stderr,
                  "usage: steppe info STORE    show format, sizes and log state\n"
-                 "       steppe check STORE   verify checksums and invariants (exit 1 on any finding)\n");
+                 "       steppe check STORE   verify checksums and invariants (exit 1 on any finding)\n"
+                 "       steppe roots STORE   list the named roots and their types\n"
+                 "       steppe stats STORE   pages, objects per type, free space\n");
     return 2;
 }
 
@@ -47,21 +51,47 @@ int info(const std::string& path) {
     return 0;
 }
 
+steppe::store open_store(const std::string& path) {
+    steppe::open_options o;
+    o.read_only = true;
+    o.create = false;
+    return steppe::store::open(path, o);
+}
+
 int check(const std::string& path) {
-    std::unique_ptr<steppe::storage::storage> s;
+    std::vector<std::string> findings;
+    std::uint64_t pages = 0;
     try {
-        s = open_read_only(path);
+        auto s = open_store(path);
+        findings = s.check();
+        pages = s.stats().store_pages;
     } catch (const steppe::error& e) {
         if (e.code() == steppe::errc::locked || e.code() == steppe::errc::not_found) throw;
-        std::printf("%s: %s\n", steppe::to_string(e.code()), e.what());
-        std::printf("%s: 1 finding (the store cannot be opened)\n", path.c_str());
-        return 1;
+        findings.push_back(std::string(steppe::to_string(e.code())) + ": " + e.what() +
+                           " (the store cannot be opened)");
     }
-    auto findings = s->check();
-    for (const auto& f : findings) std::printf("corrupt: %s\n", f.c_str());
+    for (const auto& f : findings) std::printf("%s\n", f.c_str());
     std::printf("%s: %zu finding%s in %llu pages and the log\n", path.c_str(), findings.size(),
-                findings.size() == 1 ? "" : "s", static_cast<unsigned long long>(s->page_count()));
+                findings.size() == 1 ? "" : "s", static_cast<unsigned long long>(pages));
     return findings.empty() ? 0 : 1;
+}
+
+int roots(const std::string& path) {
+    auto s = open_store(path);
+    for (const auto& r : s.roots()) std::printf("%-24s %s\n", r.name.c_str(), r.type.c_str());
+    return 0;
+}
+
+int stats(const std::string& path) {
+    auto s = open_store(path);
+    auto st = s.stats();
+    std::printf("pages        %llu (%llu free)\n", static_cast<unsigned long long>(st.store_pages),
+                static_cast<unsigned long long>(st.free_pages));
+    std::printf("%-40s %8s %12s %10s\n", "type", "size", "objects", "pages");
+    for (const auto& t : s.types())
+        std::printf("%-40s %8u %12llu %10llu\n", t.name.c_str(), t.size, static_cast<unsigned long long>(t.objects),
+                    static_cast<unsigned long long>(t.pages));
+    return 0;
 }
 
 }  // namespace
@@ -72,6 +102,8 @@ int main(int argc, char** argv) {
     try {
         if (command == "info") return info(path);
         if (command == "check") return check(path);
+        if (command == "roots") return roots(path);
+        if (command == "stats") return stats(path);
     } catch (const steppe::error& e) {
         std::fprintf(stderr, "steppe %s: %s (%s)\n", command.c_str(), e.what(), steppe::to_string(e.code()));
         return 2;

@@ -206,47 +206,56 @@ template<class T> std::string type_name() { return type_name_from(raw_type_name<
 }  // namespace steppe::types::detail
 
 // ---- 4. Aggregate reflection ------------------------------------------------
-// Members are counted by brace-initializing with one braced {any} per member,
-// so that an array member (char type[10], Part* to[3]) counts once instead of
-// once per element through brace elision, then bound with structured bindings.
+// Members are counted by trying to initialize T with N initializers, then
+// bound with structured bindings (1..64 members) to get types and offsets.
+// A wrong count is a compile error at the binding, never a silent layout.
 namespace steppe::types::detail {
 
 inline constexpr std::size_t max_members = 64;
-
-template<std::size_t> struct any {
-    template<class U> constexpr operator U() const noexcept;  // never defined: unevaluated only
-};
-
-template<class T, class Seq> struct brace_init;
-template<class T, std::size_t... I> struct brace_init<T, std::index_sequence<I...>>
-    : std::bool_constant<requires { T{{any<I>{}}...}; }> {};
-
+inline constexpr std::size_t too_many = max_members + 1;
 inline constexpr std::size_t uncountable = static_cast<std::size_t>(-1);
 
-// Initialization with N {any} works for N from (just after the last member
-// that needs an initializer) up to the member count, so count up to the first
-// failure after a success; max_members + 1 means "too many".
-template<class T, std::size_t N = 0, bool Seen = false> consteval std::size_t count_members() {
-    constexpr bool ok = brace_init<T, std::make_index_sequence<N>>::value;
-    if constexpr (ok && N > max_members) return max_members + 1;
-    else if constexpr (ok) return count_members<T, N + 1, true>();
-    else if constexpr (Seen) return N - 1;
-    else if constexpr (N > max_members) return uncountable;
-    else return count_members<T, N + 1, false>();
-}
-
-// {any} cannot bind a non-const lvalue reference member, so an aggregate with
-// one is uncountable; if plain lvalues initialize it, that is the reason.
+// Converts to anything; declared only, for unevaluated use.
+template<std::size_t> struct any {
+    template<class U> constexpr operator U() const noexcept;
+};
 template<std::size_t> struct lvalue_any {
     template<class U> constexpr operator U&() const noexcept;
 };
-template<class T, class Seq> struct lvalue_init;
-template<class T, std::size_t... I> struct lvalue_init<T, std::index_sequence<I...>>
+
+// Three ways to count, each exact for most aggregates and never too high
+// except where noted:
+//  braced_any  T{{any}...}: an array member (char type[10]) takes one
+//              initializer instead of one per element through brace elision;
+//              fails for empty aggregate members ("too many initializers")
+//              and for classes whose converting constructors make {any}
+//              ambiguous with their copy constructor.
+//  empty_braced T{{}...}: fails for members without a default constructor.
+//  unbraced    T{any...}: copy-initialization considers only any's
+//              conversions, so class members are never ambiguous, but an
+//              array consumes one initializer per element: a fallback only.
+template<class T, class Seq> struct braced_any;
+template<class T, std::size_t... I> struct braced_any<T, std::index_sequence<I...>>
+    : std::bool_constant<requires { T{{any<I>{}}...}; }> {};
+template<class T, class Seq> struct unbraced;
+template<class T, std::size_t... I> struct unbraced<T, std::index_sequence<I...>>
+    : std::bool_constant<requires { T{any<I>{}...}; }> {};
+template<class T, class Seq> struct unbraced_lvalues;
+template<class T, std::size_t... I> struct unbraced_lvalues<T, std::index_sequence<I...>>
     : std::bool_constant<requires { T{lvalue_any<I>{}...}; }> {};
-template<class T, std::size_t N = 1> consteval bool initializable_by_lvalues() {
-    if constexpr (lvalue_init<T, std::make_index_sequence<N>>::value) return true;
-    else if constexpr (N > max_members) return false;
-    else return initializable_by_lvalues<T, N + 1>();
+template<class T, class Seq> struct empty_braced;  // defined after the macro chain below
+
+// Initialization with N initializers works for N from (just after the last
+// member that needs one) up to the member count, so count up to the first
+// failure after a success.
+template<template<class, class> class Init, class T, std::size_t N = 0, bool Seen = false>
+consteval std::size_t count_by() {
+    constexpr bool ok = Init<T, std::make_index_sequence<N>>::value;
+    if constexpr (ok && N > max_members) return too_many;
+    else if constexpr (ok) return count_by<Init, T, N + 1, true>();
+    else if constexpr (Seen) return N - 1;
+    else if constexpr (N > max_members) return uncountable;
+    else return count_by<Init, T, N + 1, false>();
 }
 
 // T{probe} compiles only if T's first aggregate element is a base class.
@@ -376,11 +385,6 @@ constexpr decltype(auto) bind_members(T& t, [[maybe_unused]] F f) {
 #undef STEPPE_DETAIL_ADDR
 // (The STEPPE_DETAIL_Ln chain stays defined: undefining 64 names buys nothing.)
 
-// {any} cannot initialize an empty aggregate member ("too many
-// initializers"), but {} can; {} fails only for members without a default
-// constructor, which {any} handles. Both counts stop early, never overshoot,
-// so the larger one is taken. A count of 0 is never trusted (empty classes
-// were handled before counting): it would silently drop every member.
 #define STEPPE_DETAIL_BRACES(i) {}
 #define STEPPE_DETAIL_ECASE(n) \
     if constexpr (N == n) return requires { T{STEPPE_DETAIL_L##n(STEPPE_DETAIL_BRACES)}; }; else
@@ -402,28 +406,38 @@ template<class T, std::size_t N> consteval bool empty_braces_init() {
     STEPPE_DETAIL_ECASE(53) STEPPE_DETAIL_ECASE(54) STEPPE_DETAIL_ECASE(55) STEPPE_DETAIL_ECASE(56)
     STEPPE_DETAIL_ECASE(57) STEPPE_DETAIL_ECASE(58) STEPPE_DETAIL_ECASE(59) STEPPE_DETAIL_ECASE(60)
     STEPPE_DETAIL_ECASE(61) STEPPE_DETAIL_ECASE(62) STEPPE_DETAIL_ECASE(63) STEPPE_DETAIL_ECASE(64)
-    return false;
+    return false;  // 65 and more: braced_any reports too_many
 }
 #undef STEPPE_DETAIL_ECASE
 #undef STEPPE_DETAIL_BRACES
+template<class T, std::size_t... I> struct empty_braced<T, std::index_sequence<I...>>
+    : std::bool_constant<empty_braces_init<T, sizeof...(I)>()> {};
 
-template<class T, std::size_t N = 0, bool Seen = false> consteval std::size_t count_members_by_empty_braces() {
-    constexpr bool ok = empty_braces_init<T, N>();
-    if constexpr (ok && N == max_members) return N;  // more is caught by count_members
-    else if constexpr (ok) return count_members_by_empty_braces<T, N + 1, true>();
-    else if constexpr (Seen) return N - 1;
-    else if constexpr (N == max_members) return 0;
-    else return count_members_by_empty_braces<T, N + 1, false>();
+// The two braced counts only ever stop early, so the larger one is taken;
+// 0 is never trusted (empty classes never get here) because it would drop
+// every member silently.
+template<class T> consteval std::size_t combined_member_count() {
+    constexpr std::size_t by_any = count_by<braced_any, T>();
+    if constexpr (by_any == too_many) {
+        return too_many;
+    } else {
+        constexpr std::size_t by_empty = count_by<empty_braced, T>();
+        constexpr std::size_t braced = std::max(by_any == uncountable ? 0 : by_any,
+                                                by_empty == uncountable ? 0 : by_empty);
+        if constexpr (braced > 0) {
+            return braced;
+        } else {
+            constexpr std::size_t by_value = count_by<unbraced, T>();
+            return by_value == 0 ? uncountable : by_value;
+        }
+    }
 }
 
-template<class T> consteval std::size_t combined_member_count() {
-    constexpr std::size_t by_any = count_members<T>();
-    constexpr std::size_t by_empty = count_members_by_empty_braces<T>();
-    if constexpr (by_any == max_members + 1) return by_any;
-    else {
-        constexpr std::size_t n = std::max(by_any == uncountable ? 0 : by_any, by_empty);
-        return n == 0 ? uncountable : n;
-    }
+// A non-const lvalue reference member defeats every count above; if lvalues
+// initialize T, that is why.
+template<class T> consteval bool has_lvalue_reference_member() {
+    constexpr std::size_t n = count_by<unbraced_lvalues, T>();
+    return n != 0 && n != uncountable;
 }
 
 template<class T> inline constexpr std::size_t member_count = combined_member_count<T>();
@@ -432,10 +446,6 @@ template<class T> struct aggregate_members {
     using info = decltype(bind_members<member_count<T>, bind_mode::types>(std::declval<T&>(), 0));
     using types = typename info::types;
     static constexpr bool any_bit_field = info::any_bit_field;
-};
-template<class T> requires(member_count<T> == 0) struct aggregate_members<T> {
-    using types = type_list<>;
-    static constexpr bool any_bit_field = false;
 };
 
 // Storage shaped like a T but never constructed: offsets are read from it by
@@ -587,7 +597,7 @@ template<class T> consteval how classify() {
         else if constexpr (std::is_aggregate_v<U>) {
             if constexpr (aggregate_has_base<U>) return how::aggregate_with_bases;
             else if constexpr (member_count<U> == uncountable)
-                return initializable_by_lvalues<U>() ? how::reference : how::uncountable_members;
+                return has_lvalue_reference_member<U>() ? how::reference : how::uncountable_members;
             else if constexpr (member_count<U> > max_members) return how::too_many_members;
             else if constexpr (aggregate_members<U>::any_bit_field) return how::bit_field;
             else return how::aggregate;
@@ -774,21 +784,19 @@ template<class T> layout build() {
     if constexpr (h == how::scalar || h == how::pointer || h == how::array) {
         add_field<T>(l, 0, {}, kind_of<T>(), extents);  // a non-class type describes itself
     } else if constexpr (h == how::aggregate) {
-        if constexpr (member_count<T> > 0) {
-            T& object = phantom<T>();
-            auto offset_of = [&object](const auto& member) {
-                return static_cast<std::size_t>(reinterpret_cast<const char*>(std::addressof(member)) -
-                                                reinterpret_cast<const char*>(std::addressof(object)));
-            };
-            [&]<std::size_t... I>(std::index_sequence<I...>) {
-                bind_members<member_count<T>, bind_mode::refs>(object, [&](auto&... member) {
-                    (add_field<std::remove_cvref_t<decltype(member)>>(
-                         l, offset_of(member), member_name<T, I>(),
-                         kind_of<std::remove_cvref_t<decltype(member)>>(), extents),
-                     ...);
-                });
-            }(std::make_index_sequence<member_count<T>>{});
-        }
+        T& object = phantom<T>();
+        auto offset_of = [&object](const auto& member) {
+            return static_cast<std::size_t>(reinterpret_cast<const char*>(std::addressof(member)) -
+                                            reinterpret_cast<const char*>(std::addressof(object)));
+        };
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            bind_members<member_count<T>, bind_mode::refs>(object, [&](auto&... member) {
+                (add_field<std::remove_cvref_t<decltype(member)>>(
+                     l, offset_of(member), member_name<T, I>(), kind_of<std::remove_cvref_t<decltype(member)>>(),
+                     extents),
+                 ...);
+            });
+        }(std::make_index_sequence<member_count<T>>{});
     } else if constexpr (h == how::declared || h == how::described || h == how::union_bytes) {
         std::apply([&](const auto&... d) { (add_descriptor<T>(l, d, extents), ...); }, descriptors<T>());
     }

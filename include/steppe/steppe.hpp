@@ -74,6 +74,15 @@ struct store_stats {
     std::uint64_t bytes_logged = 0;         // written to the log, incl. metadata
     std::uint64_t syncs = 0;
     std::uint64_t store_pages = 0;          // pages in the store
+    std::uint64_t free_pages = 0;           // of those, free for reuse
+};
+
+// What the store holds of one type.
+struct type_usage {
+    std::string name;
+    std::uint32_t size = 0;     // bytes per object
+    std::uint64_t objects = 0;  // allocations (an array counts once)
+    std::uint64_t pages = 0;    // pages holding them
 };
 
 namespace detail {
@@ -161,6 +170,13 @@ public:
     void rollback();
 
     store_stats stats() const;
+    // Every stored type with its object and page counts, in catalog order.
+    std::vector<type_usage> types() const;
+    // Verifies every invariant of the committed store: checksums of every page
+    // and the log, the heap's page accounting, the type catalog, the roots, and
+    // that every pointer in a committed page resolves inside the store. One
+    // line per finding; empty when sound.
+    std::vector<std::string> check() const;
     const std::string& path() const;
 
 private:

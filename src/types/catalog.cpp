@@ -104,6 +104,13 @@ const layout& catalog::at(index i) const {
 }
 
 catalog::index catalog::add(layout l) {
+    // Never accept what encode() would write and decode() refuse.
+    auto bad_name = [](const std::string& n, std::size_t min) {
+        return n.size() < min || n.size() > max_name_length || n.find('\0') != std::string::npos;
+    };
+    bool bad = bad_name(l.name, 1);
+    for (const field& f : l.fields) bad = bad || bad_name(f.type, 1) || bad_name(f.name, 0);
+    if (bad) throw error(errc::invalid_argument, "type catalog: a name of type " + l.name.substr(0, 200) + " is empty or too long");
     auto i = static_cast<index>(entries_.size());
     by_name_.emplace(l.name, i);
     entries_.push_back(std::move(l));

@@ -8,21 +8,24 @@
 //   8  u32  length        bytes in the whole encoding, header and trailer included
 //   12 u32  entry count
 // Entries, back to back; an entry's position is its catalog index:
-//   u32 name length, name         the type's name, 1..4096 bytes, no NUL
+//   u32 name length, name         the type's name, 1..65536 bytes, no NUL
 //   u32 size, u32 align           1 <= size <= 2^30; align a power of two dividing size
 //   u64 fingerprint               types::fingerprint() of this entry
 //   u32 count, u32 offset[count]  pointer offsets
 //   u32 count, u32 offset[count]  vptr offsets
 //   u32 count, field[count]       fields, each:
 //       u32 offset, u32 size, u8 kind (1 scalar, 2 pointer, 3 nested, 4 array, 5 base),
-//       u64 type fingerprint, u32 length + type name (1..4096), u32 length + member name (0..4096)
+//       u64 type fingerprint, u32 length + type name (1..65536), u32 length + member name (0..65536)
 // Trailer (8 bytes)
 //   u64  FNV-1a 64 of every byte before it
 //
-// Example: a catalog holding `struct Node { Node* next; };` is 16 + 85 + 8 =
-// 109 bytes: header, then name "Node" (4+4), size 8, align 8, fingerprint,
-// pointers [0] (4+4), vptrs [] (4), one field {0, 8, pointer, fp, "Node*", "next"}
-// (4 + 4+4+1+8 + 4+5 + 4+4), then the checksum.
+// Example: a catalog holding `struct Node { Node* next; };` is 98 bytes:
+//   0  header: 53 54 59 43 | 01 00 | 00 00 | 62 00 00 00 | 01 00 00 00
+//   16 name 04 00 00 00 "Node"; 24 size 8; 28 align 8; 32 fingerprint (8 bytes)
+//   40 pointer count 1; 44 pointer offset 0; 48 vptr count 0; 52 field count 1
+//   56 field: offset 0; 60 size 8; 64 kind 2; 65 type fingerprint (8 bytes);
+//      73 type 05 00 00 00 "Node*"; 82 name 04 00 00 00 "next"
+//   90 checksum (8 bytes)
 //
 // A catalog is valid if and only if
 //  (1) magic, version and reserved are as above, length equals the bytes
@@ -52,7 +55,6 @@ constexpr std::uint32_t magic = 0x43595453;  // "STYC"
 constexpr std::uint16_t version = 1;
 constexpr std::size_t header_size = 16;
 constexpr std::size_t trailer_size = 8;
-constexpr std::uint32_t max_name = 4096;
 constexpr std::size_t min_entry_size = 4 + 1 + 4 + 4 + 8 + 4 + 4 + 4;
 constexpr std::size_t min_field_size = 4 + 4 + 1 + 8 + 4 + 1 + 4;
 constexpr std::uint32_t slot = sizeof(void*);
@@ -113,7 +115,7 @@ public:
     std::uint64_t u64() { return get(8); }
     std::string text(std::uint32_t min, const char* what) {
         std::uint32_t n = u32();
-        if (n < min || n > max_name) fail(std::string(what) + " length " + std::to_string(n) + " out of range");
+        if (n < min || n > max_name_length) fail(std::string(what) + " length " + std::to_string(n) + " out of range");
         need(n);
         std::string s(n, '\0');
         std::memcpy(s.data(), bytes_.data() + pos_, n);

@@ -4,6 +4,7 @@
 #include <steppe/layout.hpp>
 
 #include <algorithm>
+#include <utility>
 
 #include "types/hash.hpp"
 
@@ -48,6 +49,55 @@ bool same_structure(const layout& a, const layout& b) noexcept {
 
 namespace detail {
 
+namespace {
+
+bool identifier_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// Type names key the catalog, so a store written by a g++-built program must
+// find its entries from a clang-built one: spell builtins and anonymous
+// namespaces as clang does, keep a space only between two identifier
+// characters and after commas ("Part*", "char[10]", "std::pair<int, long>").
+std::string canonical(std::string_view name) {
+    std::string compact;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        char c = name[i];
+        if (c != ' ') {
+            compact += c;
+            if (c == ',') compact += ' ';
+        } else if (!compact.empty() && identifier_char(compact.back()) && i + 1 < name.size() &&
+                   identifier_char(name[i + 1])) {
+            compact += ' ';
+        }
+    }
+    static constexpr std::pair<std::string_view, std::string_view> spellings[] = {
+        {"long long unsigned int", "unsigned long long"}, {"long long int", "long long"},
+        {"long unsigned int", "unsigned long"}, {"short unsigned int", "unsigned short"},
+        {"__int128 unsigned", "unsigned __int128"}, {"long int", "long"}, {"short int", "short"},
+        {"{anonymous}", "(anonymous namespace)"},
+    };
+    std::string out;
+    for (std::size_t i = 0; i < compact.size();) {
+        bool at_word = i == 0 || !identifier_char(compact[i - 1]);
+        bool replaced = false;
+        for (auto [from, to] : spellings) {
+            std::size_t end = i + from.size();
+            if (at_word && compact.compare(i, from.size(), from) == 0 &&
+                (end == compact.size() || !identifier_char(compact[end]))) {
+                out += to;
+                i = end;
+                replaced = true;
+                break;
+            }
+        }
+        if (!replaced) out += compact[i++];
+    }
+    return out;
+}
+
+}  // namespace
+
 std::string type_name_from(std::string_view pretty) {
     // g++: "... raw_type_name() [with T = Part]"; clang: "... raw_type_name() [T = Part]".
     std::size_t at = pretty.find("[with T = ");
@@ -57,8 +107,8 @@ std::string type_name_from(std::string_view pretty) {
         skip = 5;
     }
     std::size_t end = pretty.rfind(']');
-    if (at == std::string_view::npos || end == std::string_view::npos || end < at + skip) return std::string(pretty);
-    return std::string(pretty.substr(at + skip, end - at - skip));
+    if (at == std::string_view::npos || end == std::string_view::npos || end < at + skip) return canonical(pretty);
+    return canonical(pretty.substr(at + skip, end - at - skip));
 }
 
 std::string member_name_from(std::string_view pretty) {
@@ -69,9 +119,7 @@ std::string member_name_from(std::string_view pretty) {
     std::size_t colon = head.rfind("::");
     if (colon == std::string_view::npos) return {};
     std::string_view name = head.substr(colon + 2);
-    bool identifier = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    });
+    bool identifier = !name.empty() && std::all_of(name.begin(), name.end(), identifier_char);
     return identifier ? std::string(name) : std::string();
 }
 

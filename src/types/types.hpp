@@ -32,13 +32,18 @@ namespace steppe::types {
 // "field 3 'x' (int) at offset 16 became long int". Fields count from 1.
 std::string difference(const layout& stored, const layout& program);
 
+// Longest type or member name a catalog holds (template-heavy names are long).
+inline constexpr std::uint32_t max_name_length = 65536;
+
 class catalog {
 public:
     using index = std::uint32_t;
 
     // The index of the entry named l.name, adding l if there is none. Throws
     // steppe::error(type_mismatch, "type Part: <difference>") if the entry
-    // exists with a different structure. Indices never change.
+    // exists with a different structure, steppe::error(invalid_argument) for
+    // a layout the encoding cannot hold (name longer than max_name_length).
+    // Indices never change.
     index find_or_add(const layout& l);
 
     std::optional<index> find(std::string_view name) const;

@@ -330,6 +330,7 @@ private:
     arena* arena_of(std::uintptr_t address) const noexcept;
     arena& checked_arena(std::uintptr_t page, std::size_t npages, const char* operation) const;
     void take_dirty_bits(arena& a, std::vector<std::uintptr_t>& pages);
+    bool can_bridge(arena& a, std::uintptr_t first, std::uintptr_t last) const noexcept;
     void take_written_pages(arena& a, std::vector<std::uintptr_t>& pages);
     [[noreturn]] void throw_kernel_error(const char* call, int err, const std::string& context) const;
 
@@ -413,6 +414,15 @@ void space::finish(std::uint32_t& state, page_state next) noexcept {
 }
 
 // 5. The fault handler --------------------------------------------------------
+
+// Consecutive faults of this thread that needed nothing done, and where.
+// initial-exec TLS is a fixed offset from the thread pointer: nothing is
+// allocated on first use, so the handler may use it.
+struct spurious_faults {
+    std::uintptr_t page;
+    unsigned long count;
+};
+[[gnu::tls_model("initial-exec")]] thread_local spurious_faults t_spurious{0, 0};
 
 struct sigaction g_previous_bus, g_previous_segv;  // written once, before our handlers are installed
 
@@ -505,6 +515,7 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     faults_.fetch_add(1, std::memory_order_relaxed);
     installs_.fetch_add(1, std::memory_order_relaxed);
     finish(state, page_resident);
+    t_spurious.page = 0;
     return true;
 }
 
@@ -521,22 +532,16 @@ bool space::first_write(arena& a, std::uintptr_t page, access how, int signal) n
     if (const int err = unprotect(page, call)) sigsafe::fatal(call, err, page);
     mark_dirty(a, a.index_of(page));  // after un-protecting (I2)
     write_faults_.fetch_add(1, std::memory_order_relaxed);
+    t_spurious.page = 0;
     return true;
 }
 
-// A fault that needed nothing done. Harmless once; a page that keeps faulting
-// while its state says resident (someone unmapped arena memory behind our
+// A fault that needed nothing done is harmless once; a page that keeps
+// faulting while its state says resident (arena memory unmapped behind our
 // back) would hang the thread forever, so say so instead.
 bool space::spurious(std::uintptr_t page) noexcept {
-    struct retry_count {
-        std::uintptr_t page;
-        unsigned long count;
-    };
-    // initial-exec TLS is a fixed offset from the thread pointer: no allocation
-    // on first use, so it is safe in a handler.
-    [[gnu::tls_model("initial-exec")]] static thread_local retry_count retries{0, 0};
-    if (retries.page != page) retries = {page, 0};
-    if (++retries.count > 1'000'000) {
+    if (t_spurious.page != page) t_spurious = {page, 0};
+    if (++t_spurious.count > 1'000'000) {
         sigsafe::line()
             .add("steppe: fatal: page ")
             .add_hex(page)
@@ -631,7 +636,8 @@ reserve_result space::try_reserve(std::size_t bytes) noexcept {
     } else {
         // Two views of one memfd: the arena (PROT_NONE until a page is filled)
         // and the alias the handler fills through (I1).
-        const int memfd = static_cast<int>(syscall(SYS_memfd_create, "steppe-arena", MFD_CLOEXEC));
+        int memfd = static_cast<int>(syscall(SYS_memfd_create, "steppe-arena", MFD_CLOEXEC | MFD_NOEXEC_SEAL));
+        if (memfd < 0 && errno == EINVAL) memfd = static_cast<int>(syscall(SYS_memfd_create, "steppe-arena", MFD_CLOEXEC));
         if (memfd < 0) return failed("memfd_create");
         const bool sized = ftruncate(memfd, static_cast<off_t>(size)) == 0;
         const int truncate_err = errno;
@@ -781,12 +787,15 @@ void space::take_dirty_bits(arena& a, std::vector<std::uintptr_t>& pages) {
             }
         }
     }
-    // One call per run of consecutive pages (pages are in address order here).
+    // One call per run of dirty pages (they are in address order here), a run
+    // bridging short gaps that protect() leaves as they are: fewer calls, and
+    // for mprotect the split mappings merge again.
     for (std::size_t run = first_new; run < pages.size();) {
         std::size_t next = run + 1;
-        while (next < pages.size() && pages[next] == pages[next - 1] + page_size) ++next;
+        while (next < pages.size() && can_bridge(a, pages[next - 1] + page_size, pages[next])) ++next;
+        const std::size_t npages = (pages[next - 1] - pages[run]) / page_size + 1;
         const char* call = nullptr;
-        if (const int err = protect(pages[run], next - run, call)) {
+        if (const int err = protect(pages[run], npages, call)) {
             // Keep what could not be re-protected dirty, so that it is not lost.
             const std::uintptr_t failed_page = pages[run];
             for (std::size_t i = run; i < pages.size(); ++i) mark_dirty(a, a.index_of(pages[i]));
@@ -795,6 +804,23 @@ void space::take_dirty_bits(arena& a, std::vector<std::uintptr_t>& pages) {
         }
         run = next;
     }
+}
+
+// May protect() cover the clean pages in [first, last) too? Protecting a
+// clean page changes nothing, and neither does protecting a page made
+// writable concurrently: its dirty bit is set after (I2), so it is reported
+// next time. UFFDIO_WRITEPROTECT leaves missing pages alone, and so does
+// mprotect(PROT_READ) on a uffd arena, which is PROT_READ throughout; but in
+// the mprotect backend a missing or filling page is PROT_NONE and must stay so
+// (I1), so there the gap must be resident.
+bool space::can_bridge(arena& a, std::uintptr_t first, std::uintptr_t last) const noexcept {
+    constexpr std::uintptr_t max_gap = 256 * page_size;
+    if (last - first > max_gap) return false;
+    if (backend_ == backend_kind::uffd) return true;
+    for (std::uintptr_t page = first; page < last; page += page_size) {
+        if (state_ref(a.states[a.index_of(page)]).load(std::memory_order_acquire) != page_resident) return false;
+    }
+    return true;
 }
 
 void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {

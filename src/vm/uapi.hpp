@@ -1,14 +1,15 @@
 // Kernel interface constants newer than the installed kernel headers.
 //
-// The build machines carry Debian bookworm's 6.1 headers, but the features
-// below arrived later (UFFD_FEATURE_WP_UNPOPULATED and UFFD_FEATURE_WP_ASYNC
-// in 6.4 and 6.7, PAGEMAP_SCAN in 6.7). Each definition is copied exactly from
-// upstream include/uapi/linux/userfaultfd.h and include/uapi/linux/fs.h and is
+// The build machines carry Debian bookworm's 6.1 headers, but these features
+// arrived later: MFD_NOEXEC_SEAL in 6.3, UFFD_FEATURE_WP_UNPOPULATED in 6.4,
+// UFFD_FEATURE_WP_ASYNC and PAGEMAP_SCAN in 6.7. Each definition is copied
+// exactly from upstream include/uapi/linux/{userfaultfd,memfd,fs}.h and is
 // used only when the installed header lacks it. Whether the running kernel
-// supports them is decided at run time (fault_space.cpp: probe_kernel()).
+// supports them is decided at run time (kernel.cpp: probe_kernel()).
 #pragma once
 
 #include <linux/fs.h>
+#include <linux/memfd.h>
 #include <linux/types.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
@@ -34,6 +35,12 @@
 
 #ifndef UFFDIO_COPY_MODE_WP
 #define UFFDIO_COPY_MODE_WP			((__u64)1<<1)
+#endif
+
+// --- include/uapi/linux/memfd.h ---------------------------------------------
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL		0x0008U
 #endif
 
 // --- include/uapi/linux/fs.h ------------------------------------------------

@@ -1,14 +1,21 @@
-// Golden output of `steppe info` and `steppe check`, with paths and ids masked.
+// Golden output of the steppe tool, with paths and ids masked.
 #include <gtest/gtest.h>
+#include <steppe/steppe.hpp>
 
 #include <fstream>
 
 #include "storage/storage.hpp"
 #include "support/cli.hpp"
-#include "support/store_model.hpp"
+#include "support/damage.hpp"
 #include "support/temp_dir.hpp"
 
-using namespace steppe;
+namespace cli {
+struct Node {
+    long value;
+    Node* next;
+};
+}  // namespace cli
+
 using steppe::test::mask;
 using steppe::test::run_cli;
 
@@ -16,63 +23,83 @@ namespace {
 
 class CliTest : public ::testing::Test {
 protected:
-    test::temp_dir dir;
+    steppe::test::temp_dir dir;
     std::string path = dir.path("s.db");
-    std::string store_id;
 
-    void make_store(bool checkpoint) {
-        auto s = storage::storage::open(path);
-        test::workload::run(*s, 1, 5);
-        if (checkpoint) s->checkpoint();
-        store_id = s->describe().store_id;
+    void make_store() {
+        auto s = steppe::store::open(path);
+        auto* head = s.root<cli::Node*>("list");
+        for (long i = 0; i < 1000; ++i) *head = s.make<cli::Node>(cli::Node{i, *head});
+        *s.root<long>("count") = 1000;
+        s.commit();
     }
-    std::string masked(const std::string& out) { return mask(mask(out, path, "STORE"), store_id, "ID"); }
+    std::string masked(const std::string& out) {
+        auto st = steppe::storage::storage::open(path, {.read_only = true});
+        return mask(mask(out, path, "STORE"), st->describe().store_id, "ID");
+    }
 };
 
 TEST_F(CliTest, InfoShowsFormatSizesAndLogState) {
-    make_store(false);
+    make_store();
     auto r = run_cli("info " + path);
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(masked(r.out),
               "store        STORE\n"
               "format       version 1, page size 4096\n"
               "store id     ID\n"
-              "pages        49 (0.2 MiB)\n"
+              "pages        10 (0.0 MiB)\n"
               "main file    8192 bytes\n"
-              "log          STORE-wal: 67616 bytes, generation 1, 63520 bytes in use\n"
-              "log state    5 commits (15 distinct pages) not yet checkpointed\n"
-              "last commit  5\n");
+              "log          STORE-wal: 41616 bytes, generation 1, 37520 bytes in use\n"
+              "log state    1 commits (9 distinct pages) not yet checkpointed\n"
+              "last commit  1\n");
+}
+
+TEST_F(CliTest, RootsAndStats) {
+    make_store();
+    auto r = run_cli("roots " + path);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out,
+              "count                    long\n"
+              "list                     cli::Node*\n");
+    r = run_cli("stats " + path);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out,
+              "pages        10 (0 free)\n"
+              "type                                         size      objects      pages\n"
+              "cli::Node*                                      8            1          1\n"
+              "cli::Node                                      16         1000          4\n"
+              "long                                            8            1          1\n");
 }
 
 TEST_F(CliTest, CheckOfAHealthyStoreExitsZero) {
-    make_store(true);
+    make_store();
     auto r = run_cli("check " + path);
     EXPECT_EQ(r.exit_code, 0) << r.out;
-    EXPECT_EQ(masked(r.out), "STORE: 0 findings in 49 pages and the log\n");
+    EXPECT_EQ(masked(r.out), "STORE: 0 findings in 10 pages and the log\n");
 }
 
 TEST_F(CliTest, CheckNamesEveryDamagedPage) {
-    make_store(true);
-    for (std::uint64_t page : {8u, 15u}) {
-        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-        f.seekp(static_cast<std::streamoff>(storage::physical_page(page) * storage::page_size + 9));
-        f.put('!');
-    }
+    make_store();
+    auto victims = steppe::test::node_pages(path, 1000);
+    ASSERT_GE(victims.size(), 3u);  // the page holding the list's tail (next == null) is not recognised
+    steppe::test::damage_pages(path, {victims[0], victims[2]});
     auto r = run_cli("check " + path);
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_EQ(masked(r.out),
-              "corrupt: STORE: page 8 (file offset 49152) fails its checksum\n"
-              "corrupt: STORE: page 15 (file offset 77824) fails its checksum\n"
-              "STORE: 2 findings in 49 pages and the log\n");
+    auto line = [&](std::uint64_t p) {
+        return "STORE: page " + std::to_string(p) + " (file offset " +
+               std::to_string(steppe::storage::physical_page(p) * 4096) + ") fails its checksum\n";
+    };
+    EXPECT_EQ(masked(r.out), line(victims[0]) + line(victims[2]) + "STORE: 2 findings in 10 pages and the log\n");
 }
 
 TEST_F(CliTest, CheckOfAnUnopenableStoreIsAFinding) {
-    make_store(true);
-    std::ofstream(path, std::ios::in | std::ios::out | std::ios::binary).write("garbage!", 8);
-    std::ofstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(4096);
-    f.write("garbage!", 8);
-    f.close();
+    make_store();
+    steppe::test::node_pages(path, 1000);  // checkpoint: the header slots are both written
+    for (std::uint64_t offset : {0u, 4096u}) {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(offset);
+        f.write("garbage!", 8);
+    }
     auto r = run_cli("check " + path);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.out.find("not a steppe store"), std::string::npos) << r.out;

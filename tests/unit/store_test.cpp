@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "storage/storage.hpp"
+#include "support/damage.hpp"
 #include "support/temp_dir.hpp"
 
 namespace shapes {
@@ -91,32 +92,6 @@ protected:
         ASSERT_EQ(WEXITSTATUS(status), 0) << "the checking process found a difference";
     }
 };
-
-// Opening checkpoints, so every page image sits in the main file; then every
-// page that looks like a page of Nodes gets one byte flipped.
-void damage_node_pages(const std::string& path) {
-    std::vector<std::uint64_t> victims;
-    {
-        auto st = steppe::storage::storage::open(path);
-        std::vector<std::byte> page(steppe::storage::page_size);
-        for (std::uint64_t p = 1; p < st->page_count(); ++p) {
-            st->read_page(p, page.data());
-            Node first[2];
-            std::memcpy(first, page.data(), sizeof first);
-            auto plausible = [&](const Node& n) {
-                auto next = reinterpret_cast<std::uint64_t>(n.next);
-                return n.value >= 0 && n.value < 2000 && next < st->page_count() * steppe::storage::page_size;
-            };
-            if (plausible(first[0]) && plausible(first[1]) && first[0].next) victims.push_back(p);
-        }
-    }
-    ASSERT_FALSE(victims.empty());
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    for (auto p : victims) {
-        f.seekp(static_cast<std::streamoff>(steppe::storage::physical_page(p) * steppe::storage::page_size + 100));
-        f.put('!');
-    }
-}
 
 std::string backend_name(const ::testing::TestParamInfo<steppe::fault_backend>& info) {
     return info.param == steppe::fault_backend::uffd ? "uffd" : "mprotect";
@@ -470,7 +445,7 @@ TEST_P(StoreTest, DamagedPageEndsTheProcessWithAMessageNamingIt) {
         for (long i = 0; i < 2000; ++i) *head = s.make<Node>(Node{i, *head});
         s.commit();
     }
-    damage_node_pages(path);
+    steppe::test::damage_pages(path, steppe::test::node_pages(path, 2000));
     EXPECT_EXIT(
         {
             auto s = open();

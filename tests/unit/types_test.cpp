@@ -154,6 +154,12 @@ struct WithUnion {
     Part* p;
 };
 
+struct WithAccount {  // {any} is ambiguous and {} impossible for Account
+    int n;
+    Account account;
+    Part* p;
+};
+
 struct Empty {};
 struct WithEmpty {
     Empty e;
@@ -249,10 +255,10 @@ union PtrUnion { int i; void* p; STEPPE_FIELDS(i, p) };
 union Undeclared { int i; float f; };
 struct B { int x; };
 struct AggBase : B { int y; };
-class NoLayout { public: explicit NoLayout(int v) : v_(v) {} private: int v_; };
+class NoLayout { public: explicit NoLayout(int v) : v_(v) {} int get() const { return v_; } private: int v_; };
 struct Poly { virtual ~Poly() = default; int x; };
 struct Bits { int a : 3; int b; };
-class Inherits : public Base { int y_ = 0; };
+class Inherits : public Base { public: int y_ = 0; };
 struct Nested { int a; NoLayout bad; };
 struct Incomplete;
 }  // namespace refused
@@ -296,7 +302,7 @@ TEST(types_layout, part_pointers_are_exactly_to) {
     EXPECT_EQ(offsets(l), (u32s{0, 4, 16, 20, 24, 32}));
     EXPECT_EQ(l.fields[1].kind, field_kind::array);
     EXPECT_EQ(l.fields[1].size, 10u);
-    EXPECT_EQ(l.fields[1].type, "char [10]");
+    EXPECT_EQ(l.fields[1].type, "char[10]");
     EXPECT_EQ(l.fields[2].kind, field_kind::scalar);
     EXPECT_EQ(l.fields[2].type, "int");
     EXPECT_EQ(l.fields[5].kind, field_kind::array);
@@ -355,6 +361,21 @@ TEST(types_layout, any_data_pointer_is_a_pointer) {
     EXPECT_EQ(layout_of<char*>().pointers, (u32s{0}));
 }
 
+namespace {
+struct Secret {};
+}  // namespace
+
+TEST(types_layout, names_are_the_same_from_every_compiler) {
+    EXPECT_EQ(layout_of<Part* [3]>().name, "Part*[3]");
+    EXPECT_EQ(layout_of<const char*>().name, "const char*");
+    EXPECT_EQ(layout_of<unsigned long>().name, "unsigned long");
+    EXPECT_EQ(layout_of<long long>().name, "long long");
+    EXPECT_EQ(layout_of<short>().name, "short");
+    EXPECT_EQ((layout_of<std::pair<long, Part*>>().name), "std::pair<long, Part*>");
+    EXPECT_EQ(layout_of<Secret>().name, "(anonymous namespace)::Secret");
+    EXPECT_EQ(layout_of<tiny_vector<Part>>().fields[0].type, "Part*");
+}
+
 TEST(types_layout, scalars) {
     const layout& l = layout_of<Scalars>();
     EXPECT_TRUE(l.pointers.empty());
@@ -374,6 +395,13 @@ TEST(types_layout, private_members_with_steppe_fields) {
     EXPECT_EQ(l.fields[1].name, "next_");
     EXPECT_EQ(l.fields[1].type, "Account*");
     EXPECT_EQ(l.fields[2].name, "tag_");
+}
+
+TEST(types_layout, aggregate_holding_a_class_without_default_constructor) {
+    const layout& l = layout_of<WithAccount>();
+    EXPECT_EQ(l.pointers, (u32s{16, 32}));
+    ASSERT_EQ(l.fields.size(), 3u);
+    EXPECT_EQ(l.fields[1].type, "Account");
 }
 
 TEST(types_layout, base_and_steppe_fields) {
@@ -538,9 +566,27 @@ TEST(types_catalog, mismatch_size) {
 TEST(types_catalog, mismatch_moved_pointer) {
     EXPECT_TRUE(contains(mismatch(layout_of<v1::Moved>(), layout_of<v2::Moved>()),
                 "type Part: pointer field at offset 8 in store moved to offset 16 in program"));
-    layout no_ptr = layout_of<v1::Moved>();
-    EXPECT_TRUE(contains(mismatch(layout_of<Part>(), layout_of<v2::Unsigned>()), "type Part: field 1"));
-    (void)no_ptr;
+    layout one_less = layout_of<Part>();
+    one_less.pointers.pop_back();
+    EXPECT_TRUE(contains(mismatch(layout_of<Part>(), one_less),
+                         "pointer field at offset 48 in store is not a pointer in program, in field 6"));
+}
+
+TEST(types_catalog, mismatch_signedness) {
+    std::string name = member_names_known ? " 'id'" : "";
+    EXPECT_EQ(mismatch(layout_of<Part>(), layout_of<v2::Unsigned>()),
+              "type Part: field 1" + name + " (int) at offset 0 became unsigned int");
+}
+
+TEST(types_catalog, refuses_names_it_could_not_decode) {
+    catalog c;
+    try {
+        c.find_or_add(renamed(layout_of<Part>(), std::string(steppe::types::max_name_length + 1, 'x')));
+        FAIL();
+    } catch (const steppe::error& e) {
+        EXPECT_EQ(e.code(), errc::invalid_argument);
+    }
+    EXPECT_EQ(c.size(), 0u);
 }
 
 TEST(types_catalog, mismatch_changed_field) {
@@ -548,7 +594,7 @@ TEST(types_catalog, mismatch_changed_field) {
     EXPECT_EQ(mismatch(layout_of<v1::Part>(), layout_of<v2::PartFloat>()),
               "type Part: field 3" + names + " (int) at offset 16 became float");
     EXPECT_EQ(mismatch(layout_of<v1::Widened>(), layout_of<v2::Widened>()),
-              "type Part: field 1" + names + " (int) at offset 0 became long int "
+              "type Part: field 1" + names + " (int) at offset 0 became long "
               "(scalar of 4 bytes in store, scalar of 8 bytes in program)");
     EXPECT_TRUE(contains(mismatch(layout_of<v1::Padded>(), layout_of<v2::Padded>()),
                 "field 3" + std::string(member_names_known ? " 'c'" : "") +
@@ -630,7 +676,8 @@ std::vector<std::byte> reseal(std::vector<std::byte> b) {
 }
 
 TEST(types_catalog_damage, node_catalog_has_the_documented_size) {
-    EXPECT_EQ(node_catalog().size(), 98u);  // the worked example in catalog_format.cpp
+    // The worked example in catalog_format.cpp (clang cannot name the member "next").
+    EXPECT_EQ(node_catalog().size(), member_names_known ? 98u : 94u);
     EXPECT_NO_THROW(catalog::decode(reseal(node_catalog())));
 }
 
@@ -675,8 +722,8 @@ TEST(types_catalog_damage, entry_fields) {
     put_u32(b, align_at, 3);
     expect_corrupt(reseal(b), "alignment 3 invalid");
     b = node_catalog();
-    put_u32(b, 16, 5000);
-    expect_corrupt(reseal(b), "name length 5000 out of range");
+    put_u32(b, 16, 70000);
+    expect_corrupt(reseal(b), "name length 70000 out of range");
 }
 
 TEST(types_catalog_damage, duplicate_names) {

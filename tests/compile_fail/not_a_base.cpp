@@ -1,0 +1,5 @@
+// expect: steppe: a declared base must be a proper, unambiguous, non-virtual base
+#include <steppe/layout.hpp>
+struct Other { int id = 0; };
+struct Derived { Derived* next = nullptr; STEPPE_BASES(Other) STEPPE_FIELDS(next) };
+const auto& l = steppe::types::layout_of<Derived>();

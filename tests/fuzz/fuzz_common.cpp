@@ -1,0 +1,344 @@
+#include "fuzz_common.hpp"
+
+#include <steppe/error.hpp>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <typeinfo>
+
+#include "storage/checksum.hpp"
+#include "storage/file_format.hpp"
+#include "storage/storage.hpp"
+#include "storage/wal_format.hpp"
+
+namespace steppe::fuzz {
+
+namespace st = steppe::storage;
+
+namespace {
+
+[[noreturn]] void bug(const char* format, ...) {
+    std::va_list args;
+    va_start(args, format);
+    std::fputs("steppe fuzz: BUG: ", stderr);
+    std::vfprintf(stderr, format, args);
+    std::fputc('\n', stderr);
+    va_end(args);
+    std::abort();
+}
+
+template <class T>
+bool load(const bytes& b, std::size_t offset, T& out) {
+    if (offset > b.size() || b.size() - offset < sizeof(T)) return false;
+    std::memcpy(&out, b.data() + offset, sizeof(T));
+    return true;
+}
+
+template <class T>
+void store(bytes& b, std::size_t offset, const T& in) {
+    std::memcpy(b.data() + offset, &in, sizeof(T));
+}
+
+template <class T>
+std::uint32_t struct_crc(const T& s) {
+    return st::crc32c(0, &s, offsetof(T, crc));
+}
+
+bool page_present(const bytes& b, std::uint64_t page) {
+    return page < (std::uint64_t{1} << 40) && (page + 1) * st::page_size <= b.size();
+}
+
+// 1. Main file ---------------------------------------------------------------
+
+void fix_main(bytes& main, std::uint8_t flags) {
+    if (flags & fix_header_crc) {
+        for (std::size_t slot = 0; slot < 2; ++slot) {
+            st::file_header h;
+            if (!load(main, slot * st::page_size, h) || std::memcmp(h.magic, st::header_magic, sizeof h.magic) != 0)
+                continue;
+            h.crc = struct_crc(h);
+            store(main, slot * st::page_size, h);
+        }
+    }
+    if (!(flags & (fix_group_crc | fix_page_sums))) return;
+    for (std::uint64_t g = 0; page_present(main, st::checksum_slot_page(g, 0)); ++g) {
+        for (int slot = 0; slot < 2; ++slot) {
+            std::uint64_t at = st::checksum_slot_page(g, slot) * st::page_size;
+            st::checksum_page cp;
+            if (!load(main, at, cp) || cp.magic != st::checksum_page_magic) continue;
+            if (flags & fix_page_sums) {
+                for (std::size_t i = 0; i < st::group_data_pages; ++i) {
+                    std::uint64_t phys = st::checksum_slot_page(g, 2) + i;
+                    if (!page_present(main, phys)) break;
+                    const auto* page = reinterpret_cast<const std::byte*>(main.data() + phys * st::page_size);
+                    bool zero = std::all_of(page, page + st::page_size, [](std::byte b) { return b == std::byte{0}; });
+                    if (cp.sums[i] != 0 || !zero) cp.sums[i] = st::page_checksum(page, st::page_size);
+                }
+            }
+            if (flags & (fix_group_crc | fix_page_sums)) cp.crc = struct_crc(cp);
+            store(main, at, cp);
+        }
+    }
+}
+
+// The header slot load_header() would pick, if any.
+bool best_header(const bytes& main, st::file_header& out) {
+    bool found = false;
+    for (std::size_t slot = 0; slot < 2; ++slot) {
+        st::file_header h;
+        if (!load(main, slot * st::page_size, h)) continue;
+        if (std::memcmp(h.magic, st::header_magic, sizeof h.magic) != 0 || h.version != st::format_version ||
+            h.page_size != st::page_size || h.crc != struct_crc(h))
+            continue;
+        if (!found || h.header_seq > out.header_seq) out = h;
+        found = true;
+    }
+    return found;
+}
+
+// 2. Log ---------------------------------------------------------------------
+
+void fix_wal(const bytes& main, bytes& wal, std::uint8_t flags) {
+    st::wal_header wh;
+    if (!load(wal, 0, wh)) return;
+    std::uint64_t old_salt = wh.salt;
+    st::file_header mh;
+    if ((flags & adopt_identity) && best_header(main, mh)) {
+        std::memcpy(wh.store_id, mh.store_id, sizeof wh.store_id);
+        wh.generation = mh.checkpoint_gen + 1;
+        wh.salt = mh.next_wal_salt;
+    }
+    if (flags & (fix_wal_header | adopt_identity)) wh.crc = struct_crc(wh);
+    store(wal, 0, wh);
+    if (!(flags & (fix_frames | adopt_identity))) return;
+
+    std::uint32_t chain = st::crc32c(0, &wh.salt, sizeof wh.salt);
+    for (std::uint64_t off = st::wal_frames_offset;;) {
+        st::frame_header h;
+        if (!load(wal, off, h) || h.magic != st::frame_magic) return;
+        std::size_t payload = h.kind == st::frame_kind::page     ? st::page_size
+                              : h.kind == st::frame_kind::commit ? st::meta_size
+                                                                 : 0;
+        if (payload == 0 || wal.size() - off - sizeof h < payload) return;
+        const std::uint8_t* p = wal.data() + off + sizeof h;
+        if ((flags & adopt_identity) && h.salt == old_salt) h.salt = wh.salt;
+        if (flags & fix_frames) {
+            if (h.kind == st::frame_kind::page) h.payload_crc = st::page_checksum(reinterpret_cast<const std::byte*>(p), payload);
+            chain = st::crc32c(st::crc32c(chain, &h, offsetof(st::frame_header, chain)), p, payload);
+            h.chain = chain;
+        }
+        store(wal, off, h);
+        off += sizeof h + payload;
+    }
+}
+
+// 3. Seed stores ---------------------------------------------------------------
+
+std::vector<std::byte> page_for(std::uint64_t txn, st::page_no page) {
+    std::vector<std::byte> p(st::page_size);
+    for (std::size_t i = 0; i < 24; ++i) p[i] = static_cast<std::byte>((txn * 31 + page * 7 + i) & 0xff);
+    p[st::page_size - 1] = static_cast<std::byte>(txn);
+    return p;
+}
+
+class builder {
+public:
+    explicit builder(const std::string& path) {
+        std::filesystem::remove(path);
+        std::filesystem::remove(path + "-wal");
+        st::options o;
+        o.durable = false;  // seeds need bytes, not durability
+        store_ = st::storage::open(path, o);
+    }
+    builder& commit(std::initializer_list<st::page_no> pages) {
+        std::uint64_t txn = store_->txn_seq() + 1;
+        std::vector<std::vector<std::byte>> images;
+        std::vector<st::page_image> list;
+        for (auto p : pages) images.push_back(page_for(txn, p));
+        std::size_t i = 0;
+        for (auto p : pages) list.push_back({p, images[i++].data()});
+        st::meta_bytes meta{};
+        std::memcpy(meta.data(), &txn, sizeof txn);
+        store_->commit(list, meta);
+        return *this;
+    }
+    builder& checkpoint() {
+        store_->checkpoint();
+        return *this;
+    }
+
+private:
+    std::unique_ptr<st::storage> store_;
+};
+
+void build_empty(const std::string& path) { builder b(path); }
+void build_log_only(const std::string& path) { builder(path).commit({0, 1}).commit({2}).commit({0, 3}); }
+void build_checkpointed(const std::string& path) {
+    builder(path).commit({0, 1}).commit({2}).checkpoint().commit({1, 4}).commit({5});
+}
+void build_two_checkpoints(const std::string& path) {
+    builder(path).commit({0, 1, 2}).checkpoint().commit({3}).commit({1}).checkpoint().commit({6, 0});
+}
+void build_sparse(const std::string& path) { builder(path).commit({7}).checkpoint().commit({2, 9}); }
+
+}  // namespace
+
+void build_replay_base(const std::string& path, int extra) {
+    builder b(path);
+    b.commit({0, 1}).commit({2}).commit({1, 3}).checkpoint().commit({0}).commit({4, 5}).commit({2});
+    for (int i = 0; i < extra; ++i) b.commit({static_cast<st::page_no>(i % 3), 8});
+}
+
+const std::vector<seed_store>& seed_stores() {
+    static const std::vector<seed_store> stores = {
+        {"empty", build_empty},
+        {"log_only", build_log_only},
+        {"checkpointed", build_checkpointed},
+        {"two_checkpoints", build_two_checkpoints},
+        {"sparse", build_sparse},
+        {"replay_base", [](const std::string& path) { build_replay_base(path); }},
+    };
+    return stores;
+}
+
+void apply_fixups(bytes& main, bytes& wal, std::uint8_t flags) {
+    fix_main(main, flags);
+    fix_wal(main, wal, flags);
+}
+
+// 4. Files -----------------------------------------------------------------------
+
+const std::string& work_dir() {
+    static const std::string dir = [] {
+        std::string base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : std::filesystem::temp_directory_path().string();
+        std::string templ = base + "/steppe-fuzz-XXXXXX";
+        if (!::mkdtemp(templ.data())) bug("mkdtemp %s failed", templ.c_str());
+        std::atexit([] {
+            std::error_code ec;
+            std::filesystem::remove_all(work_dir(), ec);
+        });
+        return templ;
+    }();
+    return dir;
+}
+
+void write_file(const std::string& path, const bytes& data) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    if (!f) bug("cannot write %s", path.c_str());
+}
+
+bytes read_file(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return bytes(std::istreambuf_iterator<char>(f), {});
+}
+
+void remove_file(const std::string& path) { ::unlink(path.c_str()); }
+
+// 5. The workout -------------------------------------------------------------------
+
+namespace {
+
+constexpr st::page_no max_pages_read = 4096;  // past that, the first and last pages
+
+void read_pages(const st::storage& s) {
+    std::vector<std::byte> buf(st::page_size);
+    st::page_no n = s.page_count();
+    auto read = [&](st::page_no p) {
+        try {
+            s.read_page(p, buf.data());
+        } catch (const error&) {
+        }
+    };
+    for (st::page_no p = 0; p < n && p < max_pages_read; ++p) read(p);
+    if (n > max_pages_read) read(n - 1);
+    read(n);  // one past the end: invalid_argument
+}
+
+std::unique_ptr<st::storage> open_store(const std::string& path, bool read_only) {
+    st::options o;
+    o.create = false;
+    o.read_only = read_only;
+    o.durable = false;  // tmpfs; the logic is the same
+    return st::storage::open(path, o);
+}
+
+void expect_page(const st::storage& s, st::page_no page, const std::vector<std::byte>& want, const char* when) {
+    std::vector<std::byte> got(st::page_size);
+    try {
+        s.read_page(page, got.data());
+    } catch (const error& e) {
+        bug("%s: page %llu, just committed, cannot be read: %s", when, static_cast<unsigned long long>(page), e.what());
+    }
+    if (got != want) bug("%s: page %llu reads back different bytes", when, static_cast<unsigned long long>(page));
+}
+
+void workout(const std::string& path, bool read_only) {
+    std::unique_ptr<st::storage> s;
+    try {
+        s = open_store(path, read_only);
+    } catch (const error&) {
+        return;
+    }
+    read_pages(*s);
+    try {
+        (void)s->describe();
+        (void)s->check();
+    } catch (const error&) {
+    }
+    if (read_only) return;
+
+    // A successful commit must read back, before and after a checkpoint and a reopen.
+    st::page_no target = s->page_count() < max_pages_read ? s->page_count() : 0;
+    std::uint64_t txn = s->txn_seq() + 1;
+    auto image = page_for(txn, target);
+    st::page_image list[] = {{target, image.data()}};
+    st::meta_bytes meta{};
+    std::memcpy(meta.data(), &txn, sizeof txn);
+    try {
+        s->commit(list, meta);
+    } catch (const error&) {
+        return;
+    }
+    expect_page(*s, target, image, "after commit");
+    try {
+        s->checkpoint();
+    } catch (const error&) {
+        return;
+    }
+    expect_page(*s, target, image, "after checkpoint");
+    s.reset();
+    try {
+        s = open_store(path, false);
+    } catch (const error&) {
+        return;  // damage elsewhere in the input may still make the store unopenable
+    }
+    expect_page(*s, target, image, "after reopen");
+    if (s->meta() != meta) bug("after reopen: the meta is not the last commit's");
+}
+
+}  // namespace
+
+void exercise_store(const std::string& path) {
+    try {
+        workout(path, true);
+        workout(path, false);
+    } catch (const error&) {
+        // fine: steppe reported the problem
+    } catch (const std::exception& e) {
+        bug("%s escaped (not steppe::error): %s", typeid(e).name(), e.what());
+    } catch (...) {
+        bug("an exception of unknown type escaped");
+    }
+}
+
+}  // namespace steppe::fuzz
