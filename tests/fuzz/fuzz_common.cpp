@@ -218,17 +218,19 @@ void apply_fixups(bytes& main, bytes& wal, std::uint8_t flags) {
 // 4. Files -----------------------------------------------------------------------
 
 const std::string& work_dir() {
-    static const std::string dir = [] {
+    // Never destroyed: the atexit cleanup below runs after static destructors.
+    static const std::string* dir = [] {
         std::string base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : std::filesystem::temp_directory_path().string();
         std::string templ = base + "/steppe-fuzz-XXXXXX";
         if (!::mkdtemp(templ.data())) bug("mkdtemp %s failed", templ.c_str());
+        auto* d = new std::string(templ);
         std::atexit([] {
             std::error_code ec;
             std::filesystem::remove_all(work_dir(), ec);
         });
-        return templ;
+        return d;
     }();
-    return dir;
+    return *dir;
 }
 
 void write_file(const std::string& path, const bytes& data) {
