@@ -113,6 +113,26 @@ TEST_P(StoreTest, SinglyLinkedList) {
     });
 }
 
+TEST_P(StoreTest, AMillionNodes) {
+    constexpr long n = 1'000'000;
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < n; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        long expect = n - 1, sum = 0;
+        for (Node* p = *s.find_root<Node*>("list"); p; p = p->next) {
+            ASSERT_EQ(p->value, expect--);
+            sum += p->value;
+        }
+        EXPECT_EQ(expect, -1);
+        EXPECT_EQ(sum, n * (n - 1) / 2);
+        EXPECT_GE(s.stats().faults, static_cast<std::uint64_t>(n / 256));
+    });
+}
+
 TEST_P(StoreTest, DoublyLinkedListWalksBothWays) {
     {
         auto s = open();

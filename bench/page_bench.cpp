@@ -1,0 +1,289 @@
+// page_bench: what the page engine costs, next to its baselines, in one run.
+//
+//   hot traversal   the same parts graph walked resident in a store and in
+//                   ordinary heap memory (alternated; ratio of medians)
+//   cold fault      first walk in a fresh process minus a hot walk, per page
+//                   faulted: fault + read (OS page cache, and disk after
+//                   dropping caches when permitted) + checksum + swizzle
+//   bare fault      userfaultfd SIGBUS + UFFDIO_COPY with a fill that does nothing
+//   page read       storage::read_page (pread + checksum) from the page cache
+//   swizzle         cold fault - bare fault - page read, per page and per pointer
+//   commit          per dirty page incl. unswizzling, log write and fdatasync
+//
+// Usage: page_bench [--parts N] [--runs R] [--dir D] [--backend uffd|mprotect]
+#include <steppe/steppe.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "storage/storage.hpp"
+#include "vm/vm.hpp"
+
+namespace bench {
+
+struct Part {
+    int id;
+    char type[10];
+    int x, y;
+    long build;
+    Part* to[3];
+};
+struct Graph {
+    long count;
+    Part** index;
+};
+
+}  // namespace bench
+
+using bench::Graph;
+using bench::Part;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+long g_parts = 200000;
+int g_runs = 7;
+std::string g_dir;
+steppe::fault_backend g_backend = steppe::fault_backend::uffd;
+
+double seconds_since(clock_type::time_point t) {
+    return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// Connections as OO1 makes them: 90 % to the nearest 1 % of ids, 10 % anywhere.
+template <class Alloc>
+Graph build(Alloc&& alloc_part, Part** index) {
+    for (long i = 0; i < g_parts; ++i) {
+        Part* p = alloc_part();
+        p->id = static_cast<int>(i);
+        p->x = static_cast<int>(i * 7 % 100000);
+        p->y = static_cast<int>(i * 13 % 100000);
+        index[i] = p;
+    }
+    std::uint64_t x = 42;
+    long near = std::max(1L, g_parts / 100);
+    for (long i = 0; i < g_parts; ++i)
+        for (auto& link : index[i]->to) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            long target = (x >> 20) % 10 < 9 ? (i + static_cast<long>((x >> 33) % near) + g_parts - near / 2) % g_parts
+                                              : static_cast<long>((x >> 24) % g_parts);
+            link = index[target];
+        }
+    return {g_parts, index};
+}
+
+// Seven levels of connections from every 64th part, as in OO1's traversal.
+long traverse(const Part* p, int depth) {
+    long sum = p->x;
+    if (depth == 0) return sum;
+    for (const Part* q : p->to) sum += traverse(q, depth - 1);
+    return sum;
+}
+long walk(const Graph& g) {
+    long sum = 0;
+    for (long i = 0; i < g.count; i += 64) sum += traverse(g.index[i], 4);
+    for (long i = 0; i < g.count; ++i)
+        for (const Part* q : g.index[i]->to) sum += q->y;
+    return sum;
+}
+
+steppe::open_options options(bool durable = false) {
+    steppe::open_options o;
+    o.backend = g_backend;
+    o.durable = durable;
+    return o;
+}
+
+std::string store_path() { return g_dir + "/page_bench.db"; }
+
+void build_store() {
+    std::filesystem::remove(store_path());
+    std::filesystem::remove(store_path() + "-wal");
+    auto s = steppe::store::open(store_path(), options(true));
+    auto* g = s.root<Graph>("graph");
+    Part** index = s.make_array<Part*>(static_cast<std::size_t>(g_parts));
+    *g = build([&] { return s.make<Part>(); }, index);
+    s.commit();
+}
+
+// Runs f in a fresh process and returns the numbers it reports.
+std::vector<double> in_child(const std::function<std::vector<double>()>& f) {
+    int fds[2];
+    if (::pipe(fds) != 0) std::exit(2);
+    pid_t child = ::fork();
+    if (child == 0) {
+        auto v = f();
+        (void)!::write(fds[1], v.data(), v.size() * sizeof(double));
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::vector<double> v(16);
+    ssize_t n = ::read(fds[0], v.data(), v.size() * sizeof(double));
+    ::close(fds[0]);
+    ::waitpid(child, nullptr, 0);
+    v.resize(n > 0 ? static_cast<std::size_t>(n) / sizeof(double) : 0);
+    return v;
+}
+
+bool drop_caches() {
+    ::sync();
+    std::ofstream f("/proc/sys/vm/drop_caches");
+    if (!f) return false;
+    f << "3\n";
+    return static_cast<bool>(f.flush());
+}
+
+// {cold walk s, hot walk s, faults, pointers swizzled}
+std::vector<double> cold_then_hot() {
+    steppe::open_options o = options();
+    o.read_only = true;
+    auto s = steppe::store::open(store_path(), o);
+    auto* g = s.find_root<Graph>("graph");
+    auto t = clock_type::now();
+    volatile long sink = walk(*g);
+    double cold = seconds_since(t);
+    t = clock_type::now();
+    sink = walk(*g);
+    double hot = seconds_since(t);
+    (void)sink;
+    auto st = s.stats();
+    return {cold, hot, static_cast<double>(st.faults), static_cast<double>(st.pointers_swizzled)};
+}
+
+double bare_fault_seconds(std::size_t pages) {
+    auto space = steppe::vm::fault_space::create(
+        steppe::vm::backend_kind::uffd, [](void*, std::uintptr_t, std::byte*) noexcept { return true; }, nullptr);
+    std::uintptr_t base = space->reserve(pages * 4096);
+    auto t = clock_type::now();
+    for (std::size_t i = 0; i < pages; ++i) (void)*reinterpret_cast<volatile char*>(base + i * 4096);
+    return seconds_since(t) / static_cast<double>(pages);
+}
+
+double read_seconds_per_page() {
+    steppe::storage::options o;
+    o.read_only = true;
+    auto st = steppe::storage::storage::open(store_path(), o);
+    std::vector<std::byte> page(steppe::storage::page_size);
+    auto t = clock_type::now();
+    for (std::uint64_t p = 1; p < st->page_count(); ++p) st->read_page(p, page.data());
+    return seconds_since(t) / static_cast<double>(st->page_count() - 1);
+}
+
+void report_hot() {
+    std::vector<Part*> heap_index(static_cast<std::size_t>(g_parts));
+    Graph transient = build([] { return new Part(); }, heap_index.data());
+    auto s = steppe::store::open(store_path(), options());
+    Graph persistent = *s.find_root<Graph>("graph");
+    long a = walk(transient), b = walk(persistent);  // also makes every page resident
+    if (a != b) std::printf("MISMATCH: transient %ld, store %ld\n", a, b);
+    std::vector<double> t_store, t_heap;
+    for (int r = 0; r < g_runs; ++r) {
+        auto t = clock_type::now();
+        volatile long x = walk(persistent);
+        t_store.push_back(seconds_since(t));
+        t = clock_type::now();
+        x = walk(transient);
+        t_heap.push_back(seconds_since(t));
+        (void)x;
+    }
+    double ms = median(t_store) * 1e3, mh = median(t_heap) * 1e3;
+    std::printf("hot traversal      store %8.2f ms   heap %8.2f ms   ratio %.3f   (goal <= 1.02)\n", ms, mh, ms / mh);
+    for (Part* p : heap_index) delete p;
+}
+
+void report_cold() {
+    double bare = bare_fault_seconds(20000);
+    double read = read_seconds_per_page();
+    std::vector<double> per_fault, per_pointer_ns, pages, cold_ms, pointers_per_page;
+    for (int r = 0; r < std::max(3, g_runs / 2); ++r) {
+        auto v = in_child(cold_then_hot);
+        if (v.size() < 4) continue;
+        double f = (v[0] - v[1]) / v[2];
+        per_fault.push_back(f);
+        per_pointer_ns.push_back((f - bare - read) * 1e9 / (v[3] / v[2]));
+        pages.push_back(v[2]);
+        cold_ms.push_back(v[0] * 1e3);
+        pointers_per_page.push_back(v[3] / v[2]);
+    }
+    double f = median(per_fault);
+    std::printf("cold walk          %8.1f ms, %.0f pages faulted, %.0f pointers per page\n", median(cold_ms),
+                median(pages), median(pointers_per_page));
+    std::printf("cold fault         %8.2f us per page (page cache) = %.2fx the bare fault (goal <= 2x)\n", f * 1e6,
+                f / bare);
+    std::printf("  bare uffd fault  %8.2f us\n", bare * 1e6);
+    std::printf("  page read        %8.2f us (pread + crc32c, page cache)\n", read * 1e6);
+    std::printf("  swizzle (rest)   %8.2f us per page, %.1f ns per pointer\n", (f - bare - read) * 1e6,
+                median(per_pointer_ns));
+    if (drop_caches()) {
+        auto v = in_child(cold_then_hot);
+        if (v.size() >= 4)
+            std::printf("cold fault (disk)  %8.2f us per page after dropping the OS caches\n",
+                        (v[0] - v[1]) / v[2] * 1e6);
+    } else {
+        std::printf("cold fault (disk)  not measured: dropping the OS caches is not permitted here\n");
+    }
+}
+
+void report_commit() {
+    for (bool durable : {false, true}) {
+        auto s = steppe::store::open(store_path(), options(durable));
+        Graph g = *s.find_root<Graph>("graph");
+        std::vector<double> per_page;
+        std::uint64_t pages = 0;
+        for (int r = 0; r < g_runs; ++r) {
+            for (long i = 0; i < g.count; i += 37) g.index[i]->build += 1;  // every page of parts, and more
+            auto before = s.stats().pages_committed;
+            auto t = clock_type::now();
+            s.commit();
+            double secs = seconds_since(t);
+            pages = s.stats().pages_committed - before;
+            per_page.push_back(secs / static_cast<double>(pages));
+        }
+        std::printf("commit (%s) %6.2f us per dirty page, %llu pages per commit\n",
+                    durable ? "durable" : "no sync", median(per_page) * 1e6, static_cast<unsigned long long>(pages));
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string flag = argv[i], value = argv[i + 1];
+        if (flag == "--parts") g_parts = std::atol(value.c_str());
+        else if (flag == "--runs") g_runs = std::atoi(value.c_str());
+        else if (flag == "--dir") g_dir = value;
+        else if (flag == "--backend") g_backend = value == "mprotect" ? steppe::fault_backend::mprotect : steppe::fault_backend::uffd;
+    }
+    if (g_dir.empty()) {
+        char templ[] = "/var/tmp/steppe-bench-XXXXXX";
+        if (!::mkdtemp(templ)) return 2;
+        g_dir = templ;
+    }
+    try {
+        std::printf("page_bench: %ld parts, %d runs, backend %s, store in %s\n", g_parts, g_runs,
+                    g_backend == steppe::fault_backend::uffd ? "uffd" : "mprotect", g_dir.c_str());
+        build_store();
+        report_hot();
+        report_cold();
+        report_commit();
+    } catch (const steppe::error& e) {
+        std::fprintf(stderr, "page_bench: %s\n", e.what());
+        return 1;
+    }
+    std::filesystem::remove_all(g_dir);
+    return 0;
+}
