@@ -198,7 +198,12 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
         std::memcpy(&v, to + at, sizeof v);
         std::uint64_t w;
         if (!translate::to_persistent(*map_, v, w)) {
-            if (!opts_.null_transient_pointers) {
+            // A pointer into a retired range points at freed store memory (a
+            // destroyed element left in a container's spare capacity, say):
+            // it is dead either way, so it is stored as null. Only pointers
+            // out of the store altogether are the program's error.
+            bool dangling = map_->lookup(v).what != translate::page_map::kind::none;
+            if (!dangling && !opts_.null_transient_pointers) {
                 std::uint64_t object = page * translate::page_size + at - field;
                 throw error(errc::transient_pointer,
                             "type " + layout.type->name + ": the pointer field at offset " + std::to_string(field) +

@@ -81,6 +81,11 @@ public:
     // retires new ones; `committed_heap` is the heap as of the last commit.
     void rollback(std::unique_ptr<heap> committed_heap);
 
+    // Is p inside one of this store's mapped units?
+    bool holds(const void* p) const noexcept {
+        return map_->lookup(reinterpret_cast<std::uintptr_t>(p)).what == translate::page_map::kind::page;
+    }
+
     // Which words of `page` are pointers (for checks; no allocation).
     translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
 

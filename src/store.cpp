@@ -10,9 +10,11 @@
 //     and both blobs, so a commit's pieces can never mix with another's.
 #include <steppe/steppe.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 
 #include "heap/heap.hpp"
 #include "pager.hpp"
@@ -115,10 +117,8 @@ std::uint32_t blob_page_crc(blob_page_header h, const std::byte* payload) {
 class store_impl {
 public:
     store_impl(const std::string& path, const open_options& options);
-    ~store_impl() {
-        pager_.reset();
-        storage_.reset();
-    }
+    ~store_impl();
+    bool holds(const void* p) const;
 
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object) { pager_->free(object); }
@@ -164,6 +164,13 @@ private:
 };
 
 namespace {
+
+// Open stores, so memory is freed to the store that holds it, and each
+// thread's current store for steppe::allocator.
+std::mutex g_open_mutex;
+std::vector<store_impl*> g_open;
+thread_local store_impl* t_current = nullptr;
+
 vm::backend_kind backend_for(fault_backend b) {
     return vm::choose_backend(b == fault_backend::mprotect ? vm::backend_kind::mprotect : vm::backend_kind::uffd);
 }
@@ -201,6 +208,38 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
     roots_pages_ = committed_.roots_pages;
     validate();
     sync_shapes(true);
+    std::lock_guard lock(g_open_mutex);
+    g_open.push_back(this);
+    t_current = this;
+}
+
+store_impl::~store_impl() {
+    {
+        std::lock_guard lock(g_open_mutex);
+        g_open.erase(std::find(g_open.begin(), g_open.end(), this));
+    }
+    if (t_current == this) t_current = nullptr;
+    pager_.reset();
+    storage_.reset();
+}
+
+bool store_impl::holds(const void* p) const { return pager_->holds(p); }
+
+void* allocate_in_current(const types::layout& layout, std::size_t count) {
+    if (!t_current)
+        throw error(errc::invalid_argument, "steppe::allocator<" + layout.name +
+                                                ">: this thread has no current store (open one, or use steppe::use_store)");
+    return t_current->allocate(layout, count);
+}
+
+void deallocate_anywhere(void* object) noexcept {
+    store_impl* owner = nullptr;
+    {
+        std::lock_guard lock(g_open_mutex);
+        for (store_impl* s : g_open)
+            if (s->holds(object)) owner = s;
+    }
+    if (owner) owner->deallocate(object);
 }
 
 std::unique_ptr<heap> store_impl::load_heap() const {
@@ -476,5 +515,8 @@ store_stats store::stats() const { return impl_->stats(); }
 std::vector<type_usage> store::types() const { return impl_->types(); }
 std::vector<std::string> store::check() const { return impl_->check(); }
 const std::string& store::path() const { return impl_->path(); }
+
+use_store::use_store(store& s) noexcept : previous_(detail::t_current) { detail::t_current = s.impl_.get(); }
+use_store::~use_store() { detail::t_current = static_cast<detail::store_impl*>(previous_); }
 
 }  // namespace steppe

@@ -21,6 +21,7 @@
 // rollback must not run while another thread touches the store.
 #pragma once
 
+#include <steppe/allocator.hpp>
 #include <steppe/error.hpp>
 #include <steppe/layout.hpp>
 
@@ -180,6 +181,7 @@ public:
     const std::string& path() const;
 
 private:
+    friend class use_store;
     explicit store(std::unique_ptr<detail::store_impl> impl);
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object);
