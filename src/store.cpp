@@ -119,6 +119,7 @@ public:
     store_impl(const std::string& path, const open_options& options);
     ~store_impl();
     bool holds(const void* p) const;
+    std::uint64_t persistent_address(const void* p) const { return pager_->to_persistent(p, "pointer"); }
 
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object) { pager_->free(object); }
@@ -230,6 +231,14 @@ void* allocate_in_current(const types::layout& layout, std::size_t count) {
         throw error(errc::invalid_argument, "steppe::allocator<" + layout.name +
                                                 ">: this thread has no current store (open one, or use steppe::use_store)");
     return t_current->allocate(layout, count);
+}
+
+std::uint64_t persistent_address_of(const void* p) noexcept {
+    if (!p) return 0;
+    std::lock_guard lock(g_open_mutex);
+    for (store_impl* s : g_open)
+        if (s->holds(p)) return s->persistent_address(p);
+    return reinterpret_cast<std::uintptr_t>(p) | (std::uint64_t{1} << 63);
 }
 
 void deallocate_anywhere(void* object) noexcept {

@@ -18,6 +18,7 @@
 #include <steppe/layout.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace steppe {
 
@@ -28,6 +29,10 @@ namespace detail {
 void* allocate_in_current(const types::layout& layout, std::size_t count);
 // Frees memory from whichever open store holds it.
 void deallocate_anywhere(void* object) noexcept;
+// The persistent address of p if an open store holds it (stable across runs);
+// otherwise p's own value with bit 63 set, so that every pointer still has
+// one place in a total order. Null is 0.
+std::uint64_t persistent_address_of(const void* p) noexcept;
 }  // namespace detail
 
 template <class T>
