@@ -70,6 +70,23 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         ++count;
     });
     pointers_swizzled_.fetch_add(count, std::memory_order_relaxed);
+    translate::for_each_vptr(layout, [&](std::size_t at, std::uint32_t) {
+        std::uint64_t token;
+        std::memcpy(&token, out + at, sizeof token);
+        if (token == 0) return;  // not constructed
+        auto id = static_cast<std::uint32_t>(token >> 32);
+        std::uintptr_t vtable = vtables_.address(id);
+        if (vtable == 0) {
+            static char why[512];
+            storage::fixed_message(why, sizeof why)
+                << "this executable has no vtable " << (id < vtables_.size() ? vtables_.name(id).c_str() : "(unknown)")
+                << " for its objects (link in the code that defines the class, and do not strip the executable "
+                   "or link it with -rdynamic)";
+            fatal("cannot relink the vtable pointers of", page, why);
+        }
+        std::uintptr_t v = vtable + (token & 0xFFFFFFFFu);
+        std::memcpy(out + at, &v, sizeof v);
+    });
     return true;
 }
 
@@ -217,6 +234,28 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
         std::memcpy(to + at, &w, sizeof w);
         ++pointers_unswizzled_;
     });
+    translate::for_each_vptr(layout, [&](std::size_t at, std::uint32_t field) {
+        std::uintptr_t v;
+        std::memcpy(&v, to + at, sizeof v);
+        if (v == 0) return;
+        std::string symbol = types::vtable_symbol_of(reinterpret_cast<const void*>(v));
+        std::uint32_t id = vtables_.index_of(symbol);
+        std::uintptr_t vtable = vtables_.address(id);
+        if (vtable == 0 || v < vtable || v - vtable > 0xFFFFFFFFu)
+            throw error(errc::unsupported, "type " + layout.type->name + ": cannot store the vtable pointer at offset " +
+                                               std::to_string(field) + ": symbol " + symbol +
+                                               " is not in this executable's symbol tables (link with -rdynamic "
+                                               "or keep the symbol table)");
+        std::uint64_t token = (std::uint64_t{id} << 32) | (v - vtable);
+        std::memcpy(to + at, &token, sizeof token);
+    });
+}
+
+void pager::note_vtable(const void* object) {
+    const void* vptr = *static_cast<const void* const*>(object);
+    // Itanium: the primary address point is 16 bytes into the vtable group
+    // (offset-to-top, RTTI), for classes without virtual bases (refused).
+    vtables_.note_address(types::vtable_symbol_of(vptr), reinterpret_cast<std::uintptr_t>(vptr) - 16);
 }
 
 pager::page_images pager::collect() {

@@ -29,6 +29,7 @@
 #include "storage/storage.hpp"
 #include "translate/page_map.hpp"
 #include "translate/swizzle.hpp"
+#include "types/vtables.hpp"
 #include "vm/vm.hpp"
 
 namespace steppe {
@@ -58,6 +59,12 @@ public:
     std::vector<translate::type_shape>& shapes() { return shapes_; }
 
     heap& allocator() { return *heap_; }
+
+    // The vtable symbols vptr tokens name; the store persists it.
+    types::vtable_table& vtables() { return vtables_; }
+    // Records where the vtable of a freshly constructed object's type is, so
+    // it relinks even if the executable's symbols cannot be read.
+    void note_vtable(const void* object);
 
     // A zeroed chunk for `count` elements of catalog type `type`.
     void* allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align);
@@ -106,6 +113,7 @@ private:
     std::unique_ptr<heap> heap_;
     pager_options opts_;
     std::vector<translate::type_shape> shapes_;
+    types::vtable_table vtables_;
     std::unique_ptr<vm::fault_space> space_;
     std::unique_ptr<translate::page_map> map_;
     std::vector<std::uint64_t> txn_new_;        // pages handed out since the last commit

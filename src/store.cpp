@@ -27,7 +27,7 @@ namespace detail {
 namespace {
 
 constexpr char engine_magic[8] = {'s', 't', 'p', 'e', 'n', 'g', 'n', '1'};
-constexpr std::uint32_t catalog_owner = 1, roots_owner = 2;
+constexpr std::uint32_t catalog_owner = 1, roots_owner = 2, vtables_owner = 3;
 
 struct blob_ref {
     std::uint64_t first_page;  // 0: empty blob
@@ -42,6 +42,7 @@ struct engine_meta {
     std::byte heap[heap_root::size];
     blob_ref catalog;
     blob_ref roots;
+    blob_ref vtables;
 };
 static_assert(sizeof(engine_meta) <= storage::meta_size);
 
@@ -123,6 +124,7 @@ public:
 
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object) { pager_->free(object); }
+    void note_vtable(const void* object) { pager_->note_vtable(object); }
     void* find_root(std::string_view name, const types::layout& layout);
     void set_root(std::string_view name, const types::layout& layout, void* object);
     bool remove_root(std::string_view name);
@@ -140,7 +142,8 @@ private:
         engine_meta meta{};
         types::catalog catalog;
         root_table roots;
-        std::vector<std::uint64_t> catalog_pages, roots_pages;
+        std::vector<std::uint64_t> catalog_pages, roots_pages, vtables_pages;
+        types::vtable_table vtables;
     };
 
     std::unique_ptr<heap> load_heap() const;
@@ -160,7 +163,7 @@ private:
     committed_state committed_;
     types::catalog catalog_;
     root_table roots_;
-    std::vector<std::uint64_t> catalog_pages_, roots_pages_;
+    std::vector<std::uint64_t> catalog_pages_, roots_pages_, vtables_pages_;
     bool catalog_dirty_ = false, roots_dirty_ = false;
 };
 
@@ -191,10 +194,17 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
         std::memcpy(&committed_.meta, raw.data(), sizeof(engine_meta));
         if (std::memcmp(committed_.meta.magic, engine_magic, sizeof engine_magic) != 0)
             throw error(errc::version, path + " holds no page-engine data of a version this build reads");
-        committed_.catalog = types::catalog::decode(
-            read_blob(committed_.meta.catalog, catalog_owner, "type catalog", committed_.catalog_pages));
-        committed_.roots = decode_roots(
-            read_blob(committed_.meta.roots, roots_owner, "roots table", committed_.roots_pages), path);
+        // A blob never written (no types, roots or vtables yet) has no pages.
+        const engine_meta& m = committed_.meta;
+        if (m.catalog.pages)
+            committed_.catalog = types::catalog::decode(
+                read_blob(m.catalog, catalog_owner, "type catalog", committed_.catalog_pages));
+        if (m.roots.pages)
+            committed_.roots =
+                decode_roots(read_blob(m.roots, roots_owner, "roots table", committed_.roots_pages), path);
+        if (m.vtables.pages)
+            committed_.vtables = types::vtable_table::decode(
+                read_blob(m.vtables, vtables_owner, "vtable table", committed_.vtables_pages));
     } else {
         std::memcpy(committed_.meta.magic, engine_magic, sizeof engine_magic);
     }
@@ -207,6 +217,8 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
     roots_ = committed_.roots;
     catalog_pages_ = committed_.catalog_pages;
     roots_pages_ = committed_.roots_pages;
+    vtables_pages_ = committed_.vtables_pages;
+    pager_->vtables() = committed_.vtables;
     validate();
     sync_shapes(true);
     std::lock_guard lock(g_open_mutex);
@@ -334,7 +346,7 @@ void store_impl::sync_shapes(bool rebuild) {
     if (rebuild) shapes.clear();
     for (std::size_t i = shapes.size(); i < catalog_.size(); ++i) {
         const types::layout& l = catalog_.at(static_cast<types::catalog::index>(i));
-        shapes.push_back({l.name, l.size, l.pointers});
+        shapes.push_back({l.name, l.size, l.pointers, l.vptrs});
     }
 }
 
@@ -354,9 +366,6 @@ void store_impl::ensure_writable() const {
 
 void* store_impl::allocate(const types::layout& layout, std::size_t count) {
     ensure_writable();
-    if (!layout.vptrs.empty())
-        throw error(errc::unsupported, "type " + layout.name +
-                                           " has virtual functions; relinking vtables on load is not implemented yet");
     if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
     return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
 }
@@ -409,6 +418,8 @@ void store_impl::commit() {
     if (roots_dirty_) meta.roots = write_blob(encode_roots(roots_), roots_owner, roots_pages_, buffers, images);
     pager::page_images data = pager_->collect();
     images.insert(images.end(), data.pages.begin(), data.pages.end());
+    if (pager_->vtables().size() != committed_.vtables.size())  // collect met new vtable symbols
+        meta.vtables = write_blob(pager_->vtables().encode(), vtables_owner, vtables_pages_, buffers, images);
     heap::commit_image heap_image = pager_->allocator().encode_dirty();
     for (const auto& m : heap_image.pages) images.push_back({m.page, m.bytes.data()});
     auto root_bytes = heap_image.root.to_bytes();
@@ -424,7 +435,7 @@ void store_impl::commit() {
         throw;
     }
     pager_->committed();
-    committed_ = {meta, catalog_, roots_, catalog_pages_, roots_pages_};
+    committed_ = {meta, catalog_, roots_, catalog_pages_, roots_pages_, vtables_pages_, pager_->vtables()};
     catalog_dirty_ = roots_dirty_ = false;
 }
 
@@ -510,6 +521,7 @@ store store::open(const std::string& path, const open_options& options) {
 
 void* store::allocate(const types::layout& layout, std::size_t count) { return impl_->allocate(layout, count); }
 void store::deallocate(void* object) { impl_->deallocate(object); }
+void store::note_vtable(const void* object) { impl_->note_vtable(object); }
 void* store::find_root_raw(std::string_view name, const types::layout& layout) {
     return impl_->find_root(name, layout);
 }

@@ -128,23 +128,9 @@ public:
     // aggregate; with no args value-initialized, so pointer fields start null).
     template <class T, class... Args>
     T* make(Args&&... args) {
-        void* memory = allocate(types::layout_of<T>(), 1);
-        try {
-            if constexpr (std::is_array_v<T>) {
-                static_assert(sizeof...(Args) == 0, "arrays are value-initialized");
-                using element = std::remove_all_extents_t<T>;
-                std::uninitialized_value_construct_n(static_cast<element*>(memory), sizeof(T) / sizeof(element));
-                return std::launder(static_cast<T*>(memory));
-            } else if constexpr (sizeof...(Args) == 0)
-                return ::new (memory) T();
-            else if constexpr (std::is_constructible_v<T, Args&&...>)
-                return ::new (memory) T(std::forward<Args>(args)...);
-            else
-                return ::new (memory) T{std::forward<Args>(args)...};
-        } catch (...) {
-            deallocate(memory);
-            throw;
-        }
+        T* object = construct<T>(allocate(types::layout_of<T>(), 1), std::forward<Args>(args)...);
+        if constexpr (std::is_polymorphic_v<T>) note_vtable(object);
+        return object;
     }
     // `count` value-initialized Ts, contiguous (large arrays span pages).
     template <class T>
@@ -152,6 +138,7 @@ public:
         void* memory = allocate(types::layout_of<T>(), count);
         T* first = static_cast<T*>(memory);
         for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
+        if constexpr (std::is_polymorphic_v<T>) note_vtable(first);
         return first;
     }
     // Destroys and frees what make (count 1) or make_array (its count) returned.
@@ -185,8 +172,29 @@ private:
     explicit store(std::unique_ptr<detail::store_impl> impl);
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object);
+    void note_vtable(const void* object);
     void* find_root_raw(std::string_view name, const types::layout& layout);
     void set_root_raw(std::string_view name, const types::layout& layout, void* object);
+
+    template <class T, class... Args>
+    T* construct(void* memory, Args&&... args) {
+        try {
+            if constexpr (std::is_array_v<T>) {
+                static_assert(sizeof...(Args) == 0, "arrays are value-initialized");
+                using element = std::remove_all_extents_t<T>;
+                std::uninitialized_value_construct_n(static_cast<element*>(memory), sizeof(T) / sizeof(element));
+                return std::launder(static_cast<T*>(memory));
+            } else if constexpr (sizeof...(Args) == 0)
+                return ::new (memory) T();
+            else if constexpr (std::is_constructible_v<T, Args&&...>)
+                return ::new (memory) T(std::forward<Args>(args)...);
+            else
+                return ::new (memory) T{std::forward<Args>(args)...};
+        } catch (...) {
+            deallocate(memory);
+            throw;
+        }
+    }
 
     std::unique_ptr<detail::store_impl> impl_;
 };

@@ -31,6 +31,7 @@ struct type_shape {
     std::string name;
     std::uint32_t size = 0;
     std::vector<std::uint32_t> pointers;  // sorted byte offsets of pointer fields in one element
+    std::vector<std::uint32_t> vptrs;     // sorted byte offsets of vtable pointers in one element
 };
 
 // What the swizzler needs to know about one persistent page.
@@ -46,12 +47,12 @@ struct page_layout {
     std::uint64_t elem_count = 0;
 };
 
-// Calls f(offset_in_page, field_offset) for every pointer word of the page.
+// Calls f(offset_in_page, field_offset) for every word of the page that lies
+// at one of `fields` (byte offsets within an element) of an allocated element.
 // No allocation: usable in the fault handler (with a non-throwing f).
 template <class F>
-void for_each_pointer(const page_layout& l, F&& f) {
-    if (l.what == page_layout::kind::opaque || !l.type || l.type->pointers.empty() || l.elem_size == 0) return;
-    const auto& fields = l.type->pointers;
+void for_each_slot(const page_layout& l, const std::vector<std::uint32_t>& fields, F&& f) {
+    if (l.what == page_layout::kind::opaque || fields.empty() || l.elem_size == 0) return;
     if (l.what == page_layout::kind::small) {
         std::uint32_t per_chunk = l.chunk_size / l.elem_size;
         for (std::uint32_t chunk = 0; chunk < page_size / l.chunk_size; ++chunk) {
@@ -69,6 +70,15 @@ void for_each_pointer(const page_layout& l, F&& f) {
             if (at >= begin && at + sizeof(std::uint64_t) <= end) f(static_cast<std::size_t>(at - begin), field);
         }
     }
+}
+
+template <class F>
+void for_each_pointer(const page_layout& l, F&& f) {
+    if (l.type) for_each_slot(l, l.type->pointers, f);
+}
+template <class F>
+void for_each_vptr(const page_layout& l, F&& f) {
+    if (l.type) for_each_slot(l, l.type->vptrs, f);
 }
 
 // Virtual -> persistent. Returns false if `v` points outside the store's

@@ -1,0 +1,131 @@
+#include "types/vtables.hpp"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <steppe/error.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <typeinfo>
+
+namespace steppe::types {
+
+std::string vtable_symbol_of(const void* vptr) {
+    const auto* rtti = static_cast<const std::type_info* const*>(vptr)[-1];
+    return std::string("_ZTV") + rtti->name();
+}
+
+namespace {
+
+// The executable's static symbol table (.symtab), read once: vtables of
+// classes defined in the executable are not dynamic symbols unless it was
+// linked with -rdynamic.
+class executable_symbols {
+public:
+    static const executable_symbols& get() {
+        static executable_symbols instance;
+        return instance;
+    }
+    std::uintptr_t find(const std::string& name) const {
+        auto it = symbols_.find(name);
+        return it == symbols_.end() ? 0 : it->second + bias_;
+    }
+
+private:
+    executable_symbols() {
+        dl_iterate_phdr(
+            [](dl_phdr_info* info, std::size_t, void* self) {
+                static_cast<executable_symbols*>(self)->bias_ = info->dlpi_addr;
+                return 1;  // the first entry is the executable
+            },
+            this);
+        std::ifstream f("/proc/self/exe", std::ios::binary);
+        std::vector<char> image((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (image.size() < sizeof(Elf64_Ehdr)) return;
+        Elf64_Ehdr eh;
+        std::memcpy(&eh, image.data(), sizeof eh);
+        if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return;
+        if (eh.e_shoff + std::uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > image.size()) return;
+        std::vector<Elf64_Shdr> sections(eh.e_shnum);
+        std::memcpy(sections.data(), image.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
+        for (const auto& s : sections) {
+            if (s.sh_type != SHT_SYMTAB || s.sh_link >= sections.size()) continue;
+            const auto& strtab = sections[s.sh_link];
+            if (s.sh_offset + s.sh_size > image.size() || strtab.sh_offset + strtab.sh_size > image.size()) continue;
+            for (std::uint64_t at = 0; at + sizeof(Elf64_Sym) <= s.sh_size; at += sizeof(Elf64_Sym)) {
+                Elf64_Sym sym;
+                std::memcpy(&sym, image.data() + s.sh_offset + at, sizeof sym);
+                if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_name >= strtab.sh_size) continue;
+                const char* name = image.data() + strtab.sh_offset + sym.st_name;
+                std::size_t max = strtab.sh_size - sym.st_name;
+                if (std::strncmp(name, "_ZTV", std::min<std::size_t>(4, max)) == 0 && strnlen(name, max) < max)
+                    symbols_.emplace(name, sym.st_value);
+            }
+        }
+    }
+    std::unordered_map<std::string, std::uintptr_t> symbols_;
+    std::uintptr_t bias_ = 0;
+};
+
+}  // namespace
+
+std::uintptr_t resolve_symbol(const std::string& symbol) {
+    if (void* p = ::dlsym(RTLD_DEFAULT, symbol.c_str())) return reinterpret_cast<std::uintptr_t>(p);
+    return executable_symbols::get().find(symbol);
+}
+
+std::uint32_t vtable_table::index_of(const std::string& symbol) {
+    auto [it, fresh] = index_.try_emplace(symbol, static_cast<std::uint32_t>(names_.size()));
+    if (fresh) {
+        names_.push_back(symbol);
+        addresses_.push_back(resolve_symbol(symbol));
+    }
+    return it->second;
+}
+
+void vtable_table::note_address(const std::string& symbol, std::uintptr_t address) {
+    std::uint32_t i = index_of(symbol);
+    if (addresses_[i] == 0) addresses_[i] = address;
+}
+
+std::vector<std::byte> vtable_table::encode() const {
+    std::vector<std::byte> out;
+    auto put = [&](const void* p, std::size_t n) {
+        out.insert(out.end(), static_cast<const std::byte*>(p), static_cast<const std::byte*>(p) + n);
+    };
+    std::uint32_t count = static_cast<std::uint32_t>(names_.size());
+    put(&count, 4);
+    for (const auto& n : names_) {
+        std::uint32_t len = static_cast<std::uint32_t>(n.size());
+        put(&len, 4);
+        put(n.data(), n.size());
+    }
+    return out;
+}
+
+vtable_table vtable_table::decode(std::span<const std::byte> bytes) {
+    vtable_table t;
+    std::size_t at = 0;
+    auto get = [&](void* p, std::size_t n) {
+        if (bytes.size() - at < n) throw error(errc::corrupt, "the vtable table is cut short");
+        std::memcpy(p, bytes.data() + at, n);
+        at += n;
+    };
+    std::uint32_t count;
+    get(&count, 4);
+    for (std::uint32_t i = 0; i < count; ++i) {
+        std::uint32_t len;
+        get(&len, 4);
+        if (len > bytes.size()) throw error(errc::corrupt, "a vtable symbol is longer than the vtable table");
+        std::string name(len, '\0');
+        get(name.data(), len);
+        if (name.rfind("_ZTV", 0) != 0 || t.index_.count(name))
+            throw error(errc::corrupt, "the vtable table holds a bad or repeated symbol");
+        t.index_of(name);
+    }
+    if (at != bytes.size()) throw error(errc::corrupt, "trailing bytes after the vtable table");
+    return t;
+}
+
+}  // namespace steppe::types

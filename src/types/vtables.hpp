@@ -1,0 +1,56 @@
+// Relinking vtable pointers (reference 002 §1.7): a vptr is never stored as
+// an address. In persistent form it is a token — the index of a vtable
+// symbol in the store's vtable table, and the offset of the address point
+// within that symbol — and on load it becomes the address of the same point
+// in the running executable, whatever its build, link order or ASLR slide.
+//
+// Itanium C++ ABI facts used here: a vptr points into the vtable group
+// `_ZTV<mangled type>`; the word before the address point is the RTTI pointer
+// of the complete object's type (for a member subobject: of the member's
+// type), so the symbol that holds any vptr is found from the vptr alone; and a
+// dynamic class without virtual bases has its primary address point 16 bytes
+// into the symbol.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace steppe::types {
+
+// "_ZTV" + the mangled name of the type whose vtable group holds `vptr`.
+std::string vtable_symbol_of(const void* vptr);
+
+// The run-time address of `symbol` in this process: the dynamic symbol table
+// (shared libraries, -rdynamic), else the executable's own symbol table. 0 if
+// neither has it (a stripped executable without -rdynamic).
+std::uintptr_t resolve_symbol(const std::string& symbol);
+
+// The store's vtable symbols, by token index, with their addresses here.
+class vtable_table {
+public:
+    // Token index of `symbol`, adding it (and resolving it) if new.
+    std::uint32_t index_of(const std::string& symbol);
+    // Tells the table where `symbol` is when resolve_symbol cannot (a vptr of
+    // a freshly constructed object is proof).
+    void note_address(const std::string& symbol, std::uintptr_t address);
+    std::size_t size() const noexcept { return names_.size(); }
+    const std::string& name(std::uint32_t i) const { return names_.at(i); }
+    // 0 when unresolved. Async-signal-safe (no allocation) for i < size().
+    std::uintptr_t address(std::uint32_t i) const noexcept { return i < addresses_.size() ? addresses_[i] : 0; }
+
+    // u32 count, then per symbol: u32 length, bytes. Validated by decode
+    // (errc::corrupt), which resolves every symbol.
+    std::vector<std::byte> encode() const;
+    static vtable_table decode(std::span<const std::byte> bytes);
+
+private:
+    std::vector<std::string> names_;
+    std::vector<std::uintptr_t> addresses_;
+    std::unordered_map<std::string, std::uint32_t> index_;
+};
+
+}  // namespace steppe::types
