@@ -27,12 +27,16 @@
 //             signal; take_dirty() is one PAGEMAP_SCAN per arena (Linux >= 6.7).
 //   wp_sync   userfaultfd write-protect faults (SIGBUS) mark the page (Linux >= 5.7).
 //   mprotect  clean pages are PROT_READ; the first write's SIGSEGV marks the page.
+//             The mprotect backend's only variant; with uffd, for kernels without
+//             userfaultfd write-protect (it splits mappings like the mprotect backend).
 //
 // Rules for callers:
 //   * The fill function runs in signal context: it must be async-signal-safe,
 //     must not throw, and must not touch non-resident pages of any arena (a nested
-//     fault on a page another thread is filling would deadlock). Its stack use adds
-//     to the faulting thread's stack (8 KiB for the vm module's own frame).
+//     fault on a page another thread is filling would deadlock). It must write all
+//     page_size bytes of `out`, which holds leftovers. It runs on the faulting
+//     thread's own stack, never an alternate signal stack, and adds to it (8 KiB
+//     for the vm module's frame).
 //   * System calls given a non-resident arena address fail with EFAULT instead
 //     of faulting the page in (read(2) into an arena, for instance). Touch it first.
 //   * Arenas are not inherited by fork(): the child has no mapping there
@@ -42,7 +46,9 @@
 //     caller keeps other threads off the pages it discards.
 //   * The process-wide SIGBUS and SIGSEGV handlers are installed on the first
 //     create() and chain to the handlers found then for faults that are not ours.
-//     A handler installed later for those signals must chain to ours.
+//     A handler installed later for those signals must chain to ours. They do not
+//     use SA_ONSTACK, so a thread that overflows its stack dies of SIGSEGV
+//     without reaching an earlier handler's stack-overflow report.
 //
 // Environment (read by choose_backend() and create()):
 //   STEPPE_FAULT_BACKEND=uffd|mprotect       forces the backend

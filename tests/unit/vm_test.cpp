@@ -552,6 +552,7 @@ TEST(VmChoice, BackendFromEnvironment) {
 }
 
 TEST(VmChoice, TrackingFromEnvironmentAndKernel) {
+    scoped_env unset("STEPPE_WRITE_TRACKING", "");
     const auto noop = [](void*, std::uintptr_t, std::byte*) noexcept { return true; };
     EXPECT_EQ(fault_space::create(backend_kind::mprotect, noop, nullptr)->tracking(), tracking_kind::mprotect);
     EXPECT_EQ(error_code_of([&] { fault_space::create(backend_kind::mprotect, noop, nullptr, tracking_kind::wp_sync); }),
