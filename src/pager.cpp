@@ -29,6 +29,21 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_opt
     : storage_(storage), heap_(std::move(h)), opts_(opts) {
     space_ = vm::fault_space::create(opts.backend, &pager::fill, this);
     map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.arena_bytes);
+    if (opts.resident_budget_pages)
+        resident_ = std::make_unique<translate::residency>(opts.resident_budget_pages * 2 + 65536);
+}
+
+void pager::keep_within_budget() noexcept {
+    if (!resident_ || resident_->size() < opts_.resident_budget_pages) return;
+    resident_->shrink_to(
+        opts_.resident_budget_pages * 15 / 16,  // a little below, so eviction runs in batches
+        // Pages a failed commit collected are written but no longer tracked as
+        // such: never drop them (unwritten_ is sorted and only changes while
+        // no thread faults).
+        [this](std::uintptr_t page) {
+            return !std::binary_search(unwritten_.begin(), unwritten_.end(), page) && space_->try_evict(page);
+        },
+        [this](std::uintptr_t page) { return space_->is_resident(page); });
 }
 
 pager::~pager() {
@@ -55,6 +70,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         std::memset(out, 0, translate::page_size);  // freed since, or never written
         return true;
     }
+    keep_within_budget();
     storage::read_failure why;
     if (!storage_.read_page_nothrow(page, out, &why)) fatal("cannot load", page, why.message);
     translate::page_layout layout = layout_of_page(page);
@@ -87,6 +103,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         std::uintptr_t v = vtable + (token & 0xFFFFFFFFu);
         std::memcpy(out + at, &v, sizeof v);
     });
+    if (resident_) resident_->record(page_addr);
     return true;
 }
 
@@ -262,6 +279,8 @@ pager::page_images pager::collect() {
     take_new_and_freed_pages();
     std::vector<std::uintptr_t> dirty = space_->take_dirty();
     unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
+    std::sort(unwritten_.begin(), unwritten_.end());
+    unwritten_.erase(std::unique(unwritten_.begin(), unwritten_.end()), unwritten_.end());
     std::set<std::uint64_t> pages(txn_new_.begin(), txn_new_.end());
     for (std::uintptr_t v : unwritten_) {
         auto where = map_->lookup(v);
@@ -284,10 +303,16 @@ pager::page_images pager::collect() {
 }
 
 void pager::committed() {
+    // New pages were kept resident (the file may hold a former life of them);
+    // committed, they may be evicted like any other.
+    if (resident_)
+        for (std::uint64_t page : txn_new_)
+            if (std::uintptr_t v = map_->virtual_of(page)) resident_->record(v);
     pages_committed_ += collected_pages_;
     unwritten_.clear();
     txn_new_.clear();
     txn_freed_ = false;
+    keep_within_budget();
 }
 
 void pager::rollback(std::unique_ptr<heap> committed_heap) {
@@ -312,8 +337,11 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
 }
 
 pager_stats pager::stats() const {
-    return {space_->stats().faults, pointers_swizzled_.load(std::memory_order_relaxed), pages_committed_,
-            pointers_unswizzled_, map_->reserved_virtual_pages()};
+    vm::space_stats vs = space_->stats();
+    return {vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
+            pages_committed_, pointers_unswizzled_,
+            map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
+            vs.evictions};
 }
 
 }  // namespace steppe

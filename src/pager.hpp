@@ -28,6 +28,7 @@
 #include "heap/heap.hpp"
 #include "storage/storage.hpp"
 #include "translate/page_map.hpp"
+#include "translate/residency.hpp"
 #include "translate/swizzle.hpp"
 #include "types/vtables.hpp"
 #include "vm/vm.hpp"
@@ -39,6 +40,9 @@ struct pager_options {
     bool null_transient_pointers = false;
     void (*fatal_hook)(const char* message) = nullptr;  // called in signal context before the process ends
     std::size_t arena_bytes = std::size_t{64} << 30;
+    // Resident store pages allowed before clean ones are evicted (oldest
+    // first); 0 = no limit.
+    std::uint64_t resident_budget_pages = 0;
 };
 
 struct pager_stats {
@@ -47,6 +51,8 @@ struct pager_stats {
     std::uint64_t pages_committed = 0;
     std::uint64_t pointers_unswizzled = 0;
     std::uint64_t reserved_virtual_pages = 0;
+    std::uint64_t resident_pages = 0;   // recorded as resident (approximate)
+    std::uint64_t evictions = 0;        // clean pages dropped to stay within the budget
 };
 
 class pager {
@@ -116,6 +122,8 @@ private:
     types::vtable_table vtables_;
     std::unique_ptr<vm::fault_space> space_;
     std::unique_ptr<translate::page_map> map_;
+    std::unique_ptr<translate::residency> resident_;
+    void keep_within_budget() noexcept;
     std::vector<std::uint64_t> txn_new_;        // pages handed out since the last commit
     bool txn_freed_ = false;                    // a committed page was freed since the last commit
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit did not write

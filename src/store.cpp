@@ -9,6 +9,7 @@
 //   - the storage meta (256 bytes): engine_meta below, which pins the heap root
 //     and both blobs, so a commit's pieces can never mix with another's.
 #include <steppe/steppe.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -165,6 +166,7 @@ private:
     root_table roots_;
     std::vector<std::uint64_t> catalog_pages_, roots_pages_, vtables_pages_;
     bool catalog_dirty_ = false, roots_dirty_ = false;
+    std::uint64_t options_resident_budget_pages_ = 0;
 };
 
 namespace {
@@ -212,7 +214,12 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
     po.backend = backend_for(options.backend);
     po.null_transient_pointers = options.null_transient_pointers;
     po.fatal_hook = options.fatal_hook;
+    std::uint64_t budget = options.resident_budget;
+    if (budget == 0)
+        budget = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+    po.resident_budget_pages = std::max<std::uint64_t>(budget / storage::page_size, 256);
     pager_ = std::make_unique<pager>(*storage_, load_heap(), po);
+    options_resident_budget_pages_ = po.resident_budget_pages;
     catalog_ = committed_.catalog;
     roots_ = committed_.roots;
     catalog_pages_ = committed_.catalog_pages;
@@ -462,7 +469,10 @@ store_stats store_impl::stats() const {
             s.bytes_written,
             s.syncs,
             storage_->page_count(),
-            pager_->allocator().free_pages().total_pages()};
+            pager_->allocator().free_pages().total_pages(),
+            p.resident_pages,
+            p.evictions,
+            options_resident_budget_pages_};
 }
 
 std::vector<type_usage> store_impl::types() const {

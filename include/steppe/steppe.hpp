@@ -57,6 +57,12 @@ struct open_options {
     // process ends on an error inside a page fault.
     void (*fatal_hook)(const char* message) = nullptr;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
+    // Bytes of store pages kept in memory before clean pages are evicted
+    // (oldest first; the next touch loads them again). 0 = half the machine's
+    // RAM. Pages written since the last commit stay resident until it.
+    // Eviction runs inside page faults: while a budget is being enforced,
+    // other threads must not write store pages (they may read).
+    std::uint64_t resident_budget = 0;
 };
 
 struct root_info {
@@ -76,6 +82,9 @@ struct store_stats {
     std::uint64_t syncs = 0;
     std::uint64_t store_pages = 0;          // pages in the store
     std::uint64_t free_pages = 0;           // of those, free for reuse
+    std::uint64_t resident_pages = 0;       // in memory now (approximate)
+    std::uint64_t evictions = 0;            // clean pages dropped to stay within the budget
+    std::uint64_t resident_budget_pages = 0;
 };
 
 // What the store holds of one type.

@@ -305,6 +305,7 @@ public:
     void discard(std::uintptr_t page, std::size_t npages) override;
     std::vector<std::uintptr_t> take_dirty() override;
     bool is_resident(std::uintptr_t page) const override;
+    bool try_evict(std::uintptr_t page) noexcept override;
     backend_kind backend() const override { return backend_; }
     tracking_kind tracking() const override { return tracking_; }
     space_stats stats() const override;
@@ -321,6 +322,7 @@ private:
     int unprotect(std::uintptr_t page, const char*& call) noexcept;
     int protect(std::uintptr_t first, std::size_t npages, const char*& call) noexcept;
     static void mark_dirty(arena& a, std::size_t index) noexcept;
+    bool written(arena& a, std::uintptr_t page, std::size_t index) const noexcept;
     static void finish(std::uint32_t& state, page_state next) noexcept;
 
     bool fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state) noexcept;
@@ -340,7 +342,7 @@ private:
     void* const ctx_;
     const int uffd_;     // uffd backend: the userfaultfd all arenas are registered with
     const int pagemap_;  // wp_async: /proc/self/pagemap, for PAGEMAP_SCAN
-    std::atomic<std::uint64_t> faults_{0}, write_faults_{0}, installs_{0}, discards_{0};
+    std::atomic<std::uint64_t> faults_{0}, write_faults_{0}, installs_{0}, discards_{0}, evictions_{0};
 };
 
 int space::map_page(std::uintptr_t page, const std::byte* content, bool writable, const char*& call) noexcept {
@@ -864,7 +866,62 @@ bool space::is_resident(std::uintptr_t page) const {
 
 space_stats space::stats() const {
     return {faults_.load(std::memory_order_relaxed), write_faults_.load(std::memory_order_relaxed),
-            installs_.load(std::memory_order_relaxed), discards_.load(std::memory_order_relaxed)};
+            installs_.load(std::memory_order_relaxed), discards_.load(std::memory_order_relaxed),
+            evictions_.load(std::memory_order_relaxed)};
+}
+
+// The page is claimed like a fill (resident -> filling), so concurrent touches
+// wait on it, and released as missing (or resident again if it was written).
+bool space::try_evict(std::uintptr_t page) noexcept {
+    arena* a = arena_of(page);
+    if (a == nullptr) return false;
+    const std::size_t i = a->index_of(page);
+    std::uint32_t& state = a->states[i];
+    std::uint32_t seen = page_resident;
+    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)) return false;
+    if (written(*a, page, i)) {
+        finish(state, page_resident);
+        return false;
+    }
+    int err = 0;
+    if (backend_ == backend_kind::uffd) {
+        err = madvise(reinterpret_cast<void*>(page), page_size, MADV_DONTNEED) == 0 ? 0 : errno;
+        if (!err && tracking_ == tracking_kind::mprotect &&
+            mprotect(reinterpret_cast<void*>(page), page_size, PROT_READ) != 0)
+            err = errno;
+    } else if (mprotect(reinterpret_cast<void*>(page), page_size, PROT_NONE) != 0 ||
+               madvise(a->alias_of(page), page_size, MADV_REMOVE) != 0) {
+        err = errno;
+    }
+    if (err) {
+        finish(state, page_resident);  // still mapped: keep it
+        return false;
+    }
+    finish(state, page_missing);
+    evictions_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+// Written since the last take_dirty()? wp_async keeps that in the page table
+// (a PAGEMAP_SCAN of one page, without re-protecting); the others in the bitmap.
+bool space::written(arena& a, std::uintptr_t page, std::size_t index) const noexcept {
+    if (tracking_ != tracking_kind::wp_async)
+        return (bits_ref(a.dirty[index / 64]).load(std::memory_order_acquire) >> (index % 64)) & 1;
+    page_region region{};
+    pm_scan_arg arg{};
+    arg.size = sizeof arg;
+    arg.flags = PM_SCAN_CHECK_WPASYNC;
+    arg.start = page;
+    arg.end = page + page_size;
+    arg.vec = reinterpret_cast<std::uintptr_t>(&region);
+    arg.vec_len = 1;
+    arg.category_mask = PAGE_IS_WRITTEN;
+    arg.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
+    arg.return_mask = PAGE_IS_WRITTEN;
+    int found;
+    while ((found = ioctl(pagemap_, PAGEMAP_SCAN, &arg)) < 0 && errno == EINTR) {
+    }
+    return found != 0;  // an error counts as written: never drop what we cannot prove clean
 }
 
 }  // namespace

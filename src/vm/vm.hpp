@@ -113,6 +113,7 @@ struct space_stats {
     std::uint64_t write_faults;  // first writes caught by wp_sync / mprotect tracking
     std::uint64_t installs;      // pages made resident, by touch or by install()
     std::uint64_t discards;      // resident pages made missing by discard()
+    std::uint64_t evictions;     // clean pages made missing by try_evict()
 };
 
 // try_reserve()'s answer: base, or the failed call and its errno.
@@ -155,6 +156,14 @@ public:
     // Pages become missing again: the next touch calls fill. Their contents and
     // dirtiness are dropped (rollback, eviction). The range must lie in one arena.
     virtual void discard(std::uintptr_t page, std::size_t npages) = 0;
+
+    // Eviction: if `page` is resident and clean (not written since the last
+    // take_dirty() or install), makes it missing, so the next touch calls
+    // fill again, and returns true; otherwise changes nothing. Async-signal-
+    // safe, so a fill function may evict to stay within a memory budget. A
+    // write racing with the eviction of its page from another thread may be
+    // lost: evict only while no other thread writes the space.
+    virtual bool try_evict(std::uintptr_t page) noexcept = 0;
 
     // Pages written since the previous take_dirty() (or since install/fill),
     // sorted; write tracking is re-armed so the next write is seen again. A write

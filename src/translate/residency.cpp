@@ -1,0 +1,29 @@
+#include "translate/residency.hpp"
+
+#include <steppe/error.hpp>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace steppe::translate {
+
+residency::residency(std::uint64_t capacity) : capacity_(capacity) {
+    void* p = ::mmap(nullptr, capacity * sizeof(std::uintptr_t), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        throw error(errc::io, "mmap of the residency ring (" + std::to_string(capacity) + " entries) failed: " +
+                                  std::strerror(errno));
+    slots_ = static_cast<std::atomic<std::uintptr_t>*>(p);
+}
+
+residency::~residency() { ::munmap(slots_, capacity_ * sizeof(std::uintptr_t)); }
+
+void residency::record(std::uintptr_t page) noexcept {
+    if (size() >= capacity_) return;
+    std::uint64_t h = head_.fetch_add(1, std::memory_order_acq_rel);
+    slots_[h % capacity_].store(page, std::memory_order_release);
+}
+
+}  // namespace steppe::translate

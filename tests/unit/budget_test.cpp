@@ -1,0 +1,101 @@
+// Larger than memory: a store many times the resident budget is built,
+// committed, reopened and walked completely, with clean pages evicted and
+// faulted in again as needed.
+#include <gtest/gtest.h>
+#include <steppe/steppe.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+
+#include "support/temp_dir.hpp"
+
+namespace budget {
+struct Node {
+    long value;
+    Node* next;
+    long check[2];  // 32 bytes: 128 nodes per page
+};
+}  // namespace budget
+
+using budget::Node;
+
+namespace {
+
+constexpr std::uint64_t kBudget = 256 * 4096;  // 1 MiB
+constexpr long kNodes = 320'000;                 // 2,500 pages: ~10x the budget
+
+class BudgetTest : public ::testing::TestWithParam<steppe::fault_backend> {
+protected:
+    steppe::test::temp_dir dir;
+    std::string path = dir.path("big.db");
+
+    steppe::store open() {
+        steppe::open_options o;
+        o.backend = GetParam();
+        o.durable = false;
+        o.resident_budget = kBudget;
+        return steppe::store::open(path, o);
+    }
+};
+
+// Walks the whole list in a fresh process, checking every node; returns the
+// number of nodes seen, or -1 on a wrong node.
+long walk_in_child(const std::function<steppe::store()>& open, std::uint64_t& faults, std::uint64_t& evictions,
+                   std::uint64_t& resident) {
+    int fds[2];
+    if (::pipe(fds) != 0) return -2;
+    pid_t child = ::fork();
+    if (child == 0) {
+        auto s = open();
+        long seen = 0, expect = kNodes - 1;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next, --expect, ++seen)
+            if (n->value != expect || n->check[0] != expect * 3 || n->check[1] != -expect) {
+                seen = -1;
+                break;
+            }
+        auto st = s.stats();
+        std::uint64_t out[4] = {static_cast<std::uint64_t>(seen), st.faults, st.evictions, st.resident_pages};
+        (void)!::write(fds[1], out, sizeof out);
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::uint64_t in[4] = {};
+    bool got = ::read(fds[0], in, sizeof in) == sizeof in;
+    ::close(fds[0]);
+    ::waitpid(child, nullptr, 0);
+    if (!got) return -3;
+    faults = in[1];
+    evictions = in[2];
+    resident = in[3];
+    return static_cast<long>(in[0]);
+}
+
+TEST_P(BudgetTest, StoreTenTimesTheBudgetIsBuiltAndWalkedCompletely) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < kNodes; ++i) {
+            *head = s.make<Node>(Node{i, *head, {i * 3, -i}});
+            if (i % 4096 == 4095) s.commit();  // ~32 pages per transaction
+        }
+        s.commit();
+        auto st = s.stats();
+        EXPECT_GE(st.store_pages * 4096, 8 * kBudget);
+        EXPECT_LE(st.resident_pages, st.resident_budget_pages + 64);
+    }
+    std::uint64_t faults = 0, evictions = 0, resident = 0;
+    long seen = walk_in_child([this] { return open(); }, faults, evictions, resident);
+    EXPECT_EQ(seen, kNodes) << "every node, in order, with the right contents";
+    EXPECT_GE(faults, static_cast<std::uint64_t>(kNodes / 128));
+    EXPECT_GT(evictions, faults / 2) << "most pages had to be evicted again";
+    EXPECT_LE(resident, kBudget / 4096 + 64);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BudgetTest,
+                         ::testing::Values(steppe::fault_backend::uffd, steppe::fault_backend::mprotect),
+                         [](const auto& info) {
+                             return info.param == steppe::fault_backend::uffd ? "uffd" : "mprotect";
+                         });
+
+}  // namespace
