@@ -66,7 +66,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     if (where.what != translate::page_map::kind::page) return false;  // a guard or retired page: wild access
     std::uint64_t page = where.page;
     const heap::page_desc* d = heap_->describe(page);
-    if (!d || !d->is_data() || page >= storage_.page_count()) {
+    if (!d || !d->is_data() || (page >= storage_.page_count() && !storage_.is_pending(page))) {
         std::memset(out, 0, translate::page_size);  // freed since, or never written
         return true;
     }
@@ -207,6 +207,7 @@ void pager::take_new_and_freed_pages() {
 }
 
 void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align) {
+    spill_if_over_budget();
     std::uint64_t addr = heap_->allocate(type, elem_size, count, align);
     std::size_t before = txn_new_.size();
     take_new_and_freed_pages();
@@ -281,7 +282,9 @@ pager::page_images pager::collect() {
     unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
     std::sort(unwritten_.begin(), unwritten_.end());
     unwritten_.erase(std::unique(unwritten_.begin(), unwritten_.end()), unwritten_.end());
-    std::set<std::uint64_t> pages(txn_new_.begin(), txn_new_.end());
+    std::set<std::uint64_t> pages;
+    for (std::uint64_t page : txn_new_)
+        if (!spilled_.count(page)) pages.insert(page);  // spilled ones are in the log unless written again
     for (std::uintptr_t v : unwritten_) {
         auto where = map_->lookup(v);
         if (where.what == translate::page_map::kind::page) pages.insert(where.page);
@@ -308,15 +311,63 @@ void pager::committed() {
     if (resident_)
         for (std::uint64_t page : txn_new_)
             if (std::uintptr_t v = map_->virtual_of(page)) resident_->record(v);
-    pages_committed_ += collected_pages_;
+    pages_committed_ += collected_pages_ + spilled_.size();
     unwritten_.clear();
     txn_new_.clear();
+    spilled_.clear();
     txn_freed_ = false;
     keep_within_budget();
 }
 
+// A transaction that makes more new pages than the budget holds writes them
+// (and the pages it has written) to the log ahead of its commit and lets them
+// go; they fault back in from the log if touched. Runs where the program
+// allocates (normal context, so errors can be thrown); a transaction that only
+// writes existing pages is not spilled (docs/design.md).
+void pager::spill_if_over_budget() {
+    if (!resident_ || txn_new_.size() - std::min(txn_new_.size(), spilled_.size()) < opts_.resident_budget_pages / 2)
+        return;
+    take_new_and_freed_pages();
+    std::vector<std::uintptr_t> dirty = space_->take_dirty();
+    unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
+    std::set<std::uint64_t> pages;
+    for (std::uint64_t page : txn_new_)
+        if (!spilled_.count(page)) pages.insert(page);
+    for (std::uintptr_t v : unwritten_) {
+        auto where = map_->lookup(v);
+        if (where.what == translate::page_map::kind::page) pages.insert(where.page);
+    }
+    std::vector<std::byte> bytes(pages.size() * translate::page_size);
+    std::vector<storage::page_image> images;
+    std::vector<std::uintptr_t> kept;  // pages that cannot be written yet stay resident and dirty
+    for (std::uint64_t page : pages) {
+        const heap::page_desc* d = heap_->describe(page);
+        std::uintptr_t v = map_->virtual_of(page);
+        if (!d || !d->is_data() || v == 0) continue;
+        std::byte* image = bytes.data() + images.size() * translate::page_size;
+        try {
+            unswizzle_into(page, reinterpret_cast<const std::byte*>(v), image);
+            images.push_back({page, image});
+        } catch (const error&) {
+            kept.push_back(v);  // a transient pointer: commit reports it
+        }
+    }
+    storage_.spill(images);
+    for (const auto& img : images) {
+        space_->discard(map_->virtual_of(img.page), 1);
+        spilled_.insert(img.page);
+    }
+    spilled_pages_ += images.size();
+    unwritten_ = std::move(kept);
+    std::sort(unwritten_.begin(), unwritten_.end());
+}
+
 void pager::rollback(std::unique_ptr<heap> committed_heap) {
     take_new_and_freed_pages();
+    storage_.discard_pending();
+    for (std::uint64_t page : spilled_)
+        if (std::uintptr_t v = map_->virtual_of(page)) space_->discard(v, 1);
+    spilled_.clear();
     std::vector<std::uintptr_t> dirty = space_->take_dirty();
     unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
     for (std::uintptr_t v : unwritten_)
@@ -341,7 +392,7 @@ pager_stats pager::stats() const {
     return {vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
             pages_committed_, pointers_unswizzled_,
             map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
-            vs.evictions};
+            vs.evictions,     spilled_pages_};
 }
 
 }  // namespace steppe

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@ struct pager_stats {
     std::uint64_t reserved_virtual_pages = 0;
     std::uint64_t resident_pages = 0;   // recorded as resident (approximate)
     std::uint64_t evictions = 0;        // clean pages dropped to stay within the budget
+    std::uint64_t spilled_pages = 0;    // uncommitted pages written to the log early
 };
 
 class pager {
@@ -113,6 +115,7 @@ private:
     translate::unit unit_of(std::uint64_t page) const noexcept;
     std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;
     void take_new_and_freed_pages();
+    void spill_if_over_budget();
     void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to);
 
     storage::storage& storage_;
@@ -126,9 +129,10 @@ private:
     void keep_within_budget() noexcept;
     std::vector<std::uint64_t> txn_new_;        // pages handed out since the last commit
     bool txn_freed_ = false;                    // a committed page was freed since the last commit
-    std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit did not write
+    std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write
+    std::set<std::uint64_t> spilled_;           // pages of this transaction already in the log
     std::atomic<std::uint64_t> pointers_swizzled_{0};
-    std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0;
+    std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0, spilled_pages_ = 0;
 };
 
 }  // namespace steppe

@@ -166,7 +166,7 @@ private:
     root_table roots_;
     std::vector<std::uint64_t> catalog_pages_, roots_pages_, vtables_pages_;
     bool catalog_dirty_ = false, roots_dirty_ = false;
-    std::uint64_t options_resident_budget_pages_ = 0;
+    std::uint64_t budget_pages_ = 0;
 };
 
 namespace {
@@ -219,7 +219,7 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
         budget = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
     po.resident_budget_pages = std::max<std::uint64_t>(budget / storage::page_size, 256);
     pager_ = std::make_unique<pager>(*storage_, load_heap(), po);
-    options_resident_budget_pages_ = po.resident_budget_pages;
+    budget_pages_ = po.resident_budget_pages;
     catalog_ = committed_.catalog;
     roots_ = committed_.roots;
     catalog_pages_ = committed_.catalog_pages;
@@ -472,7 +472,8 @@ store_stats store_impl::stats() const {
             pager_->allocator().free_pages().total_pages(),
             p.resident_pages,
             p.evictions,
-            options_resident_budget_pages_};
+            budget_pages_,
+            p.spilled_pages};
 }
 
 std::vector<type_usage> store_impl::types() const {

@@ -163,6 +163,21 @@ template<class K, class Hash = typename detail::stl::defaults<K>::hash,
          class Equal = typename detail::stl::defaults<K>::equal>
 using unordered_multiset = std::unordered_multiset<K, Hash, Equal, allocator<K>>;
 
+// A steppe string compares with a std::string (or any basic_string of the
+// same characters) by its characters, as strings of one allocator do.
+template<class C, class Traits, class Other>
+    requires(!std::is_same_v<Other, allocator<C>>)
+bool operator==(const std::basic_string<C, Traits, allocator<C>>& a,
+                const std::basic_string<C, Traits, Other>& b) noexcept {
+    return std::basic_string_view<C, Traits>(a) == std::basic_string_view<C, Traits>(b);
+}
+template<class C, class Traits, class Other>
+    requires(!std::is_same_v<Other, allocator<C>>)
+auto operator<=>(const std::basic_string<C, Traits, allocator<C>>& a,
+                 const std::basic_string<C, Traits, Other>& b) noexcept {
+    return std::basic_string_view<C, Traits>(a) <=> std::basic_string_view<C, Traits>(b);
+}
+
 }  // namespace steppe
 
 // std::hash of a steppe string: the same value as for the std::string with
@@ -708,7 +723,8 @@ namespace steppe {
 #define STEPPE_DETAIL_TRANSIENT_CONTAINER(use)                                                                \
     static_assert(detail::stl::dependent_false<T>::value,                                                     \
                   "steppe: a std container with std::allocator cannot live in a store: its memory would be "  \
-                  "transient. Use " use " (the same container with steppe::allocator), from <steppe/containers.hpp>")
+                  "transient. Use " use " (the same container with steppe::allocator), from <steppe/containers.hpp>"); \
+    static constexpr auto fields = steppe::fields()
 template<class T> struct describe<std::vector<T, std::allocator<T>>> { STEPPE_DETAIL_TRANSIENT_CONTAINER("steppe::vector<T>"); };
 template<class T> struct describe<std::basic_string<T, std::char_traits<T>, std::allocator<T>>> {
     STEPPE_DETAIL_TRANSIENT_CONTAINER("steppe::string / steppe::basic_string<C>");

@@ -85,6 +85,7 @@ struct store_stats {
     std::uint64_t resident_pages = 0;       // in memory now (approximate)
     std::uint64_t evictions = 0;            // clean pages dropped to stay within the budget
     std::uint64_t resident_budget_pages = 0;
+    std::uint64_t spilled_pages = 0;        // uncommitted pages written to the log early (big transactions)
 };
 
 // What the store holds of one type.

@@ -288,6 +288,7 @@ void storage::replay_wal() {
         chain = next;
         off += sizeof h + payload;
     }
+    discard_pending();
     verify_no_committed_frames_after(wal_end_);
 }
 
@@ -320,20 +321,23 @@ std::uint32_t storage::expected_sum(page_no page) const noexcept {
 bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why) const noexcept {
     fixed_message msg(why->message, sizeof why->message);
     why->code = errc::corrupt;
-    if (page >= page_count_) {
+    const wal_entry* logged = nullptr;  // the transaction in progress's spilled pages come first
+    if (auto it = pending_.find(page); it != pending_.end()) logged = &it->second;
+    else if (auto it2 = wal_index_.find(page); it2 != wal_index_.end()) logged = &it2->second;
+    if (!logged && page >= page_count_) {
         why->code = errc::invalid_argument;
         msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
         return false;
     }
-    if (auto it = wal_index_.find(page); it != wal_index_.end()) {
-        long n = wal_->read_at_nothrow(it->second.offset, out, page_size);
+    if (logged) {
+        long n = wal_->read_at_nothrow(logged->offset, out, page_size);
         if (n < 0) {
             why->code = errc::io;
             msg << "pread failed on " << wal_path_.c_str() << " reading page " << page << ", errno " << std::uint64_t(-n);
             return false;
         }
-        if (static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == it->second.sum) return true;
-        msg << wal_path_.c_str() << ": page " << page << " (log offset " << it->second.offset
+        if (static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == logged->sum) return true;
+        msg << wal_path_.c_str() << ": page " << page << " (log offset " << logged->offset
             << ") fails its checksum";
         return false;
     }
@@ -378,37 +382,60 @@ void storage::ensure_usable() const {
 
 // 4. Commit ----------------------------------------------------------------
 //
+// A transaction's page frames may reach the log in several writes: spill()
+// appends frames of the transaction in progress (no commit frame, no sync:
+// until the commit they are a torn tail to recovery), commit() appends the
+// rest and the commit frame:
 //   1. append page frames and a commit frame, chained, in one write
 //   2. fdatasync the log                       (the commit point)
 //   3. publish: index the new images, adopt the meta and page count
 //   4. checkpoint if the log has grown past the threshold
-void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) {
+
+storage::log_tail storage::append(std::span<const page_image> pages, const meta_bytes* meta,
+                                  std::vector<std::pair<page_no, wal_entry>>& entries) {
     ensure_usable();
     if (opts_.read_only) throw error(errc::invalid_argument, path_ + " is open read-only; commit is not allowed");
+    log_tail t = tail_;
     std::uint64_t txn = txn_seq_ + 1;
-    page_no count = page_count_;
-    std::vector<std::byte> buf(pages.size() * page_frame_size + commit_frame_size);
-    std::vector<std::pair<page_no, wal_entry>> entries;
-    entries.reserve(pages.size());
-    std::uint32_t chain = wal_chain_;
+    std::vector<std::byte> buf(pages.size() * page_frame_size + (meta ? commit_frame_size : 0));
     std::size_t at = 0;
-    auto append = [&](frame_kind kind, std::uint64_t number, std::uint32_t payload_crc, const std::byte* payload,
-                      std::size_t n) {
+    auto put = [&](frame_kind kind, std::uint64_t number, std::uint32_t payload_crc, const std::byte* payload,
+                   std::size_t n) {
         frame_header h{frame_magic, kind, wal_header_.salt, txn, number, payload_crc, 0};
-        h.chain = chain = frame_chain(chain, h, payload, n);
+        h.chain = t.chain = frame_chain(t.chain, h, payload, n);
         std::memcpy(buf.data() + at, &h, sizeof h);
         std::memcpy(buf.data() + at + sizeof h, payload, n);
         at += sizeof h + n;
     };
     for (const auto& p : pages) {
         std::uint32_t sum = page_checksum(p.data, page_size);
-        entries.push_back({p.page, {wal_end_ + at + sizeof(frame_header), sum}});
-        append(frame_kind::page, p.page, sum, p.data, page_size);
-        count = std::max(count, p.page + 1);
+        entries.push_back({p.page, {t.end + at + sizeof(frame_header), sum}});
+        put(frame_kind::page, p.page, sum, p.data, page_size);
+        t.page_count = std::max(t.page_count, p.page + 1);
     }
-    append(frame_kind::commit, count, static_cast<std::uint32_t>(pages.size()), meta.data(), meta_size);
+    t.frames += pages.size();
+    if (meta) put(frame_kind::commit, t.page_count, static_cast<std::uint32_t>(t.frames), meta->data(), meta_size);
+    wal_->write_at(t.end, buf);  // a failure here leaves a torn tail: state unchanged
+    t.end += buf.size();
+    stats_.bytes_written += buf.size();
+    stats_.pages_written += pages.size();
+    return t;
+}
 
-    wal_->write_at(wal_end_, buf);  // a failure here leaves a torn tail: state unchanged
+void storage::spill(std::span<const page_image> pages) {
+    std::vector<std::pair<page_no, wal_entry>> entries;
+    tail_ = append(pages, nullptr, entries);
+    for (auto& [page, entry] : entries) pending_[page] = entry;
+}
+
+void storage::discard_pending() noexcept {
+    pending_.clear();
+    tail_ = {wal_end_, wal_chain_, 0, page_count_};
+}
+
+void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) {
+    std::vector<std::pair<page_no, wal_entry>> entries;
+    log_tail t = append(pages, &meta, entries);
     if (opts_.durable) {
         try {
             wal_->sync();
@@ -418,16 +445,16 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
         }
         ++stats_.syncs;
     }
+    for (auto& [page, entry] : pending_) wal_index_[page] = entry;
     for (auto& [page, entry] : entries) wal_index_[page] = entry;
-    page_count_ = count;
+    page_count_ = t.page_count;
     meta_ = meta;
-    txn_seq_ = txn;
-    wal_end_ += buf.size();
-    wal_chain_ = chain;
+    ++txn_seq_;
+    wal_end_ = t.end;
+    wal_chain_ = t.chain;
+    discard_pending();
     ++wal_commits_;
     ++stats_.commits;
-    stats_.pages_written += pages.size();
-    stats_.bytes_written += buf.size();
 
     if (wal_end_ - wal_frames_offset > opts_.checkpoint_bytes) {
         // The commit is durable whatever happens now; a failed checkpoint
@@ -452,7 +479,7 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
 // open sees the old generation in the log and only redoes step 4.
 void storage::checkpoint() {
     ensure_usable();
-    if (opts_.read_only || wal_commits_ == 0) return;
+    if (opts_.read_only || wal_commits_ == 0 || !pending_.empty()) return;
     std::vector<std::pair<page_no, wal_entry>> sorted(wal_index_.begin(), wal_index_.end());
     std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first < b.first; });
 
@@ -532,6 +559,7 @@ void storage::reset_wal(std::uint64_t generation, std::uint64_t salt) {
     wal_end_ = wal_frames_offset;
     wal_chain_ = chain_seed(salt);
     wal_commits_ = 0;
+    discard_pending();
 }
 
 // 6. Describe and check ----------------------------------------------------

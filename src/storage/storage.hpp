@@ -104,6 +104,13 @@ public:
     // nothing: on a write error (no_space, io) the store stays at the previous
     // commit and can go on; if fdatasync fails the handle is poisoned.
     void commit(std::span<const page_image> pages, const meta_bytes& meta);
+    // Writes pages of the transaction in progress to the log ahead of its
+    // commit, so they need not stay in memory: read_page returns them from
+    // now on, the next commit includes them, and discard_pending() (rollback)
+    // or a crash before that commit forgets them. No fdatasync.
+    void spill(std::span<const page_image> pages);
+    void discard_pending() noexcept;
+    bool is_pending(page_no page) const noexcept { return pending_.count(page) != 0; }
     // Copies the log's pages into the main file and resets the log.
     void checkpoint();
 
@@ -118,6 +125,14 @@ private:
         std::uint64_t offset;  // of the page image in the log
         std::uint32_t sum;     // its page_checksum
     };
+    // Where the next frame goes: after the last commit, or after the frames
+    // the transaction in progress has spilled.
+    struct log_tail {
+        std::uint64_t end;
+        std::uint32_t chain;
+        std::uint64_t frames;  // page frames of the transaction in progress
+        page_no page_count;
+    };
     struct group_sums {
         checksum_page page;
         int slot;  // which slot holds the newest valid copy; -1 = none written yet
@@ -130,6 +145,8 @@ private:
     void open_wal();
     void replay_wal();
     void reset_wal(std::uint64_t generation, std::uint64_t salt);
+    log_tail append(std::span<const page_image> pages, const meta_bytes* meta,
+                    std::vector<std::pair<page_no, wal_entry>>& entries);
     void write_header();
     void ensure_usable() const;
     bool read_group_slot(std::uint64_t group, int slot, checksum_page& out) const;
@@ -150,6 +167,8 @@ private:
     std::uint64_t wal_end_ = wal_frames_offset;  // end of the last complete commit
     std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
     std::uint64_t wal_commits_ = 0;
+    std::unordered_map<page_no, wal_entry> pending_;  // spilled by the transaction in progress
+    log_tail tail_{wal_frames_offset, 0, 0, 0};
 
     page_no page_count_ = 0;
     meta_bytes meta_{};

@@ -3,6 +3,7 @@
 // faulted in again as needed.
 #include <gtest/gtest.h>
 #include <steppe/steppe.hpp>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,7 +23,7 @@ using budget::Node;
 
 namespace {
 
-constexpr std::uint64_t kBudget = 256 * 4096;  // 1 MiB
+constexpr std::uint64_t kBudget = 256 * 4096;  // 1 MiB (the smallest budget steppe accepts)
 constexpr long kNodes = 320'000;                 // 2,500 pages: ~10x the budget
 
 class BudgetTest : public ::testing::TestWithParam<steppe::fault_backend> {
@@ -90,6 +91,69 @@ TEST_P(BudgetTest, StoreTenTimesTheBudgetIsBuiltAndWalkedCompletely) {
     EXPECT_GE(faults, static_cast<std::uint64_t>(kNodes / 128));
     EXPECT_GT(evictions, faults / 2) << "most pages had to be evicted again";
     EXPECT_LE(resident, kBudget / 4096 + 64);
+}
+
+// One transaction makes ~10x the budget of new pages: they are spilled to the
+// log ahead of the commit, so memory stays near the budget.
+TEST_P(BudgetTest, TransactionTenTimesTheBudgetCommits) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < kNodes; ++i) *head = s.make<Node>(Node{i, *head, {i * 3, -i}});
+        auto st = s.stats();
+        EXPECT_GT(st.spilled_pages, 4 * kBudget / 4096);
+        EXPECT_LE(st.resident_pages, 2 * kBudget / 4096 + 64);
+        s.commit();
+    }
+    std::uint64_t faults = 0, evictions = 0, resident = 0;
+    EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident), kNodes);
+}
+
+TEST_P(BudgetTest, TransactionTenTimesTheBudgetRollsBack) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < kNodes; ++i) *head = s.make<Node>(Node{i, *head, {i * 3, -i}});
+        s.commit();  // the committed state: kNodes nodes
+        for (long i = 0; i < kNodes; ++i) *head = s.make<Node>(Node{-1, *head, {0, 0}});
+        EXPECT_GT(s.stats().spilled_pages, 0u);
+        s.rollback();
+        EXPECT_EQ((*head)->value, kNodes - 1);
+        for (long i = 0; i < 10; ++i) *head = s.make<Node>(Node{-1, *head, {0, 0}});
+        s.rollback();  // and a small one
+    }
+    std::uint64_t faults = 0, evictions = 0, resident = 0;
+    EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident), kNodes);
+}
+
+TEST_P(BudgetTest, TransactionTenTimesTheBudgetKilledMidway) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < kNodes; ++i) *head = s.make<Node>(Node{i, *head, {i * 3, -i}});
+        s.commit();
+    }
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        auto s = open();
+        auto* head = s.find_root<Node*>("list");
+        for (long i = 0;; ++i) {
+            *head = s.make<Node>(Node{-1, *head, {0, 0}});
+            if (i == kNodes) {  // well past several spills
+                char c = 1;
+                (void)!::write(ready[1], &c, 1);
+            }
+        }
+    }
+    char c;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    std::uint64_t faults = 0, evictions = 0, resident = 0;
+    EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident), kNodes)
+        << "the spilled frames of the killed transaction are a torn tail";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BudgetTest,
