@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/bytes.hpp"
 #include "heap/heap.hpp"
 #include "pager.hpp"
 #include "storage/checksum.hpp"
@@ -67,45 +68,27 @@ struct root_entry {
 using root_table = std::map<std::string, root_entry, std::less<>>;
 
 std::vector<std::byte> encode_roots(const root_table& roots) {
-    std::vector<std::byte> out;
-    auto put = [&](const void* p, std::size_t n) {
-        auto b = static_cast<const std::byte*>(p);
-        out.insert(out.end(), b, b + n);
-    };
-    std::uint32_t count = static_cast<std::uint32_t>(roots.size());
-    put(&count, 4);
+    common::byte_writer w;
+    w.put(static_cast<std::uint32_t>(roots.size()));
     for (const auto& [name, e] : roots) {
-        std::uint32_t len = static_cast<std::uint32_t>(name.size());
-        put(&len, 4);
-        put(name.data(), name.size());
-        put(&e.type, 4);
-        put(&e.address, 8);
+        w.put(name);
+        w.put(e.type);
+        w.put(e.address);
     }
-    return out;
+    return w.take();
 }
 
 root_table decode_roots(std::span<const std::byte> in, const std::string& where) {
     root_table roots;
-    std::size_t at = 0;
-    auto get = [&](void* p, std::size_t n) {
-        if (in.size() - at < n) throw error(errc::corrupt, where + ": the roots table is cut short");
-        std::memcpy(p, in.data() + at, n);
-        at += n;
-    };
-    std::uint32_t count;
-    get(&count, 4);
-    for (std::uint32_t i = 0; i < count; ++i) {
-        std::uint32_t len;
-        get(&len, 4);
-        if (len > in.size()) throw error(errc::corrupt, where + ": a root name is longer than the roots table");
-        std::string name(len, '\0');
-        get(name.data(), len);
+    common::byte_reader r(in, where + ": the roots table");
+    for (auto count = r.get<std::uint32_t>(); count > 0; --count) {
+        std::string name = r.get_string();
         root_entry e;
-        get(&e.type, 4);
-        get(&e.address, 8);
+        e.type = r.get<std::uint32_t>();
+        e.address = r.get<std::uint64_t>();
         roots[name] = e;
     }
-    if (at != in.size()) throw error(errc::corrupt, where + ": trailing bytes after the roots table");
+    r.expect_end();
     return roots;
 }
 

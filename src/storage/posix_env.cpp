@@ -9,23 +9,13 @@
 #include <cstring>
 #include <string>
 
+#include "common/system_error.hpp"
 #include "storage/io.hpp"
 
 namespace steppe::storage {
 
 void throw_system_error(const char* call, const std::string& path, int err, const std::string& context) {
-    errc code = errc::io;
-    switch (err) {
-    case ENOSPC: case EDQUOT: code = errc::no_space; break;
-    case EACCES: case EPERM: case EROFS: code = errc::permission; break;
-    case ENOENT: code = errc::not_found; break;
-    case EEXIST: code = errc::exists; break;
-    default: break;
-    }
-    std::string message = std::string(call) + " failed on " + path;
-    if (!context.empty()) message += " (" + context + ")";
-    message += ": " + std::string(std::strerror(err));
-    throw error(code, message);
+    common::throw_system_error(call, err, context.empty() ? path : path + " (" + context + ")");
 }
 
 namespace {

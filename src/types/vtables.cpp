@@ -1,5 +1,7 @@
 #include "types/vtables.hpp"
 
+#include "common/bytes.hpp"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
@@ -90,41 +92,22 @@ void vtable_table::note_address(const std::string& symbol, std::uintptr_t addres
 }
 
 std::vector<std::byte> vtable_table::encode() const {
-    std::vector<std::byte> out;
-    auto put = [&](const void* p, std::size_t n) {
-        out.insert(out.end(), static_cast<const std::byte*>(p), static_cast<const std::byte*>(p) + n);
-    };
-    std::uint32_t count = static_cast<std::uint32_t>(names_.size());
-    put(&count, 4);
-    for (const auto& n : names_) {
-        std::uint32_t len = static_cast<std::uint32_t>(n.size());
-        put(&len, 4);
-        put(n.data(), n.size());
-    }
-    return out;
+    common::byte_writer w;
+    w.put(static_cast<std::uint32_t>(names_.size()));
+    for (const auto& n : names_) w.put(n);
+    return w.take();
 }
 
 vtable_table vtable_table::decode(std::span<const std::byte> bytes) {
     vtable_table t;
-    std::size_t at = 0;
-    auto get = [&](void* p, std::size_t n) {
-        if (bytes.size() - at < n) throw error(errc::corrupt, "the vtable table is cut short");
-        std::memcpy(p, bytes.data() + at, n);
-        at += n;
-    };
-    std::uint32_t count;
-    get(&count, 4);
-    for (std::uint32_t i = 0; i < count; ++i) {
-        std::uint32_t len;
-        get(&len, 4);
-        if (len > bytes.size()) throw error(errc::corrupt, "a vtable symbol is longer than the vtable table");
-        std::string name(len, '\0');
-        get(name.data(), len);
+    common::byte_reader r(bytes, "the vtable table");
+    for (auto count = r.get<std::uint32_t>(); count > 0; --count) {
+        std::string name = r.get_string();
         if (name.rfind("_ZTV", 0) != 0 || t.index_.count(name))
             throw error(errc::corrupt, "the vtable table holds a bad or repeated symbol");
         t.index_of(name);
     }
-    if (at != bytes.size()) throw error(errc::corrupt, "trailing bytes after the vtable table");
+    r.expect_end();
     return t;
 }
 

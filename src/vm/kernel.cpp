@@ -1,6 +1,7 @@
 // What the running kernel offers, and the choices made from it and from the
 // environment: backend, write-tracking variant. Normal code only.
 
+#include "common/system_error.hpp"
 #include "vm/sys.hpp"
 #include "vm/uapi.hpp"
 
@@ -50,10 +51,7 @@ std::string errno_text(int err) {
 }
 
 void throw_system_error(const char* call, int err, const std::string& context) {
-    errc code = errc::io;
-    if (err == ENOSPC || err == EDQUOT) code = errc::no_space;
-    if (err == EPERM || err == EACCES) code = errc::permission;
-    throw error(code, "vm: " + context + ": " + call + " failed: " + errno_text(err));
+    common::throw_system_error(call, err, "vm: " + context);
 }
 
 std::string max_map_count_advice() {
