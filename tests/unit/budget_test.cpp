@@ -9,7 +9,7 @@
 
 #include <functional>
 
-#include "support/temp_dir.hpp"
+#include "support/store_fixture.hpp"
 
 namespace budget {
 struct Node {
@@ -26,17 +26,10 @@ namespace {
 constexpr std::uint64_t kBudget = 256 * 4096;  // 1 MiB (the smallest budget steppe accepts)
 constexpr long kNodes = 320'000;                 // 2,500 pages: ~10x the budget
 
-class BudgetTest : public ::testing::TestWithParam<steppe::fault_backend> {
+class BudgetTest : public steppe::test::store_fixture {
 protected:
-    steppe::test::temp_dir dir;
-    std::string path = dir.path("big.db");
-
-    steppe::store open() {
-        steppe::open_options o;
-        o.backend = GetParam();
-        o.durable = false;
-        o.resident_budget = kBudget;
-        return steppe::store::open(path, o);
+    steppe::store open() const {
+        return store_fixture::open([](steppe::open_options& o) { o.resident_budget = kBudget; });
     }
 };
 
@@ -156,10 +149,6 @@ TEST_P(BudgetTest, TransactionTenTimesTheBudgetKilledMidway) {
         << "the spilled frames of the killed transaction are a torn tail";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, BudgetTest,
-                         ::testing::Values(steppe::fault_backend::uffd, steppe::fault_backend::mprotect),
-                         [](const auto& info) {
-                             return info.param == steppe::fault_backend::uffd ? "uffd" : "mprotect";
-                         });
+STEPPE_BOTH_BACKENDS(BudgetTest);
 
 }  // namespace

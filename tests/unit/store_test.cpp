@@ -15,7 +15,7 @@
 
 #include "storage/storage.hpp"
 #include "support/damage.hpp"
-#include "support/temp_dir.hpp"
+#include "support/store_fixture.hpp"
 
 namespace shapes {
 
@@ -57,45 +57,7 @@ using namespace shapes;
 
 namespace {
 
-class StoreTest : public ::testing::TestWithParam<steppe::fault_backend> {
-protected:
-    steppe::test::temp_dir dir;
-    std::string path = dir.path("s.db");
-
-    steppe::store open() {
-        steppe::open_options o;
-        o.backend = GetParam();
-        o.durable = false;
-        return steppe::store::open(path, o);
-    }
-    // Runs `check` in a fresh process (no page of the store is mapped there
-    // yet) and fails the test if it fails there.
-    void in_fresh_process(const std::function<void(steppe::store&)>& check) {
-        pid_t child = ::fork();
-        ASSERT_GE(child, 0);
-        if (child == 0) {
-            int failures = 0;
-            try {
-                auto s = open();
-                check(s);
-                failures = ::testing::Test::HasFailure() ? 1 : 0;
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "child: %s\n", e.what());
-                failures = 2;
-            }
-            std::fflush(stdout);
-            ::_exit(failures);
-        }
-        int status = 0;
-        ::waitpid(child, &status, 0);
-        ASSERT_TRUE(WIFEXITED(status)) << "the checking process died, status " << status;
-        ASSERT_EQ(WEXITSTATUS(status), 0) << "the checking process found a difference";
-    }
-};
-
-std::string backend_name(const ::testing::TestParamInfo<steppe::fault_backend>& info) {
-    return info.param == steppe::fault_backend::uffd ? "uffd" : "mprotect";
-}
+class StoreTest : public steppe::test::store_fixture {};
 
 TEST_P(StoreTest, SinglyLinkedList) {
     {
@@ -354,11 +316,7 @@ TEST_P(StoreTest, PointerToTransientMemoryIsAnErrorNamingTheType) {
 
 TEST_P(StoreTest, TransientPointersCanBeNulledByOption) {
     {
-        steppe::open_options o;
-        o.backend = GetParam();
-        o.durable = false;
-        o.null_transient_pointers = true;
-        auto s = steppe::store::open(path, o);
+        auto s = open([](steppe::open_options& o) { o.null_transient_pointers = true; });
         Node on_stack{1, nullptr};
         *s.root<Node*>("list") = s.make<Node>(Node{2, &on_stack});
         s.commit();
@@ -476,8 +434,6 @@ TEST_P(StoreTest, DamagedPageEndsTheProcessWithAMessageNamingIt) {
         ::testing::ExitedWithCode(71), "fatal: cannot load page [0-9]+ of store .*s.db: .*fails its checksum");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
-                         ::testing::Values(steppe::fault_backend::uffd, steppe::fault_backend::mprotect),
-                         backend_name);
+STEPPE_BOTH_BACKENDS(StoreTest);
 
 }  // namespace
