@@ -55,6 +55,7 @@ long g_parts = 200000;
 int g_runs = 7;
 std::string g_dir;
 steppe::fault_backend g_backend = steppe::fault_backend::uffd;
+bool g_prefetch = true;
 
 double seconds_since(clock_type::time_point t) {
     return std::chrono::duration<double>(clock_type::now() - t).count();
@@ -105,6 +106,7 @@ steppe::open_options options(bool durable = false) {
     steppe::open_options o;
     o.backend = g_backend;
     o.durable = durable;
+    o.prefetch = g_prefetch;
     return o;
 }
 
@@ -161,7 +163,8 @@ std::vector<double> cold_then_hot() {
     double hot = seconds_since(t);
     (void)sink;
     auto st = s.stats();
-    return {cold, hot, static_cast<double>(st.faults), static_cast<double>(st.pointers_swizzled)};
+    return {cold, hot, static_cast<double>(st.faults), static_cast<double>(st.pointers_swizzled),
+            static_cast<double>(st.prefetched_pages), static_cast<double>(st.prefetch_hits)};
 }
 
 double bare_fault_seconds(std::size_t pages) {
@@ -228,14 +231,27 @@ void report_cold() {
     std::printf("  page read        %8.2f us (pread + crc32c, page cache)\n", read * 1e6);
     std::printf("  swizzle (rest)   %8.2f us per page, %.1f ns per pointer\n", (f - bare - read) * 1e6,
                 median(per_pointer_ns));
-    if (drop_caches()) {
-        auto v = in_child(cold_then_hot);
-        if (v.size() >= 4)
-            std::printf("cold fault (disk)  %8.2f us per page after dropping the OS caches\n",
-                        (v[0] - v[1]) / v[2] * 1e6);
-    } else {
+    if (!drop_caches()) {
         std::printf("cold fault (disk)  not measured: dropping the OS caches is not permitted here\n");
+        return;
     }
+    // From disk, with and without read-ahead of the pages a faulted page points to (alternated).
+    std::vector<double> with, without, hits_share;
+    for (int r = 0; r < 3; ++r) {
+        for (bool prefetch : {true, false}) {
+            g_prefetch = prefetch;
+            drop_caches();
+            auto v = in_child(cold_then_hot);
+            if (v.size() < 6) continue;
+            (prefetch ? with : without).push_back(v[0] * 1e3);
+            if (prefetch && v[4] > 0) hits_share.push_back(v[5] / v[4]);
+        }
+    }
+    g_prefetch = true;
+    if (with.empty() || without.empty()) return;
+    std::printf("cold walk (disk)   %8.1f ms with prefetching, %.1f ms without (%.2fx); %.0f %% of read-ahead used\n",
+                median(with), median(without), median(without) / median(with),
+                hits_share.empty() ? 0.0 : median(hits_share) * 100);
 }
 
 void report_commit() {

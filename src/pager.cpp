@@ -5,6 +5,7 @@
 #include "pager.hpp"
 
 #include <steppe/error.hpp>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +32,11 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_opt
     map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.arena_bytes);
     if (opts.resident_budget_pages)
         resident_ = std::make_unique<translate::residency>(opts.resident_budget_pages * 2 + 65536);
+    if (opts.prefetch) {
+        void* p = ::mmap(nullptr, heap::max_page_count, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) prefetch_.hinted = static_cast<std::atomic<std::uint8_t>*>(p);
+    }
 }
 
 void pager::keep_within_budget() noexcept {
@@ -49,6 +55,36 @@ void pager::keep_within_budget() noexcept {
 pager::~pager() {
     map_.reset();
     space_.reset();
+    if (prefetch_.hinted) ::munmap(prefetch_.hinted, heap::max_page_count);
+}
+
+// Prefetching, "fool me once": every 1,024 hints the share that was used is
+// judged; below a quarter, read-ahead pauses for the next 16,384 faults.
+constexpr std::uint64_t prefetch_window = 1024, prefetch_pause = 16384;
+constexpr int prefetch_per_page = 8;
+
+void pager::note_fault_for_prefetch(std::uint64_t page) noexcept {
+    if (prefetch_.hinted && prefetch_.hinted[page].exchange(0, std::memory_order_relaxed)) {
+        prefetch_.hits.fetch_add(1, std::memory_order_relaxed);
+        prefetch_.window_hits.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void pager::prefetch_targets(const std::uint64_t* pages, int count) noexcept {
+    if (!prefetch_.hinted || space_->stats().faults < prefetch_.resume_at_fault.load(std::memory_order_relaxed))
+        return;
+    for (int i = 0; i < count; ++i) {
+        std::uint64_t target = pages[i];
+        std::uintptr_t v = map_->virtual_of(target);
+        if ((v && space_->is_resident(v)) || prefetch_.hinted[target].exchange(1, std::memory_order_relaxed)) continue;
+        storage_.prefetch(target);
+        prefetch_.hints.fetch_add(1, std::memory_order_relaxed);
+        if (prefetch_.window_hints.fetch_add(1, std::memory_order_relaxed) + 1 == prefetch_window) {
+            if (prefetch_.window_hits.exchange(0, std::memory_order_relaxed) < prefetch_window / 4)
+                prefetch_.resume_at_fault.store(space_->stats().faults + prefetch_pause, std::memory_order_relaxed);
+            prefetch_.window_hints.store(0, std::memory_order_relaxed);
+        }
+    }
 }
 
 // 1. The fault path ---------------------------------------------------------
@@ -71,14 +107,21 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         return true;
     }
     keep_within_budget();
+    note_fault_for_prefetch(page);
     storage::read_failure why;
     if (!storage_.read_page_nothrow(page, out, &why)) fatal("cannot load", page, why.message);
     translate::page_layout layout = layout_of_page(page);
     if (d->type() >= shapes_.size()) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
     std::uint64_t count = 0;
+    std::uint64_t targets[prefetch_per_page];
+    int target_count = 0;
     translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t) {
         std::uint64_t word;
         std::memcpy(&word, out + at, sizeof word);
+        std::uint64_t target = (word & ~translate::end_tag) / translate::page_size;
+        if (word && target != page && target < heap_->page_count() && target_count < prefetch_per_page &&
+            (target_count == 0 || targets[target_count - 1] != target))
+            targets[target_count++] = target;
         bool ok = true;
         std::uintptr_t v = swizzle_word(word, ok);
         if (!ok) fatal("cannot swizzle", page, "it holds a pointer beyond the end of the store");
@@ -104,6 +147,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         std::memcpy(out + at, &v, sizeof v);
     });
     if (resident_) resident_->record(page_addr);
+    prefetch_targets(targets, target_count);
     return true;
 }
 
@@ -392,7 +436,8 @@ pager_stats pager::stats() const {
     return {vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
             pages_committed_, pointers_unswizzled_,
             map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
-            vs.evictions,     spilled_pages_};
+            vs.evictions,     spilled_pages_,
+            prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed)};
 }
 
 }  // namespace steppe

@@ -44,6 +44,9 @@ struct pager_options {
     // Resident store pages allowed before clean ones are evicted (oldest
     // first); 0 = no limit.
     std::uint64_t resident_budget_pages = 0;
+    // Read-ahead of the pages a faulted page points to (adaptive: it stops
+    // itself while too few of its guesses are used).
+    bool prefetch = true;
 };
 
 struct pager_stats {
@@ -55,6 +58,8 @@ struct pager_stats {
     std::uint64_t resident_pages = 0;   // recorded as resident (approximate)
     std::uint64_t evictions = 0;        // clean pages dropped to stay within the budget
     std::uint64_t spilled_pages = 0;    // uncommitted pages written to the log early
+    std::uint64_t prefetched_pages = 0; // read-ahead hints given
+    std::uint64_t prefetch_hits = 0;    // of those, pages then faulted in
 };
 
 class pager {
@@ -127,6 +132,13 @@ private:
     std::unique_ptr<translate::page_map> map_;
     std::unique_ptr<translate::residency> resident_;
     void keep_within_budget() noexcept;
+    // Read-ahead state, all touched in the fault path.
+    struct prefetcher {
+        std::atomic<std::uint8_t>* hinted = nullptr;  // per persistent page: a hint is outstanding
+        std::atomic<std::uint64_t> hints{0}, hits{0}, window_hints{0}, window_hits{0}, resume_at_fault{0};
+    } prefetch_;
+    void note_fault_for_prefetch(std::uint64_t page) noexcept;
+    void prefetch_targets(const std::uint64_t* pages, int count) noexcept;
     std::vector<std::uint64_t> txn_new_;        // pages handed out since the last commit
     bool txn_freed_ = false;                    // a committed page was freed since the last commit
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write

@@ -197,6 +197,7 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
     po.backend = backend_for(options.backend);
     po.null_transient_pointers = options.null_transient_pointers;
     po.fatal_hook = options.fatal_hook;
+    po.prefetch = options.prefetch;
     std::uint64_t budget = options.resident_budget;
     if (budget == 0)
         budget = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
@@ -456,7 +457,9 @@ store_stats store_impl::stats() const {
             p.resident_pages,
             p.evictions,
             budget_pages_,
-            p.spilled_pages};
+            p.spilled_pages,
+            p.prefetched_pages,
+            p.prefetch_hits};
 }
 
 std::vector<type_usage> store_impl::types() const {

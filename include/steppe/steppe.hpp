@@ -63,6 +63,9 @@ struct open_options {
     // Eviction runs inside page faults: while a budget is being enforced,
     // other threads must not write store pages (they may read).
     std::uint64_t resident_budget = 0;
+    // Read ahead the pages a faulted page points to. It turns itself off for
+    // a while when most of its guesses go unused.
+    bool prefetch = true;
 };
 
 struct root_info {
@@ -86,6 +89,8 @@ struct store_stats {
     std::uint64_t evictions = 0;            // clean pages dropped to stay within the budget
     std::uint64_t resident_budget_pages = 0;
     std::uint64_t spilled_pages = 0;        // uncommitted pages written to the log early (big transactions)
+    std::uint64_t prefetched_pages = 0;     // read-ahead requests
+    std::uint64_t prefetch_hits = 0;        // of those, pages then faulted in
 };
 
 // What the store holds of one type.

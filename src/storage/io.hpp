@@ -22,6 +22,12 @@ public:
     // Returns the count, or -errno on failure.
     virtual long read_at_nothrow(std::uint64_t offset, std::byte* out, std::size_t size) noexcept = 0;
     virtual void write_at(std::uint64_t offset, std::span<const std::byte> data) = 0;
+    // A hint that these bytes will be read soon (start reading them now).
+    // Async-signal-safe; failures are ignored: it is only a hint.
+    virtual void will_need(std::uint64_t offset, std::size_t size) noexcept {
+        (void)offset;
+        (void)size;
+    }
     virtual void sync() = 0;  // fdatasync: everything written so far is durable after it returns
     virtual std::uint64_t size() = 0;
     virtual const std::string& path() const = 0;

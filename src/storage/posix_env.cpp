@@ -61,6 +61,10 @@ public:
         if (::fdatasync(fd_) != 0) throw_system_error("fdatasync", path_, errno);
     }
 
+    void will_need(std::uint64_t offset, std::size_t size) noexcept override {
+        (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_WILLNEED);
+    }
+
     std::uint64_t size() override {
         struct stat st;
         if (::fstat(fd_, &st) != 0) throw_system_error("fstat", path_, errno);

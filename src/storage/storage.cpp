@@ -368,6 +368,12 @@ bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why)
     return false;
 }
 
+void storage::prefetch(page_no page) const noexcept {
+    if (auto it = pending_.find(page); it != pending_.end()) return wal_->will_need(it->second.offset, page_size);
+    if (auto it = wal_index_.find(page); it != wal_index_.end()) return wal_->will_need(it->second.offset, page_size);
+    if (page < page_count_) main_->will_need(physical_page(page) * page_size, page_size);
+}
+
 void storage::read_page(page_no page, std::byte* out) const {
     ensure_usable();
     read_failure why;

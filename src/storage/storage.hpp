@@ -96,6 +96,10 @@ public:
     // long as no commit or checkpoint runs concurrently.
     bool read_page_nothrow(page_no page, std::byte* out, read_failure* why) const noexcept;
 
+    // Asks the OS to start reading `page`'s newest version (read-ahead for the
+    // page engine). Async-signal-safe, like read_page_nothrow.
+    void prefetch(page_no page) const noexcept;
+
     page_no page_count() const { return page_count_; }
     const meta_bytes& meta() const { return meta_; }
     std::uint64_t txn_seq() const { return txn_seq_; }
