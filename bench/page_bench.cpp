@@ -56,6 +56,7 @@ int g_runs = 7;
 std::string g_dir;
 steppe::fault_backend g_backend = steppe::fault_backend::uffd;
 bool g_prefetch = true;
+std::uint64_t g_budget = 0;  // bytes; 0 = the default
 
 double seconds_since(clock_type::time_point t) {
     return std::chrono::duration<double>(clock_type::now() - t).count();
@@ -107,6 +108,7 @@ steppe::open_options options(bool durable = false) {
     o.backend = g_backend;
     o.durable = durable;
     o.prefetch = g_prefetch;
+    o.resident_budget = g_budget;
     return o;
 }
 
@@ -274,6 +276,63 @@ void report_commit() {
     }
 }
 
+// OO1-style lookups (read x, y and type of a random part) among the first
+// `span` parts, in a fresh process: {lookups per second, faults, evictions}.
+std::vector<double> lookups(long span, long count) {
+    steppe::open_options o = options();
+    o.read_only = true;
+    auto s = steppe::store::open(store_path(), o);
+    Graph g = *s.find_root<Graph>("graph");
+    std::uint64_t x = 7;
+    auto one = [&] {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const Part* p = g.index[static_cast<long>((x >> 33) % static_cast<std::uint64_t>(span))];
+        return p->x + p->y + p->type[0];
+    };
+    volatile long sink = 0;
+    for (long i = 0; i < count; ++i) sink = sink + one();  // warm up: load the working set
+    auto t = clock_type::now();
+    for (long i = 0; i < count; ++i) sink = sink + one();
+    double secs = seconds_since(t);
+    auto st = s.stats();
+    return {static_cast<double>(count) / secs, static_cast<double>(st.faults), static_cast<double>(st.evictions)};
+}
+
+// Lookups per second under a resident budget of a quarter of the store, as the
+// working set grows past it, next to the same run with no budget.
+void report_budget_curve() {
+    std::uint64_t pages;
+    {
+        steppe::open_options o = options();
+        o.read_only = true;
+        pages = steppe::store::open(store_path(), o).stats().store_pages;
+    }
+    std::uint64_t budget = std::max<std::uint64_t>(pages * 4096 / 4, 1 << 20);
+    std::printf("budget curve       resident budget %.1f MiB, a quarter of the store; medians of 3, capped vs uncapped\n",
+                budget / 1048576.0);
+    // A lookup among `span` parts touches span parts (64 bytes each) and span
+    // index slots (8 bytes): the working set is span * 72 bytes.
+    double parts_per_budget = static_cast<double>(budget) / 72;
+    for (double share : {0.25, 0.5, 0.9, 1.5, 2.0, 4.0}) {
+        long span = std::min(g_parts, static_cast<long>(parts_per_budget * share));
+        std::vector<double> ratio, faults, evictions;
+        for (int r = 0; r < 3; ++r) {
+            g_budget = 0;
+            auto free_run = in_child([span] { return lookups(span, 100000); });
+            g_budget = budget;
+            auto capped = in_child([span] { return lookups(span, 100000); });
+            g_budget = 0;
+            if (free_run.size() < 3 || capped.size() < 3) continue;
+            ratio.push_back(free_run[0] / capped[0]);
+            faults.push_back(capped[1]);
+            evictions.push_back(capped[2]);
+        }
+        if (ratio.empty()) continue;
+        std::printf("  working set %4.2fx budget: capped %.2fx the time of uncapped, %6.0f faults, %6.0f evictions\n",
+                    share, median(ratio), median(faults), median(evictions));
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -296,6 +355,7 @@ int main(int argc, char** argv) {
         report_hot();
         report_cold();
         report_commit();
+        report_budget_curve();
     } catch (const steppe::error& e) {
         std::fprintf(stderr, "page_bench: %s\n", e.what());
         return 1;
