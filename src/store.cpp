@@ -238,6 +238,7 @@ void* allocate_in_current(const types::layout& layout, std::size_t count) {
 
 std::uint64_t persistent_address_of(const void* p) noexcept {
     if (!p) return 0;
+    if (t_current && t_current->holds(p)) return t_current->persistent_address(p);  // lock-free: the usual case
     std::lock_guard lock(g_open_mutex);
     for (store_impl* s : g_open)
         if (s->holds(p)) return s->persistent_address(p);

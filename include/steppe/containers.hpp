@@ -44,6 +44,7 @@
 #include <steppe/error.hpp>
 #include <steppe/layout.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -407,6 +408,9 @@ template<class... A> struct variant_rule {
     static constexpr bool one_type = ((!has_slots<A>() || std::is_same_v<A, slot_type>) && ...);
     static constexpr bool all_words = ((!has_slots<A>() || word_pointer<A>) && ...);
     static constexpr bool storable = !any_slots || (others_empty && (one_type || all_words));
+    // With several single-pointer types, one pointer field stands for all of
+    // them: each must still have a layout of its own.
+    static constexpr bool all_persistable = ((!has_slots<A>() || persistable<A>) && ...);
 };
 template<class A> constexpr auto variant_alternative_field() noexcept {
     if constexpr (has_slots<A>()) return std::tuple<>{};  // the one slot field stands for them
@@ -692,6 +696,7 @@ template<class... A> struct describe<std::variant<A...>> {
                   "alternatives are all pointer-free, or those holding pointers are all of one type (or are all "
                   "single data pointers) and the others are empty, like std::monostate. Store a tag and separate "
                   "members instead");
+    static_assert(rule::all_persistable, "steppe: a std::variant alternative holding a pointer has no layout");
     static_assert(sizeof(std::variant<A...>) == shape::size,
                   "steppe: libstdc++'s std::variant is not the one steppe/containers.hpp describes");
     static constexpr auto make() noexcept {

@@ -215,12 +215,14 @@ inline constexpr std::size_t max_members = 64;
 inline constexpr std::size_t too_many = max_members + 1;
 inline constexpr std::size_t uncountable = static_cast<std::size_t>(-1);
 
-// Converts to anything; declared only, for unevaluated use.
+// Converts to anything; for unevaluated use only. The bodies exist because
+// g++ wants a definition when a member's type (std::optional, say) has a
+// converting constructor template that inspects the conversion.
 template<std::size_t> struct any {
-    template<class U> constexpr operator U() const noexcept;
+    template<class U> constexpr operator U() const noexcept { __builtin_unreachable(); }
 };
 template<std::size_t> struct lvalue_any {
-    template<class U> constexpr operator U&() const noexcept;
+    template<class U> constexpr operator U&() const noexcept { __builtin_unreachable(); }
 };
 
 // Three ways to count, each exact for most aggregates and never too high

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <steppe/allocator.hpp>
+#include <steppe/containers.hpp>
 #include <steppe/error.hpp>
 #include <steppe/layout.hpp>
 
