@@ -21,12 +21,13 @@
 // whose log grows with every commit; its extra "raw append" variant is the
 // raw cost of that (4 KiB appended + fdatasync).
 //
-// Usage: commit_bench [--dir D] [--json FILE] [--quick] [--keep]
+// Usage: commit_bench [--dir D] [--json FILE] [--quick] [--keep] [--only CASE]...
 //   --dir D    where to create the bench's files (a fresh subdirectory of D;
 //              default /var/tmp); tmpfs and ramfs are refused
 //   --json F   also write the results as JSON to F
 //   --quick    few repetitions (CI; well under 20 s on a normal disk)
 //   --keep     leave the files behind
+//   --only C   run only case C (repeatable), e.g. --only commit_10000
 #include <fcntl.h>
 #include <lmdb.h>
 #include <steppe/error.hpp>
@@ -69,13 +70,14 @@ constexpr std::uint64_t kPageSpace = 10'000;  // page numbers used: [0, kPageSpa
     die(std::string(call) + " failed on " + path + ": " + std::strerror(errno));
 }
 
-// Settings ------------------------------------------------------------------
+// Settings
 
 struct settings {
     std::string dir = "/var/tmp";
     std::string json;
     bool quick = false;
     bool keep = false;
+    std::vector<std::string> only;  // case names; empty = all
 };
 
 settings parse_args(int argc, char** argv) {
@@ -90,8 +92,9 @@ settings parse_args(int argc, char** argv) {
         else if (a == "--json") s.json = value();
         else if (a == "--quick") s.quick = true;
         else if (a == "--keep") s.keep = true;
+        else if (a == "--only") s.only.push_back(value());
         else if (a == "--help" || a == "-h") {
-            std::puts("usage: commit_bench [--dir D] [--json FILE] [--quick] [--keep]");
+            std::puts("usage: commit_bench [--dir D] [--json FILE] [--quick] [--keep] [--only CASE]...");
             std::exit(0);
         } else {
             die("unknown argument " + a + " (try --help)");
@@ -122,7 +125,7 @@ std::string file_system_of(const std::string& dir) {
     }
 }
 
-// Statistics ----------------------------------------------------------------
+// Statistics
 
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
@@ -149,7 +152,7 @@ summary summarize(const std::vector<double>& us) {
     return s;
 }
 
-// Raw file: the cost of the bytes alone --------------------------------------
+// Raw file: the cost of the bytes alone
 
 class raw_file {
 public:
@@ -195,7 +198,7 @@ private:
     std::uint64_t size_ = 0;
 };
 
-// LMDB ----------------------------------------------------------------------
+// LMDB
 
 void check_mdb(int rc, const char* call) {
     if (rc != MDB_SUCCESS) die(std::string(call) + ": " + mdb_strerror(rc));
@@ -239,7 +242,7 @@ private:
     MDB_dbi dbi_ = 0;
 };
 
-// Steppe --------------------------------------------------------------------
+// Steppe
 
 class steppe_store {
 public:
@@ -283,7 +286,7 @@ private:
     double checkpoint_seconds_ = 0;
 };
 
-// The workload: n distinct pages per commit ----------------------------------
+// The workload: n distinct pages per commit
 
 struct batch {
     std::size_t n;
@@ -324,9 +327,10 @@ void alternate(std::vector<variant>& vs, batch& b, int warmup, int reps, std::ui
     for (int r = 0; r < warmup + reps; ++r) {
         std::uint64_t rep = rep_counter++;
         b.prepare(rep);
+        for (auto& v : vs)  // before any timed run, so e.g. a checkpoint's disk traffic hits all variants alike
+            if (v.prepare) v.prepare(rep);
         for (std::size_t k = 0; k < vs.size(); ++k) {
             auto& v = vs[(k + static_cast<std::size_t>(r)) % vs.size()];
-            if (v.prepare) v.prepare(rep);
             auto t0 = clock_type::now();
             v.run(rep);
             double us = std::chrono::duration<double, std::micro>(clock_type::now() - t0).count();
@@ -335,7 +339,7 @@ void alternate(std::vector<variant>& vs, batch& b, int warmup, int reps, std::ui
     }
 }
 
-// Results -------------------------------------------------------------------
+// Results
 
 struct result {
     std::string name, what, baseline, goal;
@@ -343,11 +347,12 @@ struct result {
     int reps = 0;
     bool throughput = false;  // report MB/s instead of latency
     std::vector<std::pair<std::string, summary>> variants;
-    // Median over repetitions of the paired ratio (the variants of one
-    // repetition ran back to back, so they saw the same disk weather).
     // Latency: steppe time / other time; throughput: steppe rate / other rate.
+    // ratio_*: of the medians. paired_*: the median over repetitions of the
+    // per-repetition ratio (the variants of one repetition ran back to back,
+    // so they saw the same disk weather).
     double ratio_raw = 0, ratio_lmdb = 0;
-    double ratio_raw_of_medians = 0, ratio_lmdb_of_medians = 0;
+    double paired_raw = 0, paired_lmdb = 0;
     int goal_met = -1;                     // -1 = no goal
     std::string note;
 };
@@ -386,11 +391,13 @@ void print_table(const std::vector<result>& results) {
     std::printf("\n");
     for (auto& r : results) {
         std::printf("  %-14s %s; raw = %s\n", r.name.c_str(), r.what.c_str(), r.baseline.c_str());
+        std::string unit = r.throughput ? "rate" : "time";
+        std::printf("  %-14s paired ratios (median of per-repetition steppe/other %s): raw %.2f, LMDB %.2f\n", "",
+                    unit.c_str(), r.paired_raw, r.paired_lmdb);
         if (!r.note.empty()) std::printf("  %-14s %s\n", "", r.note.c_str());
     }
-    std::printf("  st/raw, st/LMDB: median over repetitions of the paired ratio (variants alternate within a repetition);\n"
-                "  latency rows: steppe time / other time; throughput rows: steppe rate / other rate.\n"
-                "  MB/s = 4096 * pages / median time, 10^6 bytes.\n");
+    std::printf("  st/raw, st/LMDB: ratio of the medians; latency rows: steppe time / other time, throughput rows:\n"
+                "  steppe rate / other rate (MB/s = 4096 * pages / median time, 10^6 bytes).\n");
 }
 
 std::string json_escape(const std::string& s) {
@@ -426,8 +433,7 @@ void write_json(const std::string& path, const settings& s, const std::string& d
             o << "}";
         }
         o << "}, \"steppe_vs_raw\": " << r.ratio_raw << ", \"steppe_vs_lmdb\": " << r.ratio_lmdb
-          << ", \"steppe_vs_raw_of_medians\": " << r.ratio_raw_of_medians
-          << ", \"steppe_vs_lmdb_of_medians\": " << r.ratio_lmdb_of_medians;
+          << ", \"steppe_vs_raw_paired\": " << r.paired_raw << ", \"steppe_vs_lmdb_paired\": " << r.paired_lmdb;
         if (!r.goal.empty())
             o << ", \"goal\": \"" << json_escape(r.goal) << "\", \"goal_met\": " << (r.goal_met == 1 ? "true" : "false");
         o << "}" << (i + 1 < results.size() ? "," : "") << "\n";
@@ -438,7 +444,7 @@ void write_json(const std::string& path, const settings& s, const std::string& d
     if (!f) die("cannot write " + path);
 }
 
-// The cases -----------------------------------------------------------------
+// The cases
 
 struct bench {
     settings cfg;
@@ -517,11 +523,11 @@ struct bench {
             for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) q.push_back(throughput ? b[i] / a[i] : a[i] / b[i]);
             return percentile(q, 0.5);
         };
-        r.ratio_raw = paired("raw");
-        r.ratio_lmdb = paired("lmdb");
+        r.paired_raw = paired("raw");
+        r.paired_lmdb = paired("lmdb");
         double s = get(r, "steppe").median_us, raw_us = get(r, "raw").median_us, l = get(r, "lmdb").median_us;
-        r.ratio_raw_of_medians = throughput ? raw_us / s : s / raw_us;
-        r.ratio_lmdb_of_medians = throughput ? l / s : s / l;
+        r.ratio_raw = throughput ? raw_us / s : s / raw_us;
+        r.ratio_lmdb = throughput ? l / s : s / l;
         return r;
     }
 
@@ -591,11 +597,17 @@ struct bench {
         results.push_back(r);
     }
 
+    bool wanted(const std::string& name) const {
+        return cfg.only.empty() || std::find(cfg.only.begin(), cfg.only.end(), name) != cfg.only.end();
+    }
+
     void run() {
         struct plan { int fresh1, reused1, p16, p256, p10k; };
         plan p = cfg.quick ? plan{30, 30, 15, 6, 2} : plan{200, 200, 100, 40, 7};
-        std::fprintf(stderr, "commit_1_fresh...\n");
-        one_page(true, p.fresh1);
+        if (wanted("commit_1_fresh")) {
+            std::fprintf(stderr, "commit_1_fresh...\n");
+            one_page(true, p.fresh1);
+        }
         // Grow the log to its steady-state size (one 10,000-page commit) and
         // checkpoint, so the following cases overwrite it in place.
         {
@@ -604,14 +616,23 @@ struct bench {
             store->commit(all.images, 0);
             store->checkpoint();
         }
-        std::fprintf(stderr, "commit_1...\n");
-        one_page(false, p.reused1);
-        std::fprintf(stderr, "commit_16...\n");
-        pages_latency(16, p.p16);
-        std::fprintf(stderr, "commit_256...\n");
-        pages_latency(256, p.p256);
-        std::fprintf(stderr, "commit_10000...\n");
-        throughput(kPageSpace, p.p10k);
+        if (wanted("commit_1")) {
+            std::fprintf(stderr, "commit_1...\n");
+            one_page(false, p.reused1);
+        }
+        if (wanted("commit_16")) {
+            std::fprintf(stderr, "commit_16...\n");
+            pages_latency(16, p.p16);
+        }
+        if (wanted("commit_256")) {
+            std::fprintf(stderr, "commit_256...\n");
+            pages_latency(256, p.p256);
+        }
+        if (wanted("commit_10000")) {
+            std::fprintf(stderr, "commit_10000...\n");
+            throughput(kPageSpace, p.p10k);
+        }
+        if (results.empty()) die("no case matches --only");
     }
 };
 

@@ -161,6 +161,7 @@ void storage::load_header() {
             throw error(errc::corrupt, path_ + ": the two header slots (pages 0 and 1) name different stores");
         header_ = slots[best];
         header_slot_ = best;
+        check_backed(header_.page_count);
         page_count_ = header_.page_count;
         meta_ = std::to_array(header_.meta);
         txn_seq_ = header_.txn_seq;
@@ -179,6 +180,17 @@ void storage::load_header() {
         throw error(errc::version, path_ + " is not a steppe store (no steppe header in page 0 or 1" + size_note + ")");
     throw error(errc::corrupt, path_ + ": both header slots are damaged (page 0: " + describe_slot(state[0]) +
                                    ", page 1: " + describe_slot(state[1]) + size_note + ")");
+}
+
+// A checkpoint writes page page_count - 1 and syncs before the header that
+// counts it, so a sound main file reaches past that page.
+void storage::check_backed(page_no count) const {
+    if (count == 0) return;
+    std::uint64_t size = main_->size();
+    if (count > max_pages || size / page_size < count || size < (physical_page(count - 1) + 1) * page_size)
+        throw error(errc::corrupt, path_ + ": the header counts " + std::to_string(count) +
+                                       " pages but the file ends at byte " + std::to_string(size) +
+                                       ": the main file is truncated or its header damaged");
 }
 
 bool storage::read_group_slot(std::uint64_t group, int slot, checksum_page& out) const {
@@ -216,6 +228,7 @@ void storage::open_wal() {
                                        " is missing; commits since the last checkpoint would be lost, so steppe "
                                        "will not open the store without it");
     wal_ = io_->open(wal_path_, opts_.read_only ? open_mode::read_only : open_mode::read_write, opts_.file_mode);
+    wal_allocated_ = wal_->size();
     wal_header h{};
     std::size_t n = wal_->read_at(0, {reinterpret_cast<std::byte*>(&h), sizeof h});
     bool intact = n == sizeof h && std::memcmp(h.magic, wal_magic, sizeof h.magic) == 0 && h.crc == struct_crc(h);
@@ -259,6 +272,7 @@ void storage::replay_wal() {
     std::vector<std::byte> frame(page_frame_size);
     std::uint64_t off = wal_frames_offset;
     std::uint32_t chain = chain_seed(wal_header_.salt);
+    page_no txn_pages = 0;  // highest page + 1 of the transaction being read
     wal_end_ = off;
     wal_chain_ = chain;
     wal_commits_ = 0;
@@ -272,12 +286,15 @@ void storage::replay_wal() {
         std::uint32_t next = frame_chain(chain, h, frame.data(), payload);
         if (next != h.chain) break;
         if (h.kind == frame_kind::page) {
-            if (page_checksum(frame.data(), page_size) != h.payload_crc) break;
+            if (h.number >= max_pages || page_checksum(frame.data(), page_size) != h.payload_crc) break;
             pending.push_back({h.number, {off + sizeof h, h.payload_crc}});
+            txn_pages = std::max(txn_pages, h.number + 1);
         } else {
-            if (h.payload_crc != pending.size() || h.number < page_count_) break;
+            // commit() always records max(page count, highest page + 1).
+            if (h.payload_crc != pending.size() || h.number != std::max(page_count_, txn_pages)) break;
             for (auto& [page, entry] : pending) wal_index_[page] = entry;
             pending.clear();
+            txn_pages = 0;
             page_count_ = h.number;
             std::memcpy(meta_.data(), frame.data(), meta_size);
             ++txn_seq_;
@@ -403,7 +420,8 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
     if (opts_.read_only) throw error(errc::invalid_argument, path_ + " is open read-only; commit is not allowed");
     log_tail t = tail_;
     std::uint64_t txn = txn_seq_ + 1;
-    std::vector<std::byte> buf(pages.size() * page_frame_size + (meta ? commit_frame_size : 0));
+    std::vector<std::byte>& buf = append_buffer_;  // reused: no 40 MB allocation per big commit
+    buf.resize(pages.size() * page_frame_size + (meta ? commit_frame_size : 0));
     std::size_t at = 0;
     auto put = [&](frame_kind kind, std::uint64_t number, std::uint32_t payload_crc, const std::byte* payload,
                    std::size_t n) {
@@ -413,6 +431,10 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
         std::memcpy(buf.data() + at + sizeof h, payload, n);
         at += sizeof h + n;
     };
+    for (const auto& p : pages)
+        if (p.page >= max_pages)
+            throw error(errc::invalid_argument, path_ + ": page " + std::to_string(p.page) + " is beyond the " +
+                                                    std::to_string(max_pages) + " pages a store can hold");
     for (const auto& p : pages) {
         std::uint32_t sum = page_checksum(p.data, page_size);
         entries.push_back({p.page, {t.end + at + sizeof(frame_header), sum}});
@@ -421,11 +443,28 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
     }
     t.frames += pages.size();
     if (meta) put(frame_kind::commit, t.page_count, static_cast<std::uint32_t>(t.frames), meta->data(), meta_size);
+    extend_log(t.end + buf.size());
     wal_->write_at(t.end, buf);  // a failure here leaves a torn tail: state unchanged
     t.end += buf.size();
     stats_.bytes_written += buf.size();
     stats_.pages_written += pages.size();
     return t;
+}
+
+// Appending to a file makes fdatasync commit its new size through the file
+// system's journal too, which costs as much again as the data. So the log
+// grows ahead of need by writing zeros (not fallocate: its unwritten extents
+// cost the same journal commit), in steps of at least log_growth, and commits then
+// overwrite in place. Zeros are never a valid frame.
+void storage::extend_log(std::uint64_t needed) {
+    if (needed <= wal_allocated_ || opts_.log_growth == 0) return;
+    std::uint64_t unit = opts_.log_growth;
+    std::uint64_t step = std::clamp<std::uint64_t>(wal_allocated_, unit, 64 * unit);
+    std::uint64_t target = (needed + step + unit - 1) / unit * unit;
+    std::vector<std::byte> zeros(std::min<std::uint64_t>(target - wal_allocated_, 8 << 20));
+    for (std::uint64_t at = wal_allocated_; at < target; at += zeros.size())
+        wal_->write_at(at, {zeros.data(), std::min<std::uint64_t>(zeros.size(), target - at)});
+    wal_allocated_ = target;
 }
 
 void storage::spill(std::span<const page_image> pages) {
@@ -538,7 +577,9 @@ void storage::checkpoint() {
         poisoned_ = true;
         throw;
     }
-    groups_.resize(std::max<std::uint64_t>(groups, groups_.size()), group_sums{checksum_page{}, -1});
+    std::uint64_t touched_groups = touched.empty() ? 0 : touched.rbegin()->first + 1;
+    groups_.resize(std::max({groups, touched_groups, static_cast<std::uint64_t>(groups_.size())}),
+                   group_sums{checksum_page{}, -1});
     for (auto& [g, sums] : touched) groups_[g] = sums;
     wal_index_.clear();
     try {

@@ -38,6 +38,9 @@
 namespace steppe::storage {
 
 using page_no = std::uint64_t;
+// The most pages one store can hold (16 TiB); page numbers are checked
+// against it wherever they enter (commits, headers, log frames).
+inline constexpr page_no max_pages = page_no{1} << 32;
 using meta_bytes = std::array<std::byte, meta_size>;
 
 struct options {
@@ -45,6 +48,7 @@ struct options {
     bool read_only = false;          // shared lock, no writes, no recovery writes
     bool durable = true;             // fdatasync at commit; off only for tests/benchmarks that say so
     std::uint64_t checkpoint_bytes = 64ull << 20;  // checkpoint once the log grows past this
+    std::uint64_t log_growth = 1ull << 20;         // the log grows by zeroed steps of at least this; 0 = as written
     mode_t file_mode = 0600;
     env* io = nullptr;               // nullptr = the real file system
 };
@@ -146,6 +150,8 @@ private:
     void create_files();
     void load_header();
     void load_checksums();
+    void check_backed(page_no count) const;
+    void extend_log(std::uint64_t needed);
     void open_wal();
     void replay_wal();
     void reset_wal(std::uint64_t generation, std::uint64_t salt);
@@ -172,6 +178,8 @@ private:
     std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
     std::uint64_t wal_commits_ = 0;
     std::unordered_map<page_no, wal_entry> pending_;  // spilled by the transaction in progress
+    std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames
+    std::vector<std::byte> append_buffer_;
     log_tail tail_{wal_frames_offset, 0, 0, 0};
 
     page_no page_count_ = 0;

@@ -25,6 +25,7 @@ storage::options crash_options(storage::env* io) {
     storage::options o;
     o.io = io;
     o.checkpoint_bytes = 6 * storage::page_frame_size;  // checkpoints happen mid-workload
+    o.log_growth = 16 * 1024;                           // and the log grows several times
     return o;
 }
 

@@ -1,13 +1,18 @@
+// Divisions, in order: 1. main file fix-ups, 2. log fix-ups, 3. seed stores
+// and known findings, 4. files, 5. the workout a store gets once opened.
 #include "fuzz_common.hpp"
 
 #include <steppe/error.hpp>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +41,18 @@ namespace {
     std::abort();
 }
 
+// STEPPE_FUZZ_VERBOSE=1: say what each step did (for diagnosing an input).
+void trace(const char* format, ...) {
+    static const bool verbose = std::getenv("STEPPE_FUZZ_VERBOSE") != nullptr;
+    if (!verbose) return;
+    std::va_list args;
+    va_start(args, format);
+    std::fputs("steppe fuzz: ", stderr);
+    std::vfprintf(stderr, format, args);
+    std::fputc('\n', stderr);
+    va_end(args);
+}
+
 template <class T>
 bool load(const bytes& b, std::size_t offset, T& out) {
     if (offset > b.size() || b.size() - offset < sizeof(T)) return false;
@@ -57,7 +74,7 @@ bool page_present(const bytes& b, std::uint64_t page) {
     return page < (std::uint64_t{1} << 40) && (page + 1) * st::page_size <= b.size();
 }
 
-// 1. Main file ---------------------------------------------------------------
+// 1. Main file
 
 void fix_main(bytes& main, std::uint8_t flags) {
     if (flags & fix_header_crc) {
@@ -105,7 +122,7 @@ bool best_header(const bytes& main, st::file_header& out) {
     return found;
 }
 
-// 2. Log ---------------------------------------------------------------------
+// 2. Log
 
 void fix_wal(const bytes& main, bytes& wal, std::uint8_t flags) {
     st::wal_header wh;
@@ -141,7 +158,7 @@ void fix_wal(const bytes& main, bytes& wal, std::uint8_t flags) {
     }
 }
 
-// 3. Seed stores ---------------------------------------------------------------
+// 3. Seed stores
 
 std::vector<std::byte> page_for(std::uint64_t txn, st::page_no page) {
     std::vector<std::byte> p(st::page_size);
@@ -215,13 +232,54 @@ void apply_fixups(bytes& main, bytes& wal, std::uint8_t flags) {
     fix_wal(main, wal, flags);
 }
 
-// 4. Files -----------------------------------------------------------------------
+bool known_finding(const bytes& main, const bytes& wal) {
+    static const bool skip = std::getenv("STEPPE_FUZZ_SKIP_KNOWN") != nullptr;
+    if (!skip) return false;
+    // F1: a checksum-valid header whose page_count the main file cannot back
+    // (load_checksums allocates a checksum page per group it claims).
+    st::file_header h;
+    std::uint64_t backed = main.size() / st::page_size + 4 * st::group_data_pages;
+    if (best_header(main, h) && h.page_count > backed) return true;
+    // F2: a commit frame in the log whose page count no page frame accounts for
+    // (replay_wal takes it as is; check() then walks every page it claims).
+    // F3: a page frame whose page is at or past its commit's page count.
+    std::uint64_t highest = 0, highest_in_txn = 0;
+    for (std::uint64_t off = st::wal_frames_offset;;) {
+        st::frame_header f;
+        if (!load(wal, off, f) || f.magic != st::frame_magic) break;
+        if (f.kind == st::frame_kind::page) {
+            highest = std::max(highest, f.number + 1);
+            highest_in_txn = std::max(highest_in_txn, f.number + 1);
+        }
+        if (f.kind == st::frame_kind::commit && f.number > highest + backed) return true;
+        if (f.kind == st::frame_kind::commit && highest_in_txn > f.number) return true;
+        if (f.kind == st::frame_kind::commit) highest_in_txn = 0;
+        if (f.kind != st::frame_kind::page && f.kind != st::frame_kind::commit) break;
+        off += sizeof f + (f.kind == st::frame_kind::page ? st::page_size : st::meta_size);
+    }
+    return false;
+}
+
+// 4. Files
+
+// Crashes and timeouts end the process without atexit, so each process names
+// its directory after its pid and removes those of processes that are gone.
+void remove_stale_work_dirs(const std::string& base) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+        std::string name = entry.path().filename().string();
+        unsigned long pid = 0;
+        if (std::sscanf(name.c_str(), "steppe-fuzz-%lu-", &pid) != 1 || pid == 0) continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
+    }
+}
 
 const std::string& work_dir() {
     // Never destroyed: the atexit cleanup below runs after static destructors.
     static const std::string* dir = [] {
         std::string base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : std::filesystem::temp_directory_path().string();
-        std::string templ = base + "/steppe-fuzz-XXXXXX";
+        remove_stale_work_dirs(base);
+        std::string templ = base + "/steppe-fuzz-" + std::to_string(::getpid()) + "-XXXXXX";
         if (!::mkdtemp(templ.data())) bug("mkdtemp %s failed", templ.c_str());
         auto* d = new std::string(templ);
         std::atexit([] {
@@ -246,7 +304,7 @@ bytes read_file(const std::string& path) {
 
 void remove_file(const std::string& path) { ::unlink(path.c_str()); }
 
-// 5. The workout -------------------------------------------------------------------
+// 5. The workout
 
 namespace {
 
@@ -258,7 +316,8 @@ void read_pages(const st::storage& s) {
     auto read = [&](st::page_no p) {
         try {
             s.read_page(p, buf.data());
-        } catch (const error&) {
+        } catch (const error& e) {
+            trace("read_page(%llu): %s", static_cast<unsigned long long>(p), e.what());
         }
     };
     for (st::page_no p = 0; p < n && p < max_pages_read; ++p) read(p);
@@ -286,16 +345,23 @@ void expect_page(const st::storage& s, st::page_no page, const std::vector<std::
 
 void workout(const std::string& path, bool read_only) {
     std::unique_ptr<st::storage> s;
+    const char* mode = read_only ? "read-only" : "read-write";
     try {
         s = open_store(path, read_only);
-    } catch (const error&) {
+    } catch (const error& e) {
+        trace("open %s: %s", mode, e.what());
         return;
     }
+    trace("open %s: %llu pages, txn %llu", mode, static_cast<unsigned long long>(s->page_count()),
+          static_cast<unsigned long long>(s->txn_seq()));
     read_pages(*s);
     try {
-        (void)s->describe();
-        (void)s->check();
-    } catch (const error&) {
+        auto info = s->describe();
+        trace("describe: log generation %llu, %llu commits, %llu bytes", static_cast<unsigned long long>(info.wal_generation),
+              static_cast<unsigned long long>(info.wal_commits), static_cast<unsigned long long>(info.wal_bytes_used));
+        for (const auto& finding : s->check()) trace("check: %s", finding.c_str());
+    } catch (const error& e) {
+        trace("describe/check: %s", e.what());
     }
     if (read_only) return;
 
@@ -308,24 +374,28 @@ void workout(const std::string& path, bool read_only) {
     std::memcpy(meta.data(), &txn, sizeof txn);
     try {
         s->commit(list, meta);
-    } catch (const error&) {
+    } catch (const error& e) {
+        trace("commit: %s", e.what());
         return;
     }
     expect_page(*s, target, image, "after commit");
     try {
         s->checkpoint();
-    } catch (const error&) {
+    } catch (const error& e) {
+        trace("checkpoint: %s", e.what());
         return;
     }
     expect_page(*s, target, image, "after checkpoint");
     s.reset();
     try {
         s = open_store(path, false);
-    } catch (const error&) {
+    } catch (const error& e) {
+        trace("reopen: %s", e.what());
         return;  // damage elsewhere in the input may still make the store unopenable
     }
     expect_page(*s, target, image, "after reopen");
     if (s->meta() != meta) bug("after reopen: the meta is not the last commit's");
+    trace("reopen: page %llu and the meta read back", static_cast<unsigned long long>(target));
 }
 
 }  // namespace

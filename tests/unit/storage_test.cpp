@@ -320,6 +320,34 @@ TEST_F(StorageTest, TruncatedFileIsReported) {
     EXPECT_NE(last_message.find("page 0"), std::string::npos) << last_message;
 }
 
+TEST_F(StorageTest, TruncatedAtAGroupBoundaryIsCorruptNotZeros) {
+    {
+        auto s = open();
+        std::vector<std::byte> img(page_size, std::byte{7});
+        page_image w[] = {{5, img.data()}, {group_data_pages + 5, img.data()}};  // pages in groups 0 and 1
+        s->commit(w, {});
+        s->checkpoint();
+    }
+    ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(checksum_slot_page(1, 0) * page_size)), 0);
+    EXPECT_EQ(open_error(), errc::corrupt);
+    EXPECT_NE(last_message.find("truncated"), std::string::npos) << last_message;
+}
+
+TEST_F(StorageTest, CommitOfAPageBeyondTheLimitIsRefused) {
+    auto s = open();
+    std::vector<std::byte> img(page_size);
+    page_image w[] = {{max_pages, img.data()}};
+    try {
+        s->commit(w, {});
+        FAIL();
+    } catch (const error& e) {
+        EXPECT_EQ(e.code(), errc::invalid_argument);
+    }
+    workload::run(*s, 1, 2);  // the store goes on
+    s.reset();
+    EXPECT_EQ(workload::committed_txn(*open()), 2u);
+}
+
 TEST_F(StorageTest, DamagedOlderHeaderSlotIsHarmlessAndCheckNamesIt) {
     { auto s = open(); workload::run(*s, 1, 5); s->checkpoint(); }  // slot 1 is now the newer
     flip(path, 50);
@@ -379,9 +407,9 @@ TEST_F(StorageTest, DamagedChecksumPageIsNamedAndTheOtherSlotServes) {
 
 TEST_F(StorageTest, DamagedLogFrameOfLastCommitDropsOnlyThatCommit) {
     { auto s = open(); workload::run(*s, 1, 3); }
-    auto wal = path + "-wal";
-    auto size = std::filesystem::file_size(wal);
-    flip(wal, size - 10);  // inside the last commit frame
+    std::uint64_t used;
+    { options ro; ro.read_only = true; used = open(ro)->describe().wal_bytes_used; }
+    flip(path + "-wal", wal_frames_offset + used - 10);  // inside the last commit frame
     auto s = open();
     EXPECT_EQ(workload::committed_txn(*s), 2u);
     EXPECT_EQ(workload::verify(*s), "");
