@@ -162,6 +162,12 @@ std::uintptr_t pager::swizzle_word(std::uint64_t word, bool& ok) noexcept {
     std::uint64_t page = a / translate::page_size;
     if (page == 0 || page >= heap_->page_count()) return ok = false, 0;
     std::uintptr_t v = map_->virtual_of(page);
+    if (v == 0 && !heap_->describe(page)->is_data()) {
+        // A dangling pointer (its page was freed): it must not reserve the
+        // page in a shape that a rollback would make wrong, so it leads to a
+        // page that is never mapped. Committed as is, it is stored as null.
+        return map_->dead_page() + a % translate::page_size + (end ? 1 : 0);
+    }
     if (v == 0) {
         translate::unit u = unit_of(page);
         std::uintptr_t base = map_->reserve(u);
@@ -182,8 +188,12 @@ translate::unit pager::unit_of(std::uint64_t page) const noexcept {
 }
 
 translate::page_layout pager::layout_of_page(std::uint64_t page) const noexcept {
+    return layout_of_page(*heap_, page);
+}
+
+translate::page_layout pager::layout_of_page(const heap& h, std::uint64_t page) const noexcept {
     translate::page_layout l;
-    const heap::page_desc* d = heap_->describe(page);
+    const heap::page_desc* d = h.describe(page);
     if (!d || !d->is_data() || d->type() >= shapes_.size()) return l;
     l.type = &shapes_[d->type()];
     l.elem_size = d->elem_size();
@@ -196,7 +206,7 @@ translate::page_layout pager::layout_of_page(std::uint64_t page) const noexcept 
     std::uint64_t head = page - d->head_distance();
     l.what = translate::page_layout::kind::large;
     l.offset_in_object = (page - head) * translate::page_size;
-    l.elem_count = heap_->describe(head)->elem_count();
+    l.elem_count = h.describe(head)->elem_count();
     return l;
 }
 
@@ -234,12 +244,14 @@ std::uint64_t pager::to_persistent(const void* p, const std::string& what) const
 // New pages get a fresh virtual range of their new shape, installed as zeros;
 // freed pages lose theirs, so stale pointers can never alias a new object.
 void pager::take_new_and_freed_pages() {
-    for (std::uint64_t page : heap_->take_freed_pages()) {
-        map_->retire(page);
-        if (page < storage_.page_count()) txn_freed_ = true;
-    }
+    // Freed pages keep their range until the commit (retire_freed_pages), so
+    // that a rollback that revives their objects finds them where they were.
+    for (std::uint64_t page : heap_->take_freed_pages()) txn_freed_.push_back(page);
     std::vector<std::uint64_t> fresh = heap_->take_new_pages();
-    for (std::uint64_t page : fresh) map_->retire(page);
+    for (std::uint64_t page : fresh) {
+        if (page < storage_.page_count() && map_->virtual_of(page)) retired_committed_ = true;
+        map_->retire(page);
+    }
     for (std::uint64_t page : fresh) {
         translate::unit u = unit_of(page);
         std::uintptr_t base = map_->virtual_of(u.head);
@@ -263,7 +275,13 @@ void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t cou
 }
 
 void pager::free(void* object) {
-    heap_->free(to_persistent(object, "destroy: pointer"));
+    std::uint64_t addr = to_persistent(object, "destroy: pointer");
+    auto chunk = heap_->find_chunk(addr);
+    heap_->free(addr);  // throws for anything but the start of an allocated chunk
+    // A freed small chunk is never swizzled or unswizzled again, but its page
+    // is written whole: zero it, so no raw address of this process reaches
+    // the file (and the chunk is ready for its next object).
+    if (!chunk->large) std::memset(object, 0, chunk->bytes);
     take_new_and_freed_pages();
 }
 
@@ -356,10 +374,13 @@ void pager::committed() {
         for (std::uint64_t page : txn_new_)
             if (std::uintptr_t v = map_->virtual_of(page)) resident_->record(v);
     pages_committed_ += collected_pages_ + spilled_.size();
+    for (std::uint64_t page : txn_freed_)
+        if (!heap_->describe(page)->is_data()) map_->retire(page);
     unwritten_.clear();
     txn_new_.clear();
     spilled_.clear();
-    txn_freed_ = false;
+    txn_freed_.clear();
+    retired_committed_ = false;
     keep_within_budget();
 }
 
@@ -418,9 +439,10 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
         if (map_->lookup(v).what == translate::page_map::kind::page) space_->discard(v, 1);
     for (std::uint64_t page : txn_new_) map_->retire(page);
     heap_ = std::move(committed_heap);
-    if (txn_freed_) {
-        // Committed pages were freed (and their ranges retired); clean resident
-        // pages may hold pointers into those ranges, so every page reloads.
+    if (retired_committed_) {
+        // Committed pages were reused in another shape (and their ranges
+        // retired); clean resident pages may hold pointers into those ranges,
+        // so every page reloads.
         for (std::uint64_t page = 1; page < heap_->page_count(); ++page) {
             std::uintptr_t v = map_->virtual_of(page);
             if (v && space_->is_resident(v)) space_->discard(v, 1);
@@ -428,7 +450,8 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
     }
     unwritten_.clear();
     txn_new_.clear();
-    txn_freed_ = false;
+    txn_freed_.clear();
+    retired_committed_ = false;
 }
 
 pager_stats pager::stats() const {

@@ -108,6 +108,8 @@ public:
 
     // Which words of `page` are pointers (for checks; no allocation).
     translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
+    // The same as `h` (another state of the heap, e.g. the committed one) has it.
+    translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
 
     pager_stats stats() const;
     vm::backend_kind backend() const { return space_->backend(); }
@@ -140,7 +142,8 @@ private:
     void note_fault_for_prefetch(std::uint64_t page) noexcept;
     void prefetch_targets(const std::uint64_t* pages, int count) noexcept;
     std::vector<std::uint64_t> txn_new_;        // pages handed out since the last commit
-    bool txn_freed_ = false;                    // a committed page was freed since the last commit
+    std::vector<std::uint64_t> txn_freed_;      // pages freed since the last commit (ranges kept until it)
+    bool retired_committed_ = false;            // a committed page's range was retired since the last commit
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write
     std::set<std::uint64_t> spilled_;           // pages of this transaction already in the log
     std::atomic<std::uint64_t> pointers_swizzled_{0};

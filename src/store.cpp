@@ -481,7 +481,8 @@ std::vector<type_usage> store_impl::types() const {
 // Committed state only: pages are read from the storage, not from memory.
 std::vector<std::string> store_impl::check() const {
     std::vector<std::string> findings = storage_->check();
-    const heap& h = pager_->allocator();
+    std::unique_ptr<heap> committed_heap = load_heap();  // not the live one: uncommitted changes are not findings
+    const heap& h = *committed_heap;
     for (const auto& f : h.audit()) findings.push_back(path() + ": heap: " + f);
     for (const auto& [name, e] : committed_.roots)
         if (!h.find_chunk(e.address))
@@ -491,7 +492,7 @@ std::vector<std::string> store_impl::check() const {
     storage::read_failure why;
     for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
         if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why)) continue;
-        translate::for_each_pointer(pager_->layout_of_page(p), [&](std::size_t at, std::uint32_t) {
+        translate::for_each_pointer(pager_->layout_of_page(h, p), [&](std::size_t at, std::uint32_t) {
             std::uint64_t w;
             std::memcpy(&w, page.data() + at, sizeof w);
             if (w == 0) return;

@@ -30,6 +30,9 @@ page_map::page_map(vm::fault_space& space, std::uint64_t max_pages, std::size_t 
         throw error(errc::io, "reserving a " + std::to_string(arena_bytes >> 20) +
                                   " MiB address-space arena for the store failed: " + std::strerror(errno));
     }
+    std::atomic<std::uint64_t>* reverse;
+    dead_page_ = allocate_virtual(1, reverse);
+    reverse->store(tag_retired, std::memory_order_relaxed);
 }
 
 page_map::~page_map() {

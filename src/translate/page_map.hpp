@@ -67,6 +67,10 @@ public:
     // its virtual range. Normal context only.
     void retire(std::uint64_t page);
 
+    // An address in a page that is never mapped (lookup says retired): where
+    // pointers to pages that hold no objects (freed since) are swizzled to.
+    std::uintptr_t dead_page() const noexcept { return dead_page_; }
+
     std::uint64_t max_pages() const noexcept { return max_pages_; }
     std::uint64_t reserved_virtual_pages() const noexcept;
 
@@ -94,6 +98,7 @@ private:
     arena arenas_[max_arenas];
     std::atomic<std::size_t> arena_count_{0};
     std::atomic<bool> growing_{false};
+    std::uintptr_t dead_page_ = 0;
 };
 
 }  // namespace steppe::translate
