@@ -458,8 +458,10 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
 // overwrite in place. Zeros are never a valid frame.
 void storage::extend_log(std::uint64_t needed) {
     if (needed <= wal_allocated_ || opts_.log_growth == 0) return;
+    // Round up to the unit, then add as much again as the log has (doubling,
+    // at most 64 units at a time), so a small store keeps a small log.
     std::uint64_t unit = opts_.log_growth;
-    std::uint64_t step = std::clamp<std::uint64_t>(wal_allocated_, unit, 64 * unit);
+    std::uint64_t step = wal_allocated_ >= unit ? std::min(wal_allocated_, 64 * unit) : 0;
     std::uint64_t target = (needed + step + unit - 1) / unit * unit;
     std::vector<std::byte> zeros(std::min<std::uint64_t>(target - wal_allocated_, 8 << 20));
     for (std::uint64_t at = wal_allocated_; at < target; at += zeros.size())

@@ -49,7 +49,7 @@ TEST_F(CliTest, InfoShowsFormatSizesAndLogState) {
               "store id     ID\n"
               "pages        10 (0.0 MiB)\n"
               "main file    8192 bytes\n"
-              "log          STORE-wal: 2097152 bytes, generation 1, 37520 bytes in use\n"
+              "log          STORE-wal: 1048576 bytes, generation 1, 37520 bytes in use\n"
               "log state    1 commits (9 distinct pages) not yet checkpointed\n"
               "last commit  1\n");
 }
