@@ -8,6 +8,8 @@
 //
 // Usage: container_bench [--entries N] [--runs R] [--dir D] [--prefetch 0|1]
 #include <steppe/steppe.hpp>
+
+#include "bench_util.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,17 +25,14 @@
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
+using bench_util::clock_type;
+using bench_util::median;
+using bench_util::seconds_since;
 long g_entries = 1000000;
 int g_runs = 7;
 std::string g_dir;
 bool g_prefetch = true;
 
-double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 std::vector<long> random_keys(long n, std::uint64_t seed) {
     std::vector<long> keys(static_cast<std::size_t>(n));
@@ -77,10 +76,7 @@ void hot(const char* name, StoreMap& in_store, const HeapMap& in_heap) {
 
 template <class StoreMap>
 void cold(const char* name, const std::string& root) {
-    int fds[2];
-    if (::pipe(fds) != 0) return;
-    pid_t child = ::fork();
-    if (child == 0) {
+    auto in = bench_util::in_child([&root] {
         steppe::open_options o;
         o.read_only = true;
         o.prefetch = g_prefetch;
@@ -91,17 +87,10 @@ void cold(const char* name, const std::string& root) {
         for (const auto& [k, v] : *m) sum += v;
         double secs = seconds_since(t);
         auto st = s.stats();
-        double out[4] = {secs, static_cast<double>(st.faults), static_cast<double>(st.pointers_swizzled),
-                         static_cast<double>(sum)};
-        (void)!::write(fds[1], out, sizeof out);
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    double in[4] = {};
-    bool got = ::read(fds[0], in, sizeof in) == sizeof in;
-    ::close(fds[0]);
-    ::waitpid(child, nullptr, 0);
-    if (!got) return;
+        return std::vector<double>{secs, static_cast<double>(st.faults), static_cast<double>(st.pointers_swizzled),
+                                   static_cast<double>(sum)};
+    });
+    if (in.size() < 4) return;
     std::printf("cold %-13s %7.1f ms for %.0f pages: %.2f us per page, %.1f ns per pointer (%.0f pointers), %.0f "
                 "pointers per page\n",
                 name, in[0] * 1e3, in[1], in[0] * 1e6 / in[1], in[0] * 1e9 / in[2], in[2], in[2] / in[1]);
@@ -117,11 +106,7 @@ int main(int argc, char** argv) {
         else if (flag == "--dir") g_dir = value;
         else if (flag == "--prefetch") g_prefetch = value != "0";
     }
-    if (g_dir.empty()) {
-        char templ[] = "/var/tmp/steppe-bench-XXXXXX";
-        if (!::mkdtemp(templ)) return 2;
-        g_dir = templ;
-    }
+    g_dir = bench_util::scratch_dir(g_dir);
     using store_map = steppe::map<long, long>;
     using store_umap = steppe::unordered_map<long, long>;
     try {

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "storage/storage.hpp"
 #include "vm/vm.hpp"
 
@@ -47,7 +48,10 @@ struct Graph {
 
 using bench::Graph;
 using bench::Part;
-using clock_type = std::chrono::steady_clock;
+using bench_util::clock_type;
+using bench_util::in_child;
+using bench_util::median;
+using bench_util::seconds_since;
 
 namespace {
 
@@ -58,13 +62,6 @@ steppe::fault_backend g_backend = steppe::fault_backend::uffd;
 bool g_prefetch = true;
 std::uint64_t g_budget = 0;  // bytes; 0 = the default
 
-double seconds_since(clock_type::time_point t) {
-    return std::chrono::duration<double>(clock_type::now() - t).count();
-}
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 // Connections as OO1 makes them: 90 % to the nearest 1 % of ids, 10 % anywhere.
 template <class Alloc>
@@ -124,24 +121,6 @@ void build_store() {
     s.commit();
 }
 
-// Runs f in a fresh process and returns the numbers it reports.
-std::vector<double> in_child(const std::function<std::vector<double>()>& f) {
-    int fds[2];
-    if (::pipe(fds) != 0) std::exit(2);
-    pid_t child = ::fork();
-    if (child == 0) {
-        auto v = f();
-        (void)!::write(fds[1], v.data(), v.size() * sizeof(double));
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::vector<double> v(16);
-    ssize_t n = ::read(fds[0], v.data(), v.size() * sizeof(double));
-    ::close(fds[0]);
-    ::waitpid(child, nullptr, 0);
-    v.resize(n > 0 ? static_cast<std::size_t>(n) / sizeof(double) : 0);
-    return v;
-}
 
 bool drop_caches() {
     ::sync();
@@ -343,11 +322,7 @@ int main(int argc, char** argv) {
         else if (flag == "--dir") g_dir = value;
         else if (flag == "--backend") g_backend = value == "mprotect" ? steppe::fault_backend::mprotect : steppe::fault_backend::uffd;
     }
-    if (g_dir.empty()) {
-        char templ[] = "/var/tmp/steppe-bench-XXXXXX";
-        if (!::mkdtemp(templ)) return 2;
-        g_dir = templ;
-    }
+    g_dir = bench_util::scratch_dir(g_dir);
     try {
         std::printf("page_bench: %ld parts, %d runs, backend %s, store in %s\n", g_parts, g_runs,
                     g_backend == steppe::fault_backend::uffd ? "uffd" : "mprotect", g_dir.c_str());

@@ -1,0 +1,56 @@
+// Small pieces every steppe benchmark uses: timing, medians, a fresh process
+// to measure cold behaviour in, and a scratch directory on a real disk.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bench_util {
+
+using clock_type = std::chrono::steady_clock;
+
+inline double seconds_since(clock_type::time_point t) {
+    return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Runs f in a forked process (nothing of a store is mapped there yet) and
+// returns the numbers it produced (at most 16), or none if it died.
+inline std::vector<double> in_child(const std::function<std::vector<double>()>& f) {
+    int fds[2];
+    if (::pipe(fds) != 0) std::exit(2);
+    pid_t child = ::fork();
+    if (child == 0) {
+        auto v = f();
+        (void)!::write(fds[1], v.data(), std::min<std::size_t>(v.size(), 16) * sizeof(double));
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::vector<double> v(16);
+    ssize_t n = ::read(fds[0], v.data(), v.size() * sizeof(double));
+    ::close(fds[0]);
+    ::waitpid(child, nullptr, 0);
+    v.resize(n > 0 ? static_cast<std::size_t>(n) / sizeof(double) : 0);
+    return v;
+}
+
+// `dir` if given, else a new directory under /var/tmp (a disk, not tmpfs).
+inline std::string scratch_dir(const std::string& dir) {
+    if (!dir.empty()) return dir;
+    char templ[] = "/var/tmp/steppe-bench-XXXXXX";
+    if (!::mkdtemp(templ)) std::exit(2);
+    return templ;
+}
+
+}  // namespace bench_util
