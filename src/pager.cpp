@@ -248,10 +248,7 @@ void pager::take_new_and_freed_pages() {
     // that a rollback that revives their objects finds them where they were.
     for (std::uint64_t page : heap_->take_freed_pages()) txn_freed_.push_back(page);
     std::vector<std::uint64_t> fresh = heap_->take_new_pages();
-    for (std::uint64_t page : fresh) {
-        if (page < storage_.page_count() && map_->virtual_of(page)) retired_committed_ = true;
-        map_->retire(page);
-    }
+    for (std::uint64_t page : fresh) forget_contents(page, unit_of(page));
     for (std::uint64_t page : fresh) {
         translate::unit u = unit_of(page);
         std::uintptr_t base = map_->virtual_of(u.head);
@@ -260,6 +257,21 @@ void pager::take_new_and_freed_pages() {
         space_->install(base + (page - u.head) * translate::page_size, zero_page);
         txn_new_.push_back(page);
     }
+}
+
+// The page is to show other contents (a new object, or the committed ones
+// after a rollback) in the unit `shape`. A range reserved in that same shape
+// is kept, so pointers the program holds into it stay valid; only its
+// contents go. A range of another shape is retired.
+void pager::forget_contents(std::uint64_t page, translate::unit shape) {
+    translate::unit reserved = map_->reserved_unit(page);
+    if (reserved.pages == 0) return;
+    if (reserved == shape) {
+        space_->discard(map_->virtual_of(page), 1);
+        return;
+    }
+    if (page < storage_.page_count()) retired_committed_ = true;
+    map_->retire(page);
 }
 
 void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align) {
@@ -437,8 +449,12 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
     unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
     for (std::uintptr_t v : unwritten_)
         if (map_->lookup(v).what == translate::page_map::kind::page) space_->discard(v, 1);
-    for (std::uint64_t page : txn_new_) map_->retire(page);
     heap_ = std::move(committed_heap);
+    for (std::uint64_t page : txn_new_) {
+        const heap::page_desc* d = heap_->describe(page);
+        if (d && d->is_data()) forget_contents(page, unit_of(page));  // a committed page again
+        else map_->retire(page);
+    }
     if (retired_committed_) {
         // Committed pages were reused in another shape (and their ranges
         // retired); clean resident pages may hold pointers into those ranges,

@@ -122,6 +122,7 @@ private:
     translate::unit unit_of(std::uint64_t page) const noexcept;
     std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;
     void take_new_and_freed_pages();
+    void forget_contents(std::uint64_t page, translate::unit shape);
     void spill_if_over_budget();
     void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to);
 

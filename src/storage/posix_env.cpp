@@ -142,7 +142,15 @@ public:
         if (fd < 0) throw_system_error("open", lock_path, errno, "the store's lock file");
         if (::flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
             int err = errno;
-            std::string holder = read_pid(fd);
+            // The file names the last writer; if a shared lock can be had, the
+            // holders now are readers, and that writer may be long gone.
+            bool readers = exclusive && err == EWOULDBLOCK && ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+            std::string holder = readers ? "" : read_pid(fd);
+            if (readers) {
+                ::close(fd);
+                throw error(errc::locked, "store is open read-only by other processes (lock file " + lock_path +
+                                              "); a writer must wait until they close it");
+            }
             ::close(fd);
             if (err == EWOULDBLOCK)
                 throw error(errc::locked, "store is locked by process " + holder + " (lock file " + lock_path + ")");

@@ -125,15 +125,28 @@ page_map::lookup_result page_map::lookup(std::uintptr_t addr) const noexcept {
     }
 }
 
-void page_map::retire(std::uint64_t page) {
-    std::uintptr_t v = virtual_of(page);
-    if (v == 0) return;
+// A unit's pages are the run of page entries between two guards.
+page_map::extent page_map::extent_of(std::uintptr_t v) const noexcept {
     const arena* a = arena_of(v);
     std::uint64_t at = (v - a->base) / page_size;
     auto is_page = [&](std::uint64_t i) { return (a->reverse[i].load() & 3) == tag_page; };
     std::uint64_t first = at, last = at;
     while (first > 0 && is_page(first - 1)) --first;
     while (last + 1 < a->pages && is_page(last + 1)) ++last;
+    return {a, first, last};
+}
+
+unit page_map::reserved_unit(std::uint64_t page) const noexcept {
+    std::uintptr_t v = virtual_of(page);
+    if (v == 0) return {0, 0};
+    extent e = extent_of(v);
+    return {e.a->reverse[e.first].load() >> 2, e.last - e.first + 1};
+}
+
+void page_map::retire(std::uint64_t page) {
+    std::uintptr_t v = virtual_of(page);
+    if (v == 0) return;
+    auto [a, first, last] = extent_of(v);
     for (std::uint64_t i = first; i <= last; ++i) {
         std::uint64_t p = a->reverse[i].load() >> 2;
         forward_[p].store(0, std::memory_order_release);

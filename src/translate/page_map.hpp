@@ -36,6 +36,7 @@ inline constexpr std::size_t page_size = 4096;
 struct unit {
     std::uint64_t head;   // first persistent page
     std::uint64_t pages;  // 1 for a small page, the run length for a large object
+    bool operator==(const unit&) const = default;
 };
 
 class page_map {
@@ -63,6 +64,9 @@ public:
     // What the virtual address `addr` is (none: not in any of our arenas).
     lookup_result lookup(std::uintptr_t addr) const noexcept;
 
+    // The unit `page` is reserved in now ({0, 0} if none). Normal context.
+    unit reserved_unit(std::uint64_t page) const noexcept;
+
     // Unmaps the unit that holds `page` (whatever its shape was) and retires
     // its virtual range. Normal context only.
     void retire(std::uint64_t page);
@@ -88,6 +92,11 @@ private:
     };
 
     std::uintptr_t allocate_virtual(std::uint64_t pages, std::atomic<std::uint64_t>*& reverse) noexcept;
+    struct extent {
+        const arena* a;
+        std::uint64_t first, last;  // arena page indices of the unit
+    };
+    extent extent_of(std::uintptr_t v) const noexcept;
     bool add_arena() noexcept;
     const arena* arena_of(std::uintptr_t addr) const noexcept;
 

@@ -35,6 +35,7 @@
 #include <bit>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -934,13 +935,28 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
         throw error(errc::unsupported, "vm: the uffd fault backend cannot work here: " + k.uffd_problem +
                                            ". Use the mprotect backend (STEPPE_FAULT_BACKEND=mprotect).");
     }
-    const tracking_kind chosen = detail::choose_tracking(backend, tracking);
+    tracking_kind chosen = detail::choose_tracking(backend, tracking);
+    int pagemap = -1;
+    if (chosen == tracking_kind::wp_async) {
+        pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        if (pagemap < 0) {
+            // A non-dumpable process (after setuid, or PR_SET_DUMPABLE 0) may not
+            // read its own pagemap: fall back to write faults unless asked.
+            const int err = errno;
+            if (tracking.has_value() || std::getenv("STEPPE_WRITE_TRACKING"))
+                detail::throw_system_error("open", err, "opening /proc/self/pagemap for PAGEMAP_SCAN");
+            chosen = tracking_kind::wp_sync;
+        }
+    }
     install_signal_handlers();
 
     int uffd = -1;
     if (backend == backend_kind::uffd) {
         uffd = detail::open_userfaultfd();
-        if (uffd < 0) detail::throw_system_error("userfaultfd", -uffd, "opening a userfaultfd");
+        if (uffd < 0) {
+            if (pagemap >= 0) close(pagemap);
+            detail::throw_system_error("userfaultfd", -uffd, "opening a userfaultfd");
+        }
         uffdio_api api{};
         api.api = UFFD_API;
         api.features = UFFD_FEATURE_SIGBUS;
@@ -949,17 +965,9 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
         if (ioctl(uffd, UFFDIO_API, &api) != 0) {
             const int err = errno;
             close(uffd);
+            if (pagemap >= 0) close(pagemap);
             detail::throw_system_error("UFFDIO_API", err, "enabling userfaultfd features for write tracking " +
                                                               std::string(to_string(chosen)));
-        }
-    }
-    int pagemap = -1;
-    if (chosen == tracking_kind::wp_async) {
-        pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-        if (pagemap < 0) {
-            const int err = errno;
-            close(uffd);
-            detail::throw_system_error("open", err, "opening /proc/self/pagemap for PAGEMAP_SCAN");
         }
     }
     return std::make_unique<space>(backend, chosen, fill, ctx, uffd, pagemap);

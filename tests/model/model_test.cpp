@@ -1,0 +1,182 @@
+// Model-based random testing through steppe's public API (see model.hpp).
+//
+// The CI slice runs fixed seeds. Environment:
+//   STEPPE_MODEL_SEEDS=N       sequences to run (default: the CI slice)
+//   STEPPE_MODEL_FIRST_SEED=S  first seed (default 1); seed s uses config_for_seed(s)
+//   STEPPE_MODEL_OPS=L         abstract ops per sequence (default 120)
+//   STEPPE_MODEL_SECONDS=T     keep running further seeds until T seconds have passed
+//   STEPPE_MODEL_VERBOSE=1     print every step
+//   STEPPE_MODEL_NO_SHRINK=1   report a failure without shrinking it
+//   STEPPE_MODEL_KEEP_GOING=1  go on after a failure
+//   STEPPE_MODEL_REPLAY=...    run exactly the op list a failure printed (Model.Replay)
+//   STEPPE_MODEL_REAL_FSYNC=1  call the real fdatasync (durability is otherwise simulated)
+//   STEPPE_MODEL_TIMEOUT_MS=T  how long a worker may take to answer one step (default 120000)
+//   STEPPE_EXPOSE_KNOWN_BUGS=1 no workaround for open engine bugs (docs/guarantees.md, "Known bugs")
+// A long run is one command, e.g.
+//   STEPPE_MODEL_SEEDS=5000 STEPPE_MODEL_OPS=300 build/debug/tests/model/model_test --gtest_filter=Model.RandomSequences
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "crash_io.hpp"
+#include "model.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace steppe_model;
+
+namespace {
+
+long env_long(const char* name, long fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atol(v) : fallback;
+}
+bool env_flag(const char* name) { return env_long(name, 0) != 0; }
+
+// Reports a failing sequence: shrunk (unless told not to), as a C++-like op list.
+void report_failure(const config& cfg, const std::vector<op>& ops, const outcome& o, std::uint64_t seed) {
+    std::printf("seed %llu fails (%s) at op %zu: %s\n", static_cast<unsigned long long>(seed), o.category.c_str(),
+                o.op_index, o.message.c_str());
+    std::vector<op> minimal = ops;
+    outcome last = o;
+    if (!env_flag("STEPPE_MODEL_NO_SHRINK")) {
+        minimal = shrink(cfg, ops, o, last, static_cast<std::size_t>(env_long("STEPPE_MODEL_SHRINK_RUNS", 3000)),
+                         static_cast<double>(env_long("STEPPE_MODEL_SHRINK_SECONDS", 300)));
+        std::printf("shrunk from %zu to %zu ops\n", o.op_index + 1, minimal.size());
+    }
+    std::string text = report(cfg, minimal, last);
+    std::printf("%s", text.c_str());
+    ADD_FAILURE() << "model test failure, seed " << seed << " (" << last.category << "):\n" << text;
+}
+
+TEST(Model, RandomSequences) {
+    const long first = env_long("STEPPE_MODEL_FIRST_SEED", 1);
+    const long seeds = env_long("STEPPE_MODEL_SEEDS", 40);
+    const long length = env_long("STEPPE_MODEL_OPS", 120);
+    const long seconds = env_long("STEPPE_MODEL_SECONDS", 0);
+    const bool verbose = env_flag("STEPPE_MODEL_VERBOSE");
+    auto start = std::chrono::steady_clock::now();
+    run_stats total;
+    long failures = 0;
+    for (long i = 0;; ++i) {
+        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (i >= seeds && (seconds == 0 || elapsed >= static_cast<double>(seconds))) break;
+        auto seed = static_cast<std::uint64_t>(first + i);
+        config cfg = config_for_seed(seed);
+        std::vector<op> ops = generate(seed, static_cast<std::size_t>(length));
+        if (verbose) std::printf("seed %llu: %s\n", static_cast<unsigned long long>(seed), describe(cfg).c_str());
+        steppe::test::temp_dir dir;
+        outcome o = run(cfg, ops, dir.dir().string(), &total, verbose);
+        if (o.failed) {
+            ++failures;
+            report_failure(cfg, ops, o, seed);
+            if (!env_flag("STEPPE_MODEL_KEEP_GOING")) break;
+        }
+    }
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("model: %s\n  %ld failing sequences; %.1f s\n", total.summary().c_str(), failures, elapsed);
+    RecordProperty("sequences", static_cast<int>(total.runs));
+    // Crash points and power loss are only real if the store's writes go
+    // through the interposed pwrite/fdatasync (see crash_io.hpp).
+    EXPECT_GE(total.tracked_io, 2 * total.commits / 3)
+        << "steppe's commits no longer write through pwrite/fdatasync: crash_io sees nothing";
+}
+
+TEST(Model, Replay) {
+    const char* text = std::getenv("STEPPE_MODEL_REPLAY");
+    if (!text) GTEST_SKIP() << "set STEPPE_MODEL_REPLAY to the string a failure printed";
+    config cfg;
+    std::vector<op> ops;
+    ASSERT_TRUE(decode(text, cfg, ops)) << "cannot parse STEPPE_MODEL_REPLAY";
+    steppe::test::temp_dir dir;
+    run_stats stats;
+    outcome o = run(cfg, ops, dir.dir().string(), &stats, true);
+    if (o.failed) report_failure(cfg, ops, o, 0);
+    std::printf("%s\n", stats.summary().c_str());
+}
+
+// The harness itself: a worker that loses writes, or whose commits do
+// nothing, is caught, and the failure shrinks to a handful of ops.
+void expect_caught(int sabotage, std::size_t max_ops) {
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        config cfg = config_for_seed(seed);
+        cfg.sabotage = sabotage;
+        std::vector<op> ops = generate(seed, 60);
+        steppe::test::temp_dir dir;
+        outcome o = run(cfg, ops, dir.dir().string());
+        if (!o.failed) continue;
+        outcome last;
+        std::vector<op> minimal = shrink(cfg, ops, o, last, 400, 60);
+        EXPECT_LE(minimal.size(), max_ops) << report(cfg, minimal, last);
+        std::printf("sabotage %d caught (%s); shrunk to:\n%s", sabotage, o.category.c_str(),
+                    report(cfg, minimal, last).c_str());
+        return;
+    }
+    ADD_FAILURE() << "sabotage " << sabotage << " went unnoticed in 20 sequences";
+}
+
+TEST(ModelSelfTest, CatchesALostWriteAndShrinksIt) { expect_caught(1, 5); }
+TEST(ModelSelfTest, CatchesACommitThatDoesNothingAndShrinksIt) { expect_caught(2, 5); }
+
+// The harness itself: a simulated power loss keeps synced writes and loses
+// unsynced ones; kill -9 keeps both.
+std::string contents(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void write_then_crash(const std::string& dir, crash_io::mode m) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        crash_io::track_directory(dir);
+        int fd = ::open((dir + "/f").c_str(), O_RDWR | O_CREAT, 0600);
+        if (::pwrite(fd, "durable.", 8, 0) != 8 || ::fdatasync(fd) != 0) ::_exit(1);
+        if (::pwrite(fd, "LOST", 4, 0) != 4 || ::pwrite(fd, "-and-more", 9, 8) != 9) ::_exit(1);
+        crash_io::crash_now(m, 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+}
+
+TEST(CrashIo, PowerLossLosesOnlyUnsyncedWrites) {
+    steppe::test::temp_dir dir;
+    write_then_crash(dir.dir().string(), crash_io::mode::drop_all);
+    EXPECT_EQ(contents(dir.path("f")), "durable.");
+    write_then_crash(dir.dir().string(), crash_io::mode::keep_all);
+    EXPECT_EQ(contents(dir.path("f")), "LOSTble.-and-more");
+}
+
+TEST(CrashIo, KillKeepsWhatWasWritten) {
+    steppe::test::temp_dir dir;
+    write_then_crash(dir.dir().string(), crash_io::mode::kill);
+    EXPECT_EQ(contents(dir.path("f")), "LOSTble.-and-more");
+}
+
+TEST(CrashIo, ArmedCrashStopsBeforeTheNthCall) {
+    steppe::test::temp_dir dir;
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        crash_io::track_directory(dir.dir().string());
+        int fd = ::open(dir.path("f").c_str(), O_RDWR | O_CREAT, 0600);
+        crash_io::arm(2, crash_io::mode::drop_all, 0);
+        if (::pwrite(fd, "a", 1, 0) != 1 || ::fdatasync(fd) != 0) ::_exit(1);  // calls 0 and 1
+        (void)!::pwrite(fd, "b", 1, 1);  // call 2: never happens
+        ::_exit(2);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << status;
+    EXPECT_EQ(contents(dir.path("f")), "a");
+}
+
+}  // namespace
