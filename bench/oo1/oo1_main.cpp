@@ -1,0 +1,282 @@
+// oo1 — the OO1 benchmark for one system, one operation, one process.
+// bench/run drives it (drops the OS caches, alternates systems, aggregates).
+//
+//   oo1 generate --system S --parts N --path P [--seed X]
+//       builds the database in a new store at P and makes it durable
+//   oo1 measure  --system S --parts N --path P --op lookup|traversal|reverse|insert
+//                [--seed X] [--warm 9] [--hot 10] [--slope 64] [--slope-passes 3] [--no-pair]
+//                [--budget-s S] [--touch-all]
+//       opens the store and runs the operation: 1 cold + warm iterations with
+//       new inputs, then hot repeats and Hosking's slope; prints one JSON object
+//       (times, results for the cross-system check, counters per phase);
+//       --touch-all first touches every part in id order (a diagnostic: the
+//       page engine then reserves the parts' pages in file order)
+//   oo1 verify   --system S --parts N --path P --max-id M
+//       reopens a store after inserts and checks it: every id found, every
+//       connection's reverse entry present (3 per part), steppe's check() clean
+//
+// Systems: transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb
+// (pmem-nd is libpmemobj with PMEM_IS_PMEM_FORCE=1: not durable here).
+// transient builds its database in the measuring process (nothing to open).
+// A self-check failure prints FAIL: ... and exits 3.
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "harness.hpp"
+#include "lmdb_oo1.hpp"
+#include "oo1.hpp"
+#include "policies.hpp"
+
+namespace {
+
+using bench::json;
+constexpr std::uint64_t insert_salt = 0x15E47;
+
+struct system_info {
+    std::string describe;
+    std::string backend;
+    std::function<std::map<std::string, std::int64_t>()> counters;
+    std::vector<std::string> files;
+    std::function<std::vector<std::string>()> check;  // steppe's store.check()
+};
+
+std::size_t bip_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 512 + (std::size_t{64} << 20); }
+std::size_t pmem_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 640 + (std::size_t{64} << 20); }
+std::size_t lmdb_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 1024 + (std::size_t{64} << 20); }
+
+// Calls f(model, info) with the system's model open on `path` (created if `create`).
+template <class F>
+void with_model(const std::string& sys, const std::string& path, bool create, std::int64_t n, F&& f) {
+    if (sys == "transient") {
+        bench::transient_policy p;
+        oo1::pointer_model<bench::transient_policy> m(p);
+        f(m, system_info{p.describe(), "", [] { return std::map<std::string, std::int64_t>{}; }, {}, {}});
+    } else if (sys == "steppe-uffd" || sys == "steppe-mprotect") {
+        bench::steppe_policy p(path, sys == "steppe-uffd" ? steppe::fault_backend::uffd : steppe::fault_backend::mprotect,
+                               create);
+        oo1::pointer_model<bench::steppe_policy> m(p);
+        f(m, system_info{p.describe(), p.backend(), [&] { return p.counters(); }, p.files(),
+                         [&] { return p.store().check(); }});
+    } else if (sys == "bip") {
+        bench::bip_policy p(path, create, bip_bytes(n));
+        oo1::pointer_model<bench::bip_policy> m(p);
+        f(m, system_info{p.describe(), "", [&] { return p.counters(); }, p.files(), {}});
+    } else if (sys == "pmem" || sys == "pmem-nd") {
+        bench::pmem_policy p(path, create, pmem_bytes(n), "oo1");
+        oo1::pointer_model<bench::pmem_policy> m(p);
+        f(m, system_info{p.describe(), "", [&] { return p.counters(); }, p.files(), {}});
+    } else if (sys == "lmdb") {
+        oo1::lmdb_model m(path, create, lmdb_bytes(n));
+        f(m, system_info{m.describe(), "", [&] { return m.counters(); }, m.files(), {}});
+    } else {
+        bench::fail("unknown system " + sys + " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb)");
+    }
+}
+
+oo1::op parse_op(const std::string& s) {
+    if (s == "lookup") return oo1::op::lookup;
+    if (s == "traversal") return oo1::op::traversal;
+    if (s == "reverse") return oo1::op::reverse;
+    if (s == "insert") return oo1::op::insert;
+    bench::fail("unknown op " + s + " (lookup, traversal, reverse, insert)");
+}
+
+template <class M>
+bench::op_result run_op(M& m, oo1::op o, std::int64_t n, std::uint64_t seed, int iteration, double* commit_ms) {
+    switch (o) {
+        case oo1::op::lookup: {
+            auto r = oo1::lookup(m, n, seed, iteration);
+            bench::check(r.count == oo1::lookups, "lookup found " + std::to_string(r.count) + " of " +
+                                                      std::to_string(oo1::lookups) + " parts");
+            return r;
+        }
+        case oo1::op::traversal: {
+            auto r = oo1::traversal(m, n, seed, iteration, false);
+            bench::check(r.count == oo1::traversal_visits,
+                         "traversal visited " + std::to_string(r.count) + " parts, not 3280");
+            return r;
+        }
+        case oo1::op::reverse: return oo1::traversal(m, n, seed, iteration, true);
+        case oo1::op::insert: return oo1::insert(m, n, seed ^ insert_salt, commit_ms);
+    }
+    return {};
+}
+
+int cmd_generate(const bench::args& a) {
+    std::string sys = a.get("system"), path = a.get("path");
+    std::int64_t n = a.num("parts", 20000);
+    std::uint64_t seed = static_cast<std::uint64_t>(a.num("seed", 1992));
+    bench::check(!path.empty() && sys != "transient", "generate needs --path and a persistent --system");
+    json out;
+    std::vector<std::string> files;
+    with_model(sys, path, true, n, [&](auto& m, const system_info& info) {
+        files = info.files;
+        auto t = bench::clock_type::now();
+        bench::counters before = bench::counters::now();
+        m.generate(n, seed, true);
+        double ms = bench::ms_since(t);
+        bench::counters d = bench::counters::now() - before;
+        out.set("bench", "oo1").set("command", "generate").set("system", sys).set("parts", n);
+        out.set("generate_ms", ms).set("describe", info.describe).set("counters", bench::to_json(d));
+        out.set("peak_rss_kib", bench::peak_rss_kib());
+    });
+    // Reopen once, so the first measured open finds the store in its steady
+    // state (steppe checkpoints its log at a writable open; libpmemobj
+    // finishes its first-open work), then make every file durable.
+    auto t = bench::clock_type::now();
+    with_model(sys, path, false, n, [&](auto& m, const system_info&) {
+        bench::check(m.part_count() == n, "the generated store does not reopen with its parts");
+    });
+    out.set("reopen_ms", bench::ms_since(t));
+    for (const auto& f : files) bench::fsync_path(f);
+    out.set("size", bench::files_json(files));
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+}
+
+int cmd_measure(const bench::args& a) {
+    std::string sys = a.get("system"), path = a.get("path");
+    std::int64_t n = a.num("parts", 20000);
+    std::uint64_t seed = static_cast<std::uint64_t>(a.num("seed", 1992));
+    oo1::op o = parse_op(a.get("op"));
+    bench::series_config cfg;
+    cfg.warm = static_cast<int>(a.num("warm", 9));
+    cfg.hot = static_cast<int>(a.num("hot", 10));
+    cfg.slope_max = static_cast<int>(a.num("slope", 64));
+    cfg.slope_passes = static_cast<int>(a.num("slope-passes", 3));
+    cfg.budget_ms = static_cast<double>(a.num("budget-s", 0)) * 1000;
+    cfg.has_hot = o != oo1::op::insert;
+    bool pair = sys != "transient" && cfg.has_hot && !a.flag("no-pair");
+
+    json out;
+    out.set("bench", "oo1").set("command", "measure").set("system", sys).set("parts", n).set("op", oo1::to_string(o));
+    bench::counters before_open = bench::counters::now();
+    auto t_open = bench::clock_type::now();
+    with_model(sys, path, false, n, [&](auto& m, const system_info& info) {
+        if (sys == "transient") {
+            auto t = bench::clock_type::now();
+            m.generate(n, seed, false);
+            out.set("generate_ms", bench::ms_since(t));
+            t_open = bench::clock_type::now();
+            before_open = bench::counters::now();
+        }
+        double open_ms = bench::ms_since(t_open);
+        out.set("open_counters", bench::to_json(bench::counters::now() - before_open));
+        bench::check(m.base_parts() == n && m.seed() == seed,
+                     "the store at " + path + " holds another database (parts " + std::to_string(m.base_parts()) + ")");
+        bench::check(m.part_count() == n, "the store at " + path + " was modified (" + std::to_string(m.part_count()) +
+                                              " parts); measure on a pristine copy");
+        if (a.flag("touch-all")) {  // diagnostic: fault every part in id order before measuring
+            m.begin_read();
+            std::int64_t sum = 0;
+            for (std::int64_t id = 1; id <= n; ++id) sum += m.part(m.find(id)).x;
+            m.end_read();
+            out.set("touched_all", sum);
+        }
+        std::vector<double> commit_ms;
+        auto run = [&](int i) {
+            double c = 0;
+            auto r = run_op(m, o, n, seed, i, &c);
+            if (o == oo1::op::insert) commit_ms.push_back(c);
+            return r;
+        };
+        // The transient copy for the in-process hot comparison, built after the warm phase.
+        std::unique_ptr<bench::transient_policy> tp;
+        std::unique_ptr<oo1::pointer_model<bench::transient_policy>> tm;
+        std::function<bench::op_result(int)> pair_fn;
+        std::function<void()> build_pair;
+        if (pair) {
+            build_pair = [&] {
+                tp = std::make_unique<bench::transient_policy>();
+                tm = std::make_unique<oo1::pointer_model<bench::transient_policy>>(*tp);
+                tm->generate(n, seed, false);
+            };
+            pair_fn = [&](int i) {
+                double c;
+                return run_op(*tm, o, n, seed, i, &c);
+            };
+        }
+        bench::series_result r = bench::run_series(cfg, run, pair_fn, info.counters, build_pair);
+        // Test hook for the harness: BENCH_INJECT_MISMATCH=<system> falsifies one answer,
+        // which the driver's cross-system check must catch.
+        if (const char* bad = std::getenv("BENCH_INJECT_MISMATCH"); bad && sys == bad) r.results[0].sum += 1;
+        if (o == oo1::op::insert) {
+            // every inserted part is found, with the connections it was given
+            std::int64_t expect = n + static_cast<std::int64_t>(oo1::inserts) * static_cast<std::int64_t>(r.results.size());
+            bench::check(m.part_count() == expect && m.max_id() == expect,
+                         "after the inserts the store counts " + std::to_string(m.part_count()) + " parts, not " +
+                             std::to_string(expect));
+            m.begin_read();
+            for (std::int64_t id = n + 1; id <= expect; ++id) {
+                auto h = m.find(id);
+                bench::check(static_cast<bool>(h), "inserted part " + std::to_string(id) + " not found");
+                oo1::part_spec s = oo1::spec(seed ^ insert_salt, n, id);
+                for (int c = 0; c < oo1::fanout; ++c)
+                    bench::check(m.part(m.out(m.part(h), c)).id == s.conn[c].to,
+                                 "inserted part " + std::to_string(id) + ": connection " + std::to_string(c) + " wrong");
+            }
+            m.end_read();
+            json extra;
+            out.set("commit_ms", json::list(commit_ms));
+        }
+        out.set("describe", info.describe).set("backend", info.backend).set("open_ms", open_ms);
+        out.set("series", bench::to_json(r));
+        out.set("size", bench::files_json(info.files));
+    });
+    out.set("peak_rss_kib_end", bench::peak_rss_kib());
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+}
+
+int cmd_verify(const bench::args& a) {
+    std::string sys = a.get("system"), path = a.get("path");
+    std::int64_t n = a.num("parts", 20000);
+    std::int64_t max_id = a.num("max-id", n);
+    with_model(sys, path, false, n, [&](auto& m, const system_info& info) {
+        bench::check(m.part_count() == max_id && m.max_id() == max_id,
+                     sys + ": reopened store counts " + std::to_string(m.part_count()) + " parts, expected " +
+                         std::to_string(max_id));
+        m.begin_read();
+        std::int64_t reverse = 0;
+        for (std::int64_t id = 1; id <= max_id; ++id) {
+            auto h = m.find(id);
+            bench::check(static_cast<bool>(h), sys + ": part " + std::to_string(id) + " missing after reopen");
+            bench::check(m.part(h).id == id, sys + ": part " + std::to_string(id) + " has the wrong id");
+            reverse += m.from_count(h);
+        }
+        m.end_read();
+        bench::check(reverse == oo1::fanout * max_id, sys + ": " + std::to_string(reverse) +
+                                                          " reverse connections, expected " +
+                                                          std::to_string(oo1::fanout * max_id));
+        if (info.check) {
+            auto findings = info.check();
+            for (const auto& f : findings) std::fprintf(stderr, "steppe check: %s\n", f.c_str());
+            bench::check(findings.empty(), sys + ": steppe check() reports damage");
+        }
+    });
+    json out;
+    out.set("bench", "oo1").set("command", "verify").set("system", sys).set("parts", max_id).set("ok", true);
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bench::args a(argc, argv);
+    std::string sys = a.get("system");
+    // libpmem decides at load time whether flushes are msync (durable) or cache flushes.
+    if (sys == "pmem-nd") bench::ensure_env("PMEM_IS_PMEM_FORCE", "1", argv);
+    else if (sys == "pmem" && a.command == "generate") bench::ensure_env("PMEM_IS_PMEM_FORCE", "1", argv);  // bulk load; fsynced after
+    else if (sys == "pmem") bench::ensure_env("PMEM_IS_PMEM_FORCE", nullptr, argv);
+    try {
+        if (a.command == "generate") return cmd_generate(a);
+        if (a.command == "measure") return cmd_measure(a);
+        if (a.command == "verify") return cmd_verify(a);
+        std::fprintf(stderr, "usage: oo1 generate|measure|verify --system S --parts N --path P [--op OP] ...\n");
+        return 2;
+    } catch (const std::exception& e) {
+        bench::fail(std::string("exception: ") + e.what());
+    }
+}
