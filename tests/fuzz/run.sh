@@ -17,7 +17,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="$root/build/fuzz"
-targets=(fuzz_open_store fuzz_wal_replay)
+targets=(fuzz_open_store fuzz_wal_replay fuzz_open_engine)
 seconds=30
 mode=fuzz
 case "${1:-}" in
