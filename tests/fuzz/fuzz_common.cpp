@@ -413,4 +413,31 @@ void exercise_store(const std::string& path) {
     }
 }
 
+bytes encode_store_input(const bytes& main, const bytes& wal, std::uint8_t flags) {
+    bytes in(5);
+    auto len = static_cast<std::uint32_t>(main.size());
+    std::memcpy(in.data(), &len, 4);
+    in[4] = flags;
+    in.insert(in.end(), main.begin(), main.end());
+    in.insert(in.end(), wal.begin(), wal.end());
+    return in;
+}
+
+bool write_store_input(const std::uint8_t* data, std::size_t size, const std::string& path) {
+    if (size < 5) return false;
+    std::uint32_t len;
+    std::memcpy(&len, data, 4);
+    std::uint8_t flags = data[4];
+    data += 5;
+    size -= 5;
+    if (len > size) len = static_cast<std::uint32_t>(size);
+    bytes main(data, data + len), wal(data + len, data + size);
+    apply_fixups(main, wal, flags);
+    if (known_finding(main, wal)) return false;
+    write_file(path, main);
+    if (flags & no_log) remove_file(path + "-wal");
+    else write_file(path + "-wal", wal);
+    return true;
+}
+
 }  // namespace steppe::fuzz

@@ -47,6 +47,14 @@ void write_file(const std::string& path, const bytes& data);
 bytes read_file(const std::string& path);
 void remove_file(const std::string& path);
 
+// The two-file input format: [u32 little-endian length L of the main file]
+// [u8 fix-up flags][L bytes: the main file][the rest: the log].
+bytes encode_store_input(const bytes& main, const bytes& wal, std::uint8_t flags);
+// Decodes an input, applies its fix-ups and writes the files at `path` and
+// `path`-wal (no log with the no_log flag). False if too short or a known
+// finding being skipped.
+bool write_store_input(const std::uint8_t* data, std::size_t size, const std::string& path);
+
 // Opens `path` (create off) read-only, then read-write; reads every page,
 // describe(), check(); read-write also commits a page, checkpoints, reopens
 // and verifies it. Aborts on anything but steppe::error.

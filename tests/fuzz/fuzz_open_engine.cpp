@@ -48,15 +48,6 @@ void build_seed(const std::string& path, int variant) {
     }
 }
 
-bytes encode(const bytes& main, const bytes& wal, std::uint8_t flags) {
-    bytes in(5);
-    auto len = static_cast<std::uint32_t>(main.size());
-    std::memcpy(in.data(), &len, 4);
-    in[4] = flags;
-    in.insert(in.end(), main.begin(), main.end());
-    in.insert(in.end(), wal.begin(), wal.end());
-    return in;
-}
 
 }  // namespace
 
@@ -67,7 +58,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
             build_seed(path, variant);
             bytes main = read_file(path), wal = read_file(path + "-wal");
             while (!wal.empty() && wal.back() == 0) wal.pop_back();  // the log's zeroed growth: keep inputs small
-            write_file(std::string(dir) + "/engine" + std::to_string(variant), encode(main, wal, all_fixups));
+            write_file(std::string(dir) + "/engine" + std::to_string(variant), encode_store_input(main, wal, all_fixups));
         }
         std::printf("seed corpus written to %s\n", dir);
         std::exit(0);
@@ -76,19 +67,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    if (size < 5) return 0;
-    std::uint32_t len;
-    std::memcpy(&len, data, 4);
-    std::uint8_t flags = data[4];
-    data += 5;
-    size -= 5;
-    if (len > size) len = static_cast<std::uint32_t>(size);
-    bytes main(data, data + len), wal(data + len, data + size);
-    apply_fixups(main, wal, flags);
     static const std::string path = work_dir() + "/e.db";
-    write_file(path, main);
-    if (flags & no_log) remove_file(path + "-wal");
-    else write_file(path + "-wal", wal);
+    if (!write_store_input(data, size, path)) return 0;
     try {
         steppe::open_options o;
         o.read_only = true;

@@ -19,26 +19,17 @@ using namespace steppe::fuzz;
 
 namespace {
 
-bytes encode(const bytes& main, const bytes& wal, std::uint8_t flags) {
-    bytes in(5);
-    auto len = static_cast<std::uint32_t>(main.size());
-    std::memcpy(in.data(), &len, 4);
-    in[4] = flags;
-    in.insert(in.end(), main.begin(), main.end());
-    in.insert(in.end(), wal.begin(), wal.end());
-    return in;
-}
 
 void make_corpus(const std::string& dir) {
     std::string path = work_dir() + "/seed.db";
     for (const auto& seed : seed_stores()) {
         seed.build(path);
         bytes main = read_file(path), wal = read_file(path + "-wal");
-        write_file(dir + "/" + seed.name, encode(main, wal, all_fixups));
+        write_file(dir + "/" + seed.name, encode_store_input(main, wal, all_fixups));
         if (std::string(seed.name) == "checkpointed") {
-            write_file(dir + "/checkpointed_nofix", encode(main, wal, 0));
+            write_file(dir + "/checkpointed_nofix", encode_store_input(main, wal, 0));
             bytes torn(wal.begin(), wal.end() - 100);  // the last commit frame is cut short
-            write_file(dir + "/checkpointed_torn", encode(main, torn, all_fixups));
+            write_file(dir + "/checkpointed_torn", encode_store_input(main, torn, all_fixups));
         }
     }
     std::printf("seed corpus written to %s\n", dir.c_str());
@@ -55,21 +46,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    if (size < 5) return 0;
-    std::uint32_t len;
-    std::memcpy(&len, data, 4);
-    std::uint8_t flags = data[4];
-    data += 5;
-    size -= 5;
-    if (len > size) len = static_cast<std::uint32_t>(size);
-    bytes main(data, data + len), wal(data + len, data + size);
-    apply_fixups(main, wal, flags);
-    if (known_finding(main, wal)) return 0;
-
     static const std::string path = work_dir() + "/s.db";
-    write_file(path, main);
-    if (flags & no_log) remove_file(path + "-wal");
-    else write_file(path + "-wal", wal);
-    exercise_store(path);
+    if (write_store_input(data, size, path)) exercise_store(path);
     return 0;
 }
