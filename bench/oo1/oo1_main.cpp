@@ -217,7 +217,6 @@ int cmd_measure(const bench::args& a) {
                                  "inserted part " + std::to_string(id) + ": connection " + std::to_string(c) + " wrong");
             }
             m.end_read();
-            json extra;
             out.set("commit_ms", json::list(commit_ms));
         }
         out.set("describe", info.describe).set("backend", info.backend).set("open_ms", open_ms);
