@@ -33,13 +33,7 @@ namespace {
 using bench::json;
 constexpr std::uint64_t insert_salt = 0x15E47;
 
-struct system_info {
-    std::string describe;
-    std::string backend;
-    std::function<std::map<std::string, std::int64_t>()> counters;
-    std::vector<std::string> files;
-    std::function<std::vector<std::string>()> check;  // steppe's store.check()
-};
+using bench::system_info;
 
 std::size_t bip_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 512 + (std::size_t{64} << 20); }
 std::size_t pmem_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 640 + (std::size_t{64} << 20); }
@@ -48,30 +42,14 @@ std::size_t lmdb_bytes(std::int64_t n) { return static_cast<std::size_t>(n) * 10
 // Calls f(model, info) with the system's model open on `path` (created if `create`).
 template <class F>
 void with_model(const std::string& sys, const std::string& path, bool create, std::int64_t n, F&& f) {
-    if (sys == "transient") {
-        bench::transient_policy p;
-        oo1::pointer_model<bench::transient_policy> m(p);
-        f(m, system_info{p.describe(), "", [] { return std::map<std::string, std::int64_t>{}; }, {}, {}});
-    } else if (sys == "steppe-uffd" || sys == "steppe-mprotect") {
-        bench::steppe_policy p(path, sys == "steppe-uffd" ? steppe::fault_backend::uffd : steppe::fault_backend::mprotect,
-                               create);
-        oo1::pointer_model<bench::steppe_policy> m(p);
-        f(m, system_info{p.describe(), p.backend(), [&] { return p.counters(); }, p.files(),
-                         [&] { return p.store().check(); }});
-    } else if (sys == "bip") {
-        bench::bip_policy p(path, create, bip_bytes(n));
-        oo1::pointer_model<bench::bip_policy> m(p);
-        f(m, system_info{p.describe(), "", [&] { return p.counters(); }, p.files(), {}});
-    } else if (sys == "pmem" || sys == "pmem-nd") {
-        bench::pmem_policy p(path, create, pmem_bytes(n), "oo1");
-        oo1::pointer_model<bench::pmem_policy> m(p);
-        f(m, system_info{p.describe(), "", [&] { return p.counters(); }, p.files(), {}});
-    } else if (sys == "lmdb") {
+    std::size_t pool = sys == "bip" ? bip_bytes(n) : pmem_bytes(n);
+    if (bench::with_pointer_model<oo1::pointer_model>(sys, path, create, pool, "oo1", f)) return;
+    if (sys == "lmdb") {
         oo1::lmdb_model m(path, create, lmdb_bytes(n));
         f(m, system_info{m.describe(), "", [&] { return m.counters(); }, m.files(), {}});
-    } else {
-        bench::fail("unknown system " + sys + " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb)");
+        return;
     }
+    bench::fail("unknown system " + sys + " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb)");
 }
 
 oo1::op parse_op(const std::string& s) {

@@ -35,6 +35,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <new>
@@ -342,4 +343,44 @@ inline void fsync_path(const std::string& path) {
     ::close(fd);
 }
 
+// What the drivers report about the system a model runs on.
+struct system_info {
+    std::string describe;
+    std::string backend;
+    std::function<std::map<std::string, std::int64_t>()> counters;
+    std::vector<std::string> files;
+    std::function<std::vector<std::string>()> check;  // steppe's store.check()
+};
+
+// Calls f(model, info) with Model<policy> open on `path` for the systems that
+// store pointers (transient, steppe-uffd/-mprotect, bip, pmem, pmem-nd); false
+// if `sys` is none of them. Both OO1 and OO7 drivers use it.
+template <template <class> class Model, class F>
+bool with_pointer_model(const std::string& sys, const std::string& path, bool create, std::size_t pool_bytes,
+                        const char* pmem_layout, F&& f) {
+    if (sys == "transient") {
+        transient_policy p;
+        Model<transient_policy> m(p);
+        f(m, system_info{p.describe(), "", [] { return std::map<std::string, std::int64_t>{}; }, {}, {}});
+    } else if (sys == "steppe-uffd" || sys == "steppe-mprotect") {
+        steppe_policy p(path, sys == "steppe-uffd" ? steppe::fault_backend::uffd : steppe::fault_backend::mprotect,
+                        create);
+        Model<steppe_policy> m(p);
+        f(m, system_info{p.describe(), p.backend(), [&] { return p.counters(); }, p.files(),
+                         [&] { return p.store().check(); }});
+    } else if (sys == "bip") {
+        bip_policy p(path, create, pool_bytes);
+        Model<bip_policy> m(p);
+        f(m, system_info{p.describe(), "", [&] { return p.counters(); }, p.files(), {}});
+    } else if (sys == "pmem" || sys == "pmem-nd") {
+        pmem_policy p(path, create, pool_bytes, pmem_layout);
+        Model<pmem_policy> m(p);
+        f(m, system_info{p.describe(), "", [&] { return p.counters(); }, p.files(), {}});
+    } else {
+        return false;
+    }
+    return true;
+}
+
 }  // namespace bench
+

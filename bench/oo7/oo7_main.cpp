@@ -27,13 +27,7 @@ namespace {
 
 using bench::json;
 
-struct system_info {
-    std::string describe;
-    std::string backend;
-    std::function<std::map<std::string, std::int64_t>()> counters;
-    std::vector<std::string> files;
-    std::function<std::vector<std::string>()> check;
-};
+using bench::system_info;
 
 oo7::config parse_config(const std::string& s) {
     if (s == "small") return oo7::small;
@@ -49,30 +43,11 @@ std::size_t pool_bytes(const oo7::config& c) {
 
 template <class F>
 void with_model(const std::string& sys, const std::string& path, bool create, const oo7::config& c, F&& f) {
-    if (sys == "transient") {
-        bench::transient_policy p;
-        oo7::pointer_model<bench::transient_policy> m(p);
-        f(m, system_info{p.describe(), "", [] { return std::map<std::string, std::int64_t>{}; }, {}, {}});
-    } else if (sys == "steppe-uffd" || sys == "steppe-mprotect") {
-        bench::steppe_policy p(path, sys == "steppe-uffd" ? steppe::fault_backend::uffd : steppe::fault_backend::mprotect,
-                               create);
-        oo7::pointer_model<bench::steppe_policy> m(p);
-        f(m, system_info{p.describe(), p.backend(), [&] { return p.counters(); }, p.files(),
-                         [&] { return p.store().check(); }});
-    } else if (sys == "bip") {
-        bench::bip_policy p(path, create, pool_bytes(c));
-        oo7::pointer_model<bench::bip_policy> m(p);
-        f(m, system_info{p.describe(), "", [&] { return p.counters(); }, p.files(), {}});
-    } else if (sys == "pmem" || sys == "pmem-nd") {
-        bench::pmem_policy p(path, create, pool_bytes(c), "oo7");
-        oo7::pointer_model<bench::pmem_policy> m(p);
-        f(m, system_info{p.describe(), "", [&] { return p.counters(); }, p.files(), {}});
-    } else if (sys == "lmdb") {
+    if (bench::with_pointer_model<oo7::pointer_model>(sys, path, create, pool_bytes(c), "oo7", f)) return;
+    if (sys == "lmdb")
         bench::fail("OO7 is not implemented for LMDB (a key-value store: the OO7 object graph would have to be "
                     "hand-serialized into records; see docs/benchmarks.md)");
-    } else {
-        bench::fail("unknown system " + sys + " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd)");
-    }
+    bench::fail("unknown system " + sys + " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd)");
 }
 
 oo7::op parse_op(const std::string& s) {
