@@ -29,6 +29,8 @@ public:
         (void)size;
     }
     virtual void sync() = 0;  // fdatasync: everything written so far is durable after it returns
+    // Cuts the file to `size` bytes; like a write, durable only after sync().
+    virtual void truncate(std::uint64_t size) = 0;
     virtual std::uint64_t size() = 0;
     virtual const std::string& path() const = 0;
 };

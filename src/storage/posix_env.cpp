@@ -61,6 +61,11 @@ public:
         if (::fdatasync(fd_) != 0) throw_system_error("fdatasync", path_, errno);
     }
 
+    void truncate(std::uint64_t size) override {
+        if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
+            throw_system_error("ftruncate", path_, errno, "to " + std::to_string(size) + " bytes");
+    }
+
     void will_need(std::uint64_t offset, std::size_t size) noexcept override {
         (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_WILLNEED);
     }

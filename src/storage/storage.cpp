@@ -609,6 +609,18 @@ void storage::reset_wal(std::uint64_t generation, std::uint64_t salt) {
     wal_chain_ = chain_seed(salt);
     wal_commits_ = 0;
     discard_pending();
+    shrink_log();
+}
+
+// The log keeps the size of the largest transaction since it was created, and
+// opening a store reads all of it (verify_no_committed_frames_after), so after
+// a big transaction is checkpointed the log is cut back. What is cut holds
+// only frames of older generations, so losing the cut in a crash is harmless.
+void storage::shrink_log() {
+    std::uint64_t keep = std::max<std::uint64_t>(retained_log_units * opts_.log_growth, wal_frames_offset);
+    if (wal_allocated_ <= keep) return;
+    wal_->truncate(keep);
+    wal_allocated_ = keep;
 }
 
 // 6. Describe and check ----------------------------------------------------

@@ -155,6 +155,10 @@ private:
     void open_wal();
     void replay_wal();
     void reset_wal(std::uint64_t generation, std::uint64_t salt);
+    void shrink_log();
+    // A reset log keeps this many log_growth steps of zeros (a few commits'
+    // worth) and gives the rest back.
+    static constexpr std::uint64_t retained_log_units = 4;
     log_tail append(std::span<const page_image> pages, const meta_bytes* meta,
                     std::vector<std::pair<page_no, wal_entry>>& entries);
     void write_header();

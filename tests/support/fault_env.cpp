@@ -7,6 +7,20 @@ namespace steppe::test {
 
 using storage::posix_env;
 
+namespace {
+
+// Applies the first `keep` bytes of `w` (all of a truncation, when kept) to `image`.
+void apply(std::vector<std::byte>& image, const fault_env::pending_write& w, std::size_t keep) {
+    if (w.truncate) {
+        image.resize(w.offset);
+        return;
+    }
+    if (image.size() < w.offset + keep) image.resize(w.offset + keep);
+    std::copy_n(w.data.begin(), keep, image.begin() + static_cast<long>(w.offset));
+}
+
+}  // namespace
+
 class fault_file final : public storage::file {
 public:
     fault_file(fault_env& env, std::unique_ptr<storage::file> real, fault_env::file_state& state)
@@ -25,11 +39,13 @@ public:
         // Durability is simulated: the durable image below is what survives
         // power_loss(), so the real fdatasync is not needed (and would be slow).
         env_.before_call(path(), "fdatasync");
-        for (auto& w : state_.pending) {
-            if (state_.durable.size() < w.offset + w.data.size()) state_.durable.resize(w.offset + w.data.size());
-            std::copy(w.data.begin(), w.data.end(), state_.durable.begin() + static_cast<long>(w.offset));
-        }
+        for (auto& w : state_.pending) apply(state_.durable, w, w.data.size());
         state_.pending.clear();
+    }
+    void truncate(std::uint64_t size) override {
+        env_.before_call(path(), "ftruncate");
+        real_->truncate(size);
+        state_.pending.push_back({size, {}, true});
     }
     std::uint64_t size() override { return real_->size(); }
     const std::string& path() const override { return real_->path(); }
@@ -106,18 +122,18 @@ void fault_env::power_loss(loss mode, std::uint64_t seed) {
         std::vector<std::byte> image = state.durable;
         for (std::size_t i = 0; i < state.pending.size(); ++i) {
             const auto& w = state.pending[i];
+            bool kept = true;
             std::size_t keep = w.data.size();
             switch (mode) {
             case loss::keep_all: break;
-            case loss::drop_all: keep = 0; break;
-            case loss::random_subset: keep = rng() % 2 ? keep : 0; break;
+            case loss::drop_all: kept = false; break;
+            case loss::random_subset: kept = rng() % 2; break;
             case loss::torn:  // the last write stops at a random 512-byte sector
                 if (i + 1 == state.pending.size()) keep = std::min(keep, (rng() % (keep / 512 + 1)) * 512);
+                kept = keep > 0 || w.truncate;
                 break;
             }
-            if (keep == 0) continue;
-            if (image.size() < w.offset + keep) image.resize(w.offset + keep);
-            std::copy_n(w.data.begin(), keep, image.begin() + static_cast<long>(w.offset));
+            if (kept) apply(image, w, keep);
         }
         posix_env().remove(path);
         auto f = posix_env().open(path, storage::open_mode::create_new, 0600);

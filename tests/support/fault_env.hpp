@@ -54,6 +54,7 @@ public:
     struct pending_write {
         std::uint64_t offset;
         std::vector<std::byte> data;
+        bool truncate = false;  // cut the file at `offset` instead of writing
     };
     struct file_state {
         std::vector<std::byte> durable;  // contents as of the last sync
