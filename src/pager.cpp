@@ -109,7 +109,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     keep_within_budget();
     note_fault_for_prefetch(page);
     storage::read_failure why;
-    if (!storage_.read_page_nothrow(page, out, &why)) fatal("cannot load", page, why.message);
+    if (!storage_.read_page_nothrow(page, out, &why, true)) fatal("cannot load", page, why.message);
     translate::page_layout layout = layout_of_page(page);
     if (d->type() >= shapes_.size()) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
     std::uint64_t count = 0;

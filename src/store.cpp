@@ -491,7 +491,7 @@ std::vector<std::string> store_impl::check() const {
     std::vector<std::byte> page(storage::page_size);
     storage::read_failure why;
     for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
-        if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why)) continue;
+        if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why, true)) continue;
         translate::for_each_pointer(pager_->layout_of_page(h, p), [&](std::size_t at, std::uint32_t) {
             std::uint64_t w;
             std::memcpy(&w, page.data() + at, sizeof w);

@@ -21,6 +21,11 @@ public:
     // The same for the signal-context read path: no allocation, no throw.
     // Returns the count, or -errno on failure.
     virtual long read_at_nothrow(std::uint64_t offset, std::byte* out, std::size_t size) noexcept = 0;
+    // read_at_nothrow, but only from the page cache: -EAGAIN when the bytes
+    // would have to come from the disk (files that cannot tell just read).
+    virtual long read_cached_nothrow(std::uint64_t offset, std::byte* out, std::size_t size) noexcept {
+        return read_at_nothrow(offset, out, size);
+    }
     virtual void write_at(std::uint64_t offset, std::span<const std::byte> data) = 0;
     // A hint that these bytes will be read soon (start reading them now).
     // Async-signal-safe; failures are ignored: it is only a hint.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,6 +44,16 @@ public:
             done += static_cast<std::size_t>(n);
         }
         return static_cast<long>(done);
+    }
+
+    long read_cached_nothrow(std::uint64_t offset, std::byte* out, std::size_t size) noexcept override {
+        iovec v{out, size};
+        for (;;) {
+            ssize_t n = ::preadv2(fd_, &v, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+            if (n >= 0 && static_cast<std::size_t>(n) == size) return static_cast<long>(n);
+            if (n >= 0 || errno == EAGAIN) return -EAGAIN;  // partly cached counts as a miss
+            if (errno != EINTR) return read_at_nothrow(offset, out, size);  // no RWF_NOWAIT here
+        }
     }
 
     void write_at(std::uint64_t offset, std::span<const std::byte> data) override {

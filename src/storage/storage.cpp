@@ -335,7 +335,7 @@ std::uint32_t storage::expected_sum(page_no page) const noexcept {
     return g < groups_.size() ? groups_[g].page.sums[page % group_data_pages] : 0;
 }
 
-bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why) const noexcept {
+bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around) const noexcept {
     fixed_message msg(why->message, sizeof why->message);
     why->code = errc::corrupt;
     const wal_entry* logged = nullptr;  // the transaction in progress's spilled pages come first
@@ -365,7 +365,14 @@ bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why)
         return false;
     }
     std::uint64_t offset = physical_page(page) * page_size;
-    long n = main_->read_at_nothrow(offset, out, page_size);
+    long n = read_around ? main_->read_cached_nothrow(offset, out, page_size) : -EAGAIN;
+    if (n == -EAGAIN) {
+        // A miss goes to the disk anyway, and data pages allocated together
+        // are used together, so read the aligned cluster around it in one
+        // I/O, as the kernel's read-ahead does for a file mapped with mmap.
+        if (read_around) main_->will_need(offset & ~(read_cluster_bytes - 1), read_cluster_bytes);
+        n = main_->read_at_nothrow(offset, out, page_size);
+    }
     if (n < 0) {
         why->code = errc::io;
         msg << "pread failed on " << path_.c_str() << " reading page " << page << ", errno " << std::uint64_t(-n);

@@ -97,8 +97,10 @@ public:
     // Throws corrupt (naming file and page) or io.
     void read_page(page_no page, std::byte* out) const;
     // The same without allocating or throwing: safe in a signal handler as
-    // long as no commit or checkpoint runs concurrently.
-    bool read_page_nothrow(page_no page, std::byte* out, read_failure* why) const noexcept;
+    // long as no commit or checkpoint runs concurrently. With `read_around`,
+    // a main-file page that is not in the page cache comes with the aligned
+    // cluster of pages around it in one I/O (for data pages, used together).
+    bool read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around = false) const noexcept;
 
     // Asks the OS to start reading `page`'s newest version (read-ahead for the
     // page engine). Async-signal-safe, like read_page_nothrow.
@@ -159,6 +161,9 @@ private:
     // A reset log keeps this many log_growth steps of zeros (a few commits'
     // worth) and gives the rest back.
     static constexpr std::uint64_t retained_log_units = 4;
+    // What a page read that misses the page cache brings in (the kernel's
+    // default read-ahead window).
+    static constexpr std::uint64_t read_cluster_bytes = 128 << 10;
     log_tail append(std::span<const page_image> pages, const meta_bytes* meta,
                     std::vector<std::pair<page_no, wal_entry>>& entries);
     void write_header();

@@ -30,6 +30,9 @@ public:
     long read_at_nothrow(std::uint64_t offset, std::byte* out, std::size_t size) noexcept override {
         return real_->read_at_nothrow(offset, out, size);
     }
+    long read_cached_nothrow(std::uint64_t offset, std::byte* out, std::size_t size) noexcept override {
+        return real_->read_cached_nothrow(offset, out, size);
+    }
     void write_at(std::uint64_t offset, std::span<const std::byte> data) override {
         env_.before_call(path(), "pwrite");
         real_->write_at(offset, data);
