@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -46,6 +47,16 @@ inline std::vector<double> in_child(const std::function<std::vector<double>()>& 
 }
 
 // `dir` if given, else a new directory under /var/tmp (a disk, not tmpfs).
+// Bytes this process has caused to be read from storage (/proc/self/io).
+inline std::uint64_t read_bytes() {
+    std::ifstream io("/proc/self/io");
+    std::string key;
+    std::uint64_t value = 0;
+    while (io >> key >> value)
+        if (key == "read_bytes:") return value;
+    return 0;
+}
+
 inline std::string scratch_dir(const std::string& dir) {
     if (!dir.empty()) return dir;
     char templ[] = "/var/tmp/steppe-bench-XXXXXX";

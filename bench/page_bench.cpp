@@ -10,7 +10,16 @@
 //   swizzle         cold fault - bare fault - page read, per page and per pointer
 //   commit          per dirty page incl. unswizzling, log write and fdatasync
 //
+//   budget curve    lookups and traversals per second under a resident
+//                   budget as the working set grows past it, vs uncapped
+//
 // Usage: page_bench [--parts N] [--runs R] [--dir D] [--backend uffd|mprotect]
+//                   [--budget-mib M] [--only curve] [--keep yes]
+//   --budget-mib  the budget of the curve (default: a quarter of the store)
+//   --only curve  build (or reuse) the store and run only the budget curve
+//   --keep yes    keep the store in --dir, and reuse it if it has --parts parts
+// A store larger than memory: page_bench --parts 120000000 --budget-mib 1024
+//   --only curve --dir /var/tmp/big --keep yes   (8.6 GiB store, 1 GiB budget)
 #include <steppe/steppe.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,9 +73,13 @@ std::uint64_t g_budget = 0;  // bytes; 0 = the default
 
 
 // Connections as OO1 makes them: 90 % to the nearest 1 % of ids, 10 % anywhere.
+// `every_chunk` runs after each 1,048,576 parts of each pass (a store commits
+// there, so building a store larger than memory needs no giant transaction).
 template <class Alloc>
-Graph build(Alloc&& alloc_part, Part** index) {
+Graph build(Alloc&& alloc_part, Part** index, const std::function<void()>& every_chunk = [] {}) {
+    constexpr long chunk = 1 << 20;
     for (long i = 0; i < g_parts; ++i) {
+        if (i % chunk == chunk - 1) every_chunk();
         Part* p = alloc_part();
         p->id = static_cast<int>(i);
         p->x = static_cast<int>(i * 7 % 100000);
@@ -75,13 +88,15 @@ Graph build(Alloc&& alloc_part, Part** index) {
     }
     std::uint64_t x = 42;
     long near = std::max(1L, g_parts / 100);
-    for (long i = 0; i < g_parts; ++i)
+    for (long i = 0; i < g_parts; ++i) {
+        if (i % chunk == chunk - 1) every_chunk();
         for (auto& link : index[i]->to) {
             x = x * 6364136223846793005ull + 1442695040888963407ull;
             long target = (x >> 20) % 10 < 9 ? (i + static_cast<long>((x >> 33) % near) + g_parts - near / 2) % g_parts
                                               : static_cast<long>((x >> 24) % g_parts);
             link = index[target];
         }
+    }
     return {g_parts, index};
 }
 
@@ -117,7 +132,7 @@ void build_store() {
     auto s = steppe::store::open(store_path(), options(true));
     auto* g = s.root<Graph>("graph");
     Part** index = s.make_array<Part*>(static_cast<std::size_t>(g_parts));
-    *g = build([&] { return s.make<Part>(); }, index);
+    *g = build([&] { return s.make<Part>(); }, index, [&] { s.commit(); });
     s.commit();
 }
 
@@ -255,86 +270,168 @@ void report_commit() {
     }
 }
 
+// True when `dir` already holds a page_bench store of --parts parts (--keep yes).
+bool store_holds_parts(const std::string& dir) {
+    g_dir = dir;
+    if (!std::filesystem::exists(store_path())) return false;
+    steppe::open_options o = options();
+    o.read_only = true;
+    auto s = steppe::store::open(store_path(), o);
+    const Graph* g = s.find_root<Graph>("graph");
+    return g && g->count == g_parts;
+}
+
+void timed(const char* what, const std::function<void()>& f) {
+    auto t = clock_type::now();
+    f();
+    std::printf("%-18s %8.1f s\n", what, seconds_since(t));
+}
+
+// What a measurement in a fresh process returns: {operations per second,
+// faults, evictions, bytes read from the disk}.
+std::vector<double> measured(steppe::store& s, long operations, double secs) {
+    auto st = s.stats();
+    return {static_cast<double>(operations) / secs, static_cast<double>(st.faults),
+            static_cast<double>(st.evictions), static_cast<double>(bench_util::read_bytes())};
+}
+
 // OO1-style lookups (read x, y and type of a random part) among the first
-// `span` parts, in a fresh process: {lookups per second, faults, evictions}.
+// `span` parts, in a fresh process: the working set is loaded by a first
+// pass, then the same lookups are timed.
 std::vector<double> lookups(long span, long count) {
     steppe::open_options o = options();
     o.read_only = true;
     auto s = steppe::store::open(store_path(), o);
     Graph g = *s.find_root<Graph>("graph");
-    std::uint64_t x = 7;
-    auto one = [&] {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        const Part* p = g.index[static_cast<long>((x >> 33) % static_cast<std::uint64_t>(span))];
-        return p->x + p->y + p->type[0];
+    auto pass = [&] {
+        std::uint64_t x = 7;
+        long sum = 0;
+        for (long i = 0; i < count; ++i) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            const Part* p = g.index[static_cast<long>((x >> 33) % static_cast<std::uint64_t>(span))];
+            sum += p->x + p->y + p->type[0];
+        }
+        return sum;
     };
-    volatile long sink = 0;
-    for (long i = 0; i < count; ++i) sink = sink + one();  // warm up: load the working set
+    volatile long sink = pass();
     auto t = clock_type::now();
-    for (long i = 0; i < count; ++i) sink = sink + one();
-    double secs = seconds_since(t);
-    auto st = s.stats();
-    return {static_cast<double>(count) / secs, static_cast<double>(st.faults), static_cast<double>(st.evictions)};
+    sink = pass();
+    (void)sink;
+    return measured(s, count, seconds_since(t));
 }
 
-// Lookups per second under a resident budget of a quarter of the store, as the
-// working set grows past it, next to the same run with no budget.
-void report_budget_curve() {
+// OO1 traversals (seven levels, 3,280 visits) from `roots` random parts of the
+// whole store, loaded by a first pass, then timed.
+std::vector<double> traversals(long roots) {
+    steppe::open_options o = options();
+    o.read_only = true;
+    auto s = steppe::store::open(store_path(), o);
+    Graph g = *s.find_root<Graph>("graph");
+    auto pass = [&] {
+        std::uint64_t x = 11;
+        long sum = 0;
+        for (long i = 0; i < roots; ++i) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            sum += traverse(g.index[static_cast<long>((x >> 33) % static_cast<std::uint64_t>(g.count))], 7);
+        }
+        return sum;
+    };
+    volatile long sink = pass();
+    auto t = clock_type::now();
+    sink = pass();
+    (void)sink;
+    return measured(s, roots, seconds_since(t));
+}
+
+// Runs `work` uncapped and under `budget` (alternated, medians of `reps`) and
+// prints one line of the curve; returns the uncapped run's faults (the
+// working set in pages).
+double curve_point(const char* what, double share, std::uint64_t budget, int reps,
+                   const std::function<std::vector<double>()>& work) {
+    std::vector<double> ratio, faults, evictions, free_faults, free_rate, read_mib;
+    for (int r = 0; r < reps; ++r) {
+        g_budget = 0;
+        auto free_run = in_child(work);
+        g_budget = budget;
+        auto capped = in_child(work);
+        g_budget = 0;
+        if (free_run.size() < 4 || capped.size() < 4) continue;
+        ratio.push_back(free_run[0] / capped[0]);
+        free_rate.push_back(free_run[0]);
+        free_faults.push_back(free_run[1]);
+        faults.push_back(capped[1]);
+        evictions.push_back(capped[2]);
+        read_mib.push_back(capped[3] / 1048576.0);
+    }
+    if (ratio.empty()) return 0;
+    double ws = median(free_faults) * 4096 / static_cast<double>(budget);
+    std::printf("  %-10s share %4.2f, working set %5.2fx budget: capped %6.2fx the time of uncapped (%.0f/s), "
+                "%8.0f faults, %8.0f evictions, %7.1f MiB read\n",
+                what, share, ws, median(ratio), median(free_rate), median(faults), median(evictions),
+                median(read_mib));
+    return median(free_faults);
+}
+
+// Lookups and traversals per second under a resident budget (--budget-mib, or
+// a quarter of the store), as the working set grows past it, next to the same
+// runs with no budget.
+void report_budget_curve(std::uint64_t budget, int reps) {
     std::uint64_t pages;
     {
         steppe::open_options o = options();
         o.read_only = true;
         pages = steppe::store::open(store_path(), o).stats().store_pages;
     }
-    std::uint64_t budget = std::max<std::uint64_t>(pages * 4096 / 4, 1 << 20);
-    std::printf("budget curve       resident budget %.1f MiB, a quarter of the store; medians of 3, capped vs uncapped\n",
-                budget / 1048576.0);
+    if (budget == 0) budget = std::max<std::uint64_t>(pages * 4096 / 4, 1 << 20);
+    std::printf("budget curve       store %.1f MiB, resident budget %.1f MiB (%.1fx smaller); medians of %d, capped vs uncapped\n",
+                pages * 4096 / 1048576.0, budget / 1048576.0, pages * 4096.0 / static_cast<double>(budget), reps);
     // A lookup among `span` parts touches span parts (64 bytes each) and span
-    // index slots (8 bytes): the working set is span * 72 bytes.
+    // index slots (8 bytes): the working set is span * 72 bytes. A traversal
+    // touches about 3,280 pages (its visits are spread over the store).
     double parts_per_budget = static_cast<double>(budget) / 72;
+    double traversals_per_budget = static_cast<double>(budget) / 4096 / 3280;
     for (double share : {0.25, 0.5, 0.9, 1.5, 2.0, 4.0}) {
         long span = std::min(g_parts, static_cast<long>(parts_per_budget * share));
-        std::vector<double> ratio, faults, evictions;
-        for (int r = 0; r < 3; ++r) {
-            g_budget = 0;
-            auto free_run = in_child([span] { return lookups(span, 100000); });
-            g_budget = budget;
-            auto capped = in_child([span] { return lookups(span, 100000); });
-            g_budget = 0;
-            if (free_run.size() < 3 || capped.size() < 3) continue;
-            ratio.push_back(free_run[0] / capped[0]);
-            faults.push_back(capped[1]);
-            evictions.push_back(capped[2]);
-        }
-        if (ratio.empty()) continue;
-        std::printf("  working set %4.2fx budget: capped %.2fx the time of uncapped, %6.0f faults, %6.0f evictions\n",
-                    share, median(ratio), median(faults), median(evictions));
+        curve_point("lookups", share, budget, reps, [span] { return lookups(span, std::max(100000L, span / 16)); });
+    }
+    for (double share : {0.25, 0.5, 0.9, 1.5, 2.0, 4.0}) {
+        long roots = std::max(1L, static_cast<long>(traversals_per_budget * share));
+        curve_point("traversals", share, budget, reps, [roots] { return traversals(roots); });
     }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    std::uint64_t curve_budget = 0;
+    bool curve_only = false, keep = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--parts") g_parts = std::atol(value.c_str());
         else if (flag == "--runs") g_runs = std::atoi(value.c_str());
         else if (flag == "--dir") g_dir = value;
         else if (flag == "--backend") g_backend = value == "mprotect" ? steppe::fault_backend::mprotect : steppe::fault_backend::uffd;
+        else if (flag == "--budget-mib") curve_budget = std::stoull(value) << 20;
+        else if (flag == "--only") curve_only = value == "curve";
+        else if (flag == "--keep") keep = value == "yes";
     }
+    bool reuse = keep && !g_dir.empty() && store_holds_parts(g_dir);
     g_dir = bench_util::scratch_dir(g_dir);
     try {
         std::printf("page_bench: %ld parts, %d runs, backend %s, store in %s\n", g_parts, g_runs,
                     g_backend == steppe::fault_backend::uffd ? "uffd" : "mprotect", g_dir.c_str());
-        build_store();
-        report_hot();
-        report_cold();
-        report_commit();
-        report_budget_curve();
+        if (reuse) std::printf("reusing the store in %s\n", g_dir.c_str());
+        else timed("build + commit", build_store);
+        if (!curve_only) {
+            report_hot();
+            report_cold();
+            report_commit();
+        }
+        report_budget_curve(curve_budget, curve_only ? 1 : 3);
     } catch (const steppe::error& e) {
         std::fprintf(stderr, "page_bench: %s\n", e.what());
         return 1;
     }
-    std::filesystem::remove_all(g_dir);
+    if (!keep) std::filesystem::remove_all(g_dir);
     return 0;
 }
