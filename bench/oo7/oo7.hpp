@@ -1,5 +1,6 @@
 // oo7.hpp — the OO7 benchmark (Carey, DeWitt & Naughton, SIGMOD 1993),
-// written once over a pointer policy (../oo1/policies.hpp).
+// written once over a pointer policy (../oo1/policies.hpp); LMDB, which
+// holds records rather than objects, has its own model (lmdb_oo7.hpp).
 //
 //   database   one module: a manual; a design hierarchy of complex assemblies
 //              (7 levels, fan-out 3: 364 complex + 729 base assemblies); a
@@ -25,6 +26,14 @@
 // The null procedure is called on every atomic part visited (x, y, type) and
 // every base assembly Q4 finds; counts and checksums are compared across
 // systems by the driver.
+//
+// A model M gives (what oo7_main.cpp calls):
+//   generate(config, seed, show_progress)      builds the database, durable at the end
+//   db().seed, db().atomic_per_comp            what the store holds
+//   traverse(mode) q1(input) q4(input)         -> {count, checksum}
+//   begin() ... commit()                       around T2 (traverse 1-3), insert(input, ids),
+//                                              remove(ids); commit makes it durable
+//   composite_count() atomic_count() doc_count()
 #pragma once
 
 #include <cstdint>
@@ -87,6 +96,81 @@ inline void doc_title(char out[40], std::int32_t comp_id) {
     std::memset(out, 0, 40);
     std::snprintf(out, 40, "Composite Part %08d", comp_id);
 }
+inline void manual_title(char out[40], std::int32_t module_id) {
+    std::memset(out, 0, 40);
+    std::snprintf(out, 40, "Manual for module %d", module_id);
+}
+// A document's or the manual's text: its title repeated, in lines of 64.
+inline void fill_text(char* t, int n, const char* title) {
+    std::size_t len = std::strlen(title);
+    for (int i = 0; i < n; ++i) t[i] = i % 64 == 63 ? '\n' : title[static_cast<std::size_t>(i) % len];
+}
+
+// ---- what the database holds: pure functions of (seed, id), so that every
+// model (pointers or LMDB records) builds the same one ----
+
+struct design_attrs {  // of the module, an assembly or a composite part
+    char type[10];
+    std::int32_t build;
+};
+inline design_attrs module_attrs(std::uint64_t seed) {
+    design_attrs d{};
+    type_string(d.type, bench::rnd(seed, 0, 1));
+    d.build = 1000;
+    return d;
+}
+inline design_attrs assembly_attrs(std::uint64_t seed, std::int32_t id) {
+    design_attrs d{};
+    type_string(d.type, bench::rnd(seed, 1000000 + id, 1));
+    d.build = static_cast<std::int32_t>(bench::rnd(seed, 1000000 + id, 2) % 10000);
+    return d;
+}
+inline design_attrs composite_attrs(std::uint64_t seed, std::int32_t id) {
+    design_attrs d{};
+    type_string(d.type, bench::rnd(seed, id, 2));
+    d.build = static_cast<std::int32_t>(bench::rnd(seed, id, 3) % 10000);
+    return d;
+}
+struct atomic_attrs {
+    char type[10];
+    std::int32_t build, x, y;
+};
+inline atomic_attrs atomic_spec(std::uint64_t seed, std::int32_t id) {
+    atomic_attrs a{};
+    type_string(a.type, bench::rnd(seed, id, 4));
+    a.build = static_cast<std::int32_t>(bench::rnd(seed, id, 5) % 10000);
+    a.x = static_cast<std::int32_t>(bench::rnd(seed, id, 6) % 100000);
+    a.y = static_cast<std::int32_t>(bench::rnd(seed, id, 7) % 100000);
+    return a;
+}
+struct connection_attrs {
+    char type[10];
+    std::int32_t length;
+    int target;  // the index, within its composite part, of the atomic part it leads to
+};
+// Connection j out of atomic part `id`, the k-th of a composite part's n:
+// j = 0 makes a ring (connectivity), the others go anywhere in the composite.
+inline connection_attrs connection_spec(std::uint64_t seed, std::int32_t id, int k, int j, int n) {
+    connection_attrs c{};
+    c.target = j == 0 ? (k + 1) % n : static_cast<int>(bench::rnd(seed, id, 10 + j) % static_cast<std::uint64_t>(n));
+    type_string(c.type, bench::rnd(seed, id, 20 + j));
+    c.length = static_cast<std::int32_t>(bench::rnd(seed, id, 30 + j) % 1000);
+    return c;
+}
+// The library position of the j-th composite part base assembly `id` uses.
+inline std::uint64_t component_pick(std::uint64_t seed, std::int32_t id, int j, std::uint64_t library_size) {
+    return bench::rnd(seed, 1000000 + id, 10 + j) % library_size;
+}
+inline constexpr std::uint64_t insert_salt = 0x5157;  // inserted composite parts: seed ^ insert_salt
+
+// The operations' inputs, drawn from the operation's stream.
+inline std::int64_t q1_id(bench::rng& r, const config& c) {
+    return 1 + static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(c.comp_per_module) * c.atomic_per_comp));
+}
+inline void q4_title(bench::rng& r, const config& c, char out[40]) {
+    doc_title(out, static_cast<std::int32_t>(1 + r.below(static_cast<std::uint64_t>(c.comp_per_module))));
+}
+
 inline std::uint64_t title_hash(const char* t) {
     std::uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < 40 && t[i]; ++i) h = (h ^ static_cast<unsigned char>(t[i])) * 1099511628211ull;
@@ -292,12 +376,13 @@ public:
         db_->module = mod;
         Module* m = P::get(mod);
         m->id = 1;
-        type_string(m->type, bench::rnd(seed, 0, 1));
-        m->build = 1000;
+        design_attrs ma = module_attrs(seed);
+        std::memcpy(m->type, ma.type, sizeof m->type);
+        m->build = ma.build;
         ptr<Manual> man = sys_.template make<Manual>();
         m->man = man;
         Manual* mn = P::get(man);
-        std::snprintf(mn->title, sizeof mn->title, "Manual for module %d", m->id);
+        manual_title(mn->title, m->id);
         mn->id = 1;
         mn->text_len = c.manual_size;
         mn->text = sys_.template make_array<char>(static_cast<std::size_t>(c.manual_size));
@@ -331,11 +416,10 @@ public:
     bench::op_result q1(std::uint64_t input) {
         bench::rng r(input);
         g_sink = {};
-        std::int64_t max_id = static_cast<std::int64_t>(db_->comp_per_module) * db_->atomic_per_comp;
+        config c = cfg();
         std::int64_t hits = 0;
         for (int k = 0; k < q1_lookups; ++k) {
-            std::int64_t id = 1 + static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(max_id)));
-            if (AtomicPart* a = P::get(find_atomic(id))) {
+            if (AtomicPart* a = P::get(find_atomic(q1_id(r, c)))) {
                 null_proc(a->x, a->y, a->type);
                 ++hits;
             }
@@ -345,9 +429,10 @@ public:
     bench::op_result q4(std::uint64_t input) {
         bench::rng r(input);
         g_sink = {};
+        config c = cfg();
         for (int k = 0; k < q4_lookups; ++k) {
             char title[40];
-            doc_title(title, static_cast<std::int32_t>(1 + r.below(static_cast<std::uint64_t>(db_->comp_per_module))));
+            q4_title(r, c, title);
             Document* d = P::get(find_doc(title));
             if (!d) continue;
             CompositePart* cp = P::get(d->part);
@@ -364,7 +449,7 @@ public:
         config c = cfg();
         std::int64_t atomics = 0, sum = 0;
         for (int k = 0; k < sm_composites; ++k) {
-            ptr<CompositePart> cp = make_composite(c, db_->seed ^ 0x5157);
+            ptr<CompositePart> cp = make_composite(c, db_->seed ^ insert_salt);
             CompositePart* p = P::get(cp);
             ptr<BaseAssembly> bp = P::get(db_->bases.data)[r.below(db_->bases.size)];
             BaseAssembly* b = P::get(bp);
@@ -435,18 +520,14 @@ public:
     std::int64_t doc_count() const { return db_->doc_count; }
 
 private:
-    static void fill_text(char* t, int n, const char* title) {
-        std::size_t len = std::strlen(title);
-        for (int i = 0; i < n; ++i) t[i] = i % 64 == 63 ? '\n' : title[static_cast<std::size_t>(i) % len];
-    }
-
     ptr<CompositePart> make_composite(const config& c, std::uint64_t seed) {
         std::int32_t cid = db_->next_comp_id++;
         ptr<CompositePart> cp = sys_.template make<CompositePart>();
         CompositePart* p = P::get(cp);
         p->id = cid;
-        type_string(p->type, bench::rnd(seed, cid, 2));
-        p->build = static_cast<std::int32_t>(bench::rnd(seed, cid, 3) % 10000);
+        design_attrs pa = composite_attrs(seed, cid);
+        std::memcpy(p->type, pa.type, sizeof p->type);
+        p->build = pa.build;
         // document
         ptr<Document> dp = sys_.template make<Document>();
         Document* d = P::get(dp);
@@ -467,10 +548,11 @@ private:
             ptr<AtomicPart> ap = sys_.template make<AtomicPart>();
             AtomicPart* a = P::get(ap);
             a->id = aid;
-            type_string(a->type, bench::rnd(seed, aid, 4));
-            a->build = static_cast<std::int32_t>(bench::rnd(seed, aid, 5) % 10000);
-            a->x = static_cast<std::int32_t>(bench::rnd(seed, aid, 6) % 100000);
-            a->y = static_cast<std::int32_t>(bench::rnd(seed, aid, 7) % 100000);
+            atomic_attrs s = atomic_spec(seed, aid);
+            std::memcpy(a->type, s.type, sizeof a->type);
+            a->build = s.build;
+            a->x = s.x;
+            a->y = s.y;
             a->doc_id = cid;
             a->part_of = cp;
             parts[k] = ap;
@@ -479,25 +561,24 @@ private:
         p->root = parts[0];
         // connections: a ring, plus random ones inside the composite part;
         // reverse lists sized exactly first, so building frees nothing
-        std::vector<int> target(static_cast<std::size_t>(c.atomic_per_comp) * conn_per_atomic);
+        std::vector<connection_attrs> spec(static_cast<std::size_t>(c.atomic_per_comp) * conn_per_atomic);
         std::vector<std::uint32_t> indegree(static_cast<std::size_t>(c.atomic_per_comp));
         for (int k = 0; k < c.atomic_per_comp; ++k)
             for (int j = 0; j < conn_per_atomic; ++j) {
-                int t = j == 0 ? (k + 1) % c.atomic_per_comp
-                               : static_cast<int>(bench::rnd(seed, P::get(parts[k])->id, 10 + j) %
-                                                  static_cast<std::uint64_t>(c.atomic_per_comp));
-                target[static_cast<std::size_t>(k * conn_per_atomic + j)] = t;
-                ++indegree[static_cast<std::size_t>(t)];
+                connection_attrs& s = spec[static_cast<std::size_t>(k * conn_per_atomic + j)];
+                s = connection_spec(seed, P::get(parts[k])->id, k, j, c.atomic_per_comp);
+                ++indegree[static_cast<std::size_t>(s.target)];
             }
         for (int k = 0; k < c.atomic_per_comp; ++k) reserve(P::get(parts[k])->from, indegree[static_cast<std::size_t>(k)]);
         for (int k = 0; k < c.atomic_per_comp; ++k) {
             AtomicPart* a = P::get(parts[k]);
             for (int j = 0; j < conn_per_atomic; ++j) {
-                int t = target[static_cast<std::size_t>(k * conn_per_atomic + j)];
+                const connection_attrs& s = spec[static_cast<std::size_t>(k * conn_per_atomic + j)];
+                int t = s.target;
                 ptr<Connection> cn = sys_.template make<Connection>();
                 Connection* x = P::get(cn);
-                type_string(x->type, bench::rnd(seed, a->id, 20 + j));
-                x->length = static_cast<std::int32_t>(bench::rnd(seed, a->id, 30 + j) % 1000);
+                std::memcpy(x->type, s.type, sizeof x->type);
+                x->length = s.length;
                 x->from = parts[k];
                 x->to = parts[t];
                 a->to[j] = cn;
@@ -513,9 +594,7 @@ private:
     void attach_components(const config& c, std::uint64_t seed) {
         const ptr<BaseAssembly>* bases = P::get(db_->bases.data);
         ptr<CompositePart>* comps = P::get(db_->composites.data);
-        auto pick = [&](const BaseAssembly* b, int j) {
-            return bench::rnd(seed, 1000000 + b->id, 10 + j) % db_->composites.size;
-        };
+        auto pick = [&](const BaseAssembly* b, int j) { return component_pick(seed, b->id, j, db_->composites.size); };
         std::vector<std::uint32_t> uses(db_->composites.size);
         for (std::uint32_t i = 0; i < db_->bases.size; ++i)
             for (int j = 0; j < c.fanout; ++j) ++uses[pick(P::get(bases[i]), j)];
@@ -536,8 +615,9 @@ private:
         ptr<ComplexAssembly> ca = sys_.template make<ComplexAssembly>();
         ComplexAssembly* a = P::get(ca);
         a->id = db_->next_assembly_id++;
-        type_string(a->type, bench::rnd(seed, 1000000 + a->id, 1));
-        a->build = static_cast<std::int32_t>(bench::rnd(seed, 1000000 + a->id, 2) % 10000);
+        design_attrs attrs = assembly_attrs(seed, a->id);
+        std::memcpy(a->type, attrs.type, sizeof a->type);
+        a->build = attrs.build;
         a->level = level;
         a->super = super;
         a->module = mod;
@@ -548,8 +628,9 @@ private:
                 ptr<BaseAssembly> ba = sys_.template make<BaseAssembly>();
                 BaseAssembly* b = P::get(ba);
                 b->id = db_->next_assembly_id++;
-                type_string(b->type, bench::rnd(seed, 1000000 + b->id, 1));
-                b->build = static_cast<std::int32_t>(bench::rnd(seed, 1000000 + b->id, 2) % 10000);
+                design_attrs base_attrs = assembly_attrs(seed, b->id);
+                std::memcpy(b->type, base_attrs.type, sizeof b->type);
+                b->build = base_attrs.build;
                 b->super = ca;
                 b->module = mod;
                 P::get(db_->bases.data)[db_->bases.size++] = ba;  // components: attach_components()

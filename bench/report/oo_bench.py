@@ -81,10 +81,7 @@ OO7 = Bench(
     {'t1': 'T1 full traversal', 't2a': 'T2a (update roots) + commit', 't2b': 'T2b (update all) + commit',
      't2c': 'T2c (update all x4) + commit', 't6': 'T6 sparse traversal', 'q1': 'Q1 10 lookups',
      'q4': 'Q4 document lookups', 'insert': 'insert 5 composites + commit',
-     'delete': 'delete 5 composites + commit'},
-    {'lmdb': 'not implemented: LMDB is a key-value store, and the OO7 object graph (assemblies, composite and '
-             'atomic parts, connections, documents) would have to be hand-serialized into records with ids in '
-             'place of every pointer, which this suite does for OO1 only'})
+     'delete': 'delete 5 composites + commit'})
 
 
 # ---- environment ------------------------------------------------------------------------
