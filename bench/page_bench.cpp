@@ -287,23 +287,28 @@ void timed(const char* what, const std::function<void()>& f) {
     std::printf("%-18s %8.1f s\n", what, seconds_since(t));
 }
 
-// What a measurement in a fresh process returns: {operations per second,
-// faults, evictions, bytes read from the disk}.
-std::vector<double> measured(steppe::store& s, long operations, double secs) {
+// Opens the store read-only, runs `pass` once to load its working set, then
+// times it again: {operations per second, faults, evictions, bytes read from
+// the disk}. `pass(graph)` does `operations` operations, the same each time.
+std::vector<double> load_then_time(long operations, const std::function<long(const Graph&)>& pass) {
+    steppe::open_options o = options();
+    o.read_only = true;
+    auto s = steppe::store::open(store_path(), o);
+    Graph g = *s.find_root<Graph>("graph");
+    volatile long sink = pass(g);
+    auto t = clock_type::now();
+    sink = pass(g);
+    double secs = seconds_since(t);
+    (void)sink;
     auto st = s.stats();
     return {static_cast<double>(operations) / secs, static_cast<double>(st.faults),
             static_cast<double>(st.evictions), static_cast<double>(bench_util::read_bytes())};
 }
 
-// OO1-style lookups (read x, y and type of a random part) among the first
-// `span` parts, in a fresh process: the working set is loaded by a first
-// pass, then the same lookups are timed.
+// `count` OO1-style lookups (read x, y and type of a random part) among the
+// first `span` parts.
 std::vector<double> lookups(long span, long count) {
-    steppe::open_options o = options();
-    o.read_only = true;
-    auto s = steppe::store::open(store_path(), o);
-    Graph g = *s.find_root<Graph>("graph");
-    auto pass = [&] {
+    return load_then_time(count, [=](const Graph& g) {
         std::uint64_t x = 7;
         long sum = 0;
         for (long i = 0; i < count; ++i) {
@@ -312,22 +317,13 @@ std::vector<double> lookups(long span, long count) {
             sum += p->x + p->y + p->type[0];
         }
         return sum;
-    };
-    volatile long sink = pass();
-    auto t = clock_type::now();
-    sink = pass();
-    (void)sink;
-    return measured(s, count, seconds_since(t));
+    });
 }
 
-// OO1 traversals (seven levels, 3,280 visits) from `roots` random parts of the
-// whole store, loaded by a first pass, then timed.
+// OO1 traversals (seven levels, 3,280 visits) from `roots` random parts of
+// the whole store.
 std::vector<double> traversals(long roots) {
-    steppe::open_options o = options();
-    o.read_only = true;
-    auto s = steppe::store::open(store_path(), o);
-    Graph g = *s.find_root<Graph>("graph");
-    auto pass = [&] {
+    return load_then_time(roots, [=](const Graph& g) {
         std::uint64_t x = 11;
         long sum = 0;
         for (long i = 0; i < roots; ++i) {
@@ -335,12 +331,7 @@ std::vector<double> traversals(long roots) {
             sum += traverse(g.index[static_cast<long>((x >> 33) % static_cast<std::uint64_t>(g.count))], 7);
         }
         return sum;
-    };
-    volatile long sink = pass();
-    auto t = clock_type::now();
-    sink = pass();
-    (void)sink;
-    return measured(s, roots, seconds_since(t));
+    });
 }
 
 // Runs `work` uncapped and under `budget` (alternated, medians of `reps`) and

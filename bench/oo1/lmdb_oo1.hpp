@@ -17,12 +17,12 @@
 #include <lmdb.h>
 
 #include <array>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "harness.hpp"
+#include "lmdb_env.hpp"
 #include "oo1.hpp"
 
 namespace oo1 {
@@ -43,15 +43,8 @@ public:
     };
     using handle = const Part*;
 
-    lmdb_model(const std::string& path, bool create, std::size_t map_bytes) : path_(path) {
-        if (create) {
-            std::filesystem::remove(path);
-            std::filesystem::remove(path + "-lock");
-        }
-        ok(mdb_env_create(&env_), "mdb_env_create");
-        ok(mdb_env_set_maxdbs(env_, 4), "mdb_env_set_maxdbs");
-        ok(mdb_env_set_mapsize(env_, map_bytes), "mdb_env_set_mapsize");
-        ok(mdb_env_open(env_, path.c_str(), MDB_NOSUBDIR, 0664), "mdb_env_open " + path);
+    lmdb_model(const std::string& path, bool create, std::size_t map_bytes)
+        : path_(path), env_(bench::lmdb::open_env(path, create, 4, map_bytes)) {
         MDB_txn* txn;
         ok(mdb_txn_begin(env_, nullptr, 0, &txn), "mdb_txn_begin");
         ok(mdb_dbi_open(txn, "parts", MDB_INTEGERKEY | MDB_CREATE, &parts_), "mdb_dbi_open parts");
@@ -180,12 +173,8 @@ public:
         ok(rc, "mdb_txn_commit");
     }
 
-    std::map<std::string, std::int64_t> counters() const {
-        MDB_envinfo info;
-        mdb_env_info(env_, &info);
-        return {{"lmdb_last_page", static_cast<std::int64_t>(info.me_last_pgno)}};
-    }
-    std::vector<std::string> files() const { return {path_, path_ + "-lock"}; }
+    std::map<std::string, std::int64_t> counters() const { return bench::lmdb::counters(env_); }
+    std::vector<std::string> files() const { return bench::lmdb::files(path_); }
     std::string describe() const {
         return "LMDB 0.9.24: parts as records keyed by id (B+tree = the index), connections as ids, reverse "
                "connections as sorted duplicates; default durable commit";
@@ -196,9 +185,7 @@ private:
         std::int64_t parts = 0, max_id = 0, base_parts = 0;
         std::uint64_t seed = 0;
     };
-    static void ok(int rc, const std::string& what) {
-        if (rc != 0) bench::fail("LMDB " + what + ": " + mdb_strerror(rc));
-    }
+    static void ok(int rc, const std::string& what) { bench::lmdb::ok(rc, what); }
     static Part record(const part_spec& s) {
         Part r{};
         r.id = s.id;

@@ -44,7 +44,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -52,6 +51,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "lmdb_env.hpp"
 #include "oo7.hpp"
 
 namespace oo7 {
@@ -119,15 +119,8 @@ public:
         bool operator==(const meta&) const = default;
     };
 
-    lmdb_model(const std::string& path, bool create, std::size_t map_bytes) : path_(path) {
-        if (create) {
-            std::filesystem::remove(path);
-            std::filesystem::remove(path + "-lock");
-        }
-        ok(mdb_env_create(&env_), "mdb_env_create");
-        ok(mdb_env_set_maxdbs(env_, 11), "mdb_env_set_maxdbs");
-        ok(mdb_env_set_mapsize(env_, map_bytes), "mdb_env_set_mapsize");
-        ok(mdb_env_open(env_, path.c_str(), MDB_NOSUBDIR, 0664), "mdb_env_open " + path);
+    lmdb_model(const std::string& path, bool create, std::size_t map_bytes)
+        : path_(path), env_(bench::lmdb::open_env(path, create, 11, map_bytes)) {
         open_databases();
         ok(mdb_txn_begin(env_, nullptr, MDB_RDONLY, &rtxn_), "mdb_txn_begin read");
         mdb_txn_reset(rtxn_);
@@ -272,12 +265,8 @@ public:
     std::int64_t atomic_count() const { return entries(atomic_); }
     std::int64_t doc_count() const { return entries(document_); }
 
-    std::map<std::string, std::int64_t> counters() const {
-        MDB_envinfo info;
-        mdb_env_info(env_, &info);
-        return {{"lmdb_last_page", static_cast<std::int64_t>(info.me_last_pgno)}};
-    }
-    std::vector<std::string> files() const { return {path_, path_ + "-lock"}; }
+    std::map<std::string, std::int64_t> counters() const { return bench::lmdb::counters(env_); }
+    std::vector<std::string> files() const { return bench::lmdb::files(path_); }
     std::string describe() const {
         return "LMDB 0.9.24: OO7 objects as records keyed by id, references as ids (an mdb_get per reference "
                "followed), B+trees as the indexes on atomic part id and document title, texts in the values; "
@@ -313,9 +302,7 @@ private:
         MDB_txn* txn_;
     };
 
-    static void ok(int rc, const std::string& what) {
-        if (rc != 0) bench::fail("LMDB " + what + ": " + mdb_strerror(rc));
-    }
+    static void ok(int rc, const std::string& what) { bench::lmdb::ok(rc, what); }
     static MDB_val name(const char* key) { return {std::strlen(key), const_cast<char*>(key)}; }
 
     void open_databases() {
