@@ -42,9 +42,13 @@ private:
                 return 1;  // the first entry is the executable
             },
             this);
-        std::ifstream f("/proc/self/exe", std::ios::binary);
-        std::vector<char> image((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-        if (image.size() < sizeof(Elf64_Ehdr)) return;
+        // One read: an unoptimized streambuf iterator takes a second or more
+        // over a debug executable.
+        std::ifstream f("/proc/self/exe", std::ios::binary | std::ios::ate);
+        std::streamoff size = f.tellg();
+        if (size < static_cast<std::streamoff>(sizeof(Elf64_Ehdr))) return;
+        std::vector<char> image(static_cast<std::size_t>(size));
+        if (!f.seekg(0).read(image.data(), size)) return;
         Elf64_Ehdr eh;
         std::memcpy(&eh, image.data(), sizeof eh);
         if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return;
