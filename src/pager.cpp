@@ -346,7 +346,8 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
 void pager::note_vtable(const void* object) {
     const void* vptr = *static_cast<const void* const*>(object);
     // Itanium: the primary address point is 16 bytes into the vtable group
-    // (offset-to-top, RTTI), for classes without virtual bases (refused).
+    // (offset-to-top, RTTI) for a class without virtual bases; store::make
+    // calls this for no other (see store::notes_vtable).
     vtables_.note_address(types::vtable_symbol_of(vptr), reinterpret_cast<std::uintptr_t>(vptr) - 16);
 }
 

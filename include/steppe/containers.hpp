@@ -396,7 +396,7 @@ template<class... A> std::size_t variant_index() { return variant_probe() + vari
 // Pointer-free variants are plain bytes.
 template<class A> consteval bool has_slots() { return types::detail::has_slots<std::remove_cv_t<A>>(); }
 template<class A> inline constexpr bool word_pointer =
-    has_slots<A>() && sizeof(A) == sizeof(void*) && !std::is_polymorphic_v<A>;
+    has_slots<A>() && sizeof(A) == sizeof(void*) && !types::detail::is_dynamic<A>;
 template<class... A> struct first_with_slots { using type = void; };
 template<class A, class... R> struct first_with_slots<A, R...> {
     using type = std::conditional_t<has_slots<A>(), A, typename first_with_slots<R...>::type>;

@@ -32,9 +32,12 @@
 //
 // Refused at compile time: references, function pointers, member pointers,
 // unions holding pointers or not listing their members, bit-fields, aggregates
-// with bases, polymorphic or non-aggregate classes without STEPPE_FIELDS,
-// virtual bases. Only the primary vtable pointer (offset 0) and those of
-// non-virtual bases are recorded; relinking them is src/types' later work.
+// with bases, polymorphic or non-aggregate classes without STEPPE_FIELDS.
+// Every vtable pointer is recorded (a dynamic class's at offset 0, and those
+// of its bases, virtual or not) and relinked on load (src/types/vtables.hpp).
+// Virtual bases are placed by the complete object's class, at offsets read
+// through its vtable: such a class's vtable symbol must be resolvable at run
+// time (the executable not stripped, or linked with -rdynamic).
 // Layouts assume the Itanium C++ ABI (g++/clang on Linux) and 64-bit pointers.
 //
 // Map: 1 layout data, 2 declaring fields, 3 type names, 4 aggregate
@@ -51,6 +54,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -97,9 +101,11 @@ bool same_structure(const layout& a, const layout& b) noexcept;
 
 inline constexpr std::uint32_t max_type_size = std::uint32_t{1} << 30;
 
-// The layout of T, built on first use (thread-safe) and never destroyed, so it
-// stays valid in static destructors. Throws steppe::error(invalid_argument) if
-// STEPPE_FIELDS/STEPPE_BASES leave bytes that can only be an unlisted member.
+// The layout of a complete T, built on first use (thread-safe) and never
+// destroyed, so it stays valid in static destructors. Throws
+// steppe::error(invalid_argument) if STEPPE_FIELDS/STEPPE_BASES leave bytes
+// that can only be an unlisted member, and errc::unsupported if T has virtual
+// bases and its vtable symbol cannot be found in this process.
 template<class T> const layout& layout_of();
 
 // Befriended by STEPPE_FIELDS and STEPPE_BASES so steppe can read private members.
@@ -166,10 +172,11 @@ template<class A, class B> struct describe<std::pair<A, B>> {
 // STEPPE_FIELDS(a, b, c) inside a class, struct or union body declares its
 // persistent data members by name; all of them must be listed (bytes that
 // only an unlisted member can explain make layout_of throw). STEPPE_FIELDS()
-// declares none. STEPPE_BASES(B1, B2) declares base classes (any access,
-// non-virtual); a class with bases and STEPPE_FIELDS needs both. Neither
-// changes the access of the declarations that follow. Each macro also records
-// its owner so a derived class cannot silently reuse its base's declaration.
+// declares none. STEPPE_BASES(B1, B2) declares the direct base classes (any
+// access, virtual or not); a class with bases and STEPPE_FIELDS needs both.
+// Neither changes the access of the declarations that follow. Each macro also
+// records its owner so a derived class cannot silently reuse its base's
+// declaration.
 #define STEPPE_FIELDS(...)                                                                 \
     friend struct ::steppe::types::access;                                                 \
     auto steppe_fields_owner_() -> ::std::remove_reference_t<decltype(*this)>;             \
@@ -495,13 +502,26 @@ struct access {
     }
     template<class T> static constexpr auto fields() noexcept { return T::template steppe_fields_<T>(); }
     template<class T> static constexpr auto bases() noexcept { return T::steppe_bases_(); }
-    // A friend may convert to private bases; a virtual base makes the
-    // downcast ill-formed, which is how virtual inheritance is detected.
-    template<class T, class B> static constexpr bool plain_base =
-        std::is_base_of_v<B, T> && !std::is_same_v<B, T> && requires(B* b) { static_cast<T*>(b); };
+    // How B is a base of T. A friend may convert to private bases; the upcast
+    // is ill-formed for an ambiguous base, the downcast for a virtual one.
+    enum class relation : std::uint8_t { none, plain, virtual_base };
+    template<class T, class B> static constexpr bool converts = requires(T* t) { static_cast<B*>(t); };
+    template<class T, class B> static constexpr relation base_relation() {
+        if constexpr (!std::is_base_of_v<B, T> || std::is_same_v<B, T> || !converts<T, B>) return relation::none;
+        else if constexpr (requires(B* b) { static_cast<T*>(b); }) return relation::plain;
+        else return relation::virtual_base;
+    }
+    // A non-virtual base sits at a constant offset: no vptr is read.
     template<class T, class B> static std::size_t base_offset() noexcept {
         T* t = &detail::phantom<T>();
         return static_cast<std::size_t>(reinterpret_cast<const char*>(static_cast<B*>(t)) -
+                                        reinterpret_cast<const char*>(t));
+    }
+    // A virtual base's offset is kept in T's vtable (Itanium), in a slot only
+    // the compiler knows, so let it convert: `shell` holds T's vptr.
+    template<class T, class V> static std::size_t virtual_base_offset(const void* shell) noexcept {
+        const T* t = static_cast<const T*>(shell);
+        return static_cast<std::size_t>(reinterpret_cast<const char*>(static_cast<const V*>(t)) -
                                         reinterpret_cast<const char*>(t));
     }
     template<class T, class M, class C> static M T::*widen(M C::*p) noexcept { return p; }
@@ -553,6 +573,38 @@ template<class T> constexpr auto descriptors() noexcept {
 }
 template<class T> using descriptor_tuple = decltype(descriptors<T>());
 
+// type_lists as sets: the first list plus every type of the others it lacks.
+template<class... L> struct set_union;
+template<class... S> struct set_union<type_list<S...>> { using type = type_list<S...>; };
+template<class... S, class... Rest> struct set_union<type_list<S...>, type_list<>, Rest...>
+    : set_union<type_list<S...>, Rest...> {};
+template<class... S, class M, class... More, class... Rest>
+struct set_union<type_list<S...>, type_list<M, More...>, Rest...>
+    : set_union<std::conditional_t<(std::is_same_v<S, M> || ...), type_list<S...>, type_list<S..., M>>,
+                type_list<More...>, Rest...> {};
+
+// Every virtual base of T, direct or indirect, once: a virtual base of any of
+// T's bases is one of T's, and only the complete object places it (Itanium).
+template<class T> consteval auto virtual_bases_of();
+template<class T> using virtual_bases = decltype(virtual_bases_of<std::remove_cv_t<T>>());
+template<class T, class D> struct virtual_bases_via { using type = type_list<>; };  // a member
+template<class T, class B> struct virtual_bases_via<T, base_class<B>>
+    : set_union<std::conditional_t<access::base_relation<T, B>() == access::relation::virtual_base, type_list<B>,
+                                   type_list<>>,
+                virtual_bases<B>> {};
+template<class T, class Tuple> struct virtual_bases_in;
+template<class T, class... D> struct virtual_bases_in<T, std::tuple<D...>>
+    : set_union<type_list<>, typename virtual_bases_via<T, D>::type...> {};
+template<class T> consteval auto virtual_bases_of() {
+    constexpr how h = classify<T>();
+    if constexpr (h == how::declared || h == how::described)
+        return typename virtual_bases_in<T, descriptor_tuple<T>>::type{};
+    else return type_list<>{};
+}
+
+// Itanium: a class has a vptr if it has virtual functions or virtual bases.
+template<class T> inline constexpr bool is_dynamic = std::is_polymorphic_v<T> || virtual_bases<T>::size > 0;
+
 // Does T hold anything that needs fixing up on load: a pointer or a vptr?
 template<class T> consteval bool has_slots();
 template<class Tuple> struct any_slots;
@@ -566,7 +618,7 @@ template<class T> consteval bool has_slots() {
     else if constexpr (h == how::array) return has_slots<typename array_traits<std::remove_cv_t<T>>::element>();
     else if constexpr (h == how::aggregate) return list_has_slots(typename aggregate_members<std::remove_cv_t<T>>::types{});
     else if constexpr (h == how::declared || h == how::described)
-        return std::is_polymorphic_v<T> || any_slots<descriptor_tuple<std::remove_cv_t<T>>>::value;
+        return is_dynamic<T> || any_slots<descriptor_tuple<std::remove_cv_t<T>>>::value;
     else return false;
 }
 
@@ -616,14 +668,17 @@ template<class T, bool Loud, class... M> constexpr bool verify_list(type_list<M.
 
 template<class T, bool Loud, class D> constexpr bool verify_descriptor() {
     if constexpr (requires { typename D::owner; }) {
-        constexpr bool ok = std::is_same_v<typename D::owner, T> || std::is_base_of_v<typename D::owner, T>;
+        // A member of a virtual base has no fixed offset in T: that base lists it.
+        constexpr bool ok = std::is_same_v<typename D::owner, T> ||
+                            access::base_relation<T, typename D::owner>() == access::relation::plain;
         static_assert(!Loud || ok, "steppe: STEPPE_FIELDS or steppe::describe names a member of a class that is "
-                                   "neither this type nor one of its bases");
+                                   "neither this type nor one of its unambiguous non-virtual bases (a virtual "
+                                   "base lists its own members)");
         return ok && verify<typename D::type, Loud>();
     } else if constexpr (std::is_same_v<D, base_class<typename D::type>>) {
-        constexpr bool ok = access::plain_base<T, typename D::type>;
-        static_assert(!Loud || ok, "steppe: a declared base must be a proper, unambiguous, non-virtual base "
-                                   "class (virtual inheritance is not supported yet)");
+        constexpr bool ok = access::base_relation<T, typename D::type>() != access::relation::none;
+        static_assert(!Loud || ok, "steppe: a declared base must be a proper, unambiguous base class of the "
+                                   "class that declares it (virtual or not)");
         return ok && verify<typename D::type, Loud>();
     } else {
         return verify<typename D::type, Loud>();
@@ -631,6 +686,14 @@ template<class T, bool Loud, class D> constexpr bool verify_descriptor() {
 }
 template<class T, bool Loud, class... D> constexpr bool verify_descriptors(std::tuple<D...>*) {
     return (verify_descriptor<T, Loud, D>() && ... && true);
+}
+
+// A T* must convert to each virtual base: the one complete object places.
+template<class T, bool Loud, class... V> constexpr bool verify_virtual_bases(type_list<V...>) {
+    constexpr bool ok = (access::converts<T, V> && ... && true);
+    static_assert(!Loud || ok, "steppe: a virtual base of this class is also a non-virtual base of it (it holds "
+                               "two subobjects of that type); store a class that inherits it one way only");
+    return ok;
 }
 
 // One static_assert per refusal; exactly the one matching T's refusal fires.
@@ -675,9 +738,11 @@ template<class T, bool Loud> constexpr bool verify() {
     if constexpr (h > how::refused) return false;
     else if constexpr (h == how::array) return verify<typename array_traits<U>::element, Loud>();
     else if constexpr (h == how::aggregate) return verify_list<U, Loud>(typename aggregate_members<U>::types{});
-    else if constexpr (h == how::declared || h == how::described || h == how::union_bytes)
-        return verify_descriptors<U, Loud>(static_cast<descriptor_tuple<U>*>(nullptr));
-    else return true;
+    else if constexpr (h == how::declared || h == how::described || h == how::union_bytes) {
+        constexpr bool parts = verify_descriptors<U, Loud>(static_cast<descriptor_tuple<U>*>(nullptr));
+        if constexpr (parts) return verify_virtual_bases<U, Loud>(virtual_bases<U>{});
+        else return false;
+    } else return true;
 }
 
 }  // namespace detail
@@ -686,6 +751,12 @@ template<class T, bool Loud> constexpr bool verify() {
 namespace steppe {
 // T has a layout steppe can derive; layout_of<T>() explains when it has not.
 template<class T> concept persistable = types::detail::verify<T, false>();
+}
+
+namespace steppe::types {
+// T has virtual bases, direct or indirect (declared with STEPPE_BASES or
+// steppe::describe).
+template<class T> inline constexpr bool has_virtual_bases = detail::virtual_bases<T>::size > 0;
 }
 
 // ---- 6. Building layouts ----------------------------------------------------
@@ -701,6 +772,32 @@ struct extent {
 // Sorts, validates and fingerprints. With `declared`, also checks that every
 // byte not explained by padding belongs to a listed field, base or vptr.
 void finish(layout& l, const std::vector<extent>* declared);
+// Sizes a class's non-virtual part to the extents of its members, bases and
+// vptr (Itanium's nvsize and nvalign).
+void size_to(layout& l, const std::vector<extent>& parts) noexcept;
+
+// Zeroed storage shaped like a complete object of a dynamic class, holding
+// only the class's primary vptr (its address point, found in its vtable group
+// by symbol): enough for the compiler to find virtual bases, without running
+// a constructor or any other user code. Throws errc::unsupported, naming the
+// type, if the vtable symbol cannot be resolved.
+class vtable_shell {
+public:
+    vtable_shell(const std::type_info& type, const std::string& name, std::size_t size, std::size_t align);
+    vtable_shell(const vtable_shell&) = delete;
+    vtable_shell& operator=(const vtable_shell&) = delete;
+    ~vtable_shell();
+    const void* get() const noexcept { return storage_; }
+
+private:
+    void* storage_;
+    std::size_t align_;
+};
+
+// The layout of T as a base subobject: its non-virtual part only, since the
+// complete object places the virtual bases. The same as layout_of<T>() for a
+// class without virtual bases.
+template<class T> const layout& base_layout_of();
 
 template<class M> consteval char scalar_code() {
     if constexpr (std::is_same_v<M, bool>) return 'b';
@@ -765,24 +862,32 @@ template<class T, class M> std::size_t member_offset(M T::*p) noexcept {
     return static_cast<std::size_t>(offset);
 }
 
+template<class B> void add_base(layout& l, std::size_t offset, std::vector<extent>& extents) {
+    const layout& part = base_layout_of<B>();
+    l.fields.push_back(
+        field{static_cast<std::uint32_t>(offset), part.size, field_kind::base, part.fingerprint, type_name<B>(), {}});
+    extents.push_back({offset, part.size, part.align});
+    append_shifted(l, part, offset);
+}
+
 template<class T, class D> void add_descriptor(layout& l, const D& d, std::vector<extent>& extents) {
     using M = std::remove_cv_t<typename D::type>;
     if constexpr (requires { typename D::owner; }) {
         add_field<M>(l, member_offset(access::widen<T>(d.pointer)), d.name, kind_of<M>(), extents);
     } else if constexpr (std::is_same_v<D, base_class<typename D::type>>) {
-        add_field<M>(l, access::base_offset<T, typename D::type>(), {}, field_kind::base, extents);
+        // A virtual base is left to the complete object (build).
+        if constexpr (access::base_relation<T, typename D::type>() == access::relation::plain)
+            add_base<M>(l, access::base_offset<T, typename D::type>(), extents);
     } else {
         add_field<M>(l, d.offset, d.name, kind_of<M>(), extents);
     }
 }
 
-template<class T> layout build() {
+// What T holds at fixed offsets: members, non-virtual bases and its vptr.
+template<class T> layout build_nonvirtual(std::vector<extent>& extents) {
     constexpr how h = classify<T>();
     layout l;
     l.name = type_name<T>();
-    l.size = static_cast<std::uint32_t>(sizeof(T));
-    l.align = static_cast<std::uint32_t>(alignof(T));
-    std::vector<extent> extents;
     if constexpr (h == how::scalar || h == how::pointer || h == how::array) {
         add_field<T>(l, 0, {}, kind_of<T>(), extents);  // a non-class type describes itself
     } else if constexpr (h == how::aggregate) {
@@ -802,12 +907,47 @@ template<class T> layout build() {
     } else if constexpr (h == how::declared || h == how::described || h == how::union_bytes) {
         std::apply([&](const auto&... d) { (add_descriptor<T>(l, d, extents), ...); }, descriptors<T>());
     }
-    if constexpr (std::is_polymorphic_v<T>) {
+    if constexpr (is_dynamic<T>) {
         l.vptrs.push_back(0);  // Itanium: a dynamic class's (primary) vptr is at offset 0
         extents.push_back({0, sizeof(void*), alignof(void*)});
     }
-    finish(l, h == how::declared ? &extents : nullptr);
     return l;
+}
+
+template<class T, class... V> void add_virtual_bases(layout& l, std::vector<extent>& extents, type_list<V...>) {
+    if constexpr (sizeof...(V) > 0) {
+        vtable_shell shell(typeid(T), l.name, sizeof(T), alignof(T));
+        (add_base<V>(l, access::virtual_base_offset<T, V>(shell.get()), extents), ...);
+    }
+}
+
+// The complete T: its non-virtual part, then every virtual base where this
+// class's vtable says it is.
+template<class T> layout build() {
+    std::vector<extent> extents;
+    layout l = build_nonvirtual<T>(extents);
+    add_virtual_bases<T>(l, extents, virtual_bases<T>{});
+    l.size = static_cast<std::uint32_t>(sizeof(T));
+    l.align = static_cast<std::uint32_t>(alignof(T));
+    finish(l, classify<T>() == how::declared ? &extents : nullptr);
+    return l;
+}
+
+template<class T> layout build_base() {
+    std::vector<extent> extents;
+    layout l = build_nonvirtual<T>(extents);
+    size_to(l, extents);
+    finish(l, classify<T>() == how::declared ? &extents : nullptr);
+    return l;
+}
+
+template<class T> const layout& base_layout_of() {
+    if constexpr (virtual_bases<T>::size == 0) {
+        return layout_of<T>();
+    } else {
+        static const layout& built = *new layout(build_base<T>());
+        return built;
+    }
 }
 
 }  // namespace steppe::types::detail

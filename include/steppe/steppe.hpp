@@ -145,7 +145,7 @@ public:
     template <class T, class... Args>
     T* make(Args&&... args) {
         T* object = construct<T>(allocate(types::layout_of<T>(), 1), std::forward<Args>(args)...);
-        if constexpr (std::is_polymorphic_v<T>) note_vtable(object);
+        if constexpr (notes_vtable<T>) note_vtable(object);
         return object;
     }
     // `count` value-initialized Ts, contiguous (large arrays span pages).
@@ -154,7 +154,7 @@ public:
         void* memory = allocate(types::layout_of<T>(), count);
         T* first = static_cast<T*>(memory);
         for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
-        if constexpr (std::is_polymorphic_v<T>) note_vtable(first);
+        if constexpr (notes_vtable<T>) note_vtable(first);
         return first;
     }
     // Destroys and frees what make (count 1) or make_array (its count) returned.
@@ -188,6 +188,12 @@ private:
     explicit store(std::unique_ptr<detail::store_impl> impl);
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object);
+    // A new object's vptr locates its vtable when the symbol table cannot
+    // (a stripped executable). A class with virtual bases needs the symbol
+    // resolved for its layout already, and its vptr alone does not say where
+    // its vtable group starts.
+    template <class T>
+    static constexpr bool notes_vtable = std::is_polymorphic_v<T> && !types::has_virtual_bases<T>;
     void note_vtable(const void* object);
     void* find_root_raw(std::string_view name, const types::layout& layout);
     void set_root_raw(std::string_view name, const types::layout& layout, void* object);

@@ -4,9 +4,12 @@
 #include <steppe/layout.hpp>
 
 #include <algorithm>
+#include <cstring>
+#include <new>
 #include <utility>
 
 #include "types/hash.hpp"
+#include "types/vtables.hpp"
 
 namespace steppe::types {
 
@@ -142,6 +145,33 @@ void append_shifted(layout& out, const layout& inner, std::size_t offset) {
     for (std::uint32_t p : inner.pointers) out.pointers.push_back(static_cast<std::uint32_t>(offset + p));
     for (std::uint32_t v : inner.vptrs) out.vptrs.push_back(static_cast<std::uint32_t>(offset + v));
 }
+
+void size_to(layout& l, const std::vector<extent>& parts) noexcept {
+    // Itanium: nvsize is where the last non-virtual part ends, not rounded up
+    // (a derived class may reuse the tail padding), nvalign their largest.
+    l.size = 0;
+    l.align = 1;
+    for (const extent& e : parts) {
+        l.size = std::max(l.size, static_cast<std::uint32_t>(e.offset + e.size));
+        l.align = std::max(l.align, static_cast<std::uint32_t>(e.align));
+    }
+}
+
+vtable_shell::vtable_shell(const std::type_info& type, const std::string& name, std::size_t size, std::size_t align)
+    : storage_(nullptr), align_(align) {
+    std::uintptr_t point = primary_address_point(type, size);
+    if (point == 0)
+        throw error(errc::unsupported,
+                    "type " + name + ": cannot find where its virtual bases are, because its vtable " +
+                        vtable_symbol_for(type) +
+                        " is not in this process's symbol tables; link in the code that defines the class, and "
+                        "do not strip the executable or link it with -rdynamic");
+    storage_ = ::operator new(size, std::align_val_t{align});
+    std::memset(storage_, 0, size);
+    std::memcpy(storage_, &point, sizeof point);
+}
+
+vtable_shell::~vtable_shell() { ::operator delete(storage_, std::align_val_t{align_}); }
 
 namespace {
 

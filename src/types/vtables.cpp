@@ -13,9 +13,10 @@
 
 namespace steppe::types {
 
+std::string vtable_symbol_for(const std::type_info& type) { return std::string("_ZTV") + type.name(); }
+
 std::string vtable_symbol_of(const void* vptr) {
-    const auto* rtti = static_cast<const std::type_info* const*>(vptr)[-1];
-    return std::string("_ZTV") + rtti->name();
+    return vtable_symbol_for(*static_cast<const std::type_info* const*>(vptr)[-1]);
 }
 
 namespace {
@@ -42,9 +43,13 @@ private:
                 return 1;  // the first entry is the executable
             },
             this);
-        std::ifstream f("/proc/self/exe", std::ios::binary);
-        std::vector<char> image((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-        if (image.size() < sizeof(Elf64_Ehdr)) return;
+        // One read: an unoptimized streambuf iterator takes a second or more
+        // over a debug executable.
+        std::ifstream f("/proc/self/exe", std::ios::binary | std::ios::ate);
+        std::streamoff size = f.tellg();
+        if (size < static_cast<std::streamoff>(sizeof(Elf64_Ehdr))) return;
+        std::vector<char> image(static_cast<std::size_t>(size));
+        if (!f.seekg(0).read(image.data(), size)) return;
         Elf64_Ehdr eh;
         std::memcpy(&eh, image.data(), sizeof eh);
         if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return;
@@ -75,6 +80,22 @@ private:
 std::uintptr_t resolve_symbol(const std::string& symbol) {
     if (void* p = ::dlsym(RTLD_DEFAULT, symbol.c_str())) return reinterpret_cast<std::uintptr_t>(p);
     return executable_symbols::get().find(symbol);
+}
+
+std::uintptr_t primary_address_point(const std::type_info& type, std::size_t object_size) {
+    std::uintptr_t group = resolve_symbol(vtable_symbol_for(type));
+    if (group == 0) return 0;
+    // Every word before the primary vtable's RTTI pointer is an offset within
+    // the object (vcall, vbase, offset-to-top), smaller than the object; the
+    // first word that is not must be the RTTI pointer, after offset-to-top 0.
+    // The scan never reads past it, so never past the symbol.
+    const auto* words = reinterpret_cast<const std::intptr_t*>(group);
+    auto limit = static_cast<std::intptr_t>(object_size);
+    std::size_t i = 0;
+    while (words[i] > -limit && words[i] < limit) ++i;
+    const auto* rtti = reinterpret_cast<const std::type_info*>(words[i]);
+    if (i == 0 || words[i - 1] != 0 || (rtti != &type && *rtti != type)) return 0;
+    return group + (i + 1) * sizeof(void*);
 }
 
 std::uint32_t vtable_table::index_of(const std::string& symbol) {

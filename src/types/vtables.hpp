@@ -7,20 +7,27 @@
 // Itanium C++ ABI facts used here: a vptr points into the vtable group
 // `_ZTV<mangled type>`; the word before the address point is the RTTI pointer
 // of the complete object's type (for a member subobject: of the member's
-// type), so the symbol that holds any vptr is found from the vptr alone; and a
-// dynamic class without virtual bases has its primary address point 16 bytes
-// into the symbol.
+// type), whichever of the object's vptrs it is (the primary one, a secondary
+// one in a non-virtual base, or one in a virtual base), so the symbol that
+// holds any vptr is found from the vptr alone and the token's offset is just
+// the distance from the symbol. The group opens with the primary vtable:
+// vcall and vbase offsets (none without virtual bases), offset-to-top (0),
+// the RTTI pointer, then the primary address point, so a dynamic class
+// without virtual bases has it 16 bytes into the symbol.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <typeinfo>
 #include <unordered_map>
 #include <vector>
 
 namespace steppe::types {
 
+// "_ZTV" + the mangled name of `type`: its vtable group.
+std::string vtable_symbol_for(const std::type_info& type);
 // "_ZTV" + the mangled name of the type whose vtable group holds `vptr`.
 std::string vtable_symbol_of(const void* vptr);
 
@@ -28,6 +35,11 @@ std::string vtable_symbol_of(const void* vptr);
 // (shared libraries, -rdynamic), else the executable's own symbol table. 0 if
 // neither has it (a stripped executable without -rdynamic).
 std::uintptr_t resolve_symbol(const std::string& symbol);
+
+// The primary address point of dynamic class `type`, whose objects are
+// `object_size` bytes: the value of the vptr at offset 0 of a complete
+// object. 0 if the vtable group is not found or does not look as expected.
+std::uintptr_t primary_address_point(const std::type_info& type, std::size_t object_size);
 
 // The store's vtable symbols, by token index, with their addresses here.
 class vtable_table {

@@ -1,4 +1,4 @@
-// expect: steppe: a declared base must be a proper, unambiguous, non-virtual base
+// expect: steppe: a declared base must be a proper, unambiguous base class
 #include <steppe/layout.hpp>
 struct Other { int id = 0; };
 struct Derived { Derived* next = nullptr; STEPPE_BASES(Other) STEPPE_FIELDS(next) };

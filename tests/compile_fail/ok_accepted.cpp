@@ -19,6 +19,14 @@ class Child : public Node {
     STEPPE_FIELDS(extra_)
 };
 struct Shape { virtual ~Shape() = default; Shape* parent = nullptr; STEPPE_FIELDS(parent) };
+// Virtual inheritance: STEPPE_BASES lists the direct bases, virtual or not.
+struct Named { virtual ~Named() = default; long id = 0; STEPPE_FIELDS(id) };
+struct Solid : virtual Named { double volume = 0; STEPPE_BASES(Named) STEPPE_FIELDS(volume) };
+struct Body : Shape, virtual Named { long mass = 0; STEPPE_BASES(Shape, Named) STEPPE_FIELDS(mass) };
+struct Diamond : Body, Solid { Diamond* next = nullptr; STEPPE_BASES(Body, Solid) STEPPE_FIELDS(next) };
+struct Tagged { long tag = 0; STEPPE_FIELDS(tag) };
+// A virtual base of a virtual base, next to a non-virtual base.
+struct Indirect : virtual Solid, Tagged { STEPPE_BASES(Solid, Tagged) STEPPE_FIELDS() };
 union Number { int i; double d; STEPPE_FIELDS(i, d) };
 struct Empty {};
 class NoFields { public: NoFields() = default; STEPPE_FIELDS() };
@@ -30,7 +38,11 @@ static_assert(steppe::persistable<Shape>);
 static_assert(steppe::persistable<Number>);
 static_assert(steppe::persistable<Empty>);
 static_assert(steppe::persistable<NoFields>);
+static_assert(steppe::persistable<Diamond>);
+static_assert(steppe::persistable<Indirect>);
+static_assert(steppe::types::has_virtual_bases<Diamond> && !steppe::types::has_virtual_bases<Shape>);
 
 const void* all[] = {&steppe::types::layout_of<Part>(), &steppe::types::layout_of<Pointers>(),
                      &steppe::types::layout_of<Child>(), &steppe::types::layout_of<Shape>(),
-                     &steppe::types::layout_of<Number>(), &steppe::types::layout_of<NoFields>()};
+                     &steppe::types::layout_of<Number>(), &steppe::types::layout_of<NoFields>(),
+                     &steppe::types::layout_of<Diamond>(), &steppe::types::layout_of<Indirect>()};

@@ -23,6 +23,29 @@ int spread(int n) {
 }
 }  // namespace unrelated
 
+// Calls through the virtual base (a this-adjusting thunk) and both paths to
+// it, and casts that read the relinked vtables' offsets.
+bool diamonds_ok(steppe::store& store) {
+    auto* a = store.find_root<geo::Assembly>("assembly");
+    double mass = 0;
+    for (geo::Component* c = a->first; c; c = c->next) mass += c->mass();
+    std::string described, owners;
+    long prices = 0;
+    for (int i = 0; i < 3; ++i) {
+        described += a->labels[i]->describe() + ";";
+        owners += a->labels[i]->owner->describe() + ";";
+        prices += a->priced[i]->price();
+    }
+    auto* widget = dynamic_cast<geo::Widget*>(a->labels[1]);
+    std::printf("reader: widgets weigh %.2f, %s owned by %s prices %ld\n", mass, described.c_str(), owners.c_str(),
+                prices);
+    return mass == 0.5 + 1.0 + 1.5 && described == "widget bolt;widget nut;widget gear;" &&
+           owners == "widget nut;widget gear;widget bolt;" && prices == 20 + 40 + 7 && widget != nullptr &&
+           static_cast<geo::Labeled*>(widget) == a->labels[1] &&
+           dynamic_cast<geo::Priced*>(static_cast<geo::Component*>(widget)) == a->priced[1] &&
+           dynamic_cast<geo::Widget*>(a->priced[2]) == nullptr && a->priced[2]->describe() == "labeled spare";
+}
+
 int main(int argc, char** argv) {
     if (argc != 2) return 2;
     if (unrelated::spread(10) != 15) return 3;
@@ -42,5 +65,5 @@ int main(int argc, char** argv) {
                 corners, names.c_str(), *reinterpret_cast<void**>(d->first));
     bool ok = count == 4 && area == 3 + 6 + 12 + 20 && corners == 8 && names == "circle;rect 2;circle;rect 4;" &&
               dynamic_cast<geo::Circle*>(d->first) != nullptr;
-    return ok ? 0 : 1;
+    return ok && diamonds_ok(store) ? 0 : 1;
 }

@@ -1,5 +1,6 @@
-// A class hierarchy with virtual functions and multiple inheritance, shared
-// by the writer and the reader, two executables built from different sources.
+// Class hierarchies with virtual functions, multiple inheritance and virtual
+// bases, shared by the writer and the reader, two executables built from
+// different sources.
 // As in any program, the classes' key functions are defined in one source
 // (shapes.cpp) linked into every program that uses them, which is where the
 // compiler puts their vtables: a program that only reads Circles still has
@@ -58,6 +59,52 @@ private:
 struct Drawing {
     Shape* first;
     Named* labels[4];
+};
+
+// A diamond with virtual inheritance: Widget holds one Labeled, reached
+// through Component and through Priced, at an offset its vtable gives.
+class Labeled {
+public:
+    virtual ~Labeled() = default;
+    virtual std::string describe() const;  // key function
+    char label[16] = {};
+    Labeled* owner = nullptr;
+    STEPPE_FIELDS(label, owner)
+};
+
+class Component : public virtual Labeled {
+public:
+    virtual double mass() const = 0;
+    Component* next = nullptr;
+    STEPPE_BASES(Labeled)
+    STEPPE_FIELDS(next)
+};
+
+class Priced : public virtual Labeled {
+public:
+    virtual long price() const;  // key function
+    long cents = 0;
+    STEPPE_BASES(Labeled)
+    STEPPE_FIELDS(cents)
+};
+
+class Widget : public Component, public Priced {
+public:
+    Widget(const char* label, double kg, long cents);
+    double mass() const override;  // key function
+    long price() const override { return 2 * cents; }
+    std::string describe() const override { return std::string("widget ") + label; }
+    STEPPE_BASES(Component, Priced)
+    STEPPE_FIELDS(kg_)
+
+private:
+    double kg_;
+};
+
+struct Assembly {
+    Component* first;
+    Labeled* labels[3];
+    Priced* priced[3];
 };
 
 }  // namespace geo

@@ -1,5 +1,6 @@
 // Writes shapes into a store: vptrs are committed as relinkable tokens.
 #include <cstdio>
+#include <cstring>
 
 #include "shapes.hpp"
 
@@ -14,7 +15,25 @@ int main(int argc, char** argv) {
         d->first = shapes[i];
         d->labels[i] = dynamic_cast<geo::Named*>(shapes[i]);  // a secondary vptr
     }
+    auto* a = store.root<geo::Assembly>("assembly");
+    const char* names[3] = {"bolt", "nut", "gear"};
+    geo::Widget* widgets[3];
+    for (int i = 0; i < 3; ++i) {
+        widgets[i] = store.make<geo::Widget>(names[i], 0.5 * (i + 1), 10L * (i + 1));
+        widgets[i]->next = a->first;
+        a->first = widgets[i];
+    }
+    for (int i = 0; i < 3; ++i) {
+        widgets[i]->owner = widgets[(i + 1) % 3];  // a pointer inside the virtual base
+        a->labels[i] = widgets[i];                  // pointers to the virtual base
+        a->priced[i] = widgets[i];
+    }
+    auto* plain = store.make<geo::Priced>();  // a complete Priced: another vtable group
+    std::strcpy(plain->label, "spare");
+    plain->cents = 7;
+    a->priced[2] = plain;
     store.commit();
-    std::printf("writer: Circle's vtable at %p\n", *reinterpret_cast<void**>(shapes[0]));
+    std::printf("writer: Circle's vtable at %p, Widget's at %p\n", *reinterpret_cast<void**>(shapes[0]),
+                *reinterpret_cast<void**>(widgets[0]));
     return 0;
 }
