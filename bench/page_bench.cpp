@@ -18,6 +18,8 @@
 //   --budget-mib  the budget of the curve (default: a quarter of the store)
 //   --only curve  build (or reuse) the store and run only the budget curve
 //   --keep yes    keep the store in --dir, and reuse it if it has --parts parts
+//   --reps R      runs per curve point (default 3; 1 with --only curve)
+//   --shares a,b  the working-set sizes of the curve, in budgets
 // A store larger than memory: page_bench --parts 120000000 --budget-mib 1024
 //   --only curve --dir /var/tmp/big --keep yes   (8.6 GiB store, 1 GiB budget)
 #include <steppe/steppe.hpp>
@@ -32,6 +34,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -270,6 +273,13 @@ void report_commit() {
     }
 }
 
+std::vector<double> parse_list(const std::string& csv) {
+    std::vector<double> v;
+    std::stringstream in(csv);
+    for (std::string item; std::getline(in, item, ',');) v.push_back(std::stod(item));
+    return v;
+}
+
 // True when `dir` already holds a page_bench store of --parts parts (--keep yes).
 bool store_holds_parts(const std::string& dir) {
     g_dir = dir;
@@ -366,7 +376,7 @@ double curve_point(const char* what, double share, std::uint64_t budget, int rep
 // Lookups and traversals per second under a resident budget (--budget-mib, or
 // a quarter of the store), as the working set grows past it, next to the same
 // runs with no budget.
-void report_budget_curve(std::uint64_t budget, int reps) {
+void report_budget_curve(std::uint64_t budget, int reps, const std::vector<double>& shares) {
     std::uint64_t pages;
     {
         steppe::open_options o = options();
@@ -381,11 +391,11 @@ void report_budget_curve(std::uint64_t budget, int reps) {
     // touches about 3,280 pages (its visits are spread over the store).
     double parts_per_budget = static_cast<double>(budget) / 72;
     double traversals_per_budget = static_cast<double>(budget) / 4096 / 3280;
-    for (double share : {0.25, 0.5, 0.9, 1.5, 2.0, 4.0}) {
+    for (double share : shares) {
         long span = std::min(g_parts, static_cast<long>(parts_per_budget * share));
         curve_point("lookups", share, budget, reps, [span] { return lookups(span, std::max(100000L, span / 16)); });
     }
-    for (double share : {0.25, 0.5, 0.9, 1.5, 2.0, 4.0}) {
+    for (double share : shares) {
         long roots = std::max(1L, static_cast<long>(traversals_per_budget * share));
         curve_point("traversals", share, budget, reps, [roots] { return traversals(roots); });
     }
@@ -396,6 +406,8 @@ void report_budget_curve(std::uint64_t budget, int reps) {
 int main(int argc, char** argv) {
     std::uint64_t curve_budget = 0;
     bool curve_only = false, keep = false;
+    int reps = 0;
+    std::vector<double> shares = {0.25, 0.5, 0.9, 1.5, 2.0, 4.0};
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--parts") g_parts = std::atol(value.c_str());
@@ -405,6 +417,8 @@ int main(int argc, char** argv) {
         else if (flag == "--budget-mib") curve_budget = std::stoull(value) << 20;
         else if (flag == "--only") curve_only = value == "curve";
         else if (flag == "--keep") keep = value == "yes";
+        else if (flag == "--reps") reps = std::atoi(value.c_str());
+        else if (flag == "--shares") shares = parse_list(value);
     }
     bool reuse = keep && !g_dir.empty() && store_holds_parts(g_dir);
     g_dir = bench_util::scratch_dir(g_dir);
@@ -418,7 +432,7 @@ int main(int argc, char** argv) {
             report_cold();
             report_commit();
         }
-        report_budget_curve(curve_budget, curve_only ? 1 : 3);
+        report_budget_curve(curve_budget, reps > 0 ? reps : curve_only ? 1 : 3, shares);
     } catch (const steppe::error& e) {
         std::fprintf(stderr, "page_bench: %s\n", e.what());
         return 1;
