@@ -316,8 +316,7 @@ error pager::no_address_space(std::uint64_t unit_pages) const {
 
 void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align) {
     // An object bigger than an arena could never be mapped: refuse it before
-    // the heap hands out its pages.
-    // (A size that overflows is the heap's to refuse.)
+    // the heap hands out its pages (a size that overflows is the heap's to refuse).
     std::uint64_t bytes = 0;
     if (!__builtin_mul_overflow(std::uint64_t{elem_size}, std::uint64_t{count}, &bytes)) {
         std::uint64_t pages = (bytes + translate::page_size - 1) / translate::page_size;

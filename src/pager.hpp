@@ -71,7 +71,7 @@ struct pager_stats {
     std::uint64_t prefetched_pages = 0; // read-ahead hints given
     std::uint64_t prefetch_hits = 0;    // of those, pages then faulted in
     std::uint64_t address_space_limit = 0;  // bytes
-    std::uint64_t reuse_rounds = 0;         // epochs started by reuse_address_space
+    std::uint64_t reuse_rounds = 0;         // address-space reuse rounds (automatic or asked for)
     std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
 };
@@ -180,7 +180,7 @@ private:
     std::set<std::uint64_t> spilled_;           // pages of this transaction already in the log
     std::atomic<std::uint64_t> pointers_swizzled_{0};
     std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0, spilled_pages_ = 0;
-    std::uint64_t reuse_at_pages_;  // reserved virtual pages past which commit and rollback reuse
+    std::uint64_t reuse_at_pages_ = 0;  // reserved virtual pages past which commit and rollback reuse
     std::uint64_t reuse_rounds_ = 0, reclaimed_arenas_ = 0, reclaimed_pages_ = 0;
 };
 

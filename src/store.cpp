@@ -141,6 +141,7 @@ private:
     void sync_shapes(bool rebuild);
     void validate() const;
     void ensure_writable() const;
+    void reuse_if_crowded(const char* after);
 
     open_options options_;
     std::unique_ptr<storage::storage> storage_;
@@ -431,7 +432,7 @@ void store_impl::commit() {
     pager_->committed();
     committed_ = {meta, catalog_, roots_, catalog_pages_, roots_pages_, vtables_pages_, pager_->vtables()};
     catalog_dirty_ = roots_dirty_ = false;
-    pager_->reuse_if_crowded();
+    reuse_if_crowded("the commit");
 }
 
 void store_impl::rollback() {
@@ -442,7 +443,19 @@ void store_impl::rollback() {
     roots_pages_ = committed_.roots_pages;
     catalog_dirty_ = roots_dirty_ = false;
     sync_shapes(true);
-    pager_->reuse_if_crowded();
+    reuse_if_crowded("the rollback");
+}
+
+// Starts an address-space reuse round if the reserved space is crowded. The
+// commit or rollback before it is complete whatever happens here; the error
+// says so, since commit() throwing otherwise means the commit failed.
+void store_impl::reuse_if_crowded(const char* after) {
+    try {
+        pager_->reuse_if_crowded();
+    } catch (const error& e) {
+        throw error(e.code(), path() + ": address-space reuse after " + after + " (which is complete) failed: " +
+                                  e.what());
+    }
 }
 
 store_stats store_impl::stats() const {

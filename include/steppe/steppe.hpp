@@ -183,7 +183,9 @@ public:
 
     // Makes every change since the last commit durable, all or nothing.
     // transient_pointer (nothing changed; fix the pointer and commit again),
-    // no_space / io (the store stays at the previous commit), poisoned.
+    // no_space / io (the store stays at the previous commit), poisoned. (An
+    // io error from the reuse round that may follow, see reuse_address_space,
+    // says that the commit is complete.)
     void commit();
     // Discards every change since the last commit. Pointers the program holds
     // into the store stay valid addresses and show the committed contents.

@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <steppe/steppe.hpp>
 
+#include <atomic>
 #include <functional>
+#include <thread>
+#include <vector>
 
 #include "support/store_fixture.hpp"
 
@@ -186,6 +189,40 @@ TEST_P(ReuseTest, ExplicitRoundKeepsPointersToTouchedPagesAndRefaults) {
     s.commit();
     s.reuse_address_space();
     EXPECT_TRUE(node_is(n, kNodes - 1, 0)) << "the rollback undid the write";
+}
+
+// Four threads walk each chunk together, racing to fault the same pages and
+// reserve the same units, while arenas fill and reclaimed ones are handed
+// out again; the rounds run between chunks, with the threads joined.
+TEST_P(ReuseTest, ThreadsWalkingTogetherBetweenRoundsSeeEveryNode) {
+    build();
+    auto s = open_limited();
+    // All 64 arenas (16 pages each) are made first, by one thread: TSan sees
+    // the mmap of an arena as a write to all of it but not the kernel's
+    // UFFDIO_COPY that fills a page later, so a thread reading a page that
+    // another thread faulted into a new arena would look like a race to it.
+    for (Node* n = *s.find_root<Node*>("list"); s.stats().reserved_virtual_pages <= kLimit / 4096 - 16;)
+        for (long k = 0; k < kPerPage; ++k) n = n->next;  // a page reserves at most 4 virtual pages
+    s.rollback();
+    s.reuse_address_space();  // nothing used since the rollback's round: every arena is empty again
+    Node* start = *s.find_root<Node*>("list");
+    for (long first = kNodes - 1; start; first -= kChunk) {
+        std::atomic<long> wrong{0};
+        Node* next = nullptr;
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&, t] {
+                Node* n = start;
+                for (long k = 0, expect = first; n && k < kChunk; ++k, n = n->next, --expect)
+                    if (!node_is(n, expect, 0)) wrong.fetch_add(1);
+                if (t == 0) next = n;
+            });
+        for (auto& t : threads) t.join();
+        ASSERT_EQ(wrong.load(), 0) << "in the chunk from node " << first;
+        start = next;
+        s.commit();
+    }
+    EXPECT_GE(s.stats().reuse_rounds, 5u);
 }
 
 // A pointer the program read from a page touched since the last round stays
