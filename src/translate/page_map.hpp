@@ -33,9 +33,9 @@
 // marked the arenas it points into; pointers the program wrote into pages
 // are in persistent form by then (no page may be dirty). So at the next
 // start_epoch(), once those pages are discarded, nothing in memory points
-// into an arena that was not used, and it is reclaimed: its forward and reverse entries are cleared
-// (units, guards and retired ranges alike) and its bump pointer restarts at
-// zero. Only pointers the program kept in its own variables across two
+// into an arena that was not used, and it is reclaimed: its forward and
+// reverse entries are cleared (units, guards and retired ranges alike) and
+// its bump pointer restarts at zero. Only pointers the program kept in its own variables across two
 // epochs without touching their page can point there (they may then dangle).
 // An arena that maps no page any more (only retired ranges: destroyed or
 // rolled-back objects) is reclaimed too, used or not: a transaction that ran
