@@ -2,6 +2,7 @@
 //   1. the fault path (signal context): fill, swizzle, fatal errors
 //   2. allocation and the pages the heap hands out or takes back
 //   3. commit: collect and unswizzle; rollback
+//   4. address-space reuse
 #include "pager.hpp"
 
 #include <steppe/error.hpp>
@@ -29,7 +30,8 @@ std::string hex(std::uint64_t v) {
 pager::pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_options& opts)
     : storage_(storage), heap_(std::move(h)), opts_(opts) {
     space_ = vm::fault_space::create(opts.backend, &pager::fill, this);
-    map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.arena_bytes);
+    map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.address_space_limit);
+    reuse_at_pages_ = map_->limit_pages() * 3 / 4;
     if (opts.resident_budget_pages)
         resident_ = std::make_unique<translate::residency>(opts.resident_budget_pages * 2 + 65536);
     if (opts.prefetch) {
@@ -98,7 +100,7 @@ bool pager::fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept 
 }
 
 bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
-    auto where = map_->lookup(page_addr);
+    auto where = map_->touch(page_addr);
     if (where.what != translate::page_map::kind::page) return false;  // a guard or retired page: wild access
     std::uint64_t page = where.page;
     const heap::page_desc* d = heap_->describe(page);
@@ -161,7 +163,7 @@ std::uintptr_t pager::swizzle_word(std::uint64_t word, bool& ok) noexcept {
     }
     std::uint64_t page = a / translate::page_size;
     if (page == 0 || page >= heap_->page_count()) return ok = false, 0;
-    std::uintptr_t v = map_->virtual_of(page);
+    std::uintptr_t v = map_->use(page);
     if (v == 0 && !heap_->describe(page)->is_data()) {
         // A dangling pointer (its page was freed): it must not reserve the
         // page in a shape that a rollback would make wrong, so it leads to a
@@ -171,7 +173,7 @@ std::uintptr_t pager::swizzle_word(std::uint64_t word, bool& ok) noexcept {
     if (v == 0) {
         translate::unit u = unit_of(page);
         std::uintptr_t base = map_->reserve(u);
-        if (base == 0) fatal("cannot reserve address space for", page, "every arena is full");
+        if (base == 0) address_space_exhausted(page, u);
         v = base + (page - u.head) * translate::page_size;
     }
     return v + a % translate::page_size + (end ? 1 : 0);
@@ -210,15 +212,47 @@ translate::page_layout pager::layout_of_page(const heap& h, std::uint64_t page) 
     return l;
 }
 
-void pager::fatal(const char* what, std::uint64_t page, const char* detail) const noexcept {
-    static char buf[1024];
+void pager::fatal(const char* what, std::uint64_t page, const char* detail, const char* advice) const noexcept {
+    static char buf[2048];
     storage::fixed_message msg(buf, sizeof buf);
     msg << "steppe: fatal: " << what << " page " << page << " of store " << storage_.path().c_str() << ": "
-        << detail << ". The access that touched it cannot go on, so the process ends; run `steppe check "
-        << storage_.path().c_str() << "` to see the damage.\n";
+        << detail << ". The access that touched it cannot go on, so the process ends; ";
+    if (advice)
+        msg << advice;
+    else
+        msg << "run `steppe check " << storage_.path().c_str() << "` to see the damage";
+    msg << ".\n";
     if (opts_.fatal_hook) opts_.fatal_hook(buf);
     (void)!::write(2, buf, std::strlen(buf));
     ::_exit(vm::fatal_exit_status);
+}
+
+// Why a unit of `unit_pages` got no address space, and what to do about it:
+// one text for the fault path (so no allocation) and for make().
+void pager::explain_no_address_space(std::uint64_t unit_pages, storage::fixed_message& why,
+                                     storage::fixed_message& advice) const noexcept {
+    constexpr std::uint64_t mib = 1 << 20;
+    const std::uint64_t arenas = translate::page_map::max_arenas, arena_pages = map_->arena_pages();
+    if (unit_pages + 1 > arena_pages) {
+        why << "it is part of an object of " << unit_pages << " pages, and the address space is cut into "
+            << arenas << " arenas of " << arena_pages << " pages (open_options::address_space_limit / " << arenas
+            << "), each unit with a guard page";
+        advice << "open the store with an address_space_limit of at least "
+               << ((unit_pages + 1) * arenas * translate::page_size + mib - 1) / mib << " MiB";
+        return;
+    }
+    why << "all " << map_->limit_pages() * translate::page_size / mib
+        << " MiB of its address space (open_options::address_space_limit) are reserved";
+    advice << "call commit() or rollback() now and then during long walks, so that the address space of pages the "
+              "program stopped touching is reused (or call store::reuse_address_space()), or open the store with "
+              "a larger address_space_limit";
+}
+
+void pager::address_space_exhausted(std::uint64_t page, translate::unit u) const noexcept {
+    static char why[512], advice[512];
+    storage::fixed_message w(why, sizeof why), a(advice, sizeof advice);
+    explain_no_address_space(u.pages, w, a);
+    fatal("cannot reserve address space for", page, why, advice);
 }
 
 // 2. Allocation ---------------------------------------------------------------
@@ -251,9 +285,8 @@ void pager::take_new_and_freed_pages() {
     for (std::uint64_t page : fresh) forget_contents(page, unit_of(page));
     for (std::uint64_t page : fresh) {
         translate::unit u = unit_of(page);
-        std::uintptr_t base = map_->virtual_of(u.head);
-        if (base == 0) base = map_->reserve(u);
-        if (base == 0) throw error(errc::no_space, "the address-space arenas of store " + storage_.path() + " are full");
+        std::uintptr_t base = map_->reserve(u);
+        if (base == 0) throw no_address_space(u.pages);
         space_->install(base + (page - u.head) * translate::page_size, zero_page);
         txn_new_.push_back(page);
     }
@@ -274,7 +307,21 @@ void pager::forget_contents(std::uint64_t page, translate::unit shape) {
     map_->retire(page);
 }
 
+error pager::no_address_space(std::uint64_t unit_pages) const {
+    char why[512], advice[512];
+    storage::fixed_message w(why, sizeof why), a(advice, sizeof advice);
+    explain_no_address_space(unit_pages, w, a);
+    return error(errc::no_space, "cannot make an object in store " + storage_.path() + ": " + why + "; " + advice);
+}
+
 void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align) {
+    // An object bigger than an arena could never be mapped: refuse it before
+    // the heap hands out its pages (a size that overflows is the heap's to refuse).
+    std::uint64_t bytes = 0;
+    if (!__builtin_mul_overflow(std::uint64_t{elem_size}, std::uint64_t{count}, &bytes)) {
+        std::uint64_t pages = (bytes + translate::page_size - 1) / translate::page_size;
+        if (pages + 1 > map_->arena_pages()) throw no_address_space(pages);
+    }
     spill_if_over_budget();
     std::uint64_t addr = heap_->allocate(type, elem_size, count, align);
     std::size_t before = txn_new_.size();
@@ -299,6 +346,15 @@ void pager::free(void* object) {
 
 // 3. Commit and rollback -------------------------------------------------------
 
+// Adds the pages written since the last look to unwritten_ (kept sorted and
+// unique: keep_within_budget searches it).
+void pager::note_written_pages() {
+    std::vector<std::uintptr_t> dirty = space_->take_dirty();
+    unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
+    std::sort(unwritten_.begin(), unwritten_.end());
+    unwritten_.erase(std::unique(unwritten_.begin(), unwritten_.end()), unwritten_.end());
+}
+
 void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to) {
     std::memcpy(to, from, translate::page_size);
     translate::page_layout layout = layout_of_page(page);
@@ -318,8 +374,9 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
                             "type " + layout.type->name + ": the pointer field at offset " + std::to_string(field) +
                                 " of the object at persistent address " + hex(object) + " points to " + hex(v) +
                                 ", which is not in store " + storage_.path() +
-                                " (transient memory or a destroyed object); only pointers to objects made with "
-                                "store.make<T>() can be committed");
+                                " (transient memory, a destroyed object, or a store address kept in a program "
+                                "variable across two address-space reuse rounds); only pointers to objects made "
+                                "with store.make<T>() can be committed");
             }
             w = 0;
         }
@@ -353,10 +410,7 @@ void pager::note_vtable(const void* object) {
 
 pager::page_images pager::collect() {
     take_new_and_freed_pages();
-    std::vector<std::uintptr_t> dirty = space_->take_dirty();
-    unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
-    std::sort(unwritten_.begin(), unwritten_.end());
-    unwritten_.erase(std::unique(unwritten_.begin(), unwritten_.end()), unwritten_.end());
+    note_written_pages();
     std::set<std::uint64_t> pages;
     for (std::uint64_t page : txn_new_)
         if (!spilled_.count(page)) pages.insert(page);  // spilled ones are in the log unless written again
@@ -406,8 +460,7 @@ void pager::spill_if_over_budget() {
     if (!resident_ || txn_new_.size() - std::min(txn_new_.size(), spilled_.size()) < opts_.resident_budget_pages / 2)
         return;
     take_new_and_freed_pages();
-    std::vector<std::uintptr_t> dirty = space_->take_dirty();
-    unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
+    note_written_pages();
     std::set<std::uint64_t> pages;
     for (std::uint64_t page : txn_new_)
         if (!spilled_.count(page)) pages.insert(page);
@@ -446,8 +499,7 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
     for (std::uint64_t page : spilled_)
         if (std::uintptr_t v = map_->virtual_of(page)) space_->discard(v, 1);
     spilled_.clear();
-    std::vector<std::uintptr_t> dirty = space_->take_dirty();
-    unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
+    note_written_pages();
     for (std::uintptr_t v : unwritten_)
         if (map_->lookup(v).what == translate::page_map::kind::page) space_->discard(v, 1);
     heap_ = std::move(committed_heap);
@@ -471,13 +523,47 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
     retired_committed_ = false;
 }
 
+// 4. Address-space reuse ---------------------------------------------------------
+
+void pager::reuse_address_space() {
+    take_new_and_freed_pages();
+    note_written_pages();
+    std::size_t changed = txn_new_.size() + txn_freed_.size() + spilled_.size() + unwritten_.size();
+    if (changed)
+        throw error(errc::invalid_argument,
+                    "reuse_address_space: store " + storage_.path() + " has " + std::to_string(changed) +
+                        " pages written, made or freed since the last commit; commit() or rollback() first");
+    start_epoch();
+}
+
+// Commit and rollback reuse by themselves once the reserved address space
+// passes reuse_at_pages_: 3/4 of the limit, or, after a round that left more
+// than half of it in use, halfway from what it left to the limit, so that a
+// working set that fills most of the limit is not dropped at every commit;
+// but never past 7/8, so a transaction may always reserve 1/8 of the limit.
+void pager::reuse_if_crowded() {
+    if (map_->reserved_virtual_pages() > reuse_at_pages_) start_epoch();
+}
+
+void pager::start_epoch() {
+    translate::page_map::reclaimed r = map_->start_epoch();
+    if (resident_) resident_->clear();  // every page was discarded
+    ++reuse_rounds_;
+    reclaimed_arenas_ += r.arenas;
+    reclaimed_pages_ += r.pages;
+    std::uint64_t limit = map_->limit_pages(), left = map_->reserved_virtual_pages();
+    reuse_at_pages_ = std::min(limit * 7 / 8, std::max(limit * 3 / 4, left + (limit - left) / 2));
+}
+
 pager_stats pager::stats() const {
     vm::space_stats vs = space_->stats();
     return {vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
             pages_committed_, pointers_unswizzled_,
             map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
             vs.evictions,     spilled_pages_,
-            prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed)};
+            prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
+            map_->limit_pages() * translate::page_size, reuse_rounds_,
+            reclaimed_arenas_, reclaimed_pages_};
 }
 
 }  // namespace steppe

@@ -9,14 +9,20 @@
 //   resident clean --write--> resident dirty --commit--> resident clean
 //   resident dirty --rollback: discard--> reserved
 //   any --the page is freed or changes shape--> retired (virtual range dead)
+//   resident clean --reuse_address_space: discard--> reserved (same address)
+//   reserved --its arena unused for a whole epoch, at reuse--> unmapped
 //
 // New pages (handed out by the heap since the last commit) are installed as
 // zeros at once, because the storage may still hold a previous life of the
 // page; they are written at commit even if never dirtied.
 //
+// Address-space reuse (translate/page_map.hpp): reuse_address_space() starts
+// a new epoch; commit and rollback do so by themselves when the reserved
+// address space passes a threshold (3/4 of the limit at first).
+//
 // Threads: any number may touch persistent memory at once (faults are
-// lock-free). Allocation, destroy, commit and rollback must not run while
-// another thread touches the store.
+// lock-free). Allocation, destroy, commit, rollback and reuse must not run
+// while another thread touches the store.
 #pragma once
 
 #include <atomic>
@@ -26,7 +32,10 @@
 #include <string>
 #include <vector>
 
+#include <steppe/error.hpp>
+
 #include "heap/heap.hpp"
+#include "storage/fixed_message.hpp"
 #include "storage/storage.hpp"
 #include "translate/page_map.hpp"
 #include "translate/residency.hpp"
@@ -40,7 +49,8 @@ struct pager_options {
     vm::backend_kind backend = vm::backend_kind::uffd;
     bool null_transient_pointers = false;
     void (*fatal_hook)(const char* message) = nullptr;  // called in signal context before the process ends
-    std::size_t arena_bytes = std::size_t{64} << 30;
+    // Virtual address space the page map may reserve; 0 = its default.
+    std::uint64_t address_space_limit = 0;
     // Resident store pages allowed before clean ones are evicted (oldest
     // first); 0 = no limit.
     std::uint64_t resident_budget_pages = 0;
@@ -60,6 +70,10 @@ struct pager_stats {
     std::uint64_t spilled_pages = 0;    // uncommitted pages written to the log early
     std::uint64_t prefetched_pages = 0; // read-ahead hints given
     std::uint64_t prefetch_hits = 0;    // of those, pages then faulted in
+    std::uint64_t address_space_limit = 0;  // bytes
+    std::uint64_t reuse_rounds = 0;         // address-space reuse rounds (automatic or asked for)
+    std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
+    std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
 };
 
 class pager {
@@ -101,6 +115,15 @@ public:
     // retires new ones; `committed_heap` is the heap as of the last commit.
     void rollback(std::unique_ptr<heap> committed_heap);
 
+    // Starts a new address-space epoch: drops every resident page (they come
+    // back from the store on the next touch, at the same address) and reclaims
+    // the address space not used since the previous round. invalid_argument
+    // if a page was written or allocated since the last commit.
+    void reuse_address_space();
+    // The same, only when the reserved address space passed the threshold.
+    // Call only when there are no uncommitted changes (after commit, rollback).
+    void reuse_if_crowded();
+
     // Is p inside one of this store's mapped units?
     bool holds(const void* p) const noexcept {
         return map_->lookup(reinterpret_cast<std::uintptr_t>(p)).what == translate::page_map::kind::page;
@@ -118,13 +141,21 @@ public:
 private:
     static bool fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept;
     bool fill_page(std::uintptr_t page_addr, std::byte* out) noexcept;
-    [[noreturn]] void fatal(const char* what, std::uint64_t page, const char* detail) const noexcept;
+    // `advice` (what to do) defaults to running steppe check.
+    [[noreturn]] void fatal(const char* what, std::uint64_t page, const char* detail,
+                            const char* advice = nullptr) const noexcept;
+    [[noreturn]] void address_space_exhausted(std::uint64_t page, translate::unit u) const noexcept;
+    void explain_no_address_space(std::uint64_t unit_pages, storage::fixed_message& why,
+                                  storage::fixed_message& advice) const noexcept;
+    error no_address_space(std::uint64_t unit_pages) const;
     translate::unit unit_of(std::uint64_t page) const noexcept;
     std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;
     void take_new_and_freed_pages();
     void forget_contents(std::uint64_t page, translate::unit shape);
     void spill_if_over_budget();
     void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to);
+    void note_written_pages();
+    void start_epoch();
 
     storage::storage& storage_;
     std::unique_ptr<heap> heap_;
@@ -149,6 +180,8 @@ private:
     std::set<std::uint64_t> spilled_;           // pages of this transaction already in the log
     std::atomic<std::uint64_t> pointers_swizzled_{0};
     std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0, spilled_pages_ = 0;
+    std::uint64_t reuse_at_pages_ = 0;  // reserved virtual pages past which commit and rollback reuse
+    std::uint64_t reuse_rounds_ = 0, reclaimed_arenas_ = 0, reclaimed_pages_ = 0;
 };
 
 }  // namespace steppe

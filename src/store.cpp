@@ -115,6 +115,7 @@ public:
     std::vector<root_info> roots() const;
     void commit();
     void rollback();
+    void reuse_address_space() { pager_->reuse_address_space(); }
     store_stats stats() const;
     std::vector<type_usage> types() const;
     std::vector<std::string> check() const;
@@ -140,6 +141,7 @@ private:
     void sync_shapes(bool rebuild);
     void validate() const;
     void ensure_writable() const;
+    void reuse_if_crowded(const char* after);
 
     open_options options_;
     std::unique_ptr<storage::storage> storage_;
@@ -198,6 +200,7 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
     po.null_transient_pointers = options.null_transient_pointers;
     po.fatal_hook = options.fatal_hook;
     po.prefetch = options.prefetch;
+    po.address_space_limit = options.address_space_limit;
     std::uint64_t budget = options.resident_budget;
     if (budget == 0)
         budget = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
@@ -429,6 +432,7 @@ void store_impl::commit() {
     pager_->committed();
     committed_ = {meta, catalog_, roots_, catalog_pages_, roots_pages_, vtables_pages_, pager_->vtables()};
     catalog_dirty_ = roots_dirty_ = false;
+    reuse_if_crowded("the commit");
 }
 
 void store_impl::rollback() {
@@ -439,6 +443,19 @@ void store_impl::rollback() {
     roots_pages_ = committed_.roots_pages;
     catalog_dirty_ = roots_dirty_ = false;
     sync_shapes(true);
+    reuse_if_crowded("the rollback");
+}
+
+// Starts an address-space reuse round if the reserved space is crowded. The
+// commit or rollback before it is complete whatever happens here; the error
+// says so, since commit() throwing otherwise means the commit failed.
+void store_impl::reuse_if_crowded(const char* after) {
+    try {
+        pager_->reuse_if_crowded();
+    } catch (const error& e) {
+        throw error(e.code(), path() + ": address-space reuse after " + after + " (which is complete) failed: " +
+                                  e.what());
+    }
 }
 
 store_stats store_impl::stats() const {
@@ -460,7 +477,12 @@ store_stats store_impl::stats() const {
             budget_pages_,
             p.spilled_pages,
             p.prefetched_pages,
-            p.prefetch_hits};
+            p.prefetch_hits,
+            p.address_space_limit,
+            p.reserved_virtual_pages,
+            p.reuse_rounds,
+            p.reclaimed_arenas,
+            p.reclaimed_pages};
 }
 
 std::vector<type_usage> store_impl::types() const {
@@ -531,6 +553,7 @@ bool store::remove_root(std::string_view name) { return impl_->remove_root(name)
 std::vector<root_info> store::roots() const { return impl_->roots(); }
 void store::commit() { impl_->commit(); }
 void store::rollback() { impl_->rollback(); }
+void store::reuse_address_space() { impl_->reuse_address_space(); }
 store_stats store::stats() const { return impl_->stats(); }
 std::vector<type_usage> store::types() const { return impl_->types(); }
 std::vector<std::string> store::check() const { return impl_->check(); }

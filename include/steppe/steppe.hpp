@@ -16,9 +16,15 @@
 // naming the store, the page and the cause (open_options::fatal_hook runs
 // first).
 //
+// Address space: every object a swizzled pointer names gets a virtual range
+// (two virtual pages per store page: the page and a guard), whether or not it
+// is ever touched. Long runs over huge stores would exhaust it; so the store
+// reuses address space (open_options::address_space_limit, reuse_address_space).
+//
 // Threads: any number of threads may read and write resident objects and
-// fault pages in at once. make, destroy, the root functions, commit and
-// rollback must not run while another thread touches the store.
+// fault pages in at once. make, destroy, the root functions, commit,
+// rollback and reuse_address_space must not run while another thread touches
+// the store.
 #pragma once
 
 #include <steppe/allocator.hpp>
@@ -67,6 +73,11 @@ struct open_options {
     // Read ahead the pages a faulted page points to. It turns itself off for
     // a while when most of its guesses go unused.
     bool prefetch = true;
+    // Bytes of virtual address space the store may reserve for the objects
+    // pointers name (see store::reuse_address_space). 0 = 4 TiB. It is cut
+    // into 64 arenas; the largest object must fit in one arena with a guard
+    // page (a bigger make is no_space). At least 4 MiB.
+    std::uint64_t address_space_limit = 0;
 };
 
 struct root_info {
@@ -92,6 +103,11 @@ struct store_stats {
     std::uint64_t spilled_pages = 0;        // uncommitted pages written to the log early (big transactions)
     std::uint64_t prefetched_pages = 0;     // read-ahead requests
     std::uint64_t prefetch_hits = 0;        // of those, pages then faulted in
+    std::uint64_t address_space_limit = 0;  // bytes (the default made explicit)
+    std::uint64_t reserved_virtual_pages = 0;  // held now: mapped units, their guards, retired ranges
+    std::uint64_t reuse_rounds = 0;         // address-space reuse rounds (automatic or asked for)
+    std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
+    std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
 };
 
 // What the store holds of one type.
@@ -167,11 +183,38 @@ public:
 
     // Makes every change since the last commit durable, all or nothing.
     // transient_pointer (nothing changed; fix the pointer and commit again),
-    // no_space / io (the store stays at the previous commit), poisoned.
+    // no_space / io (the store stays at the previous commit), poisoned. (An
+    // io error from the reuse round that may follow, see reuse_address_space,
+    // says that the commit is complete.)
     void commit();
     // Discards every change since the last commit. Pointers the program holds
     // into the store stay valid addresses and show the committed contents.
     void rollback();
+
+    // Address-space reuse (Texas's "strategy 2"). Starts a new epoch: every
+    // resident page is dropped from memory (its data comes back from the
+    // store on the next touch, at the same address), and the address space
+    // that was not used since the previous round is given back for reuse.
+    // commit() and rollback() do this by themselves once the address space
+    // reserved passes 3/4 of address_space_limit; call it yourself to choose
+    // when the cost is paid (every page touched afterwards faults once more).
+    // Needs no uncommitted changes to objects (invalid_argument otherwise).
+    //
+    // What stays valid across a round:
+    //   - every pointer stored inside the store (they are refreshed whenever
+    //     their page is loaded);
+    //   - pointers the program holds to objects whose page it touched (or
+    //     reached by following a pointer from a page it touched) since the
+    //     previous round, and to objects it made since then.
+    // What may dangle: a pointer kept only in a program variable across two
+    // rounds without its page being touched or named in between. It may then
+    // point into memory given to other objects. Re-read it from a root or
+    // another object instead.
+    //
+    // When the address space is full and no round can run (a long walk with
+    // no commit or rollback), a page fault that needs more ends the process
+    // with a message saying so (exit 71), and make throws no_space.
+    void reuse_address_space();
 
     store_stats stats() const;
     // Every stored type with its object and page counts, in catalog order.

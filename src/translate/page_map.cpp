@@ -3,6 +3,7 @@
 #include <steppe/error.hpp>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -17,63 +18,94 @@ void* map_table(std::size_t bytes) noexcept {
     return p == MAP_FAILED ? nullptr : p;
 }
 
+std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
 }  // namespace
 
-page_map::page_map(vm::fault_space& space, std::uint64_t max_pages, std::size_t arena_bytes)
-    : space_(space), max_pages_(max_pages), arena_bytes_(arena_bytes) {
+page_map::page_map(vm::fault_space& space, std::uint64_t max_pages, std::uint64_t limit_bytes)
+    : space_(space),
+      max_pages_(max_pages),
+      arena_pages_((limit_bytes ? limit_bytes : default_limit_bytes) / page_size / max_arenas) {
+    if (arena_pages_ < min_arena_pages)
+        throw error(errc::invalid_argument,
+                    "address_space_limit " + std::to_string(limit_bytes) + " is below the smallest, " +
+                        mib(max_arenas * min_arena_pages * page_size) + " (" + std::to_string(max_arenas) +
+                        " arenas of " + std::to_string(min_arena_pages) + " pages)");
     forward_ = static_cast<std::atomic<std::uintptr_t>*>(map_table(max_pages * sizeof(std::uintptr_t)));
     if (!forward_)
         throw error(errc::io, "mmap of the page map (" + std::to_string(max_pages) + " entries) failed: " +
                                   std::strerror(errno));
-    if (!add_arena()) {
+    void* dead = ::mmap(nullptr, page_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (dead == MAP_FAILED || !add_arena()) {
+        int err = errno;
+        if (dead != MAP_FAILED) ::munmap(dead, page_size);
         ::munmap(forward_, max_pages_ * sizeof(std::uintptr_t));
-        throw error(errc::io, "reserving a " + std::to_string(arena_bytes >> 20) +
-                                  " MiB address-space arena for the store failed: " + std::strerror(errno));
+        throw error(errc::io, "reserving a " + mib(arena_pages_ * page_size) +
+                                  " address-space arena for the store failed: " + std::strerror(err));
     }
-    std::atomic<std::uint64_t>* reverse;
-    dead_page_ = allocate_virtual(1, reverse);
-    reverse->store(tag_retired, std::memory_order_relaxed);
+    dead_page_ = reinterpret_cast<std::uintptr_t>(dead);
 }
 
 page_map::~page_map() {
     for (std::size_t i = 0; i < arena_count_.load(); ++i)
-        ::munmap(arenas_[i].reverse, arenas_[i].pages * sizeof(std::uint64_t));
+        ::munmap(arenas_[i].reverse, arena_pages_ * sizeof(std::uint64_t));
     ::munmap(forward_, max_pages_ * sizeof(std::uintptr_t));
+    ::munmap(reinterpret_cast<void*>(dead_page_), page_size);
 }
 
+// Called by one thread at a time (the one holding growing_), or by the
+// constructor. The new arena becomes current.
 bool page_map::add_arena() noexcept {
     std::size_t n = arena_count_.load(std::memory_order_acquire);
     if (n == max_arenas) return false;
-    vm::reserve_result r = space_.try_reserve(arena_bytes_);
+    vm::reserve_result r = space_.try_reserve(arena_pages_ * page_size);
     if (r.base == 0) {
         errno = r.error;
         return false;
     }
     arena& a = arenas_[n];
-    a.pages = arena_bytes_ / page_size;
-    a.reverse = static_cast<std::atomic<std::uint64_t>*>(map_table(a.pages * sizeof(std::uint64_t)));
+    a.reverse = static_cast<std::atomic<std::uint64_t>*>(map_table(arena_pages_ * sizeof(std::uint64_t)));
     if (!a.reverse) return false;
     a.base = r.base;
     a.next.store(0, std::memory_order_relaxed);
+    a.used_in.store(epoch_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     arena_count_.store(n + 1, std::memory_order_release);
+    current_.store(n, std::memory_order_release);
     return true;
 }
 
-// Takes `pages` consecutive virtual pages from the newest arena, adding an
-// arena when it is full (one thread adds; others wait for it).
-std::uintptr_t page_map::allocate_virtual(std::uint64_t pages, std::atomic<std::uint64_t>*& reverse) noexcept {
+// Moves `current` off the arena `full`: to an empty arena (one reclaimed by
+// start_epoch) if there is one, so address space is reused before more is
+// reserved; else to a new arena. Called by the thread holding growing_.
+bool page_map::switch_arena(std::size_t full) noexcept {
+    if (current_.load(std::memory_order_acquire) != full) return true;  // another thread did it
+    std::size_t n = arena_count_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < n; ++i) {
+        if (arenas_[i].next.load(std::memory_order_acquire) == 0) {  // P2: empty
+            current_.store(i, std::memory_order_release);
+            return true;
+        }
+    }
+    return add_arena();
+}
+
+// Takes `pages` consecutive virtual pages from the current arena, moving on
+// when it is full (one thread moves; others wait for it).
+std::uintptr_t page_map::allocate_virtual(std::uint64_t pages, std::size_t& index,
+                                          std::atomic<std::uint64_t>*& reverse) noexcept {
+    if (pages > arena_pages_) return 0;
     for (;;) {
-        std::size_t n = arena_count_.load(std::memory_order_acquire);
-        arena& a = arenas_[n - 1];
+        std::size_t c = current_.load(std::memory_order_acquire);
+        arena& a = arenas_[c];
         std::uint64_t at = a.next.fetch_add(pages, std::memory_order_relaxed);
-        if (at + pages <= a.pages) {
+        if (at + pages <= arena_pages_) {
+            index = c;
             reverse = a.reverse + at;
             return a.base + at * page_size;
         }
-        if (pages > a.pages) return 0;
         bool expected = false;
         if (growing_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
-            bool ok = arena_count_.load(std::memory_order_acquire) != n || add_arena();
+            bool ok = switch_arena(c);
             growing_.store(false, std::memory_order_release);
             if (!ok) return 0;
         } else {
@@ -83,40 +115,54 @@ std::uintptr_t page_map::allocate_virtual(std::uint64_t pages, std::atomic<std::
     }
 }
 
+void page_map::mark_used(std::size_t index) noexcept {
+    std::uint64_t e = epoch_.load(std::memory_order_relaxed);
+    std::atomic<std::uint64_t>& used_in = arenas_[index].used_in;
+    if (used_in.load(std::memory_order_relaxed) != e) used_in.store(e, std::memory_order_relaxed);
+}
+
+std::uintptr_t page_map::use(std::uint64_t page) noexcept {
+    std::uintptr_t entry = forward_[page].load(std::memory_order_acquire);
+    if (address_of(entry) == 0) return 0;
+    mark_used(entry & index_mask);
+    return address_of(entry);
+}
+
 std::uintptr_t page_map::reserve(unit u) noexcept {
-    std::uintptr_t expected = 0;
-    if (!forward_[u.head].compare_exchange_strong(expected, busy, std::memory_order_acq_rel)) {
-        while (expected == busy) expected = forward_[u.head].load(std::memory_order_acquire);
-        return expected;
+    std::uintptr_t entry = 0;
+    if (!forward_[u.head].compare_exchange_strong(entry, busy, std::memory_order_acq_rel)) {
+        while (entry == busy) entry = forward_[u.head].load(std::memory_order_acquire);
+        if (entry != 0) mark_used(entry & index_mask);
+        return address_of(entry);
     }
+    std::size_t index;
     std::atomic<std::uint64_t>* reverse;
-    std::uintptr_t base = allocate_virtual(u.pages + 1, reverse);  // + the guard page
+    std::uintptr_t base = allocate_virtual(u.pages + 1, index, reverse);  // + the guard page
     if (base == 0) {
         forward_[u.head].store(0, std::memory_order_release);
         return 0;
     }
+    mark_used(index);
     for (std::uint64_t i = 0; i < u.pages; ++i)
         reverse[i].store(((u.head + i) << 2) | tag_page, std::memory_order_relaxed);
     reverse[u.pages].store(tag_guard, std::memory_order_relaxed);
     for (std::uint64_t i = 1; i < u.pages; ++i)
-        forward_[u.head + i].store(base + i * page_size, std::memory_order_release);
-    forward_[u.head].store(base, std::memory_order_release);
+        forward_[u.head + i].store((base + i * page_size) | index, std::memory_order_release);
+    forward_[u.head].store(base | index, std::memory_order_release);
     return base;
 }
 
-const page_map::arena* page_map::arena_of(std::uintptr_t addr) const noexcept {
+std::size_t page_map::arena_of(std::uintptr_t addr) const noexcept {
     std::size_t n = arena_count_.load(std::memory_order_acquire);
-    for (std::size_t i = 0; i < n; ++i) {
-        const arena& a = arenas_[i];
-        if (addr - a.base < a.pages * page_size) return &a;
-    }
-    return nullptr;
+    for (std::size_t i = 0; i < n; ++i)
+        if (addr - arenas_[i].base < arena_pages_ * page_size) return i;
+    return max_arenas;
 }
 
-page_map::lookup_result page_map::lookup(std::uintptr_t addr) const noexcept {
-    const arena* a = arena_of(addr);
-    if (!a) return {kind::none, 0};
-    std::uint64_t e = a->reverse[(addr - a->base) / page_size].load(std::memory_order_acquire);
+page_map::lookup_result page_map::lookup_in(std::size_t index, std::uintptr_t addr) const noexcept {
+    if (index == max_arenas) return {addr - dead_page_ < page_size ? kind::retired : kind::none, 0};
+    const arena& a = arenas_[index];
+    std::uint64_t e = a.reverse[(addr - a.base) / page_size].load(std::memory_order_acquire);
     switch (e & 3) {
     case tag_page: return {kind::page, e >> 2};
     case tag_guard: return {kind::guard, 0};
@@ -125,14 +171,25 @@ page_map::lookup_result page_map::lookup(std::uintptr_t addr) const noexcept {
     }
 }
 
+page_map::lookup_result page_map::lookup(std::uintptr_t addr) const noexcept {
+    return lookup_in(arena_of(addr), addr);
+}
+
+page_map::lookup_result page_map::touch(std::uintptr_t addr) noexcept {
+    std::size_t index = arena_of(addr);
+    lookup_result r = lookup_in(index, addr);
+    if (r.what == kind::page) mark_used(index);
+    return r;
+}
+
 // A unit's pages are the run of page entries between two guards.
 page_map::extent page_map::extent_of(std::uintptr_t v) const noexcept {
-    const arena* a = arena_of(v);
+    const arena* a = &arenas_[arena_of(v)];
     std::uint64_t at = (v - a->base) / page_size;
     auto is_page = [&](std::uint64_t i) { return (a->reverse[i].load() & 3) == tag_page; };
     std::uint64_t first = at, last = at;
     while (first > 0 && is_page(first - 1)) --first;
-    while (last + 1 < a->pages && is_page(last + 1)) ++last;
+    while (last + 1 < arena_pages_ && is_page(last + 1)) ++last;
     return {a, first, last};
 }
 
@@ -155,10 +212,52 @@ void page_map::retire(std::uint64_t page) {
     space_.discard(a->base + first * page_size, last - first + 1);
 }
 
+std::uint64_t page_map::bumped(const arena& a) const noexcept {
+    return std::min(a.next.load(std::memory_order_acquire), arena_pages_);
+}
+
+page_map::reclaimed page_map::start_epoch() {
+    std::size_t n = arena_count_.load(std::memory_order_acquire);
+    // Discard first: it is the only step that can fail, and a page dropped
+    // early only faults in again.
+    for (std::size_t i = 0; i < n; ++i)
+        if (std::uint64_t pages = bumped(arenas_[i])) space_.discard(arenas_[i].base, pages);
+    std::uint64_t e = epoch_.load(std::memory_order_relaxed);
+    reclaimed r;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (arenas_[i].used_in.load(std::memory_order_relaxed) == e && holds_pages(arenas_[i])) continue;
+        if (std::uint64_t pages = reclaim(arenas_[i])) {
+            ++r.arenas;
+            r.pages += pages;
+        }
+    }
+    epoch_.store(e + 1, std::memory_order_relaxed);
+    return r;
+}
+
+// Does the arena map any page? If not, it holds only retired ranges and guards,
+// and whatever points there points at destroyed objects.
+bool page_map::holds_pages(const arena& a) const noexcept {
+    for (std::uint64_t i = 0, pages = bumped(a); i < pages; ++i)
+        if ((a.reverse[i].load(std::memory_order_relaxed) & 3) == tag_page) return true;
+    return false;
+}
+
+// Clears an arena's entries, both sides together (P1), and restarts its bump
+// pointer (P2). Returns the virtual pages it had handed out.
+std::uint64_t page_map::reclaim(arena& a) noexcept {
+    std::uint64_t pages = bumped(a);
+    for (std::uint64_t i = 0; i < pages; ++i) {
+        std::uint64_t entry = a.reverse[i].exchange(0, std::memory_order_relaxed);
+        if ((entry & 3) == tag_page) forward_[entry >> 2].store(0, std::memory_order_relaxed);
+    }
+    a.next.store(0, std::memory_order_release);
+    return pages;
+}
+
 std::uint64_t page_map::reserved_virtual_pages() const noexcept {
     std::uint64_t total = 0;
-    for (std::size_t i = 0; i < arena_count_.load(); ++i)
-        total += std::min(arenas_[i].next.load(), arenas_[i].pages);
+    for (std::size_t i = 0; i < arena_count_.load(); ++i) total += bumped(arenas_[i]);
     return total;
 }
 

@@ -10,17 +10,43 @@
 // Forward map: persistent page -> virtual address of that page, for every page
 // of every reserved unit. Reverse map: per arena page, the persistent page it
 // holds, or guard, or retired (a unit whose pages changed shape: its virtual
-// range is never reused, so stale pointers into it cannot alias new objects).
+// range is not reused while anything may still point into it, so stale
+// pointers into it cannot alias new objects).
 //
 // Reservation is lock-free and async-signal-safe (the fault handler reserves
 // the targets of the pointers it swizzles): the unit's head entry is claimed
-// by CAS (0 -> busy), virtual pages come from an atomic bump pointer, the
-// reverse entries are written, then the forward entries, head last (release).
-// A thread that finds `busy` spins until the head is published.
+// by CAS (0 -> busy), virtual pages come from an atomic bump pointer in the
+// current arena, the reverse entries are written, then the forward entries,
+// head last (release). A thread that finds `busy` spins until the head is
+// published.
+//
+// Address-space reuse (Texas, Kakkad §3.6.2). The address space is a fixed
+// number of arenas (max_arenas, each 1/max_arenas of the limit). Time is cut
+// into epochs by start_epoch(), which runs in normal context while no other
+// thread touches the store: it discards every resident page (the caller
+// guarantees they are all clean; their data comes back from the store on the
+// next touch) but keeps the mappings, so a page touched again refaults at the
+// same address. An arena is *used* in an epoch when a page in it faults (or
+// is installed) or a pointer resolves into it (use(), reserve()). Every
+// pointer the program can load from the store comes from a page resident in
+// this epoch, and such a page was swizzled (or installed) in this epoch, which
+// marked the arenas it points into; pointers the program wrote into pages
+// are in persistent form by then (no page may be dirty). So at the next
+// start_epoch(), once those pages are discarded, nothing in memory points
+// into an arena that was not used, and it is reclaimed: its forward and
+// reverse entries are cleared (units, guards and retired ranges alike) and
+// its bump pointer restarts at zero. Only pointers the program kept in its own variables across two
+// epochs without touching their page can point there (they may then dangle).
+// An arena that maps no page any more (only retired ranges: destroyed or
+// rolled-back objects) is reclaimed too, used or not: a transaction that ran
+// out of address space and was rolled back gives its space back at once.
 //
 // Invariant (P1): forward[p] != 0 iff p's unit is reserved and not retired,
 // and then reverse[forward[p]] == page(p). A persistent page is mapped at most
-// once (DESIGN invariant 2).
+// once (DESIGN invariant 2); reclaiming clears both sides together.
+// Invariant (P2): an arena whose bump pointer is 0 holds no entries and no
+// resident page; units are bumped from the arena `current`, and every other
+// arena with entries was given up (its bump pointer went past its end).
 #pragma once
 
 #include <atomic>
@@ -41,19 +67,32 @@ struct unit {
 
 class page_map {
 public:
-    // `max_pages`: the largest persistent page number + 1 that can ever be mapped.
-    page_map(vm::fault_space& space, std::uint64_t max_pages, std::size_t arena_bytes);
+    static constexpr std::size_t max_arenas = 64;
+    // The smallest arena: room for a few units and their guards.
+    static constexpr std::uint64_t min_arena_pages = 16;
+    // The address space when no limit is asked for: 64 arenas of 64 GiB.
+    static constexpr std::uint64_t default_limit_bytes = std::uint64_t{4} << 40;
+
+    // `max_pages`: the largest persistent page number + 1 that can ever be
+    // mapped. `limit_bytes`: the virtual address space the map may reserve,
+    // in max_arenas arenas (0: default_limit_bytes). Throws invalid_argument
+    // for a limit below max_arenas * min_arena_pages pages, io when the first
+    // arena cannot be reserved.
+    page_map(vm::fault_space& space, std::uint64_t max_pages, std::uint64_t limit_bytes);
     ~page_map();
     page_map(const page_map&) = delete;
     page_map& operator=(const page_map&) = delete;
 
     // Virtual address of persistent page `page`, 0 if its unit is not reserved.
     std::uintptr_t virtual_of(std::uint64_t page) const noexcept {
-        std::uintptr_t v = forward_[page].load(std::memory_order_acquire);
-        return v == busy ? 0 : v;
+        return address_of(forward_[page].load(std::memory_order_acquire));
     }
-    // Reserves `u` if needed; returns the virtual address of page `u.head`,
-    // or 0 if the address space is exhausted. Async-signal-safe.
+    // The same, marking the arena used in this epoch: for pointers handed to
+    // the program or written into a resident page. Async-signal-safe.
+    std::uintptr_t use(std::uint64_t page) noexcept;
+    // Reserves `u` if needed and marks its arena used; returns the virtual
+    // address of page `u.head`, or 0 if the address space is exhausted.
+    // Async-signal-safe.
     std::uintptr_t reserve(unit u) noexcept;
 
     enum class kind : std::uint8_t { none, page, guard, retired };
@@ -63,6 +102,9 @@ public:
     };
     // What the virtual address `addr` is (none: not in any of our arenas).
     lookup_result lookup(std::uintptr_t addr) const noexcept;
+    // The same for a page being faulted in or installed: a page marks its
+    // arena used. Async-signal-safe.
+    lookup_result touch(std::uintptr_t addr) noexcept;
 
     // The unit `page` is reserved in now ({0, 0} if none). Normal context.
     unit reserved_unit(std::uint64_t page) const noexcept;
@@ -73,40 +115,67 @@ public:
 
     // An address in a page that is never mapped (lookup says retired): where
     // pointers to pages that hold no objects (freed since) are swizzled to.
+    // It lies outside the arenas, so reuse never hands it out.
     std::uintptr_t dead_page() const noexcept { return dead_page_; }
 
+    // Starts a new epoch (see above): discards every resident page of every
+    // arena, then reclaims the arenas not used since the previous call.
+    // Normal context, no other thread touching the store, no dirty page.
+    // Throws io if a page cannot be discarded (nothing is reclaimed then).
+    struct reclaimed {
+        std::uint64_t arenas = 0;
+        std::uint64_t pages = 0;  // virtual pages: units, guards, retired ranges
+    };
+    reclaimed start_epoch();
+
     std::uint64_t max_pages() const noexcept { return max_pages_; }
+    std::uint64_t arena_pages() const noexcept { return arena_pages_; }
+    std::uint64_t limit_pages() const noexcept { return arena_pages_ * max_arenas; }
     std::uint64_t reserved_virtual_pages() const noexcept;
 
 private:
-    static constexpr std::uintptr_t busy = 1;
+    // Forward entries: the page-aligned virtual address | the arena's index
+    // (so use() marks the arena without searching), 0, or busy.
+    static constexpr std::uintptr_t busy = 1, index_mask = page_size - 1;
+    static_assert(max_arenas <= page_size);
+    static std::uintptr_t address_of(std::uintptr_t entry) noexcept {
+        return entry == busy ? 0 : entry & ~index_mask;
+    }
     // Reverse entries: (page << 2) | tag.
     static constexpr std::uint64_t tag_page = 1, tag_guard = 2, tag_retired = 3;
-    static constexpr std::size_t max_arenas = 64;
 
     struct arena {
         std::uintptr_t base = 0;
-        std::uint64_t pages = 0;
         std::atomic<std::uint64_t>* reverse = nullptr;  // one entry per page
         std::atomic<std::uint64_t> next{0};              // bump pointer, in pages
+        std::atomic<std::uint64_t> used_in{0};           // the last epoch it was used in
     };
 
-    std::uintptr_t allocate_virtual(std::uint64_t pages, std::atomic<std::uint64_t>*& reverse) noexcept;
+    std::uintptr_t allocate_virtual(std::uint64_t pages, std::size_t& index,
+                                    std::atomic<std::uint64_t>*& reverse) noexcept;
+    bool switch_arena(std::size_t full) noexcept;
+    bool add_arena() noexcept;
+    void mark_used(std::size_t index) noexcept;
     struct extent {
         const arena* a;
         std::uint64_t first, last;  // arena page indices of the unit
     };
     extent extent_of(std::uintptr_t v) const noexcept;
-    bool add_arena() noexcept;
-    const arena* arena_of(std::uintptr_t addr) const noexcept;
+    std::size_t arena_of(std::uintptr_t addr) const noexcept;  // max_arenas if none
+    lookup_result lookup_in(std::size_t index, std::uintptr_t addr) const noexcept;
+    std::uint64_t bumped(const arena& a) const noexcept;  // pages handed out (not past the end)
+    bool holds_pages(const arena& a) const noexcept;
+    std::uint64_t reclaim(arena& a) noexcept;
 
     vm::fault_space& space_;
     std::uint64_t max_pages_;
-    std::size_t arena_bytes_;
+    std::uint64_t arena_pages_;
     std::atomic<std::uintptr_t>* forward_;
     arena arenas_[max_arenas];
     std::atomic<std::size_t> arena_count_{0};
-    std::atomic<bool> growing_{false};
+    std::atomic<std::size_t> current_{0};  // the arena units are bumped from
+    std::atomic<bool> growing_{false};     // one thread at a time switches or adds arenas
+    std::atomic<std::uint64_t> epoch_{1};
     std::uintptr_t dead_page_ = 0;
 };
 

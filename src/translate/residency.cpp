@@ -26,4 +26,13 @@ void residency::record(std::uintptr_t page) noexcept {
     slots_[h % capacity_].store(page, std::memory_order_release);
 }
 
+// Consumed slots are already 0 (the evictor exchanges them); zero the rest,
+// so that a slot is non-zero only once its producer wrote it.
+void residency::clear() noexcept {
+    std::uint64_t head = head_.load(std::memory_order_acquire);
+    for (std::uint64_t t = tail_.load(std::memory_order_relaxed); t < head; ++t)
+        slots_[t % capacity_].store(0, std::memory_order_relaxed);
+    tail_.store(head, std::memory_order_release);
+}
+
 }  // namespace steppe::translate

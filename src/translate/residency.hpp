@@ -24,6 +24,9 @@ public:
     residency& operator=(const residency&) = delete;
 
     void record(std::uintptr_t page) noexcept;
+    // Forgets every recorded page (all were discarded). Normal context, while
+    // no other thread records or evicts.
+    void clear() noexcept;
     // Recorded pages, including some that were discarded since (they are
     // dropped when the evictor meets them).
     std::uint64_t size() const noexcept {

@@ -752,10 +752,17 @@ void space::discard(std::uintptr_t page, std::size_t npages) {
         if (mprotect(start, bytes, PROT_NONE) != 0) throw_kernel_error("mprotect", errno, context);
         if (madvise(a.alias_of(page), bytes, MADV_REMOVE) != 0) detail::throw_system_error("madvise", errno, context);
     }
+    // Read before writing: discarding a large range that is mostly missing
+    // (an address-space reuse round) must not make its side table resident.
     std::uint64_t dropped = 0;
     for (std::size_t i = a.index_of(page), last = i + npages; i < last; ++i) {
-        if (state_ref(a.states[i]).exchange(page_missing, std::memory_order_acq_rel) == page_resident) ++dropped;
-        bits_ref(a.dirty[i / 64]).fetch_and(~(std::uint64_t{1} << (i % 64)), std::memory_order_relaxed);
+        std::uint32_t& state = a.states[i];
+        if (state_ref(state).load(std::memory_order_acquire) != page_missing &&
+            state_ref(state).exchange(page_missing, std::memory_order_acq_rel) == page_resident)
+            ++dropped;
+        const std::uint64_t bit = std::uint64_t{1} << (i % 64);
+        if (bits_ref(a.dirty[i / 64]).load(std::memory_order_relaxed) & bit)
+            bits_ref(a.dirty[i / 64]).fetch_and(~bit, std::memory_order_relaxed);
     }
     discards_.fetch_add(dropped, std::memory_order_relaxed);
 }
