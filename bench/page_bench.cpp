@@ -298,7 +298,7 @@ void timed(const char* what, const std::function<void()>& f) {
 }
 
 // Opens the store read-only, runs `pass` once to load its working set, then
-// times it again: {operations per second, faults, evictions, bytes read from
+// times it again (best of 5): {operations per second, faults, evictions, bytes read from
 // the disk}. `pass(graph)` does `operations` operations, the same each time.
 std::vector<double> load_then_time(long operations, const std::function<long(const Graph&)>& pass) {
     steppe::open_options o = options();
@@ -306,12 +306,15 @@ std::vector<double> load_then_time(long operations, const std::function<long(con
     auto s = steppe::store::open(store_path(), o);
     Graph g = *s.find_root<Graph>("graph");
     volatile long sink = pass(g);
-    auto t = clock_type::now();
-    sink = pass(g);
-    double secs = seconds_since(t);
+    std::vector<double> secs;  // the fastest of 5 timed passes: the machine is shared
+    for (int r = 0; r < 5; ++r) {
+        auto t = clock_type::now();
+        sink = pass(g);
+        secs.push_back(seconds_since(t));
+    }
     (void)sink;
     auto st = s.stats();
-    return {static_cast<double>(operations) / secs, static_cast<double>(st.faults),
+    return {static_cast<double>(operations) / *std::min_element(secs.begin(), secs.end()), static_cast<double>(st.faults),
             static_cast<double>(st.evictions), static_cast<double>(bench_util::read_bytes())};
 }
 
