@@ -200,6 +200,22 @@ bool storage::read_group_slot(std::uint64_t group, int slot, checksum_page& out)
     return checksum_page_valid(out, group);
 }
 
+// A group the header does not count yet may still have valid checksum pages
+// in the file (left by a damaged or hand-made main file). The first copy
+// written must be newer than any of them, or the next open would believe the
+// stale one: continue from its seq and write the other slot. Its sums are
+// not taken: the group's pages were never written as far as this store knows.
+void storage::outrank_stale_copies(std::uint64_t group, group_sums& sums) const {
+    checksum_page copies[2];
+    for (int i = 0; i < 2; ++i) {
+        if (!read_group_slot(group, i, copies[i])) continue;
+        if (sums.slot < 0 || newer(copies[i].seq, sums.page.seq)) {
+            sums.page.seq = copies[i].seq;
+            sums.slot = i;
+        }
+    }
+}
+
 // A group whose slots are both damaged is marked (slot -2): reads of its pages
 // report corruption, the rest of the store stays readable.
 void storage::load_checksums() {
@@ -547,6 +563,7 @@ void storage::checkpoint() {
         std::uint64_t g = group_of(page);
         auto [it, fresh] = touched.try_emplace(g);
         if (fresh) it->second = g < groups_.size() ? groups_[g] : group_sums{checksum_page{}, -1};
+        if (fresh && it->second.slot == -1) outrank_stale_copies(g, it->second);
         it->second.page.sums[page % group_data_pages] = entry.sum;
     }
     for (auto& [g, sums] : touched) {

@@ -152,6 +152,7 @@ private:
     void create_files();
     void load_header();
     void load_checksums();
+    void outrank_stale_copies(std::uint64_t group, group_sums& sums) const;
     void check_backed(page_no count) const;
     void extend_log(std::uint64_t needed);
     void open_wal();
