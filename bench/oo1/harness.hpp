@@ -471,4 +471,18 @@ inline json to_json(const series_result& r) {
     return j;
 }
 
+// ---- the null procedure (OO1 and OO7) ----
+
+struct sink_t {
+    std::int64_t count = 0;
+    std::int64_t sum = 0;
+};
+inline sink_t g_sink;
+
+// Out of line, as OO1 asks: a call per visited part with x, y and type.
+[[gnu::noinline]] inline void null_proc(std::int32_t x, std::int32_t y, const char* type) {
+    ++g_sink.count;
+    g_sink.sum += x + 3 * static_cast<std::int64_t>(y) + static_cast<unsigned char>(type[9]);
+}
+
 }  // namespace bench

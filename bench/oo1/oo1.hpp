@@ -103,17 +103,8 @@ inline part_spec spec(std::uint64_t seed, std::int64_t n, std::int64_t id) {
 
 // ---- the null procedure -------------------------------------------------------------
 
-struct sink_t {
-    std::int64_t count = 0;
-    std::int64_t sum = 0;
-};
-inline sink_t g_sink;
-
-// Out of line, as OO1 asks: a call per visited part with x, y and type.
-[[gnu::noinline]] inline void null_proc(std::int32_t x, std::int32_t y, const char* type) {
-    ++g_sink.count;
-    g_sink.sum += x + 3 * static_cast<std::int64_t>(y) + static_cast<unsigned char>(type[9]);
-}
+using bench::g_sink;
+using bench::null_proc;
 
 // ---- operations, identical for every system ---------------------------------------------
 
@@ -270,13 +261,7 @@ public:
         bench::progress prog("parts", static_cast<std::uint64_t>(n));
         for (std::int64_t id = 1; id <= n; ++id) {
             part_spec s = spec(seed, n, id);
-            ptr<Part> pp = sys_.template make<Part>();
-            Part* p = P::get(pp);
-            p->id = s.id;
-            std::memcpy(p->type, s.type, 10);
-            p->x = s.x;
-            p->y = s.y;
-            p->build = s.build;
+            ptr<Part> pp = make_part(s);
             by_id[static_cast<std::size_t>(id)] = pp;
             for (const auto& c : s.conn) ++indegree[static_cast<std::size_t>(c.to)];
             index_put(id, pp);
@@ -331,13 +316,8 @@ public:
     void begin_update() { sys_.begin(); }
     void commit() { sys_.commit(); }
     void insert(const part_spec& s) {
-        ptr<Part> pp = sys_.template make<Part>();
+        ptr<Part> pp = make_part(s);
         Part* p = P::get(pp);
-        p->id = s.id;
-        std::memcpy(p->type, s.type, 10);
-        p->x = s.x;
-        p->y = s.y;
-        p->build = s.build;
         for (int c = 0; c < fanout; ++c) {
             ptr<Part> target = find_ptr(s.conn[c].to);
             bench::check(P::get(target) != nullptr, "insert: connection target missing");
@@ -353,6 +333,17 @@ public:
     }
 
 private:
+    // A new part with the attributes of `s` (connections are the caller's).
+    ptr<Part> make_part(const part_spec& s) {
+        ptr<Part> pp = sys_.template make<Part>();
+        Part* p = P::get(pp);
+        p->id = s.id;
+        std::memcpy(p->type, s.type, 10);
+        p->x = s.x;
+        p->y = s.y;
+        p->build = s.build;
+        return pp;
+    }
     ptr<Part> find_ptr(std::int64_t id) const {
         Slot* s = P::get(db_->index);
         std::uint64_t mask = db_->index_cap - 1;

@@ -352,6 +352,20 @@ struct system_info {
     std::function<std::vector<std::string>()> check;  // steppe's store.check()
 };
 
+// What every measuring run reports about its system and series.
+inline void report_run(json& out, const system_info& info, double open_ms, const series_result& r) {
+    out.set("describe", info.describe).set("backend", info.backend).set("open_ms", open_ms);
+    out.set("series", to_json(r));
+    out.set("size", files_json(info.files));
+}
+
+// Prints a measuring run's JSON object, with the peak memory at its end.
+inline int print_run(json& out) {
+    out.set("peak_rss_kib_end", peak_rss_kib());
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+}
+
 // Calls f(model, info) with Model<policy> open on `path` for the systems that
 // store pointers (transient, steppe-uffd/-mprotect, bip, pmem, pmem-nd); false
 // if `sys` is none of them. Both OO1 and OO7 drivers use it.

@@ -73,15 +73,8 @@ inline std::int64_t t1_visits(const config& c) {
 
 // ---- the null procedure ----
 
-struct sink_t {
-    std::int64_t count = 0;
-    std::int64_t sum = 0;
-};
-inline sink_t g_sink;
-[[gnu::noinline]] inline void null_proc(std::int32_t x, std::int32_t y, const char* type) {
-    ++g_sink.count;
-    g_sink.sum += x + 3 * static_cast<std::int64_t>(y) + static_cast<unsigned char>(type[9]);
-}
+using bench::g_sink;
+using bench::null_proc;
 [[gnu::noinline]] inline void null_assembly(std::int32_t id) {
     ++g_sink.count;
     g_sink.sum += id;

@@ -219,13 +219,9 @@ int cmd_measure(const bench::args& a) {
             auto st = m.traverse(0);  // the state the verifying process must find
             out.set("final_state", bench::to_json(st));
         }
-        out.set("describe", info.describe).set("backend", info.backend).set("open_ms", open_ms);
-        out.set("series", bench::to_json(r));
-        out.set("size", bench::files_json(info.files));
+        bench::report_run(out, info, open_ms, r);
     });
-    out.set("peak_rss_kib_end", bench::peak_rss_kib());
-    std::printf("%s\n", out.dump().c_str());
-    return 0;
+    return bench::print_run(out);
 }
 
 int cmd_verify(const bench::args& a) {
