@@ -39,6 +39,7 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_opt
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p != MAP_FAILED) prefetch_.hinted = static_cast<std::atomic<std::uint8_t>*>(p);
     }
+    if (resident_) start_spiller();
 }
 
 void pager::keep_within_budget() noexcept {
@@ -52,9 +53,15 @@ void pager::keep_within_budget() noexcept {
             return !std::binary_search(unwritten_.begin(), unwritten_.end(), page) && space_->try_evict(page);
         },
         [this](std::uintptr_t page) { return space_->is_resident(page); });
+    if (spiller_ && resident_->size() > opts_.resident_budget_pages) {
+        // Written pages fill the budget: they must go to the log.
+        ask_spiller();
+        wait_for_spiller();
+    }
 }
 
 pager::~pager() {
+    stop_spiller();
     map_.reset();
     space_.reset();
     if (prefetch_.hinted) ::munmap(prefetch_.hinted, heap::max_page_count);
@@ -355,7 +362,7 @@ void pager::note_written_pages() {
     unwritten_.erase(std::unique(unwritten_.begin(), unwritten_.end()), unwritten_.end());
 }
 
-void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to) {
+void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to, bool learn_vtables) {
     std::memcpy(to, from, translate::page_size);
     translate::page_layout layout = layout_of_page(page);
     translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t field) {
@@ -388,7 +395,7 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
         std::memcpy(&v, to + at, sizeof v);
         if (v == 0) return;
         std::string symbol = types::vtable_symbol_of(reinterpret_cast<const void*>(v));
-        std::uint32_t id = vtables_.index_of(symbol);
+        std::uint32_t id = learn_vtables ? vtables_.index_of(symbol) : vtables_.find(symbol);
         std::uintptr_t vtable = vtables_.address(id);
         if (vtable == 0 || v < vtable || v - vtable > 0xFFFFFFFFu)
             throw error(errc::unsupported, "type " + layout.type->name + ": cannot store the vtable pointer at offset " +
@@ -448,6 +455,7 @@ void pager::committed() {
     spilled_.clear();
     txn_freed_.clear();
     retired_committed_ = false;
+    forget_spill_failure();
     keep_within_budget();
 }
 
@@ -488,7 +496,7 @@ void pager::spill_if_over_budget() {
         space_->discard(map_->virtual_of(img.page), 1);
         spilled_.insert(img.page);
     }
-    spilled_pages_ += images.size();
+    spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
     unwritten_ = std::move(kept);
     std::sort(unwritten_.begin(), unwritten_.end());
 }
@@ -521,6 +529,7 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
     txn_new_.clear();
     txn_freed_.clear();
     retired_committed_ = false;
+    forget_spill_failure();
 }
 
 // 4. Address-space reuse ---------------------------------------------------------
@@ -560,7 +569,7 @@ pager_stats pager::stats() const {
     return {vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
             pages_committed_, pointers_unswizzled_,
             map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
-            vs.evictions,     spilled_pages_,
+            vs.evictions,     spilled_pages_.load(std::memory_order_relaxed),
             prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
             map_->limit_pages() * translate::page_size, reuse_rounds_,
             reclaimed_arenas_, reclaimed_pages_};

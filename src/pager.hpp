@@ -22,14 +22,24 @@
 //
 // Threads: any number may touch persistent memory at once (faults are
 // lock-free). Allocation, destroy, commit, rollback and reuse must not run
-// while another thread touches the store.
+// while another thread touches the store, and run under a pause() of the
+// spill thread.
+//
+// The spill thread (pager_spill.cpp), started with a resident budget: when
+// faults cannot get back under the budget by evicting clean pages (the
+// transaction wrote them), the fault path wakes it; it takes written pages
+// out one batch at a time (vm hold: a write meanwhile waits), unswizzles
+// them into the log as frames of the transaction in progress
+// (storage::spill), and drops them. A fault far over the budget waits for it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <steppe/error.hpp>
@@ -134,6 +144,19 @@ public:
     // The same as `h` (another state of the heap, e.g. the committed one) has it.
     translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
 
+    // Keeps the spill thread off while the caller changes or reads what it
+    // uses (the heap, shapes, vtables, the transaction's page sets, storage).
+    class pause {
+    public:
+        explicit pause(pager& p);
+        ~pause();
+        pause(const pause&) = delete;
+        pause& operator=(const pause&) = delete;
+
+    private:
+        pager& pager_;
+    };
+
     pager_stats stats() const;
     vm::backend_kind backend() const { return space_->backend(); }
     vm::tracking_kind tracking() const { return space_->tracking(); }
@@ -153,7 +176,9 @@ private:
     void take_new_and_freed_pages();
     void forget_contents(std::uint64_t page, translate::unit shape);
     void spill_if_over_budget();
-    void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to);
+    // The spill thread may not add vtable symbols (the fault path reads the
+    // table): with learn_vtables false an unknown one throws.
+    void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to, bool learn_vtables = true);
     void note_written_pages();
     void start_epoch();
 
@@ -166,6 +191,26 @@ private:
     std::unique_ptr<translate::page_map> map_;
     std::unique_ptr<translate::residency> resident_;
     void keep_within_budget() noexcept;
+    // The spill thread (pager_spill.cpp).
+    struct spiller {
+        int wake_fd = -1;
+        std::thread thread;
+        std::atomic<bool> stop{false};
+        std::atomic<bool> asked{false};   // woken and not yet running: the fault path writes the eventfd once
+        std::atomic<bool> failed{false};  // a spill failed (a full disk, say): none until the transaction ends
+        std::atomic<std::uint32_t> batches{0};  // futex word for waiting faults: bumped after each batch
+    };
+    std::unique_ptr<spiller> spiller_;
+    std::recursive_mutex spill_mutex_;   // held by a pass of the spill thread, and by a pause
+    std::atomic<int> paused_{0};         // pauses in force: the spill thread cannot run
+    void start_spiller();
+    void stop_spiller() noexcept;
+    void ask_spiller() noexcept;          // fault path
+    void wait_for_spiller() noexcept;     // fault path, far over the budget
+    void spill_loop();
+    void spill_written_pages();
+    void spill_held(const std::vector<std::uintptr_t>& held);
+    void forget_spill_failure() noexcept;  // a failed spill is retried in the next transaction
     // Read-ahead state, all touched in the fault path.
     struct prefetcher {
         std::atomic<std::uint8_t>* hinted = nullptr;  // per persistent page: a hint is outstanding
@@ -179,7 +224,8 @@ private:
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write
     std::set<std::uint64_t> spilled_;           // pages of this transaction already in the log
     std::atomic<std::uint64_t> pointers_swizzled_{0};
-    std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0, spilled_pages_ = 0;
+    std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0;
+    std::atomic<std::uint64_t> spilled_pages_{0};
     std::uint64_t reuse_at_pages_ = 0;  // reserved virtual pages past which commit and rollback reuse
     std::uint64_t reuse_rounds_ = 0, reclaimed_arenas_ = 0, reclaimed_pages_ = 0;
 };

@@ -107,15 +107,24 @@ public:
     std::uint64_t persistent_address(const void* p) const { return pager_->to_persistent(p, "pointer"); }
 
     void* allocate(const types::layout& layout, std::size_t count);
-    void deallocate(void* object) { pager_->free(object); }
-    void note_vtable(const void* object) { pager_->note_vtable(object); }
+    void deallocate(void* object) {
+        pager::pause p(*pager_);
+        pager_->free(object);
+    }
+    void note_vtable(const void* object) {
+        pager::pause p(*pager_);
+        pager_->note_vtable(object);
+    }
     void* find_root(std::string_view name, const types::layout& layout);
     void set_root(std::string_view name, const types::layout& layout, void* object);
     bool remove_root(std::string_view name);
     std::vector<root_info> roots() const;
     void commit();
     void rollback();
-    void reuse_address_space() { pager_->reuse_address_space(); }
+    void reuse_address_space() {
+        pager::pause p(*pager_);
+        pager_->reuse_address_space();
+    }
     store_stats stats() const;
     std::vector<type_usage> types() const;
     std::vector<std::string> check() const;
@@ -361,6 +370,7 @@ void store_impl::ensure_writable() const {
 
 void* store_impl::allocate(const types::layout& layout, std::size_t count) {
     ensure_writable();
+    pager::pause p(*pager_);
     if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
     return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
 }
@@ -405,6 +415,7 @@ std::vector<root_info> store_impl::roots() const {
 // 5. adopt the new committed state
 void store_impl::commit() {
     ensure_writable();
+    pager::pause p(*pager_);
     std::deque<std::array<std::byte, storage::page_size>> buffers;
     std::vector<storage::page_image> images;
     engine_meta meta = committed_.meta;
@@ -436,6 +447,7 @@ void store_impl::commit() {
 }
 
 void store_impl::rollback() {
+    pager::pause p(*pager_);
     pager_->rollback(load_heap());
     catalog_ = committed_.catalog;
     roots_ = committed_.roots;
@@ -459,6 +471,7 @@ void store_impl::reuse_if_crowded(const char* after) {
 }
 
 store_stats store_impl::stats() const {
+    pager::pause paused(*pager_);
     pager_stats p = pager_->stats();
     const storage::stats& s = storage_->counters();
     return {vm::to_string(pager_->backend()),
@@ -502,6 +515,7 @@ std::vector<type_usage> store_impl::types() const {
 
 // Committed state only: pages are read from the storage, not from memory.
 std::vector<std::string> store_impl::check() const {
+    pager::pause p(*pager_);
     std::vector<std::string> findings = storage_->check();
     std::unique_ptr<heap> committed_heap = load_heap();  // not the live one: uncommitted changes are not findings
     const heap& h = *committed_heap;

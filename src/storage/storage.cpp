@@ -351,12 +351,25 @@ std::uint32_t storage::expected_sum(page_no page) const noexcept {
     return g < groups_.size() ? groups_[g].page.sums[page % group_data_pages] : 0;
 }
 
+void storage::spin_lock::lock() const noexcept {
+    while (held_.test_and_set(std::memory_order_acquire)) sched_yield();
+}
+
+bool storage::find_pending(page_no page, wal_entry& out) const noexcept {
+    std::lock_guard<const spin_lock> hold(pending_lock_);
+    auto it = pending_.find(page);
+    if (it == pending_.end()) return false;
+    out = it->second;
+    return true;
+}
+
 bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around) const noexcept {
     fixed_message msg(why->message, sizeof why->message);
     why->code = errc::corrupt;
+    wal_entry spilled;
     const wal_entry* logged = nullptr;  // the transaction in progress's spilled pages come first
-    if (auto it = pending_.find(page); it != pending_.end()) logged = &it->second;
-    else if (auto it2 = wal_index_.find(page); it2 != wal_index_.end()) logged = &it2->second;
+    if (find_pending(page, spilled)) logged = &spilled;
+    else if (auto it = wal_index_.find(page); it != wal_index_.end()) logged = &it->second;
     if (!logged && page >= page_count_) {
         why->code = errc::invalid_argument;
         msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
@@ -409,7 +422,7 @@ bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why,
 }
 
 void storage::prefetch(page_no page) const noexcept {
-    if (auto it = pending_.find(page); it != pending_.end()) return wal_->will_need(it->second.offset, page_size);
+    if (wal_entry spilled; find_pending(page, spilled)) return wal_->will_need(spilled.offset, page_size);
     if (auto it = wal_index_.find(page); it != wal_index_.end()) return wal_->will_need(it->second.offset, page_size);
     if (page < page_count_) main_->will_need(physical_page(page) * page_size, page_size);
 }
@@ -495,10 +508,12 @@ void storage::extend_log(std::uint64_t needed) {
 void storage::spill(std::span<const page_image> pages) {
     std::vector<std::pair<page_no, wal_entry>> entries;
     tail_ = append(pages, nullptr, entries);
+    std::lock_guard<const spin_lock> hold(pending_lock_);
     for (auto& [page, entry] : entries) pending_[page] = entry;
 }
 
 void storage::discard_pending() noexcept {
+    std::lock_guard<const spin_lock> hold(pending_lock_);
     pending_.clear();
     tail_ = {wal_end_, wal_chain_, 0, page_count_};
 }

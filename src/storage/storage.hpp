@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -117,10 +118,15 @@ public:
     // Writes pages of the transaction in progress to the log ahead of its
     // commit, so they need not stay in memory: read_page returns them from
     // now on, the next commit includes them, and discard_pending() (rollback)
-    // or a crash before that commit forgets them. No fdatasync.
+    // or a crash before that commit forgets them. No fdatasync. It may run on
+    // another thread while faults read pages (read_page_nothrow, prefetch,
+    // is_pending), but not at the same time as any other call.
     void spill(std::span<const page_image> pages);
     void discard_pending() noexcept;
-    bool is_pending(page_no page) const noexcept { return pending_.count(page) != 0; }
+    bool is_pending(page_no page) const noexcept {
+        wal_entry unused;
+        return find_pending(page, unused);
+    }
     // Copies the log's pages into the main file and resets the log.
     void checkpoint();
 
@@ -172,6 +178,18 @@ private:
     bool read_group_slot(std::uint64_t group, int slot, checksum_page& out) const;
     void verify_no_committed_frames_after(std::uint64_t offset) const;
     std::uint32_t expected_sum(page_no page) const noexcept;
+    bool find_pending(page_no page, wal_entry& out) const noexcept;
+
+    // Guards pending_ between spill() and the readers in the fault path: a
+    // spin lock (readers are signal handlers), held only for the map access.
+    class spin_lock {
+    public:
+        void lock() const noexcept;
+        void unlock() const noexcept { held_.clear(std::memory_order_release); }
+
+    private:
+        mutable std::atomic_flag held_ = ATOMIC_FLAG_INIT;
+    };
 
     std::string path_, wal_path_;
     options opts_;
@@ -188,6 +206,7 @@ private:
     std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
     std::uint64_t wal_commits_ = 0;
     std::unordered_map<page_no, wal_entry> pending_;  // spilled by the transaction in progress
+    spin_lock pending_lock_;
     std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames
     std::vector<std::byte> append_buffer_;
     log_tail tail_{wal_frames_offset, 0, 0, 0};

@@ -107,6 +107,11 @@ std::uint32_t vtable_table::index_of(const std::string& symbol) {
     return it->second;
 }
 
+std::uint32_t vtable_table::find(const std::string& symbol) const {
+    auto it = index_.find(symbol);
+    return it == index_.end() ? absent : it->second;
+}
+
 void vtable_table::note_address(const std::string& symbol, std::uintptr_t address) {
     std::uint32_t i = index_of(symbol);
     if (addresses_[i] == 0) addresses_[i] = address;

@@ -46,6 +46,10 @@ class vtable_table {
 public:
     // Token index of `symbol`, adding it (and resolving it) if new.
     std::uint32_t index_of(const std::string& symbol);
+    // The same without adding: `absent` if new. Safe while other threads
+    // call address() (nothing moves).
+    static constexpr std::uint32_t absent = ~std::uint32_t{0};
+    std::uint32_t find(const std::string& symbol) const;
     // Tells the table where `symbol` is when resolve_symbol cannot (a vptr of
     // a freshly constructed object is proof).
     void note_address(const std::string& symbol, std::uintptr_t address);

@@ -54,7 +54,10 @@ namespace {
 //        ^                                                                   |
 //        +-------------------------------- discard() ------------------------+
 //
-// (filling_waited is filling with a sleeper on the futex.)
+// (filling_waited is filling with a sleeper on the futex.) try_evict() and
+// hold() claim a resident page the same way (resident -> filling), so a touch
+// meanwhile waits as it would for a fill; a held page stays claimed, and
+// read-only, until release() makes it missing or resident again.
 //
 // (I1) Only the thread whose CAS moved a page from missing to filling produces
 //      and maps it, and it maps the whole page with one kernel operation before
@@ -307,6 +310,8 @@ public:
     std::vector<std::uintptr_t> take_dirty() override;
     bool is_resident(std::uintptr_t page) const override;
     bool try_evict(std::uintptr_t page) noexcept override;
+    held hold(std::uintptr_t page) noexcept override;
+    void release(std::uintptr_t page, bool drop) noexcept override;
     backend_kind backend() const override { return backend_; }
     tracking_kind tracking() const override { return tracking_; }
     space_stats stats() const override;
@@ -322,7 +327,10 @@ private:
     int map_page(std::uintptr_t page, const std::byte* content, bool writable, const char*& call) noexcept;
     int unprotect(std::uintptr_t page, const char*& call) noexcept;
     int protect(std::uintptr_t first, std::size_t npages, const char*& call) noexcept;
+    int unmap(arena& a, std::uintptr_t page, bool held) noexcept;
     static void mark_dirty(arena& a, std::size_t index) noexcept;
+    static void clear_dirty(arena& a, std::size_t index) noexcept;
+    static bool dirty_bit(const arena& a, std::size_t index) noexcept;
     bool written(arena& a, std::uintptr_t page, std::size_t index) const noexcept;
     static void finish(std::uint32_t& state, page_state next) noexcept;
 
@@ -410,6 +418,30 @@ void space::mark_dirty(arena& a, std::size_t index) noexcept {
     bits_ref(a.dirty_summary[index / 4096]).fetch_or(std::uint64_t{1} << (index / 64 % 64), std::memory_order_release);
 }
 
+void space::clear_dirty(arena& a, std::size_t index) noexcept {
+    const std::uint64_t bit = std::uint64_t{1} << (index % 64);
+    if (bits_ref(a.dirty[index / 64]).load(std::memory_order_relaxed) & bit)
+        bits_ref(a.dirty[index / 64]).fetch_and(~bit, std::memory_order_relaxed);
+}
+
+bool space::dirty_bit(const arena& a, std::size_t index) noexcept {
+    return (bits_ref(a.dirty[index / 64]).load(std::memory_order_acquire) >> (index % 64)) & 1;
+}
+
+// A claimed page becomes missing in the kernel: its memory goes back and the
+// next touch faults. A held page also gets its arena's protection back (the
+// uffd arena's is read-write unless tracking is by mprotect).
+int space::unmap(arena& a, std::uintptr_t page, bool held) noexcept {
+    void* const p = reinterpret_cast<void*>(page);
+    if (backend_ == backend_kind::mprotect)
+        return mprotect(p, page_size, PROT_NONE) == 0 && madvise(a.alias_of(page), page_size, MADV_REMOVE) == 0 ? 0
+                                                                                                              : errno;
+    if (madvise(p, page_size, MADV_DONTNEED) != 0) return errno;
+    if (tracking_ == tracking_kind::mprotect) return mprotect(p, page_size, PROT_READ) == 0 ? 0 : errno;
+    if (held) return mprotect(p, page_size, PROT_READ | PROT_WRITE) == 0 ? 0 : errno;
+    return 0;
+}
+
 void space::finish(std::uint32_t& state, page_state next) noexcept {
     if (state_ref(state).exchange(next, std::memory_order_acq_rel) == page_filling_waited) {
         sigsafe::futex_wake_all(state);
@@ -473,9 +505,9 @@ void on_fault_signal(int signal, siginfo_t* info, void* context) {
 
 bool space::handle_fault(arena& a, std::uintptr_t page, access how, int signal) noexcept {
     // userfaultfd faults arrive as SIGBUS; protection faults (the mprotect
-    // backend, mprotect tracking) as SIGSEGV. An instruction fetch is never ours.
-    const bool expected = signal == SIGBUS ? backend_ == backend_kind::uffd
-                                           : backend_ == backend_kind::mprotect || tracking_ == tracking_kind::mprotect;
+    // backend, mprotect tracking, a write to a held page with any backend) as
+    // SIGSEGV. An instruction fetch is never ours.
+    const bool expected = signal == SIGSEGV || backend_ == backend_kind::uffd;
     if (!expected || how == access::execute) return false;
 
     std::uint32_t& state = a.states[a.index_of(page)];
@@ -760,9 +792,7 @@ void space::discard(std::uintptr_t page, std::size_t npages) {
         if (state_ref(state).load(std::memory_order_acquire) != page_missing &&
             state_ref(state).exchange(page_missing, std::memory_order_acq_rel) == page_resident)
             ++dropped;
-        const std::uint64_t bit = std::uint64_t{1} << (i % 64);
-        if (bits_ref(a.dirty[i / 64]).load(std::memory_order_relaxed) & bit)
-            bits_ref(a.dirty[i / 64]).fetch_and(~bit, std::memory_order_relaxed);
+        clear_dirty(a, i);
     }
     discards_.fetch_add(dropped, std::memory_order_relaxed);
 }
@@ -887,22 +917,8 @@ bool space::try_evict(std::uintptr_t page) noexcept {
     std::uint32_t& state = a->states[i];
     std::uint32_t seen = page_resident;
     if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)) return false;
-    if (written(*a, page, i)) {
-        finish(state, page_resident);
-        return false;
-    }
-    int err = 0;
-    if (backend_ == backend_kind::uffd) {
-        err = madvise(reinterpret_cast<void*>(page), page_size, MADV_DONTNEED) == 0 ? 0 : errno;
-        if (!err && tracking_ == tracking_kind::mprotect &&
-            mprotect(reinterpret_cast<void*>(page), page_size, PROT_READ) != 0)
-            err = errno;
-    } else if (mprotect(reinterpret_cast<void*>(page), page_size, PROT_NONE) != 0 ||
-               madvise(a->alias_of(page), page_size, MADV_REMOVE) != 0) {
-        err = errno;
-    }
-    if (err) {
-        finish(state, page_resident);  // still mapped: keep it
+    if (written(*a, page, i) || unmap(*a, page, false) != 0) {
+        finish(state, page_resident);  // written, or still mapped: keep it
         return false;
     }
     finish(state, page_missing);
@@ -910,11 +926,47 @@ bool space::try_evict(std::uintptr_t page) noexcept {
     return true;
 }
 
+// Claimed like try_evict, but kept claimed until release(): read-only in the
+// meantime, so a write faults (SIGSEGV) and waits on the state like any touch
+// of a page being filled.
+fault_space::held space::hold(std::uintptr_t page) noexcept {
+    arena* a = arena_of(page);
+    if (a == nullptr) return held::none;
+    const std::size_t i = a->index_of(page);
+    std::uint32_t& state = a->states[i];
+    std::uint32_t seen = page_resident;
+    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)) return held::none;
+    if (mprotect(reinterpret_cast<void*>(page), page_size, PROT_READ) != 0) {
+        finish(state, page_resident);
+        return held::none;
+    }
+    // Read-only now (mprotect flushed every TLB), so this answer is final;
+    // mprotect keeps the write-protect bit that wp_async tracking reads.
+    return written(*a, page, i) ? held::written : held::clean;
+}
+
+void space::release(std::uintptr_t page, bool drop) noexcept {
+    arena& a = *arena_of(page);
+    const std::size_t i = a.index_of(page);
+    std::uint32_t& state = a.states[i];
+    if (drop) {
+        if (const int err = unmap(a, page, true)) sigsafe::fatal("madvise or mprotect", err, page);
+        clear_dirty(a, i);
+        evictions_.fetch_add(1, std::memory_order_relaxed);
+        finish(state, page_missing);
+        return;
+    }
+    // Writable again unless mprotect tracking has not seen a write to it (I2).
+    const bool writable = tracking_ != tracking_kind::mprotect || dirty_bit(a, i);
+    const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+    if (mprotect(reinterpret_cast<void*>(page), page_size, prot) != 0) sigsafe::fatal("mprotect", errno, page);
+    finish(state, page_resident);
+}
+
 // Written since the last take_dirty()? wp_async keeps that in the page table
 // (a PAGEMAP_SCAN of one page, without re-protecting); the others in the bitmap.
 bool space::written(arena& a, std::uintptr_t page, std::size_t index) const noexcept {
-    if (tracking_ != tracking_kind::wp_async)
-        return (bits_ref(a.dirty[index / 64]).load(std::memory_order_acquire) >> (index % 64)) & 1;
+    if (tracking_ != tracking_kind::wp_async) return dirty_bit(a, index);
     page_region region{};
     pm_scan_arg arg{};
     arg.size = sizeof arg;

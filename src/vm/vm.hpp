@@ -12,6 +12,7 @@
 //     missing --first touch / install()--> resident clean --first write--> resident dirty
 //        ^                                     ^                               |
 //        +-------------- discard() ------------+---------- take_dirty() -------+
+//        +-- try_evict() (clean), hold() + release(drop) (spilled) -- resident -+
 //
 // Backends:
 //   uffd      arenas registered with userfaultfd (UFFD_FEATURE_SIGBUS): a touch of a
@@ -164,6 +165,20 @@ public:
     // write racing with the eviction of its page from another thread may be
     // lost: evict only while no other thread writes the space.
     virtual bool try_evict(std::uintptr_t page) noexcept = 0;
+
+    // Taking a page out while other threads may write it (spilling, or
+    // eviction off the faulting thread): hold() claims a resident page like a
+    // fill, so a touch that faults waits for it, and makes it read-only, so it
+    // cannot change while the caller reads it from any thread (reads go on, a
+    // write waits). It says whether the page was written since the last
+    // take_dirty(), or `none` (changing nothing) if it is not resident or
+    // cannot be made read-only. release() then either drops it (missing: the
+    // next touch calls fill; counted as an eviction) or keeps it resident as
+    // it was, written or not. A kernel error in release() ends the process
+    // (the page could be neither). Unlike try_evict, no write is ever lost.
+    enum class held { none, clean, written };
+    virtual held hold(std::uintptr_t page) noexcept = 0;
+    virtual void release(std::uintptr_t page, bool drop) noexcept = 0;
 
     // Pages written since the previous take_dirty() (or since install/fill),
     // sorted; write tracking is re-armed so the next write is seen again. A write

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "support/store_fixture.hpp"
@@ -33,10 +34,14 @@ protected:
     }
 };
 
-// Walks the whole list in a fresh process, checking every node; returns the
-// number of nodes seen, or -1 on a wrong node.
+bool node_ok(const Node* n, long expect, long added) {
+    return n->value == expect + added && n->check[0] == expect * 3 && n->check[1] == -expect;
+}
+
+// Walks the whole list in a fresh process, checking every node (its value
+// raised by `added`); returns the number of nodes seen, or -1 on a wrong node.
 long walk_in_child(const std::function<steppe::store()>& open, std::uint64_t& faults, std::uint64_t& evictions,
-                   std::uint64_t& resident) {
+                   std::uint64_t& resident, long added = 0) {
     int fds[2];
     if (::pipe(fds) != 0) return -2;
     pid_t child = ::fork();
@@ -44,7 +49,7 @@ long walk_in_child(const std::function<steppe::store()>& open, std::uint64_t& fa
         auto s = open();
         long seen = 0, expect = kNodes - 1;
         for (Node* n = *s.find_root<Node*>("list"); n; n = n->next, --expect, ++seen)
-            if (n->value != expect || n->check[0] != expect * 3 || n->check[1] != -expect) {
+            if (!node_ok(n, expect, added)) {
                 seen = -1;
                 break;
             }
@@ -149,6 +154,87 @@ TEST_P(BudgetTest, TransactionTenTimesTheBudgetKilledMidway) {
         << "the spilled frames of the killed transaction are a torn tail";
 }
 
+// Transactions that write existing pages and allocate nothing: no steppe
+// call runs while they grow, so the spill thread takes the written pages out.
+class WriteOnlyBudgetTest : public BudgetTest {
+protected:
+    void SetUp() override {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < kNodes; ++i) *head = s.make<Node>(Node{i, *head, {i * 3, -i}});
+        s.commit();
+    }
+
+    // Adds `added` to every node's value (2,500 pages, ~10x the budget);
+    // returns the most pages resident at any 1/16 of the way.
+    static std::uint64_t add_to_every_node(steppe::store& s, long added) {
+        std::uint64_t most_resident = 0;
+        long i = 0;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next, ++i) {
+            n->value += added;
+            if (i % (kNodes / 16) == 0) most_resident = std::max(most_resident, s.stats().resident_pages);
+        }
+        return most_resident;
+    }
+
+    static constexpr std::uint64_t kBudgetPages = kBudget / 4096;
+    static constexpr long kAdded = 1'000'000;
+};
+
+TEST_P(WriteOnlyBudgetTest, TransactionWritingTenTimesTheBudgetCommits) {
+    {
+        auto s = open();
+        std::uint64_t most_resident = add_to_every_node(s, kAdded);
+        auto st = s.stats();
+        EXPECT_GE(st.spilled_pages, 4 * kBudgetPages) << "written pages went to the log before the commit";
+        EXPECT_LE(most_resident, 2 * kBudgetPages + 64);
+        s.commit();
+        long expect = kNodes - 1;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next, --expect)
+            ASSERT_TRUE(node_ok(n, expect, kAdded)) << "node " << expect << " after the commit";
+    }
+    std::uint64_t faults = 0, evictions = 0, resident = 0;
+    EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident, kAdded), kNodes);
+}
+
+TEST_P(WriteOnlyBudgetTest, TransactionWritingTenTimesTheBudgetRollsBack) {
+    {
+        auto s = open();
+        add_to_every_node(s, kAdded);
+        EXPECT_GE(s.stats().spilled_pages, 4 * kBudgetPages);
+        s.rollback();
+        long expect = kNodes - 1;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next, --expect)
+            ASSERT_TRUE(node_ok(n, expect, 0)) << "node " << expect << " after the rollback";
+        add_to_every_node(s, 1);  // and the store goes on: a second big transaction commits
+        s.commit();
+    }
+    std::uint64_t faults = 0, evictions = 0, resident = 0;
+    EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident, 1), kNodes);
+}
+
+TEST_P(WriteOnlyBudgetTest, TransactionWritingTenTimesTheBudgetKilledMidway) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        auto s = open();
+        add_to_every_node(s, kAdded);
+        char c = s.stats().spilled_pages > 0 ? 1 : 0;  // well past several spills
+        (void)!::write(ready[1], &c, 1);
+        for (;;) add_to_every_node(s, 1);
+    }
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    EXPECT_EQ(c, 1) << "the child spilled";
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    std::uint64_t faults = 0, evictions = 0, resident = 0;
+    EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident), kNodes)
+        << "the spilled frames of the killed transaction are a torn tail";
+}
+
 STEPPE_BOTH_BACKENDS(BudgetTest);
+STEPPE_BOTH_BACKENDS(WriteOnlyBudgetTest);
 
 }  // namespace
