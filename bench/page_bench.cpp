@@ -12,11 +12,15 @@
 //
 //   budget curve    lookups and traversals per second under a resident
 //                   budget as the working set grows past it, vs uncapped
+//   big update      one durable transaction that writes every part (and
+//                   allocates nothing) under the budget, vs uncapped: time,
+//                   pages spilled to the log, the process's peak RSS
 //
 // Usage: page_bench [--parts N] [--runs R] [--dir D] [--backend uffd|mprotect]
 //                   [--budget-mib M] [--only curve] [--keep yes]
 //   --budget-mib  the budget of the curve (default: a quarter of the store)
 //   --only curve  build (or reuse) the store and run only the budget curve
+//   --only update the same with only the big update
 //   --keep yes    keep the store in --dir, and reuse it if it has --parts parts
 //   --reps R      runs per curve point (default 3; 1 with --only curve)
 //   --shares a,b  the working-set sizes of the curve, in budgets
@@ -376,17 +380,23 @@ double curve_point(const char* what, double share, std::uint64_t budget, int rep
     return median(free_faults);
 }
 
+std::uint64_t store_pages() {
+    steppe::open_options o = options();
+    o.read_only = true;
+    return steppe::store::open(store_path(), o).stats().store_pages;
+}
+
+// The budget asked for, else a quarter of the store (at least 1 MiB).
+std::uint64_t default_budget(std::uint64_t budget) {
+    return budget ? budget : std::max<std::uint64_t>(store_pages() * 4096 / 4, 1 << 20);
+}
+
 // Lookups and traversals per second under a resident budget (--budget-mib, or
 // a quarter of the store), as the working set grows past it, next to the same
 // runs with no budget.
 void report_budget_curve(std::uint64_t budget, int reps, const std::vector<double>& shares) {
-    std::uint64_t pages;
-    {
-        steppe::open_options o = options();
-        o.read_only = true;
-        pages = steppe::store::open(store_path(), o).stats().store_pages;
-    }
-    if (budget == 0) budget = std::max<std::uint64_t>(pages * 4096 / 4, 1 << 20);
+    const std::uint64_t pages = store_pages();
+    budget = default_budget(budget);
     std::printf("budget curve       store %.1f MiB, resident budget %.1f MiB (%.1fx smaller); medians of %d, capped vs uncapped\n",
                 pages * 4096 / 1048576.0, budget / 1048576.0, pages * 4096.0 / static_cast<double>(budget), reps);
     // A lookup among `span` parts touches span parts (64 bytes each) and span
@@ -404,11 +414,62 @@ void report_budget_curve(std::uint64_t budget, int reps, const std::vector<doubl
     }
 }
 
+// The process's peak resident memory (VmHWM), in bytes.
+std::uint64_t peak_rss() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    while (status >> key) {
+        std::uint64_t kib = 0;
+        if (key == "VmHWM:" && status >> kib) return kib << 10;
+        status.ignore(1 << 10, '\n');
+    }
+    return 0;
+}
+
+// Adds 1 to every part's x in one transaction and commits it (durably):
+// {update seconds, commit seconds, pages spilled, evictions, peak RSS}.
+std::vector<double> update_every_part() {
+    auto s = steppe::store::open(store_path(), options(true));
+    Graph g = *s.find_root<Graph>("graph");
+    auto t = clock_type::now();
+    for (long i = 0; i < g.count; ++i) g.index[i]->x += 1;
+    double update = seconds_since(t);
+    auto st = s.stats();
+    t = clock_type::now();
+    s.commit();
+    return {update, seconds_since(t), static_cast<double>(st.spilled_pages), static_cast<double>(st.evictions),
+            static_cast<double>(peak_rss())};
+}
+
+// One transaction writing every part of the store (each run adds 1 to every
+// x), under `budget` and uncapped, alternated; medians of `reps`.
+void report_big_update(std::uint64_t budget, int reps) {
+    std::vector<std::vector<double>> runs[2];
+    for (int r = 0; r < reps; ++r)
+        for (int capped = 0; capped < 2; ++capped) {
+            g_budget = capped ? budget : 0;
+            runs[capped].push_back(in_child(update_every_part));
+        }
+    g_budget = 0;
+    std::printf("big update         every part written in one transaction, medians of %d\n", reps);
+    for (int capped = 0; capped < 2; ++capped) {
+        auto column = [&](std::size_t i) {
+            std::vector<double> v;
+            for (const auto& run : runs[capped])
+                if (run.size() == 5) v.push_back(run[i]);
+            return median(v);
+        };
+        std::printf("  %-8s update %7.2f s, commit %6.2f s, %9.0f pages spilled, %9.0f evictions, peak RSS %7.1f MiB\n",
+                    capped ? "capped" : "uncapped", column(0), column(1), column(2), column(3), column(4) / 1048576.0);
+    }
+}
+
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::uint64_t curve_budget = 0;
-    bool curve_only = false, keep = false;
+    bool curve_only = false, update_only = false, keep = false;
     int reps = 0;
     std::vector<double> shares = {0.25, 0.5, 0.9, 1.5, 2.0, 4.0};
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -418,7 +479,7 @@ int main(int argc, char** argv) {
         else if (flag == "--dir") g_dir = value;
         else if (flag == "--backend") g_backend = value == "mprotect" ? steppe::fault_backend::mprotect : steppe::fault_backend::uffd;
         else if (flag == "--budget-mib") curve_budget = std::stoull(value) << 20;
-        else if (flag == "--only") curve_only = value == "curve";
+        else if (flag == "--only") curve_only = value == "curve", update_only = value == "update";
         else if (flag == "--keep") keep = value == "yes";
         else if (flag == "--reps") reps = std::atoi(value.c_str());
         else if (flag == "--shares") shares = parse_list(value);
@@ -430,12 +491,14 @@ int main(int argc, char** argv) {
                     g_backend == steppe::fault_backend::uffd ? "uffd" : "mprotect", g_dir.c_str());
         if (reuse) std::printf("reusing the store in %s\n", g_dir.c_str());
         else timed("build + commit", build_store);
-        if (!curve_only) {
+        if (!curve_only && !update_only) {
             report_hot();
             report_cold();
             report_commit();
         }
-        report_budget_curve(curve_budget, reps > 0 ? reps : curve_only ? 1 : 3, shares);
+        const int point_reps = reps > 0 ? reps : curve_only || update_only ? 1 : 3;
+        if (!update_only) report_budget_curve(curve_budget, point_reps, shares);
+        if (!curve_only) report_big_update(default_budget(curve_budget), point_reps);
     } catch (const steppe::error& e) {
         std::fprintf(stderr, "page_bench: %s\n", e.what());
         return 1;

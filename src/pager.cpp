@@ -39,29 +39,19 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_opt
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p != MAP_FAILED) prefetch_.hinted = static_cast<std::atomic<std::uint8_t>*>(p);
     }
-    if (resident_) start_spiller();
+    if (resident_) start_evictor();
 }
 
+// The fault path's part (async-signal-safe): past the budget, wake the
+// eviction thread; far past it, wait for it.
 void pager::keep_within_budget() noexcept {
-    if (!resident_ || resident_->size() < opts_.resident_budget_pages) return;
-    resident_->shrink_to(
-        opts_.resident_budget_pages * 15 / 16,  // a little below, so eviction runs in batches
-        // Pages a failed commit collected are written but no longer tracked as
-        // such: never drop them (unwritten_ is sorted and only changes while
-        // no thread faults).
-        [this](std::uintptr_t page) {
-            return !std::binary_search(unwritten_.begin(), unwritten_.end(), page) && space_->try_evict(page);
-        },
-        [this](std::uintptr_t page) { return space_->is_resident(page); });
-    if (spiller_ && resident_->size() > opts_.resident_budget_pages) {
-        // Written pages fill the budget: they must go to the log.
-        ask_spiller();
-        wait_for_spiller();
-    }
+    if (!resident_ || resident_->size() <= opts_.resident_budget_pages) return;
+    ask_evictor();
+    wait_for_evictor();
 }
 
 pager::~pager() {
-    stop_spiller();
+    stop_evictor();
     map_.reset();
     space_.reset();
     if (prefetch_.hinted) ::munmap(prefetch_.hinted, heap::max_page_count);
@@ -354,7 +344,7 @@ void pager::free(void* object) {
 // 3. Commit and rollback -------------------------------------------------------
 
 // Adds the pages written since the last look to unwritten_ (kept sorted and
-// unique: keep_within_budget searches it).
+// unique: the eviction thread searches it).
 void pager::note_written_pages() {
     std::vector<std::uintptr_t> dirty = space_->take_dirty();
     unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());

@@ -23,14 +23,13 @@
 // Threads: any number may touch persistent memory at once (faults are
 // lock-free). Allocation, destroy, commit, rollback and reuse must not run
 // while another thread touches the store, and run under a pause() of the
-// spill thread.
+// eviction thread.
 //
-// The spill thread (pager_spill.cpp), started with a resident budget: when
-// faults cannot get back under the budget by evicting clean pages (the
-// transaction wrote them), the fault path wakes it; it takes written pages
-// out one batch at a time (vm hold: a write meanwhile waits), unswizzles
-// them into the log as frames of the transaction in progress
-// (storage::spill), and drops them. A fault far over the budget waits for it.
+// The eviction thread (pager_evict.cpp), started with a resident budget:
+// faults record the pages they load and wake it once past the budget; it
+// drops the oldest clean pages, and writes the oldest written ones to the
+// log as frames of the transaction in progress (storage::spill) before
+// dropping them. A fault far past the budget waits for it.
 #pragma once
 
 #include <atomic>
@@ -38,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,8 +61,8 @@ struct pager_options {
     void (*fatal_hook)(const char* message) = nullptr;  // called in signal context before the process ends
     // Virtual address space the page map may reserve; 0 = its default.
     std::uint64_t address_space_limit = 0;
-    // Resident store pages allowed before clean ones are evicted (oldest
-    // first); 0 = no limit.
+    // Resident store pages allowed before the oldest are evicted (written
+    // ones spilled to the log first); 0 = no limit.
     std::uint64_t resident_budget_pages = 0;
     // Read-ahead of the pages a faulted page points to (adaptive: it stops
     // itself while too few of its guesses are used).
@@ -144,7 +144,7 @@ public:
     // The same as `h` (another state of the heap, e.g. the committed one) has it.
     translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
 
-    // Keeps the spill thread off while the caller changes or reads what it
+    // Keeps the eviction thread off while the caller changes or reads what it
     // uses (the heap, shapes, vtables, the transaction's page sets, storage).
     class pause {
     public:
@@ -176,8 +176,8 @@ private:
     void take_new_and_freed_pages();
     void forget_contents(std::uint64_t page, translate::unit shape);
     void spill_if_over_budget();
-    // The spill thread may not add vtable symbols (the fault path reads the
-    // table): with learn_vtables false an unknown one throws.
+    // The eviction thread may not add vtable symbols (the fault path reads
+    // the table): with learn_vtables false an unknown one throws.
     void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to, bool learn_vtables = true);
     void note_written_pages();
     void start_epoch();
@@ -191,8 +191,8 @@ private:
     std::unique_ptr<translate::page_map> map_;
     std::unique_ptr<translate::residency> resident_;
     void keep_within_budget() noexcept;
-    // The spill thread (pager_spill.cpp).
-    struct spiller {
+    // The eviction thread (pager_evict.cpp).
+    struct evictor {
         int wake_fd = -1;
         std::thread thread;
         std::atomic<bool> stop{false};
@@ -200,16 +200,17 @@ private:
         std::atomic<bool> failed{false};  // a spill failed (a full disk, say): none until the transaction ends
         std::atomic<std::uint32_t> batches{0};  // futex word for waiting faults: bumped after each batch
     };
-    std::unique_ptr<spiller> spiller_;
-    std::recursive_mutex spill_mutex_;   // held by a pass of the spill thread, and by a pause
-    std::atomic<int> paused_{0};         // pauses in force: the spill thread cannot run
-    void start_spiller();
-    void stop_spiller() noexcept;
-    void ask_spiller() noexcept;          // fault path
-    void wait_for_spiller() noexcept;     // fault path, far over the budget
-    void spill_loop();
-    void spill_written_pages();
-    void spill_held(const std::vector<std::uintptr_t>& held);
+    std::unique_ptr<evictor> evictor_;
+    std::recursive_mutex evict_mutex_;   // held by a pass of the eviction thread, and by a pause
+    std::atomic<int> paused_{0};         // pauses in force: the eviction thread cannot run
+    void start_evictor();
+    void stop_evictor() noexcept;
+    void ask_evictor() noexcept;          // fault path
+    void wait_for_evictor() noexcept;     // fault path, far over the budget
+    void evict_loop();
+    void evict_oldest();
+    void evict_batch(std::span<const std::uintptr_t> pages);
+    std::vector<std::byte> evict_buffer_;  // the eviction thread's page images
     void forget_spill_failure() noexcept;  // a failed spill is retried in the next transaction
     // Read-ahead state, all touched in the fault path.
     struct prefetcher {

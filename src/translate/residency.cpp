@@ -35,4 +35,12 @@ void residency::clear() noexcept {
     tail_.store(head, std::memory_order_release);
 }
 
+std::size_t residency::take_oldest(std::uintptr_t* out, std::size_t max) noexcept {
+    if (evicting_.test_and_set(std::memory_order_acquire)) return 0;
+    std::size_t n = 0;
+    for (std::uintptr_t page; n < max && (page = pop_oldest()) != 0;) out[n++] = page;
+    evicting_.clear(std::memory_order_release);
+    return n;
+}
+
 }  // namespace steppe::translate

@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <utility>
 
 namespace steppe::vm {
@@ -54,10 +55,10 @@ namespace {
 //        ^                                                                   |
 //        +-------------------------------- discard() ------------------------+
 //
-// (filling_waited is filling with a sleeper on the futex.) try_evict() and
-// hold() claim a resident page the same way (resident -> filling), so a touch
-// meanwhile waits as it would for a fill; a held page stays claimed, and
-// read-only, until release() makes it missing or resident again.
+// (filling_waited is filling with a sleeper on the futex.) hold() claims a
+// resident page the same way (resident -> filling), so a touch meanwhile
+// waits as it would for a fill; a held page stays claimed, and read-only,
+// until release() makes it missing or resident again.
 //
 // (I1) Only the thread whose CAS moved a page from missing to filling produces
 //      and maps it, and it maps the whole page with one kernel operation before
@@ -309,9 +310,8 @@ public:
     void discard(std::uintptr_t page, std::size_t npages) override;
     std::vector<std::uintptr_t> take_dirty() override;
     bool is_resident(std::uintptr_t page) const override;
-    bool try_evict(std::uintptr_t page) noexcept override;
-    held hold(std::uintptr_t page) noexcept override;
-    void release(std::uintptr_t page, bool drop) noexcept override;
+    void hold(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept override;
+    void release(std::span<const std::uintptr_t> pages, bool drop) noexcept override;
     backend_kind backend() const override { return backend_; }
     tracking_kind tracking() const override { return tracking_; }
     space_stats stats() const override;
@@ -327,11 +327,12 @@ private:
     int map_page(std::uintptr_t page, const std::byte* content, bool writable, const char*& call) noexcept;
     int unprotect(std::uintptr_t page, const char*& call) noexcept;
     int protect(std::uintptr_t first, std::size_t npages, const char*& call) noexcept;
-    int unmap(arena& a, std::uintptr_t page, bool held) noexcept;
+    int unmap(arena& a, std::uintptr_t first, std::size_t npages) noexcept;
+    template <class OnWritten>
+    int scan_written(std::uintptr_t start, std::uintptr_t end, bool rearm, OnWritten&& on_written) const noexcept;
     static void mark_dirty(arena& a, std::size_t index) noexcept;
     static void clear_dirty(arena& a, std::size_t index) noexcept;
     static bool dirty_bit(const arena& a, std::size_t index) noexcept;
-    bool written(arena& a, std::uintptr_t page, std::size_t index) const noexcept;
     static void finish(std::uint32_t& state, page_state next) noexcept;
 
     bool fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state) noexcept;
@@ -428,18 +429,17 @@ bool space::dirty_bit(const arena& a, std::size_t index) noexcept {
     return (bits_ref(a.dirty[index / 64]).load(std::memory_order_acquire) >> (index % 64)) & 1;
 }
 
-// A claimed page becomes missing in the kernel: its memory goes back and the
-// next touch faults. A held page also gets its arena's protection back (the
-// uffd arena's is read-write unless tracking is by mprotect).
-int space::unmap(arena& a, std::uintptr_t page, bool held) noexcept {
-    void* const p = reinterpret_cast<void*>(page);
+// Held pages become missing in the kernel: their memory goes back, the next
+// touch faults, and they get their arena's protection back (read-write for
+// a uffd arena unless tracking is by mprotect; none for the mprotect backend).
+int space::unmap(arena& a, std::uintptr_t first, std::size_t npages) noexcept {
+    void* const p = reinterpret_cast<void*>(first);
+    const std::size_t bytes = npages * page_size;
     if (backend_ == backend_kind::mprotect)
-        return mprotect(p, page_size, PROT_NONE) == 0 && madvise(a.alias_of(page), page_size, MADV_REMOVE) == 0 ? 0
-                                                                                                              : errno;
-    if (madvise(p, page_size, MADV_DONTNEED) != 0) return errno;
-    if (tracking_ == tracking_kind::mprotect) return mprotect(p, page_size, PROT_READ) == 0 ? 0 : errno;
-    if (held) return mprotect(p, page_size, PROT_READ | PROT_WRITE) == 0 ? 0 : errno;
-    return 0;
+        return mprotect(p, bytes, PROT_NONE) == 0 && madvise(a.alias_of(first), bytes, MADV_REMOVE) == 0 ? 0 : errno;
+    if (madvise(p, bytes, MADV_DONTNEED) != 0) return errno;
+    const int prot = tracking_ == tracking_kind::mprotect ? PROT_READ : PROT_READ | PROT_WRITE;
+    return mprotect(p, bytes, prot) == 0 ? 0 : errno;
 }
 
 void space::finish(std::uint32_t& state, page_state next) noexcept {
@@ -863,17 +863,18 @@ bool space::can_bridge(arena& a, std::uintptr_t first, std::uintptr_t last) cons
     return true;
 }
 
-void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {
-    // One PAGEMAP_SCAN reports the pages whose write-protect bit the kernel
-    // cleared on a write, and sets it again (PM_SCAN_WP_MATCHING), per PTE
-    // under its lock. It stops when the region vector is full: continue from
-    // walk_end.
-    page_region regions[256];
+// One PAGEMAP_SCAN reports the pages whose write-protect bit the kernel
+// cleared on a write (wp_async), and with `rearm` sets it again
+// (PM_SCAN_WP_MATCHING), per PTE under its lock. It stops when the region
+// vector is full: continue from walk_end. Returns 0 or an errno.
+template <class OnWritten>
+int space::scan_written(std::uintptr_t start, std::uintptr_t end, bool rearm, OnWritten&& on_written) const noexcept {
+    page_region regions[64];
     pm_scan_arg arg{};
     arg.size = sizeof arg;
-    arg.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC;
-    arg.start = a.first();
-    arg.end = a.last();
+    arg.flags = (rearm ? PM_SCAN_WP_MATCHING : 0) | PM_SCAN_CHECK_WPASYNC;
+    arg.start = start;
+    arg.end = end;
     arg.vec = reinterpret_cast<std::uintptr_t>(regions);
     arg.vec_len = std::size(regions);
     arg.category_mask = PAGE_IS_WRITTEN;
@@ -887,14 +888,19 @@ void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {
         const int found = ioctl(pagemap_, PAGEMAP_SCAN, &arg);
         if (found < 0) {
             if (errno == EINTR) continue;
-            detail::throw_system_error("PAGEMAP_SCAN", errno, "collecting written pages of arena " + hex(a.first()));
+            return errno;
         }
-        for (int r = 0; r < found; ++r) {
-            for (std::uintptr_t p = regions[r].start; p < regions[r].end; p += page_size) pages.push_back(p);
-        }
-        if (arg.walk_end >= arg.end) return;
+        for (int r = 0; r < found; ++r) on_written(regions[r].start, regions[r].end);
+        if (arg.walk_end >= arg.end) return 0;
         arg.start = arg.walk_end;
     }
+}
+
+void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {
+    const int err = scan_written(a.first(), a.last(), true, [&](std::uintptr_t first, std::uintptr_t last) {
+        for (std::uintptr_t p = first; p < last; p += page_size) pages.push_back(p);
+    });
+    if (err) detail::throw_system_error("PAGEMAP_SCAN", err, "collecting written pages of arena " + hex(a.first()));
 }
 
 bool space::is_resident(std::uintptr_t page) const {
@@ -908,80 +914,88 @@ space_stats space::stats() const {
             evictions_.load(std::memory_order_relaxed)};
 }
 
-// The page is claimed like a fill (resident -> filling), so concurrent touches
-// wait on it, and released as missing (or resident again if it was written).
-bool space::try_evict(std::uintptr_t page) noexcept {
-    arena* a = arena_of(page);
-    if (a == nullptr) return false;
-    const std::size_t i = a->index_of(page);
-    std::uint32_t& state = a->states[i];
-    std::uint32_t seen = page_resident;
-    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)) return false;
-    if (written(*a, page, i) || unmap(*a, page, false) != 0) {
-        finish(state, page_resident);  // written, or still mapped: keep it
-        return false;
+// Calls f(arena, first, last) for each run pages[first, last) of consecutive
+// pages of one arena whose `out` is not held::none (pages ascending).
+template <class F>
+void for_each_run(std::span<const std::uintptr_t> pages, std::span<const fault_space::held> out, arena* (*find)(std::uintptr_t),
+                  F&& f) {
+    for (std::size_t first = 0; first < pages.size();) {
+        arena* a = out[first] == fault_space::held::none ? nullptr : find(pages[first]);
+        std::size_t last = first + 1;
+        while (a && last < pages.size() && out[last] != fault_space::held::none &&
+               pages[last] == pages[last - 1] + page_size && a->contains(pages[last]))
+            ++last;
+        if (a) f(*a, first, last);
+        first = last;
     }
-    finish(state, page_missing);
-    evictions_.fetch_add(1, std::memory_order_relaxed);
-    return true;
 }
 
-// Claimed like try_evict, but kept claimed until release(): read-only in the
-// meantime, so a write faults (SIGSEGV) and waits on the state like any touch
-// of a page being filled.
-fault_space::held space::hold(std::uintptr_t page) noexcept {
-    arena* a = arena_of(page);
-    if (a == nullptr) return held::none;
-    const std::size_t i = a->index_of(page);
-    std::uint32_t& state = a->states[i];
-    std::uint32_t seen = page_resident;
-    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)) return held::none;
-    if (mprotect(reinterpret_cast<void*>(page), page_size, PROT_READ) != 0) {
-        finish(state, page_resident);
-        return held::none;
+// Claimed like a fill (resident -> filling), and kept so until release():
+// read-only in the meantime, so a write faults (SIGSEGV) and waits on the state like any touch
+// of a page being filled. One mprotect (and one scan) per run of pages.
+void space::hold(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept {
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+        arena* a = arena_of(pages[i]);
+        std::uint32_t seen = page_resident;
+        out[i] = a && state_ref(a->states[a->index_of(pages[i])])
+                          .compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)
+                     ? held::clean
+                     : held::none;
     }
-    // Read-only now (mprotect flushed every TLB), so this answer is final;
-    // mprotect keeps the write-protect bit that wp_async tracking reads.
-    return written(*a, page, i) ? held::written : held::clean;
+    for_each_run(pages, out, find_arena, [&](arena& a, std::size_t first, std::size_t last) {
+        const std::uintptr_t start = pages[first], end = pages[last - 1] + page_size;
+        if (mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ) != 0) {
+            for (std::size_t i = first; i < last; ++i) {
+                finish(a.states[a.index_of(pages[i])], page_resident);
+                out[i] = held::none;
+            }
+            return;
+        }
+        // Read-only now (mprotect flushed every TLB), so these answers are
+        // final; mprotect keeps the write-protect bit wp_async tracking reads.
+        if (tracking_ != tracking_kind::wp_async) {
+            for (std::size_t i = first; i < last; ++i)
+                if (dirty_bit(a, a.index_of(pages[i]))) out[i] = held::written;
+            return;
+        }
+        const int err = scan_written(start, end, false, [&](std::uintptr_t from, std::uintptr_t to) {
+            for (std::size_t i = first; i < last; ++i)
+                if (pages[i] >= from && pages[i] < to) out[i] = held::written;
+        });
+        if (err)  // never drop what cannot be proved clean
+            for (std::size_t i = first; i < last; ++i) out[i] = held::written;
+    });
 }
 
-void space::release(std::uintptr_t page, bool drop) noexcept {
-    arena& a = *arena_of(page);
-    const std::size_t i = a.index_of(page);
-    std::uint32_t& state = a.states[i];
-    if (drop) {
-        if (const int err = unmap(a, page, true)) sigsafe::fatal("madvise or mprotect", err, page);
-        clear_dirty(a, i);
-        evictions_.fetch_add(1, std::memory_order_relaxed);
-        finish(state, page_missing);
-        return;
+void space::release(std::span<const std::uintptr_t> pages, bool drop) noexcept {
+    // Pages given back are held: treat them as such when cutting runs.
+    constexpr std::size_t chunk = 256;
+    held all_held[chunk];
+    std::fill(std::begin(all_held), std::end(all_held), held::written);
+    for (std::size_t at = 0; at < pages.size(); at += chunk) {
+        const auto part = pages.subspan(at, std::min(chunk, pages.size() - at));
+        for_each_run(part, std::span<const held>(all_held, part.size()), find_arena,
+                     [&](arena& a, std::size_t first, std::size_t last) {
+                         if (drop) {
+                             if (const int err = unmap(a, part[first], last - first))
+                                 sigsafe::fatal("madvise or mprotect", err, part[first]);
+                         }
+                         for (std::size_t i = first; i < last; ++i) {
+                             const std::size_t index = a.index_of(part[i]);
+                             if (drop) {
+                                 clear_dirty(a, index);
+                             } else {
+                                 // Writable again unless mprotect tracking has not seen a write to it (I2).
+                                 const bool writable = tracking_ != tracking_kind::mprotect || dirty_bit(a, index);
+                                 const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+                                 if (mprotect(reinterpret_cast<void*>(part[i]), page_size, prot) != 0)
+                                     sigsafe::fatal("mprotect", errno, part[i]);
+                             }
+                             finish(a.states[index], drop ? page_missing : page_resident);
+                         }
+                         if (drop) evictions_.fetch_add(last - first, std::memory_order_relaxed);
+                     });
     }
-    // Writable again unless mprotect tracking has not seen a write to it (I2).
-    const bool writable = tracking_ != tracking_kind::mprotect || dirty_bit(a, i);
-    const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
-    if (mprotect(reinterpret_cast<void*>(page), page_size, prot) != 0) sigsafe::fatal("mprotect", errno, page);
-    finish(state, page_resident);
-}
-
-// Written since the last take_dirty()? wp_async keeps that in the page table
-// (a PAGEMAP_SCAN of one page, without re-protecting); the others in the bitmap.
-bool space::written(arena& a, std::uintptr_t page, std::size_t index) const noexcept {
-    if (tracking_ != tracking_kind::wp_async) return dirty_bit(a, index);
-    page_region region{};
-    pm_scan_arg arg{};
-    arg.size = sizeof arg;
-    arg.flags = PM_SCAN_CHECK_WPASYNC;
-    arg.start = page;
-    arg.end = page + page_size;
-    arg.vec = reinterpret_cast<std::uintptr_t>(&region);
-    arg.vec_len = 1;
-    arg.category_mask = PAGE_IS_WRITTEN;
-    arg.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
-    arg.return_mask = PAGE_IS_WRITTEN;
-    int found;
-    while ((found = ioctl(pagemap_, PAGEMAP_SCAN, &arg)) < 0 && errno == EINTR) {
-    }
-    return found != 0;  // an error counts as written: never drop what we cannot prove clean
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 //     missing --first touch / install()--> resident clean --first write--> resident dirty
 //        ^                                     ^                               |
 //        +-------------- discard() ------------+---------- take_dirty() -------+
-//        +-- try_evict() (clean), hold() + release(drop) (spilled) -- resident -+
+//        +------------------ hold() + release(drop) -------- resident clean or dirty
 //
 // Backends:
 //   uffd      arenas registered with userfaultfd (UFFD_FEATURE_SIGBUS): a touch of a
@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -114,7 +115,7 @@ struct space_stats {
     std::uint64_t write_faults;  // first writes caught by wp_sync / mprotect tracking
     std::uint64_t installs;      // pages made resident, by touch or by install()
     std::uint64_t discards;      // resident pages made missing by discard()
-    std::uint64_t evictions;     // clean pages made missing by try_evict()
+    std::uint64_t evictions;     // held pages dropped by release()
 };
 
 // try_reserve()'s answer: base, or the failed call and its errno.
@@ -158,27 +159,20 @@ public:
     // dirtiness are dropped (rollback, eviction). The range must lie in one arena.
     virtual void discard(std::uintptr_t page, std::size_t npages) = 0;
 
-    // Eviction: if `page` is resident and clean (not written since the last
-    // take_dirty() or install), makes it missing, so the next touch calls
-    // fill again, and returns true; otherwise changes nothing. Async-signal-
-    // safe, so a fill function may evict to stay within a memory budget. A
-    // write racing with the eviction of its page from another thread may be
-    // lost: evict only while no other thread writes the space.
-    virtual bool try_evict(std::uintptr_t page) noexcept = 0;
-
-    // Taking a page out while other threads may write it (spilling, or
-    // eviction off the faulting thread): hold() claims a resident page like a
-    // fill, so a touch that faults waits for it, and makes it read-only, so it
-    // cannot change while the caller reads it from any thread (reads go on, a
-    // write waits). It says whether the page was written since the last
-    // take_dirty(), or `none` (changing nothing) if it is not resident or
-    // cannot be made read-only. release() then either drops it (missing: the
-    // next touch calls fill; counted as an eviction) or keeps it resident as
-    // it was, written or not. A kernel error in release() ends the process
-    // (the page could be neither). Unlike try_evict, no write is ever lost.
+    // Eviction, while other threads may write: hold() claims each resident page of
+    // `pages` (ascending) like a fill, so a touch that faults waits for it,
+    // and makes it read-only, so it cannot change while the caller reads it
+    // from any thread (reads go on, a write waits). out[i] says whether
+    // pages[i] was written since the last take_dirty(), or `none` (nothing
+    // changed) if it is not resident or cannot be made read-only. release()
+    // then either drops held pages (missing: the next touch calls fill;
+    // counted as evictions) or keeps them resident as they were, written or
+    // not. A kernel error in release() ends the process (a page could be
+    // neither). No write is ever lost. One mprotect per run
+    // of consecutive pages spares the other CPUs a TLB flush per page.
     enum class held { none, clean, written };
-    virtual held hold(std::uintptr_t page) noexcept = 0;
-    virtual void release(std::uintptr_t page, bool drop) noexcept = 0;
+    virtual void hold(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept = 0;
+    virtual void release(std::span<const std::uintptr_t> pages, bool drop) noexcept = 0;
 
     // Pages written since the previous take_dirty() (or since install/fill),
     // sorted; write tracking is re-armed so the next write is seen again. A write

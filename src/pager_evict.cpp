@@ -1,0 +1,201 @@
+// The eviction thread keeps resident store pages within the budget: it
+// takes the oldest out a batch at a time, drops the clean ones, and writes
+// the ones the transaction in progress wrote to the log (as its frames,
+// storage::spill) before dropping them, so a transaction that writes more
+// existing pages than the budget holds runs in bounded memory
+// (docs/design.md, "Larger than memory").
+//
+// Why a thread: a program that only reads or writes store memory calls no
+// steppe function, so nothing but the fault handler runs, and the fault
+// handler cannot unswizzle (it may throw, allocate, learn a vtable) or
+// append to the log. It records each page it loads, wakes this thread
+// through an eventfd (async-signal-safe) once past the budget, and far past
+// it waits on a futex (with a timeout) for the thread to catch up.
+//
+// Why no write is lost, whichever thread writes: pages are taken with vm
+// hold(), which makes them read-only; a write to one meanwhile faults and
+// waits until it is dropped (it then faults in again, from the log if it
+// was spilled) or kept.
+#include "pager.hpp"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <exception>
+#include <system_error>
+
+#include "common/system_error.hpp"
+
+namespace steppe {
+
+namespace {
+
+// The eviction thread never waits for itself (it touches no store page, but
+// a bug there must not hang it).
+[[gnu::tls_model("initial-exec")]] thread_local bool t_is_evictor = false;
+
+// Pages per batch: written ones make one log write of at most 4 MiB, and few
+// enough pages are held that writers wait little for them.
+constexpr std::size_t evict_batch_pages = 1024;
+
+std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) {
+    static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+    return reinterpret_cast<std::uint32_t*>(&word);
+}
+
+}  // namespace
+
+pager::pause::pause(pager& p) : pager_(p) {
+    pager_.evict_mutex_.lock();
+    pager_.paused_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+pager::pause::~pause() {
+    pager_.paused_.fetch_sub(1, std::memory_order_acq_rel);
+    pager_.evict_mutex_.unlock();
+}
+
+void pager::start_evictor() {
+    auto s = std::make_unique<evictor>();
+    s->wake_fd = ::eventfd(0, EFD_CLOEXEC);
+    if (s->wake_fd < 0) common::throw_system_error("eventfd", errno, storage_.path() + ": starting the eviction thread");
+    evictor_ = std::move(s);
+    try {
+        evictor_->thread = std::thread([this] { evict_loop(); });
+    } catch (const std::system_error& e) {
+        ::close(evictor_->wake_fd);
+        evictor_.reset();
+        throw error(errc::io, storage_.path() + ": starting the eviction thread: " + e.what());
+    }
+}
+
+void pager::stop_evictor() noexcept {
+    if (!evictor_) return;
+    evictor_->stop.store(true, std::memory_order_release);
+    const std::uint64_t one = 1;
+    (void)!::write(evictor_->wake_fd, &one, sizeof one);
+    evictor_->thread.join();
+    ::close(evictor_->wake_fd);
+    evictor_.reset();
+}
+
+void pager::forget_spill_failure() noexcept {
+    if (evictor_) evictor_->failed.store(false, std::memory_order_release);
+}
+
+void pager::ask_evictor() noexcept {
+    if (evictor_->asked.exchange(true, std::memory_order_acq_rel)) return;
+    const std::uint64_t one = 1;
+    (void)!::write(evictor_->wake_fd, &one, sizeof one);  // cannot block: the count stays far below its limit
+}
+
+// A fault far over the budget waits (20 ms at a time, 1 s at most) while the
+// eviction thread makes progress; never while a pause keeps it off, or after
+// a spill failed, or on the eviction thread itself.
+void pager::wait_for_evictor() noexcept {
+    const std::uint64_t budget = opts_.resident_budget_pages, limit = budget + budget / 8 + 16;
+    for (int round = 0; round < 50 && !t_is_evictor && resident_->size() > limit; ++round) {
+        if (paused_.load(std::memory_order_acquire) > 0 || evictor_->failed.load(std::memory_order_acquire)) return;
+        const std::uint32_t seen = evictor_->batches.load(std::memory_order_acquire);
+        ask_evictor();
+        timespec timeout{0, 20'000'000};
+        syscall(SYS_futex, futex_word(evictor_->batches), FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+    }
+}
+
+void pager::evict_loop() {
+    t_is_evictor = true;
+    pthread_setname_np(pthread_self(), "steppe-evict");
+    for (;;) {
+        std::uint64_t count;
+        if (::read(evictor_->wake_fd, &count, sizeof count) < 0) {
+            if (errno == EINTR) continue;
+            evictor_->failed.store(true, std::memory_order_release);  // cannot happen on a valid eventfd
+            return;
+        }
+        std::lock_guard<std::recursive_mutex> lock(evict_mutex_);
+        if (evictor_->stop.load(std::memory_order_acquire)) return;
+        evictor_->asked.store(false, std::memory_order_release);  // faults during the pass may ask again
+        try {
+            if (!evictor_->failed.load(std::memory_order_acquire)) evict_oldest();
+        } catch (const std::exception&) {
+            evictor_->failed.store(true, std::memory_order_release);  // out of memory: the commit will say so
+        }
+    }
+}
+
+// Takes pages out of the residency ring, oldest first, a batch at a time,
+// until it is a little under the budget (so eviction runs in batches).
+void pager::evict_oldest() {
+    const std::uint64_t target = opts_.resident_budget_pages * 15 / 16;
+    std::vector<std::uintptr_t> batch(evict_batch_pages);
+    while (!evictor_->failed.load(std::memory_order_acquire)) {
+        const std::uint64_t size = resident_->size();
+        if (size <= target) return;
+        std::size_t n = resident_->take_oldest(batch.data(), std::min<std::uint64_t>(evict_batch_pages, size - target));
+        if (n == 0) return;  // the fault path is evicting
+        std::sort(batch.begin(), batch.begin() + static_cast<long>(n));
+        evict_batch(std::span<const std::uintptr_t>(batch.data(), n));
+        evictor_->batches.fetch_add(1, std::memory_order_acq_rel);
+        syscall(SYS_futex, futex_word(evictor_->batches), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+        if (resident_->size() >= size) return;  // nothing could go
+    }
+}
+
+// Holds the pages (ascending), drops the clean ones, and writes the written
+// ones to the log before dropping them. Pages a failed commit collected
+// (unwritten_: written, but their tracking re-armed), pages that cannot be
+// unswizzled yet and pages of a failed spill stay resident, recorded again.
+void pager::evict_batch(std::span<const std::uintptr_t> pages) {
+    std::vector<vm::fault_space::held> how(pages.size());
+    space_->hold(pages, how);
+    evict_buffer_.resize(pages.size() * translate::page_size);
+    std::vector<storage::page_image> images;
+    std::vector<bool> keep(pages.size());
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+        if (how[i] == vm::fault_space::held::none) {
+            if (space_->is_resident(pages[i])) resident_->record(pages[i]);  // busy: next time
+            continue;
+        }
+        if (std::binary_search(unwritten_.begin(), unwritten_.end(), pages[i])) keep[i] = true;
+        if (how[i] == vm::fault_space::held::clean || keep[i]) continue;
+        auto where = map_->lookup(pages[i]);
+        const heap::page_desc* d =
+            where.what == translate::page_map::kind::page ? heap_->describe(where.page) : nullptr;
+        if (!d || !d->is_data()) {
+            keep[i] = true;  // freed in this transaction: nothing to save, no reason to write it
+            continue;
+        }
+        std::byte* image = evict_buffer_.data() + images.size() * translate::page_size;
+        try {
+            unswizzle_into(where.page, reinterpret_cast<const std::byte*>(pages[i]), image, false);
+            images.push_back({where.page, image});
+        } catch (const error&) {
+            keep[i] = true;  // a transient pointer or a new vtable: the commit reports or learns it
+        }
+    }
+    try {
+        storage_.spill(images);
+    } catch (const std::exception&) {
+        evictor_->failed.store(true, std::memory_order_release);  // the commit meets it again and reports it
+        for (std::size_t i = 0; i < pages.size(); ++i)
+            if (how[i] == vm::fault_space::held::written) keep[i] = true;
+        images.clear();
+    }
+    std::vector<std::uintptr_t> dropped, kept;
+    for (std::size_t i = 0; i < pages.size(); ++i)
+        if (how[i] != vm::fault_space::held::none) (keep[i] ? kept : dropped).push_back(pages[i]);
+    space_->release(dropped, true);
+    space_->release(kept, false);
+    for (std::uintptr_t v : kept) resident_->record(v);
+    for (const auto& image : images) spilled_.insert(image.page);
+    spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
+}
+
+}  // namespace steppe
