@@ -197,7 +197,8 @@ private:
         std::thread thread;
         std::atomic<bool> stop{false};
         std::atomic<bool> asked{false};   // woken and not yet running: the fault path writes the eventfd once
-        std::atomic<bool> failed{false};  // a spill failed (a full disk, say): none until the transaction ends
+        std::atomic<bool> stalled{false};       // its last pass could not get under the budget
+        std::atomic<bool> spill_failed{false};  // a spill failed (a full disk, say): none until the transaction ends
         std::atomic<std::uint32_t> batches{0};  // futex word for waiting faults: bumped after each batch
     };
     std::unique_ptr<evictor> evictor_;
@@ -208,8 +209,9 @@ private:
     void ask_evictor() noexcept;          // fault path
     void wait_for_evictor() noexcept;     // fault path, far over the budget
     void evict_loop();
-    void evict_oldest();
-    void evict_batch(std::span<const std::uintptr_t> pages);
+    bool evict_oldest();
+    void note_batch() noexcept;
+    std::size_t evict_batch(std::span<const std::uintptr_t> pages);
     std::vector<std::byte> evict_buffer_;  // the eviction thread's page images
     void forget_spill_failure() noexcept;  // a failed spill is retried in the next transaction
     // Read-ahead state, all touched in the fault path.

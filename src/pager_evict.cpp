@@ -20,6 +20,7 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -42,7 +43,7 @@ namespace {
 
 // Pages per batch: written ones make one log write of at most 4 MiB, and few
 // enough pages are held that writers wait little for them.
-constexpr std::size_t evict_batch_pages = 1024;
+constexpr std::size_t evict_batch_pages = vm::fault_space::max_held;
 
 std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) {
     static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
@@ -86,7 +87,7 @@ void pager::stop_evictor() noexcept {
 }
 
 void pager::forget_spill_failure() noexcept {
-    if (evictor_) evictor_->failed.store(false, std::memory_order_release);
+    if (evictor_) evictor_->spill_failed.store(false, std::memory_order_release);
 }
 
 void pager::ask_evictor() noexcept {
@@ -96,12 +97,12 @@ void pager::ask_evictor() noexcept {
 }
 
 // A fault far over the budget waits (20 ms at a time, 1 s at most) while the
-// eviction thread makes progress; never while a pause keeps it off, or after
-// a spill failed, or on the eviction thread itself.
+// eviction thread makes progress; never while a pause keeps it off, or once
+// it is stalled (nothing it could take out), or on the eviction thread itself.
 void pager::wait_for_evictor() noexcept {
     const std::uint64_t budget = opts_.resident_budget_pages, limit = budget + budget / 8 + 16;
     for (int round = 0; round < 50 && !t_is_evictor && resident_->size() > limit; ++round) {
-        if (paused_.load(std::memory_order_acquire) > 0 || evictor_->failed.load(std::memory_order_acquire)) return;
+        if (paused_.load(std::memory_order_acquire) > 0 || evictor_->stalled.load(std::memory_order_acquire)) return;
         const std::uint32_t seen = evictor_->batches.load(std::memory_order_acquire);
         ask_evictor();
         timespec timeout{0, 20'000'000};
@@ -116,45 +117,56 @@ void pager::evict_loop() {
         std::uint64_t count;
         if (::read(evictor_->wake_fd, &count, sizeof count) < 0) {
             if (errno == EINTR) continue;
-            evictor_->failed.store(true, std::memory_order_release);  // cannot happen on a valid eventfd
+            evictor_->stalled.store(true, std::memory_order_release);  // cannot happen on a valid eventfd
             return;
         }
         std::lock_guard<std::recursive_mutex> lock(evict_mutex_);
         if (evictor_->stop.load(std::memory_order_acquire)) return;
         evictor_->asked.store(false, std::memory_order_release);  // faults during the pass may ask again
+        bool progress = false;
         try {
-            if (!evictor_->failed.load(std::memory_order_acquire)) evict_oldest();
-        } catch (const std::exception&) {
-            evictor_->failed.store(true, std::memory_order_release);  // out of memory: the commit will say so
+            progress = evict_oldest();
+        } catch (const std::exception&) {  // out of memory: the pages stay, the budget is exceeded
         }
+        evictor_->stalled.store(!progress, std::memory_order_release);
+        note_batch();
     }
+}
+
+void pager::note_batch() noexcept {
+    evictor_->batches.fetch_add(1, std::memory_order_acq_rel);
+    syscall(SYS_futex, futex_word(evictor_->batches), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
 }
 
 // Takes pages out of the residency ring, oldest first, a batch at a time,
 // until it is a little under the budget (so eviction runs in batches).
-void pager::evict_oldest() {
+// False if it could not get there: nothing (more) could go.
+bool pager::evict_oldest() {
     const std::uint64_t target = opts_.resident_budget_pages * 15 / 16;
     std::vector<std::uintptr_t> batch(evict_batch_pages);
-    while (!evictor_->failed.load(std::memory_order_acquire)) {
+    for (;;) {
         const std::uint64_t size = resident_->size();
-        if (size <= target) return;
+        if (size <= target) return true;
         std::size_t n = resident_->take_oldest(batch.data(), std::min<std::uint64_t>(evict_batch_pages, size - target));
-        if (n == 0) return;  // the fault path is evicting
+        if (n == 0) {  // a fault is recording the oldest page right now
+            sched_yield();
+            continue;
+        }
         std::sort(batch.begin(), batch.begin() + static_cast<long>(n));
-        evict_batch(std::span<const std::uintptr_t>(batch.data(), n));
-        evictor_->batches.fetch_add(1, std::memory_order_acq_rel);
-        syscall(SYS_futex, futex_word(evictor_->batches), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
-        if (resident_->size() >= size) return;  // nothing could go
+        if (evict_batch(std::span<const std::uintptr_t>(batch.data(), n)) == 0) return false;
+        note_batch();
     }
 }
 
 // Holds the pages (ascending), drops the clean ones, and writes the written
-// ones to the log before dropping them. Pages a failed commit collected
+// ones to the log before dropping them; returns how many it dropped. Pages a failed commit collected
 // (unwritten_: written, but their tracking re-armed), pages that cannot be
-// unswizzled yet and pages of a failed spill stay resident, recorded again.
-void pager::evict_batch(std::span<const std::uintptr_t> pages) {
+// unswizzled yet and, after a failed spill, all written pages stay
+// resident, recorded again.
+std::size_t pager::evict_batch(std::span<const std::uintptr_t> pages) {
     std::vector<vm::fault_space::held> how(pages.size());
-    space_->hold(pages, how);
+    std::vector<const std::byte*> contents(pages.size());
+    space_->hold(pages, how, contents);
     evict_buffer_.resize(pages.size() * translate::page_size);
     std::vector<storage::page_image> images;
     std::vector<bool> keep(pages.size());
@@ -163,7 +175,9 @@ void pager::evict_batch(std::span<const std::uintptr_t> pages) {
             if (space_->is_resident(pages[i])) resident_->record(pages[i]);  // busy: next time
             continue;
         }
-        if (std::binary_search(unwritten_.begin(), unwritten_.end(), pages[i])) keep[i] = true;
+        if (std::binary_search(unwritten_.begin(), unwritten_.end(), pages[i]) ||
+            (how[i] == vm::fault_space::held::written && evictor_->spill_failed.load(std::memory_order_acquire)))
+            keep[i] = true;
         if (how[i] == vm::fault_space::held::clean || keep[i]) continue;
         auto where = map_->lookup(pages[i]);
         const heap::page_desc* d =
@@ -174,16 +188,18 @@ void pager::evict_batch(std::span<const std::uintptr_t> pages) {
         }
         std::byte* image = evict_buffer_.data() + images.size() * translate::page_size;
         try {
-            unswizzle_into(where.page, reinterpret_cast<const std::byte*>(pages[i]), image, false);
+            unswizzle_into(where.page, contents[i], image, false);
             images.push_back({where.page, image});
         } catch (const error&) {
             keep[i] = true;  // a transient pointer or a new vtable: the commit reports or learns it
         }
     }
     try {
-        storage_.spill(images);
+        if (!images.empty()) storage_.spill(images);
     } catch (const std::exception&) {
-        evictor_->failed.store(true, std::memory_order_release);  // the commit meets it again and reports it
+        // A full disk, say: the commit meets it again and reports it. Until
+        // the transaction ends, written pages stay and only clean ones go.
+        evictor_->spill_failed.store(true, std::memory_order_release);
         for (std::size_t i = 0; i < pages.size(); ++i)
             if (how[i] == vm::fault_space::held::written) keep[i] = true;
         images.clear();
@@ -196,6 +212,7 @@ void pager::evict_batch(std::span<const std::uintptr_t> pages) {
     for (std::uintptr_t v : kept) resident_->record(v);
     for (const auto& image : images) spilled_.insert(image.page);
     spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
+    return dropped.size();
 }
 
 }  // namespace steppe

@@ -1,15 +1,16 @@
-// CRC32C (Castagnoli), the checksum of every page, frame and header steppe writes.
-// Hardware-accelerated with SSE4.2 where the CPU has it. Async-signal-safe.
+// The storage manager's checksums: CRC32C (common/crc32c.hpp) of pages,
+// frames and headers. Async-signal-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "common/crc32c.hpp"
+
 namespace steppe::storage {
 
-// Extends `crc` over `data`; crc32c(0, all) == crc32c(crc32c(0, a), b) for all = a ++ b.
-std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t size) noexcept;
+using common::crc32c;
 
 inline std::uint32_t crc32c(std::span<const std::byte> data) noexcept {
     return crc32c(0, data.data(), data.size());

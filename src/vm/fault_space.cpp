@@ -14,6 +14,7 @@
 // tables (mapped at reserve time) and its own stack. It never allocates, never
 // takes a lock, never throws and never calls stdio. Each piece says why below.
 
+#include "common/crc32c.hpp"
 #include "vm/sys.hpp"
 #include "vm/uapi.hpp"
 #include "vm/vm.hpp"
@@ -70,13 +71,23 @@ namespace {
 //      state word's futex).
 // (I2) For wp_sync and mprotect tracking, a resident page is writable only if
 //      its dirty bit is set or a take_dirty() that reported it has not yet
-//      re-protected it. The handler un-protects and then sets the bit;
+//      re-protected it. The handler claims the page (like a fill, so that a
+//      concurrent hold() sees it before the write or written), un-protects
+//      and then sets the bit;
 //      take_dirty() clears the bit and then protects. A write between the two
 //      steps of take_dirty() lands in a page that call reports; a write after
 //      faults again. (wp_async: the kernel keeps the write-protect bit in the
 //      PTE, and PAGEMAP_SCAN reports and re-protects each page atomically.)
 // (I3) A registry slot is live from the end of reserve() until its space's
 //      destructor; while live its fields do not change.
+// (I5) hold() takes pages out with UFFDIO_MOVE where it can (uffd with
+//      userfaultfd write-protect, Linux >= 6.8): the move is atomic, so a
+//      write lands before it (and is in what the holder reads) or faults
+//      after it and waits on the claim. Whether a page was written is final
+//      once it is claimed for wp_sync (a write to a clean page traps and
+//      waits); wp_async writes do not trap, so a page that looked clean
+//      before the move is compared with its CRC32C as last known clean
+//      (taken when it was mapped, and when take_dirty() re-armed it).
 // (I4) Dirty bits come in two levels: one bit per page, and one summary bit
 //      per 64-bit word of page bits. The page bit is set before the summary
 //      bit, and take_dirty() clears the summary bit before the page bits, so a
@@ -201,7 +212,7 @@ enum : std::uint64_t { slot_free = 0, slot_claimed = 1, slot_live = 2, slot_reti
 
 // The side table of an arena: page states, dirty bits, dirty summary bits.
 struct side_layout {
-    std::size_t states_offset = 0, dirty_offset = 0, summary_offset = 0, bytes = 0;
+    std::size_t states_offset = 0, dirty_offset = 0, summary_offset = 0, sums_offset = 0, bytes = 0;
     std::size_t dirty_words = 0, summary_words = 0;
 
     static side_layout for_pages(std::size_t npages) {
@@ -210,7 +221,8 @@ struct side_layout {
         layout.summary_words = (layout.dirty_words + 63) / 64;
         layout.dirty_offset = (npages * sizeof(std::uint32_t) + 63) / 64 * 64;
         layout.summary_offset = layout.dirty_offset + layout.dirty_words * sizeof(std::uint64_t);
-        const std::size_t end = layout.summary_offset + layout.summary_words * sizeof(std::uint64_t);
+        layout.sums_offset = layout.summary_offset + layout.summary_words * sizeof(std::uint64_t);
+        const std::size_t end = layout.sums_offset + npages * sizeof(std::uint32_t);
         layout.bytes = (end + page_size - 1) / page_size * page_size;
         return layout;
     }
@@ -225,6 +237,7 @@ struct arena {
     std::uint32_t* states = nullptr;         // page_state per page
     std::uint64_t* dirty = nullptr;          // one bit per page (wp_sync, mprotect tracking)
     std::uint64_t* dirty_summary = nullptr;  // one bit per word of `dirty` (I4)
+    std::uint32_t* sums = nullptr;           // CRC32C of each page as last known clean (I5)
     std::size_t summary_words = 0;
     std::byte* alias = nullptr;  // mprotect backend: the writable view of the same memfd
     void* side = nullptr;
@@ -300,8 +313,10 @@ std::string hex(std::uintptr_t value) {
 
 class space final : public fault_space {
 public:
-    space(backend_kind backend, tracking_kind tracking, fill_fn fill, void* ctx, int uffd, int pagemap)
-        : backend_(backend), tracking_(tracking), fill_(fill), ctx_(ctx), uffd_(uffd), pagemap_(pagemap) {}
+    space(backend_kind backend, tracking_kind tracking, fill_fn fill, void* ctx, int uffd, int pagemap,
+          std::uintptr_t staging)
+        : backend_(backend), tracking_(tracking), fill_(fill), ctx_(ctx), uffd_(uffd), pagemap_(pagemap),
+          staging_(staging) {}
     ~space() override;
 
     std::uintptr_t reserve(std::size_t bytes) override;
@@ -310,7 +325,8 @@ public:
     void discard(std::uintptr_t page, std::size_t npages) override;
     std::vector<std::uintptr_t> take_dirty() override;
     bool is_resident(std::uintptr_t page) const override;
-    void hold(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept override;
+    void hold(std::span<const std::uintptr_t> pages, std::span<held> out,
+              std::span<const std::byte*> contents) noexcept override;
     void release(std::span<const std::uintptr_t> pages, bool drop) noexcept override;
     backend_kind backend() const override { return backend_; }
     tracking_kind tracking() const override { return tracking_; }
@@ -321,6 +337,14 @@ public:
 
 private:
     bool uses_uffd_wp() const noexcept { return tracking_ == tracking_kind::wp_async || tracking_ == tracking_kind::wp_sync; }
+    bool keeps_sums() const noexcept { return staging_ != 0 && tracking_ == tracking_kind::wp_async; }
+    void note_clean(arena& a, std::uintptr_t page, const std::byte* content) noexcept;
+    void hold_by_protecting(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept;
+    void hold_by_moving(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept;
+    void move_out(arena& a, std::span<const std::uintptr_t> pages, std::span<held> out, std::size_t first,
+                  std::size_t last) noexcept;
+    void release_moved(std::span<const std::uintptr_t> pages, bool drop) noexcept;
+    std::uintptr_t slot(std::size_t i) const noexcept { return staging_ + i * page_size; }
 
     // Kernel operations. Async-signal-safe; each returns 0 or an errno and sets
     // `call` to the name of the failed call.
@@ -336,7 +360,8 @@ private:
     static void finish(std::uint32_t& state, page_state next) noexcept;
 
     bool fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state) noexcept;
-    bool first_write(arena& a, std::uintptr_t page, access how, int signal) noexcept;
+    bool tracked_write(access how, int signal) const noexcept;
+    bool first_write(arena& a, std::uintptr_t page, std::uint32_t& state) noexcept;
     bool spurious(std::uintptr_t page) noexcept;
 
     arena* arena_of(std::uintptr_t address) const noexcept;
@@ -352,6 +377,13 @@ private:
     void* const ctx_;
     const int uffd_;     // uffd backend: the userfaultfd all arenas are registered with
     const int pagemap_;  // wp_async: /proc/self/pagemap, for PAGEMAP_SCAN
+    // Where hold() moves pages to (I5): max_held pages registered like an
+    // arena (but not in the registry: nothing faults there), or 0 when pages
+    // are held by making them read-only instead. held_ are the pages of the
+    // current hold(), slot i holding held_[i].
+    const std::uintptr_t staging_;
+    std::uintptr_t held_[max_held] = {};
+    std::size_t held_count_ = 0;
     std::atomic<std::uint64_t> faults_{0}, write_faults_{0}, installs_{0}, discards_{0}, evictions_{0};
 };
 
@@ -442,6 +474,10 @@ int space::unmap(arena& a, std::uintptr_t first, std::size_t npages) noexcept {
     return mprotect(p, bytes, prot) == 0 ? 0 : errno;
 }
 
+void space::note_clean(arena& a, std::uintptr_t page, const std::byte* content) noexcept {
+    if (keeps_sums()) a.sums[a.index_of(page)] = common::crc32c(0, content, page_size);
+}
+
 void space::finish(std::uint32_t& state, page_state next) noexcept {
     if (state_ref(state).exchange(next, std::memory_order_acq_rel) == page_filling_waited) {
         sigsafe::futex_wake_all(state);
@@ -515,7 +551,12 @@ bool space::handle_fault(arena& a, std::uintptr_t page, access how, int signal) 
         std::uint32_t seen = state_ref(state).load(std::memory_order_acquire);
         switch (seen) {
         case page_resident:
-            return first_write(a, page, how, signal);
+            if (!tracked_write(how, signal)) return spurious(page);
+            // Claimed like a fill while it un-protects and marks the page, so
+            // that hold() sees the page either before the write or written.
+            if (state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire))
+                return first_write(a, page, state);
+            break;
         case page_missing:
             if (state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) {
                 return fill_and_map(a, page, how, state);
@@ -544,6 +585,7 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     }
     // A write fault maps the page writable and dirty at once: one fault, not two.
     const bool writable = how == access::write;
+    if (!writable) note_clean(a, page, out);
     const char* call = nullptr;
     if (const int err = map_page(page, out, writable, call)) sigsafe::fatal(call, err, page);
     if (writable) mark_dirty(a, a.index_of(page));  // after the page became writable (I2)
@@ -554,20 +596,26 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     return true;
 }
 
-bool space::first_write(arena& a, std::uintptr_t page, access how, int signal) noexcept {
-    // Write-protect faults come as SIGBUS for wp_sync and SIGSEGV for mprotect
-    // tracking; wp_async has none. Anything else on a resident page is a fault
-    // that raced with another thread mapping the page: retry the access.
+// Write-protect faults come as SIGBUS for wp_sync and SIGSEGV for mprotect
+// tracking; wp_async has none. Anything else on a resident page is a fault
+// that raced with another thread mapping the page (or a write that waited
+// for a held page that was kept): the access is retried.
+bool space::tracked_write(access how, int signal) const noexcept {
     const int tracking_signal = tracking_ == tracking_kind::wp_sync    ? SIGBUS
                                 : tracking_ == tracking_kind::mprotect ? SIGSEGV
                                                                        : 0;
-    if (signal != tracking_signal || how == access::read) return spurious(page);
-    // A write (or, without the error code, possibly one) to a clean page.
+    return signal == tracking_signal && how != access::read;
+}
+
+// A write (or, without the error code, possibly one) to a clean page, which
+// the caller claimed.
+bool space::first_write(arena& a, std::uintptr_t page, std::uint32_t& state) noexcept {
     const char* call = nullptr;
     if (const int err = unprotect(page, call)) sigsafe::fatal(call, err, page);
     mark_dirty(a, a.index_of(page));  // after un-protecting (I2)
     write_faults_.fetch_add(1, std::memory_order_relaxed);
     t_spurious.page = 0;
+    finish(state, page_resident);
     return true;
 }
 
@@ -624,6 +672,7 @@ space::~space() {
         munmap(a.side, a.side_bytes);
         free_slot(a);
     }
+    if (staging_ != 0) munmap(reinterpret_cast<void*>(staging_), max_held * page_size);
     if (uffd_ >= 0) close(uffd_);
     if (pagemap_ >= 0) close(pagemap_);
 }
@@ -698,6 +747,7 @@ reserve_result space::try_reserve(std::size_t bytes) noexcept {
     a->states = reinterpret_cast<std::uint32_t*>(side_bytes + layout.states_offset);
     a->dirty = reinterpret_cast<std::uint64_t*>(side_bytes + layout.dirty_offset);
     a->dirty_summary = reinterpret_cast<std::uint64_t*>(side_bytes + layout.summary_offset);
+    a->sums = reinterpret_cast<std::uint32_t*>(side_bytes + layout.sums_offset);
     a->summary_words = layout.summary_words;
     void* const alias_view = alias.keep();
     a->alias = alias_view == MAP_FAILED ? nullptr : static_cast<std::byte*>(alias_view);
@@ -758,6 +808,7 @@ bool space::install(std::uintptr_t page, const std::byte* content) {
         std::memcpy(a.alias_of(page), content, page_size);  // hidden until map_page opens it (I1)
         content = a.alias_of(page);
     }
+    note_clean(a, page, content);
     const char* call = nullptr;
     if (const int err = map_page(page, content, false, call)) {
         finish(state, page_missing);
@@ -897,10 +948,15 @@ int space::scan_written(std::uintptr_t start, std::uintptr_t end, bool rearm, On
 }
 
 void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {
+    const std::size_t first_new = pages.size();
     const int err = scan_written(a.first(), a.last(), true, [&](std::uintptr_t first, std::uintptr_t last) {
         for (std::uintptr_t p = first; p < last; p += page_size) pages.push_back(p);
     });
     if (err) detail::throw_system_error("PAGEMAP_SCAN", err, "collecting written pages of arena " + hex(a.first()));
+    // Re-armed: clean as they are now (I5). A write since makes the page
+    // written again, whatever its sum says.
+    for (std::size_t i = first_new; i < pages.size(); ++i)
+        note_clean(a, pages[i], reinterpret_cast<const std::byte*>(pages[i]));
 }
 
 bool space::is_resident(std::uintptr_t page) const {
@@ -930,18 +986,33 @@ void for_each_run(std::span<const std::uintptr_t> pages, std::span<const fault_s
     }
 }
 
-// Claimed like a fill (resident -> filling), and kept so until release():
-// read-only in the meantime, so a write faults (SIGSEGV) and waits on the state like any touch
-// of a page being filled. One mprotect (and one scan) per run of pages.
-void space::hold(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept {
+// Claimed like a fill (resident -> filling), and kept so until release(), so
+// a touch that faults waits on the state like any touch of a page being
+// filled; then moved out (I5) or made read-only, so that nothing can write it.
+void space::hold(std::span<const std::uintptr_t> pages, std::span<held> out,
+                 std::span<const std::byte*> contents) noexcept {
     for (std::size_t i = 0; i < pages.size(); ++i) {
-        arena* a = arena_of(pages[i]);
+        arena* a = i < max_held ? arena_of(pages[i]) : nullptr;
         std::uint32_t seen = page_resident;
         out[i] = a && state_ref(a->states[a->index_of(pages[i])])
                           .compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)
                      ? held::clean
                      : held::none;
     }
+    if (staging_ != 0) {
+        hold_by_moving(pages, out);
+        held_count_ = std::min(pages.size(), max_held);
+        std::copy_n(pages.begin(), held_count_, held_);
+    } else {
+        hold_by_protecting(pages, out);
+    }
+    for (std::size_t i = 0; i < pages.size(); ++i)
+        contents[i] = reinterpret_cast<const std::byte*>(staging_ != 0 ? slot(i) : pages[i]);
+}
+
+// One mprotect (and one scan) per run of pages: a write to a held page then
+// faults (SIGSEGV) and waits on its state.
+void space::hold_by_protecting(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept {
     for_each_run(pages, out, find_arena, [&](arena& a, std::size_t first, std::size_t last) {
         const std::uintptr_t start = pages[first], end = pages[last - 1] + page_size;
         if (mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ) != 0) {
@@ -967,7 +1038,54 @@ void space::hold(std::span<const std::uintptr_t> pages, std::span<held> out) noe
     });
 }
 
+// One scan and one UFFDIO_MOVE per run of pages, into slot i for pages[i].
+void space::hold_by_moving(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept {
+    for_each_run(pages, out, find_arena, [&](arena& a, std::size_t first, std::size_t last) {
+        if (tracking_ == tracking_kind::wp_async) {
+            const int err = scan_written(pages[first], pages[last - 1] + page_size, false,
+                                         [&](std::uintptr_t from, std::uintptr_t to) {
+                                             for (std::size_t i = first; i < last; ++i)
+                                                 if (pages[i] >= from && pages[i] < to) out[i] = held::written;
+                                         });
+            if (err)
+                for (std::size_t i = first; i < last; ++i) out[i] = held::written;
+        } else {
+            for (std::size_t i = first; i < last; ++i)
+                if (dirty_bit(a, a.index_of(pages[i]))) out[i] = held::written;
+        }
+        move_out(a, pages, out, first, last);
+    });
+    if (!keeps_sums()) return;
+    // A wp_async write between the scan and the move is seen only in the
+    // contents: a page that changed since it was last known clean was written.
+    for (std::size_t i = 0; i < pages.size(); ++i) {
+        if (out[i] != held::clean) continue;
+        arena* a = arena_of(pages[i]);
+        if (common::crc32c(0, reinterpret_cast<const void*>(slot(i)), page_size) != a->sums[a->index_of(pages[i])])
+            out[i] = held::written;
+    }
+}
+
+void space::move_out(arena& a, std::span<const std::uintptr_t> pages, std::span<held> out, std::size_t first,
+                     std::size_t last) noexcept {
+    for (std::size_t i = first; i < last;) {
+        uffdio_move move{};
+        move.dst = slot(i);
+        move.src = pages[i];
+        move.len = (last - i) * page_size;
+        move.mode = UFFDIO_MOVE_MODE_DONTWAKE;  // no waiters in SIGBUS mode
+        if (ioctl(uffd_, UFFDIO_MOVE, &move) == 0) return;
+        const int err = errno;
+        i += move.move > 0 ? static_cast<std::size_t>(move.move) / page_size : 0;
+        if (err == EAGAIN || i >= last) continue;
+        // This page cannot move (the kernel says busy: pinned, say); it stays put, not held.
+        finish(a.states[a.index_of(pages[i])], page_resident);
+        out[i++] = held::none;
+    }
+}
+
 void space::release(std::span<const std::uintptr_t> pages, bool drop) noexcept {
+    if (staging_ != 0) return release_moved(pages, drop);
     // Pages given back are held: treat them as such when cutting runs.
     constexpr std::size_t chunk = 256;
     held all_held[chunk];
@@ -996,6 +1114,73 @@ void space::release(std::span<const std::uintptr_t> pages, bool drop) noexcept {
                          if (drop) evictions_.fetch_add(last - first, std::memory_order_relaxed);
                      });
     }
+}
+
+// Dropped: the page is missing already; its slot is emptied (one madvise per
+// run of slots). Kept: moved back from its slot (its PTE comes back without
+// the write-protect bit, so wp_async reports it written: it was).
+void space::release_moved(std::span<const std::uintptr_t> pages, bool drop) noexcept {
+    std::size_t run_start = 0, run_end = 0;  // slots to empty, [start, end)
+    const auto empty_slots = [&] {
+        if (run_end > run_start && madvise(reinterpret_cast<void*>(slot(run_start)), (run_end - run_start) * page_size,
+                                           MADV_DONTNEED) != 0)
+            sigsafe::fatal("madvise", errno, slot(run_start));
+    };
+    for (std::uintptr_t page : pages) {
+        const std::size_t i = static_cast<std::size_t>(std::lower_bound(held_, held_ + held_count_, page) - held_);
+        arena* a = arena_of(page);
+        if (i == held_count_ || held_[i] != page || a == nullptr) continue;  // not held
+        const std::size_t index = a->index_of(page);
+        if (drop) {
+            if (i != run_end) {
+                empty_slots();
+                run_start = i;
+            }
+            run_end = i + 1;
+            clear_dirty(*a, index);
+            evictions_.fetch_add(1, std::memory_order_relaxed);
+            finish(a->states[index], page_missing);
+            continue;
+        }
+        uffdio_move back{};
+        back.dst = page;
+        back.src = slot(i);
+        back.len = page_size;
+        back.mode = UFFDIO_MOVE_MODE_DONTWAKE;
+        while (ioctl(uffd_, UFFDIO_MOVE, &back) != 0)
+            if (errno != EAGAIN) sigsafe::fatal("UFFDIO_MOVE", errno, page);
+        finish(a->states[index], page_resident);
+    }
+    empty_slots();
+}
+
+// hold() moves pages out (I5) with uffd write-protect tracking on a kernel
+// with UFFDIO_MOVE, unless STEPPE_UFFD_MOVE=0 asks for the mprotect way.
+// (mprotect tracking splits the arena into mappings of different
+// protection, between which UFFDIO_MOVE refuses to move.)
+bool moves_pages(tracking_kind tracking) {
+    const char* env = std::getenv("STEPPE_UFFD_MOVE");
+    return kernel().uffd_move && tracking != tracking_kind::mprotect && !(env && std::strcmp(env, "0") == 0);
+}
+
+// The slots hold() moves pages to: max_held pages like an arena's (private,
+// read-write, 4 KiB pages, registered the same way: UFFDIO_MOVE wants both
+// sides alike). 0 when that cannot be had: hold() then protects instead.
+std::uintptr_t make_staging(int uffd) noexcept {
+    const std::size_t bytes = fault_space::max_held * page_size;
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    madvise(p, bytes, MADV_NOHUGEPAGE);
+    uffdio_register reg{};
+    reg.range.start = reinterpret_cast<std::uintptr_t>(p);
+    reg.range.len = bytes;
+    reg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP;
+    if (madvise(p, bytes, MADV_DONTFORK) != 0 || ioctl(uffd, UFFDIO_REGISTER, &reg) != 0 ||
+        !(reg.ioctls & (std::uint64_t{1} << _UFFDIO_MOVE))) {
+        munmap(p, bytes);
+        return 0;
+    }
+    return reinterpret_cast<std::uintptr_t>(p);
 }
 
 }  // namespace
@@ -1035,6 +1220,7 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
         api.features = UFFD_FEATURE_SIGBUS;
         if (chosen == tracking_kind::wp_sync) api.features |= UFFD_FEATURE_PAGEFAULT_FLAG_WP;
         if (chosen == tracking_kind::wp_async) api.features |= UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_ASYNC;
+        if (moves_pages(chosen)) api.features |= UFFD_FEATURE_MOVE;
         if (ioctl(uffd, UFFDIO_API, &api) != 0) {
             const int err = errno;
             close(uffd);
@@ -1043,7 +1229,8 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
                                                               std::string(to_string(chosen)));
         }
     }
-    return std::make_unique<space>(backend, chosen, fill, ctx, uffd, pagemap);
+    const std::uintptr_t staging = backend == backend_kind::uffd && moves_pages(chosen) ? make_staging(uffd) : 0;
+    return std::make_unique<space>(backend, chosen, fill, ctx, uffd, pagemap, staging);
 }
 
 }  // namespace steppe::vm

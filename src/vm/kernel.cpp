@@ -112,6 +112,7 @@ kernel_support probe_kernel() {
             }
             k.uffd_wp = k.uffd && (api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP);
             k.wp_async = k.uffd_wp && (api.features & UFFD_FEATURE_WP_ASYNC);
+            k.uffd_move = k.uffd && (api.features & UFFD_FEATURE_MOVE);
         }
         close(fd);
     }

@@ -2,7 +2,7 @@
 //
 // The build machines carry Debian bookworm's 6.1 headers, but these features
 // arrived later: MFD_NOEXEC_SEAL in 6.3, UFFD_FEATURE_WP_UNPOPULATED in 6.4,
-// UFFD_FEATURE_WP_ASYNC and PAGEMAP_SCAN in 6.7. Each definition is copied
+// UFFD_FEATURE_WP_ASYNC and PAGEMAP_SCAN in 6.7, UFFDIO_MOVE in 6.8. Each definition is copied
 // exactly from upstream include/uapi/linux/{userfaultfd,memfd,fs}.h and is
 // used only when the installed header lacks it. Whether the running kernel
 // supports them is decided at run time (kernel.cpp: probe_kernel()).
@@ -33,8 +33,31 @@
 #define UFFD_FEATURE_WP_ASYNC			(1<<15)
 #endif
 
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE			(1<<16)
+#endif
+
 #ifndef UFFDIO_COPY_MODE_WP
 #define UFFDIO_COPY_MODE_WP			((__u64)1<<1)
+#endif
+
+#ifndef _UFFDIO_MOVE
+#define _UFFDIO_MOVE				(0x05)
+#define UFFDIO_MOVE		_IOWR(UFFDIO, _UFFDIO_MOVE,	\
+				      struct uffdio_move)
+struct uffdio_move {
+	__u64 dst;
+	__u64 src;
+	__u64 len;
+#define UFFDIO_MOVE_MODE_DONTWAKE		((__u64)1<<0)
+#define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES	((__u64)1<<1)
+	__u64 mode;
+	/*
+	 * "move" is written by the ioctl and must be at the end: the
+	 * copy_from_user will not read the last 8 bytes.
+	 */
+	__s64 move;
+};
 #endif
 
 // --- include/uapi/linux/memfd.h ---------------------------------------------
@@ -111,6 +134,7 @@ struct pm_scan_arg {
 
 static_assert(sizeof(struct uffdio_api) == 24);
 static_assert(sizeof(struct uffdio_copy) == 40);
+static_assert(sizeof(struct uffdio_move) == 40);
 static_assert(sizeof(struct uffdio_writeprotect) == 24);
 static_assert(sizeof(struct page_region) == 24);
 static_assert(sizeof(struct pm_scan_arg) == 96);

@@ -54,6 +54,7 @@
 // Environment (read by choose_backend() and create()):
 //   STEPPE_FAULT_BACKEND=uffd|mprotect       forces the backend
 //   STEPPE_WRITE_TRACKING=wp_async|wp_sync|mprotect   forces the tracking variant
+//   STEPPE_UFFD_MOVE=0                       hold() protects pages instead of moving them
 // Any other non-empty value is an error (errc::invalid_argument).
 #pragma once
 
@@ -92,6 +93,7 @@ struct kernel_support {
     bool uffd = false;          // a userfaultfd with UFFD_FEATURE_SIGBUS can be opened
     bool uffd_wp = false;       // anonymous write-protect (UFFD_FEATURE_PAGEFAULT_FLAG_WP)
     bool wp_async = false;      // UFFD_FEATURE_WP_ASYNC
+    bool uffd_move = false;     // UFFDIO_MOVE (Linux >= 6.8): hold() takes pages out without mprotect
     bool pagemap_scan = false;  // the PAGEMAP_SCAN ioctl on /proc/self/pagemap
     std::uint64_t uffd_features = 0;  // as answered by UFFDIO_API
     std::string uffd_problem;         // why uffd is unusable, when it is
@@ -159,19 +161,22 @@ public:
     // dirtiness are dropped (rollback, eviction). The range must lie in one arena.
     virtual void discard(std::uintptr_t page, std::size_t npages) = 0;
 
-    // Eviction, while other threads may write: hold() claims each resident page of
-    // `pages` (ascending) like a fill, so a touch that faults waits for it,
-    // and makes it read-only, so it cannot change while the caller reads it
-    // from any thread (reads go on, a write waits). out[i] says whether
-    // pages[i] was written since the last take_dirty(), or `none` (nothing
-    // changed) if it is not resident or cannot be made read-only. release()
-    // then either drops held pages (missing: the next touch calls fill;
-    // counted as evictions) or keeps them resident as they were, written or
-    // not. A kernel error in release() ends the process (a page could be
-    // neither). No write is ever lost. One mprotect per run
-    // of consecutive pages spares the other CPUs a TLB flush per page.
+    // Eviction, while other threads may write: hold() claims each resident
+    // page of `pages` (ascending, at most max_held) like a fill, so a touch
+    // that faults waits for it, and takes it out of the program's reach: it
+    // moves it aside (UFFDIO_MOVE, Linux >= 6.8) or makes it read-only, so it
+    // cannot change while the caller reads it at contents[i], from any thread.
+    // out[i] says whether pages[i] was written since the last take_dirty(),
+    // or `none` (nothing changed) if it is not resident or cannot be taken.
+    // release() then either drops held pages (missing: the next touch calls
+    // fill; counted as evictions) or puts them back as they were, written or
+    // not. One holder at a time; a kernel error in release() ends the
+    // process (a page could be neither). No write is ever lost. One system
+    // call per run of consecutive pages, not per page.
+    static constexpr std::size_t max_held = 1024;
     enum class held { none, clean, written };
-    virtual void hold(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept = 0;
+    virtual void hold(std::span<const std::uintptr_t> pages, std::span<held> out,
+                      std::span<const std::byte*> contents) noexcept = 0;
     virtual void release(std::span<const std::uintptr_t> pages, bool drop) noexcept = 0;
 
     // Pages written since the previous take_dirty() (or since install/fill),

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <thread>
+#include <vector>
 
 #include "support/store_fixture.hpp"
 
@@ -211,6 +213,26 @@ TEST_P(WriteOnlyBudgetTest, TransactionWritingTenTimesTheBudgetRollsBack) {
     }
     std::uint64_t faults = 0, evictions = 0, resident = 0;
     EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident, 1), kNodes);
+}
+
+// Two threads write interleaved nodes (so the same pages) while the
+// eviction thread takes pages out under them: no write may be lost.
+TEST_P(WriteOnlyBudgetTest, TwoThreadsWritingTenTimesTheBudgetLoseNothing) {
+    {
+        auto s = open();
+        std::vector<Node*> nodes;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) nodes.push_back(n);
+        std::vector<std::thread> writers;
+        for (std::size_t t = 0; t < 2; ++t)
+            writers.emplace_back([&, t] {
+                for (std::size_t i = t; i < nodes.size(); i += 2) nodes[i]->value += kAdded;
+            });
+        for (auto& w : writers) w.join();
+        EXPECT_GE(s.stats().spilled_pages, 4 * kBudgetPages);
+        s.commit();
+    }
+    std::uint64_t faults = 0, evictions = 0, resident = 0;
+    EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident, kAdded), kNodes);
 }
 
 TEST_P(WriteOnlyBudgetTest, TransactionWritingTenTimesTheBudgetKilledMidway) {

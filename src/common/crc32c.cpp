@@ -1,11 +1,11 @@
-#include "storage/checksum.hpp"
+#include "common/crc32c.hpp"
 
 #include <nmmintrin.h>
 
 #include <array>
 #include <cstring>
 
-namespace steppe::storage {
+namespace steppe::common {
 namespace {
 
 constexpr std::uint32_t kPolynomial = 0x82F63B78;  // reflected Castagnoli
@@ -51,4 +51,4 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t size) noex
     return ~crc;
 }
 
-}  // namespace steppe::storage
+}  // namespace steppe::common
