@@ -64,11 +64,11 @@ struct open_options {
     // process ends on an error inside a page fault.
     void (*fatal_hook)(const char* message) = nullptr;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
-    // Bytes of store pages kept in memory before clean pages are evicted
-    // (oldest first; the next touch loads them again). 0 = half the machine's
-    // RAM. Pages written since the last commit stay resident until it.
-    // Eviction runs inside page faults: while a budget is being enforced,
-    // other threads must not write store pages (they may read).
+    // Bytes of store pages kept in memory (docs/guarantees.md, promise 8).
+    // Past it, a background thread evicts the oldest pages (the next touch
+    // loads them again); pages the transaction wrote go to the log first, as
+    // its uncommitted frames. A fault more than 1/8 past the budget waits for
+    // that thread. 0 = half the machine's RAM.
     std::uint64_t resident_budget = 0;
     // Read ahead the pages a faulted page points to. It turns itself off for
     // a while when most of its guesses go unused.
@@ -98,7 +98,7 @@ struct store_stats {
     std::uint64_t store_pages = 0;          // pages in the store
     std::uint64_t free_pages = 0;           // of those, free for reuse
     std::uint64_t resident_pages = 0;       // in memory now (approximate)
-    std::uint64_t evictions = 0;            // clean pages dropped to stay within the budget
+    std::uint64_t evictions = 0;            // pages dropped to stay within the budget (spilled ones too)
     std::uint64_t resident_budget_pages = 0;
     std::uint64_t spilled_pages = 0;        // uncommitted pages written to the log early (big transactions)
     std::uint64_t prefetched_pages = 0;     // read-ahead requests
