@@ -559,6 +559,7 @@ pager_stats pager::stats() const {
     return {vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
             pages_committed_, pointers_unswizzled_,
             map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
+            space_->count_written() + unwritten_.size(),
             vs.evictions,     spilled_pages_.load(std::memory_order_relaxed),
             prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
             map_->limit_pages() * translate::page_size, reuse_rounds_,

@@ -76,6 +76,7 @@ struct pager_stats {
     std::uint64_t pointers_unswizzled = 0;
     std::uint64_t reserved_virtual_pages = 0;
     std::uint64_t resident_pages = 0;   // recorded as resident (approximate)
+    std::uint64_t dirty_pages = 0;      // written since the last commit and in memory (approximate)
     std::uint64_t evictions = 0;        // clean pages dropped to stay within the budget
     std::uint64_t spilled_pages = 0;    // uncommitted pages written to the log early
     std::uint64_t prefetched_pages = 0; // read-ahead hints given

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -230,6 +232,12 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
 }
 
 store_impl::~store_impl() {
+    if (const char* env = std::getenv("STEPPE_STATS"); env && *env && std::strcmp(env, "0") != 0) {
+        try {
+            std::fprintf(stderr, "steppe: stats of %s at close:\n%s", path().c_str(), to_string(stats()).c_str());
+        } catch (const std::exception&) {  // a report is not worth an exception out of a destructor
+        }
+    }
     {
         std::lock_guard lock(g_open_mutex);
         g_open.erase(std::find(g_open.begin(), g_open.end(), this));
@@ -486,6 +494,7 @@ store_stats store_impl::stats() const {
             storage_->page_count(),
             pager_->allocator().free_pages().total_pages(),
             p.resident_pages,
+            p.dirty_pages,
             p.evictions,
             budget_pages_,
             p.spilled_pages,
@@ -569,6 +578,27 @@ void store::commit() { impl_->commit(); }
 void store::rollback() { impl_->rollback(); }
 void store::reuse_address_space() { impl_->reuse_address_space(); }
 store_stats store::stats() const { return impl_->stats(); }
+
+std::string to_string(const store_stats& st) {
+    char buf[1536];
+    const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+    std::snprintf(buf, sizeof buf,
+                  "  backend             %s, write tracking %s\n"
+                  "  faults              %llu pages loaded on first touch, %llu pointers swizzled\n"
+                  "  resident pages      %llu (budget %llu), %llu written since the last commit\n"
+                  "  evictions           %llu pages dropped to keep the budget, %llu of them spilled to the log first\n"
+                  "  prefetched pages    %llu read-ahead hints, %llu then faulted in\n"
+                  "  commits             %llu: %llu data pages, %llu pointers unswizzled, %llu bytes logged, %llu syncs\n"
+                  "  store pages         %llu (%llu free)\n"
+                  "  address space       %llu virtual pages reserved of %llu MiB; %llu reuse rounds gave back %llu arenas\n",
+                  st.backend.c_str(), st.write_tracking.c_str(), u(st.faults), u(st.pointers_swizzled),
+                  u(st.resident_pages), u(st.resident_budget_pages), u(st.dirty_pages), u(st.evictions),
+                  u(st.spilled_pages), u(st.prefetched_pages), u(st.prefetch_hits), u(st.commits),
+                  u(st.pages_committed), u(st.pointers_unswizzled), u(st.bytes_logged), u(st.syncs), u(st.store_pages),
+                  u(st.free_pages), u(st.reserved_virtual_pages), u(st.address_space_limit >> 20), u(st.reuse_rounds),
+                  u(st.reclaimed_arenas));
+    return buf;
+}
 std::vector<type_usage> store::types() const { return impl_->types(); }
 std::vector<std::string> store::check() const { return impl_->check(); }
 const std::string& store::path() const { return impl_->path(); }

@@ -91,6 +91,8 @@ int stats(const std::string& path) {
     for (const auto& t : s.types())
         std::printf("%-40s %8u %12llu %10llu\n", t.name.c_str(), t.size, static_cast<unsigned long long>(t.objects),
                     static_cast<unsigned long long>(t.pages));
+    std::printf("(faults, resident, written, evicted, spilled and prefetched pages are counted per process: run a\n"
+                " program with STEPPE_STATS=1 to have them printed when it closes the store, or call store::stats())\n");
     return 0;
 }
 

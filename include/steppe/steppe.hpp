@@ -98,6 +98,7 @@ struct store_stats {
     std::uint64_t store_pages = 0;          // pages in the store
     std::uint64_t free_pages = 0;           // of those, free for reuse
     std::uint64_t resident_pages = 0;       // in memory now (approximate)
+    std::uint64_t dirty_pages = 0;          // of those, written since the last commit (new ones once written)
     std::uint64_t evictions = 0;            // pages dropped to stay within the budget (spilled ones too)
     std::uint64_t resident_budget_pages = 0;
     std::uint64_t spilled_pages = 0;        // uncommitted pages written to the log early (big transactions)
@@ -109,6 +110,9 @@ struct store_stats {
     std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
 };
+// store_stats as lines of "name value", for people.
+std::string to_string(const store_stats& stats);
+
 
 // What the store holds of one type.
 struct type_usage {
@@ -216,6 +220,8 @@ public:
     // with a message saying so (exit 71), and make throws no_space.
     void reuse_address_space();
 
+    // Counters of this process's use of the store. With STEPPE_STATS=1 in
+    // the environment, closing a store prints them to stderr.
     store_stats stats() const;
     // Every stored type with its object and page counts, in catalog order.
     std::vector<type_usage> types() const;

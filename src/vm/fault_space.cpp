@@ -325,6 +325,7 @@ public:
     void discard(std::uintptr_t page, std::size_t npages) override;
     std::vector<std::uintptr_t> take_dirty() override;
     bool is_resident(std::uintptr_t page) const override;
+    std::uint64_t count_written() const override;
     void hold(std::span<const std::uintptr_t> pages, std::span<held> out,
               std::span<const std::byte*> contents) noexcept override;
     void release(std::span<const std::uintptr_t> pages, bool drop) noexcept override;
@@ -957,6 +958,27 @@ void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {
     // written again, whatever its sum says.
     for (std::size_t i = first_new; i < pages.size(); ++i)
         note_clean(a, pages[i], reinterpret_cast<const std::byte*>(pages[i]));
+}
+
+std::uint64_t space::count_written() const {
+    std::uint64_t n = 0;
+    const std::size_t count = g_arena_high_water.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < count; ++i) {
+        arena& a = g_arenas[i];
+        if ((a.slot.load(std::memory_order_acquire) & slot_state_mask) != slot_live || a.owner != this) continue;
+        if (tracking_ == tracking_kind::wp_async) {
+            (void)scan_written(a.first(), a.last(), false,
+                               [&](std::uintptr_t first, std::uintptr_t last) { n += (last - first) / page_size; });
+            continue;
+        }
+        for (std::size_t s = 0; s < a.summary_words; ++s)
+            for (std::uint64_t words = bits_ref(a.dirty_summary[s]).load(std::memory_order_relaxed); words != 0;
+                 words &= words - 1) {
+                const std::size_t w = s * 64 + static_cast<std::size_t>(std::countr_zero(words));
+                n += static_cast<std::uint64_t>(std::popcount(bits_ref(a.dirty[w]).load(std::memory_order_relaxed)));
+            }
+    }
+    return n;
 }
 
 bool space::is_resident(std::uintptr_t page) const {

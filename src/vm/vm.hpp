@@ -184,6 +184,9 @@ public:
     // racing with the call is reported either now or next time, never lost.
     virtual std::vector<std::uintptr_t> take_dirty() = 0;
 
+    // How many pages take_dirty() would report now (without re-arming).
+    virtual std::uint64_t count_written() const = 0;
+
     // False for addresses outside this space's arenas.
     virtual bool is_resident(std::uintptr_t page) const = 0;
 

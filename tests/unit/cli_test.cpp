@@ -68,7 +68,9 @@ TEST_F(CliTest, RootsAndStats) {
               "type                                         size      objects      pages\n"
               "cli::Node*                                      8            1          1\n"
               "cli::Node                                      16         1000          4\n"
-              "long                                            8            1          1\n");
+              "long                                            8            1          1\n"
+              "(faults, resident, written, evicted, spilled and prefetched pages are counted per process: run a\n"
+              " program with STEPPE_STATS=1 to have them printed when it closes the store, or call store::stats())\n");
 }
 
 TEST_F(CliTest, CheckOfAHealthyStoreExitsZero) {

@@ -75,6 +75,54 @@ TEST_P(StoreTest, SinglyLinkedList) {
     });
 }
 
+TEST_P(StoreTest, StatsCountWrittenPagesAndArePrintedAtCloseWhenAsked) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 5000; ++i) *head = s.make<Node>(Node{i, *head});  // 5000 x 16 bytes: 20 pages
+        s.commit();
+    }
+    in_fresh_process([](steppe::store& s) {
+        long count = 0;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) count += n->value >= 0;
+        EXPECT_EQ(s.stats().dirty_pages, 0u) << "reading writes nothing";
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) n->value += 1;
+        auto st = s.stats();
+        EXPECT_GE(st.dirty_pages, 19u);
+        EXPECT_LE(st.dirty_pages, st.resident_pages + 1);
+        s.commit();
+        EXPECT_EQ(s.stats().dirty_pages, 0u) << "a commit makes them clean";
+        const std::string text = steppe::to_string(s.stats());
+        EXPECT_NE(text.find("faults"), std::string::npos) << text;
+        EXPECT_NE(text.find("evictions"), std::string::npos) << text;
+    });
+    // STEPPE_STATS=1: closing the store prints its counters to stderr.
+    int err[2];
+    ASSERT_EQ(::pipe(err), 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        ::dup2(err[1], 2);
+        ::setenv("STEPPE_STATS", "1", 1);
+        {
+            auto s = open();
+            long sum = 0;
+            for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) sum += n->value;
+            (void)sum;
+        }
+        ::_exit(0);
+    }
+    ::close(err[1]);
+    std::string printed;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) printed.append(buf, static_cast<std::size_t>(n));
+    ::close(err[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_EQ(status, 0);
+    EXPECT_NE(printed.find("steppe: stats of " + path + " at close"), std::string::npos) << printed;
+    EXPECT_NE(printed.find("faults              2"), std::string::npos) << "20 pages and the root's: " << printed;
+}
+
 TEST_P(StoreTest, AMillionNodes) {
     constexpr long n = 1'000'000;
     {
