@@ -42,10 +42,23 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_opt
     if (resident_) start_evictor();
 }
 
-// The fault path's part (async-signal-safe): past the budget, wake the
-// eviction thread; far past it, wait for it.
+// The fault path's part (async-signal-safe). Past the budget, the oldest
+// pages go at once if they are clean (on this thread, no other CPU is
+// interrupted: cheaper than the eviction thread's batches); written ones go
+// back to the ring for the eviction thread, which is woken, and waited for
+// far past the budget. Pages a failed commit collected are written but no
+// longer tracked as such: never dropped here (unwritten_ only changes in
+// calls no other thread may overlap).
 void pager::keep_within_budget() noexcept {
     if (!resident_ || resident_->size() <= opts_.resident_budget_pages) return;
+    std::uintptr_t oldest[2];
+    const std::size_t n = resident_->take_oldest(oldest, std::size(oldest));
+    for (std::size_t i = 0; i < n; ++i) {
+        const bool kept = std::binary_search(unwritten_.begin(), unwritten_.end(), oldest[i]) ||
+                          !space_->evict_clean(oldest[i]);
+        if (kept && space_->is_resident(oldest[i])) resident_->record(oldest[i]);
+    }
+    if (resident_->size() <= opts_.resident_budget_pages) return;
     ask_evictor();
     wait_for_evictor();
 }

@@ -311,6 +311,12 @@ std::string hex(std::uintptr_t value) {
 
 // 4. The space ----------------------------------------------------------------
 
+// The staging area (I5): slot i < max_held holds the page i of the current
+// hold(); the fault_slots after them are for evict_clean() on faulting
+// threads, one each while in use.
+constexpr std::size_t fault_slots = 64;
+constexpr std::size_t staging_pages = fault_space::max_held + fault_slots;
+
 class space final : public fault_space {
 public:
     space(backend_kind backend, tracking_kind tracking, fill_fn fill, void* ctx, int uffd, int pagemap,
@@ -329,6 +335,7 @@ public:
     void hold(std::span<const std::uintptr_t> pages, std::span<held> out,
               std::span<const std::byte*> contents) noexcept override;
     void release(std::span<const std::uintptr_t> pages, bool drop) noexcept override;
+    bool evict_clean(std::uintptr_t page) noexcept override;
     backend_kind backend() const override { return backend_; }
     tracking_kind tracking() const override { return tracking_; }
     space_stats stats() const override;
@@ -347,12 +354,14 @@ private:
     void release_moved(std::span<const std::uintptr_t> pages, bool drop) noexcept;
     std::uintptr_t slot(std::size_t i) const noexcept { return staging_ + i * page_size; }
 
+
     // Kernel operations. Async-signal-safe; each returns 0 or an errno and sets
     // `call` to the name of the failed call.
     int map_page(std::uintptr_t page, const std::byte* content, bool writable, const char*& call) noexcept;
     int unprotect(std::uintptr_t page, const char*& call) noexcept;
     int protect(std::uintptr_t first, std::size_t npages, const char*& call) noexcept;
-    int unmap(arena& a, std::uintptr_t first, std::size_t npages) noexcept;
+    int unmap(arena& a, std::uintptr_t first, std::size_t npages, bool restore_protection) noexcept;
+    bool drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index) noexcept;
     template <class OnWritten>
     int scan_written(std::uintptr_t start, std::uintptr_t end, bool rearm, OnWritten&& on_written) const noexcept;
     static void mark_dirty(arena& a, std::size_t index) noexcept;
@@ -385,6 +394,7 @@ private:
     const std::uintptr_t staging_;
     std::uintptr_t held_[max_held] = {};
     std::size_t held_count_ = 0;
+    std::atomic<std::uint64_t> free_fault_slots_{~std::uint64_t{0}};  // a bit per fault slot, set when free
     std::atomic<std::uint64_t> faults_{0}, write_faults_{0}, installs_{0}, discards_{0}, evictions_{0};
 };
 
@@ -462,15 +472,17 @@ bool space::dirty_bit(const arena& a, std::size_t index) noexcept {
     return (bits_ref(a.dirty[index / 64]).load(std::memory_order_acquire) >> (index % 64)) & 1;
 }
 
-// Held pages become missing in the kernel: their memory goes back, the next
-// touch faults, and they get their arena's protection back (read-write for
-// a uffd arena unless tracking is by mprotect; none for the mprotect backend).
-int space::unmap(arena& a, std::uintptr_t first, std::size_t npages) noexcept {
+// Claimed pages become missing in the kernel: their memory goes back and the
+// next touch faults. Pages held read-only get their arena's protection back
+// (read-write for a uffd arena unless tracking is by mprotect); the mprotect
+// backend's missing pages are PROT_NONE.
+int space::unmap(arena& a, std::uintptr_t first, std::size_t npages, bool restore_protection) noexcept {
     void* const p = reinterpret_cast<void*>(first);
     const std::size_t bytes = npages * page_size;
     if (backend_ == backend_kind::mprotect)
         return mprotect(p, bytes, PROT_NONE) == 0 && madvise(a.alias_of(first), bytes, MADV_REMOVE) == 0 ? 0 : errno;
     if (madvise(p, bytes, MADV_DONTNEED) != 0) return errno;
+    if (!restore_protection) return 0;
     const int prot = tracking_ == tracking_kind::mprotect ? PROT_READ : PROT_READ | PROT_WRITE;
     return mprotect(p, bytes, prot) == 0 ? 0 : errno;
 }
@@ -673,7 +685,7 @@ space::~space() {
         munmap(a.side, a.side_bytes);
         free_slot(a);
     }
-    if (staging_ != 0) munmap(reinterpret_cast<void*>(staging_), max_held * page_size);
+    if (staging_ != 0) munmap(reinterpret_cast<void*>(staging_), staging_pages * page_size);
     if (uffd_ >= 0) close(uffd_);
     if (pagemap_ >= 0) close(pagemap_);
 }
@@ -1106,6 +1118,58 @@ void space::move_out(arena& a, std::span<const std::uintptr_t> pages, std::span<
     }
 }
 
+// Claimed like a fill while it decides, so a touch waits. A write to a clean
+// page traps into the handler, which claims it too, for every tracking but
+// wp_async: there the dirty bit is final once claimed. wp_async writes do
+// not trap, so the page is moved aside and compared (I5).
+bool space::evict_clean(std::uintptr_t page) noexcept {
+    if (tracking_ == tracking_kind::wp_async && !keeps_sums()) return false;
+    arena* a = arena_of(page);
+    if (a == nullptr) return false;
+    const std::size_t i = a->index_of(page);
+    std::uint32_t& state = a->states[i];
+    std::uint32_t seen = page_resident;
+    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)) return false;
+    const bool dropped = tracking_ == tracking_kind::wp_async ? drop_if_unchanged(*a, page, i)
+                                                              : !dirty_bit(*a, i) && unmap(*a, page, 1, false) == 0;
+    finish(state, dropped ? page_missing : page_resident);
+    if (dropped) evictions_.fetch_add(1, std::memory_order_relaxed);
+    return dropped;
+}
+
+bool space::drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index) noexcept {
+    bool written = false;
+    if (scan_written(page, page + page_size, false, [&](std::uintptr_t, std::uintptr_t) { written = true; }) != 0 ||
+        written)
+        return false;
+    std::uint64_t free = free_fault_slots_.load(std::memory_order_acquire), bit = 0;
+    do {
+        if (free == 0) return false;  // 64 faulting threads evicting at once: let the eviction thread do it
+        bit = free & -free;
+    } while (!free_fault_slots_.compare_exchange_weak(free, free & ~bit, std::memory_order_acq_rel));
+    const std::uintptr_t aside = slot(max_held + static_cast<std::size_t>(std::countr_zero(bit)));
+    uffdio_move move{};
+    move.dst = aside;
+    move.src = page;
+    move.len = page_size;
+    move.mode = UFFDIO_MOVE_MODE_DONTWAKE;
+    bool dropped = false;
+    if (ioctl(uffd_, UFFDIO_MOVE, &move) == 0) {
+        dropped = common::crc32c(0, reinterpret_cast<const void*>(aside), page_size) == a.sums[index];
+        if (dropped) {
+            if (madvise(reinterpret_cast<void*>(aside), page_size, MADV_DONTNEED) != 0)
+                sigsafe::fatal("madvise", errno, aside);
+        } else {  // written after all: put it back
+            std::swap(move.dst, move.src);
+            move.move = 0;
+            while (ioctl(uffd_, UFFDIO_MOVE, &move) != 0)
+                if (errno != EAGAIN) sigsafe::fatal("UFFDIO_MOVE", errno, page);
+        }
+    }
+    free_fault_slots_.fetch_or(bit, std::memory_order_acq_rel);
+    return dropped;
+}
+
 void space::release(std::span<const std::uintptr_t> pages, bool drop) noexcept {
     if (staging_ != 0) return release_moved(pages, drop);
     // Pages given back are held: treat them as such when cutting runs.
@@ -1117,7 +1181,7 @@ void space::release(std::span<const std::uintptr_t> pages, bool drop) noexcept {
         for_each_run(part, std::span<const held>(all_held, part.size()), find_arena,
                      [&](arena& a, std::size_t first, std::size_t last) {
                          if (drop) {
-                             if (const int err = unmap(a, part[first], last - first))
+                             if (const int err = unmap(a, part[first], last - first, true))
                                  sigsafe::fatal("madvise or mprotect", err, part[first]);
                          }
                          for (std::size_t i = first; i < last; ++i) {
@@ -1185,11 +1249,12 @@ bool moves_pages(tracking_kind tracking) {
     return kernel().uffd_move && tracking != tracking_kind::mprotect && !(env && std::strcmp(env, "0") == 0);
 }
 
-// The slots hold() moves pages to: max_held pages like an arena's (private,
-// read-write, 4 KiB pages, registered the same way: UFFDIO_MOVE wants both
-// sides alike). 0 when that cannot be had: hold() then protects instead.
-std::uintptr_t make_staging(int uffd) noexcept {
-    const std::size_t bytes = fault_space::max_held * page_size;
+// The slots hold() and evict_clean() move pages to: pages like an arena's
+// (private, read-write, 4 KiB pages, registered the same way: UFFDIO_MOVE
+// wants both sides alike). 0 when that cannot be had: hold() then protects
+// instead.
+std::uintptr_t make_staging(int uffd, std::size_t pages) noexcept {
+    const std::size_t bytes = pages * page_size;
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return 0;
     madvise(p, bytes, MADV_NOHUGEPAGE);
@@ -1251,7 +1316,8 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
                                                               std::string(to_string(chosen)));
         }
     }
-    const std::uintptr_t staging = backend == backend_kind::uffd && moves_pages(chosen) ? make_staging(uffd) : 0;
+    const std::uintptr_t staging =
+        backend == backend_kind::uffd && moves_pages(chosen) ? make_staging(uffd, staging_pages) : 0;
     return std::make_unique<space>(backend, chosen, fill, ctx, uffd, pagemap, staging);
 }
 

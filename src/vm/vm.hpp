@@ -179,6 +179,13 @@ public:
                       std::span<const std::byte*> contents) noexcept = 0;
     virtual void release(std::span<const std::uintptr_t> pages, bool drop) noexcept = 0;
 
+    // Eviction on a faulting thread: drops `page` if it is resident and was
+    // not written since the last take_dirty(), without losing a write another
+    // thread makes meanwhile; false, changing nothing, if it was written, is
+    // busy, or cannot be checked that way here (wp_async tracking without
+    // UFFDIO_MOVE). Async-signal-safe.
+    virtual bool evict_clean(std::uintptr_t page) noexcept = 0;
+
     // Pages written since the previous take_dirty() (or since install/fill),
     // sorted; write tracking is re-armed so the next write is seen again. A write
     // racing with the call is reported either now or next time, never lost.

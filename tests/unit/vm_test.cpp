@@ -383,6 +383,42 @@ TEST_P(VmTest, EvictingWhileAnotherThreadWritesLosesNoWrite) {
     EXPECT_GT(space->stats().evictions, 0u);
 }
 
+// The same for evict_clean() on a faulting thread: only clean pages go, and
+// a write racing the eviction is never lost. take_dirty() stands for the
+// commit: it saves what was written, so those pages may go again.
+TEST_P(VmTest, EvictingCleanPagesWhileAnotherThreadWritesLosesNoWrite) {
+    constexpr std::size_t pages = 8;  // few, so that evictions and writes often meet
+    constexpr std::uint64_t rounds = 100000;
+    backing_pager b(pages);
+    scoped_env move("STEPPE_UFFD_MOVE", GetParam().protect ? "0" : "1");
+    auto space = fault_space::create(GetParam().backend, &backing_pager::fill, &b, GetParam().tracking);
+    b.base = space->reserve(pages * page_size);
+    for (std::size_t i = 0; i < pages; ++i) (void)load(b.base + i * page_size, 0);  // resident and clean: the first pass drops them
+    std::atomic<bool> done{false};
+    std::atomic<int> passes{0};
+    std::thread writer([&] {
+        while (passes.load() == 0) std::this_thread::yield();
+        for (std::uint64_t r = 0; r < rounds; ++r)
+            for (std::size_t i = 0; i < pages; ++i) {
+                const std::uintptr_t page = b.base + i * page_size;
+                store(page, i, load(page, i) + 1);
+            }
+        done = true;
+    });
+    while (!done || passes < 20) {
+        for (std::size_t i = 0; i < pages; ++i) space->evict_clean(b.base + i * page_size);
+        for (std::uintptr_t page : space->take_dirty())
+            std::memcpy(b.words.data() + (page - b.base) / 8, reinterpret_cast<const void*>(page), page_size);
+        ++passes;
+    }
+    writer.join();
+    for (std::size_t i = 0; i < pages; ++i) ASSERT_EQ(load(b.base + i * page_size, i), rounds) << "page " << i;
+    const bool can_evict = GetParam().tracking != tracking_kind::wp_async || !GetParam().protect;
+    if (can_evict) {
+        EXPECT_GE(space->stats().evictions, pages);
+    }
+}
+
 TEST_P(VmTest, InstallMakesAResidentCleanPage) {
     pager p(8);
     auto space = make(p);
