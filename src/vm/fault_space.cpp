@@ -933,7 +933,7 @@ bool space::can_bridge(arena& a, std::uintptr_t first, std::uintptr_t last) cons
 // vector is full: continue from walk_end. Returns 0 or an errno.
 template <class OnWritten>
 int space::scan_written(std::uintptr_t start, std::uintptr_t end, bool rearm, OnWritten&& on_written) const noexcept {
-    page_region regions[64];
+    page_region regions[32];  // small: the fault path evicts with this on its stack
     pm_scan_arg arg{};
     arg.size = sizeof arg;
     arg.flags = (rearm ? PM_SCAN_WP_MATCHING : 0) | PM_SCAN_CHECK_WPASYNC;

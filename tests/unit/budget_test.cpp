@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -154,6 +155,28 @@ TEST_P(BudgetTest, TransactionTenTimesTheBudgetKilledMidway) {
     std::uint64_t faults = 0, evictions = 0, resident = 0;
     EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident), kNodes)
         << "the spilled frames of the killed transaction are a torn tail";
+}
+
+// A fork's child that closes the store it inherited (returning from main,
+// say) must not wait for the eviction thread, which stayed in the parent
+// (glibc marks the parent's threads finished in the child, so the join
+// returns).
+TEST_P(BudgetTest, ForkedChildClosesAnInheritedStore) {
+    auto s = std::make_unique<steppe::store>(open());
+    pid_t child = ::fork();
+    if (child == 0) {
+        s.reset();
+        ::_exit(0);
+    }
+    int status = -1;
+    for (int waited_ms = 0; waited_ms < 10000 && ::waitpid(child, &status, WNOHANG) == 0; waited_ms += 10)
+        ::usleep(10000);
+    if (status == -1) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, &status, 0);
+        FAIL() << "the child hung closing the store";
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 // Transactions that write existing pages and allocate nothing: no steppe
