@@ -428,19 +428,30 @@ pager::page_images pager::collect() {
         auto where = map_->lookup(v);
         if (where.what == translate::page_map::kind::page) pages.insert(where.page);
     }
+    // A big commit sends all but its last chunk of pages to the log as it
+    // goes, as frames of the transaction (storage::spill), so it needs a
+    // chunk's memory rather than twice its size (the images and the log
+    // write). A later error leaves them there, as spilled pages, until the
+    // transaction commits or rolls back.
+    constexpr std::size_t chunk = 1024;
     page_images out;
-    out.bytes.resize(pages.size() * translate::page_size);
-    std::size_t n = 0;
+    out.bytes.resize(std::min(pages.size(), chunk) * translate::page_size);
+    std::size_t left = pages.size();
     for (std::uint64_t page : pages) {
+        --left;
         const heap::page_desc* d = heap_->describe(page);
         std::uintptr_t v = map_->virtual_of(page);
         if (!d || !d->is_data() || v == 0) continue;
-        std::byte* image = out.bytes.data() + n * translate::page_size;
+        std::byte* image = out.bytes.data() + out.pages.size() * translate::page_size;
         unswizzle_into(page, reinterpret_cast<const std::byte*>(v), image);
         out.pages.push_back({page, image});
-        ++n;
+        if (out.pages.size() == chunk && left > 0) {
+            storage_.spill(out.pages);
+            for (const auto& written : out.pages) spilled_.insert(written.page);
+            out.pages.clear();
+        }
     }
-    collected_pages_ = n;
+    collected_pages_ = out.pages.size();  // the others are counted as spilled
     return out;
 }
 
