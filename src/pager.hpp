@@ -114,8 +114,11 @@ public:
     std::uint64_t to_persistent(const void* p, const std::string& what) const;
 
     // Unswizzles every page written (or handed out) since the last commit into
-    // `images`, ready for storage::commit. Throws transient_pointer before
-    // anything is changed. Call committed() once the storage commit succeeded.
+    // `images`, ready for storage::commit; past 1,024 pages, all but the last
+    // chunk are sent to the log first (storage::spill). Throws
+    // transient_pointer before the commit is made (pages already in the log
+    // stay there as the transaction's, as if spilled). Call committed() once
+    // the storage commit succeeded.
     struct page_images {
         std::vector<std::byte> bytes;
         std::vector<storage::page_image> pages;
