@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -360,6 +361,42 @@ TEST_P(StoreTest, PointerToTransientMemoryIsAnErrorNamingTheType) {
     }
     (*head)->next = nullptr;  // fix it: the commit goes through
     s.commit();
+}
+
+// A commit of more than 1,024 pages sends its first chunks to the log before
+// it meets a transient pointer on its last page: the failed commit must
+// leave the transaction as it was, to be fixed and committed, or rolled back.
+TEST_P(StoreTest, BigCommitFailingOnItsLastPageCanBeFixedOrRolledBack) {
+    constexpr long n = 300'000;  // 16-byte nodes: 1,172 pages
+    for (bool fix : {true, false}) {
+        std::filesystem::remove(path);
+        std::filesystem::remove(path + "-wal");
+        {
+            auto s = open();
+            auto* head = s.root<Node*>("list");
+            *head = s.make<Node>(Node{-1, nullptr});
+            s.commit();
+            for (long i = 0; i < n; ++i) *head = s.make<Node>(Node{i, *head});
+            Node on_stack{0, nullptr};
+            Node* newest = *head;  // on the highest page: unswizzled last
+            Node* second = newest->next;
+            newest->next = &on_stack;
+            EXPECT_THROW(s.commit(), steppe::error);
+            if (fix) {
+                newest->next = second;
+                s.commit();
+            } else {
+                s.rollback();
+            }
+        }
+        in_fresh_process([&](steppe::store& s) {
+            long expect = fix ? n - 1 : -1, count = 0;
+            for (Node* p = *s.find_root<Node*>("list"); p; p = p->next, ++count, --expect)
+                ASSERT_EQ(p->value, expect);  // n - 1, ..., 0, then the first commit's -1
+            EXPECT_EQ(count, fix ? n + 1 : 1);
+            EXPECT_TRUE(s.check().empty());
+        });
+    }
 }
 
 TEST_P(StoreTest, TransientPointersCanBeNulledByOption) {
