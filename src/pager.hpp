@@ -10,6 +10,9 @@
 //   resident dirty --rollback: discard--> reserved
 //   any --the page is freed or changes shape--> retired (virtual range dead)
 //   resident clean --reuse_address_space: discard--> reserved (same address)
+//   resident clean --past the budget: evicted--> reserved (same address)
+//   resident dirty --past the budget: spilled to the log, evicted--> reserved
+//                  (the next touch reads the spilled version)
 //   reserved --its arena unused for a whole epoch, at reuse--> unmapped
 //
 // New pages (handed out by the heap since the last commit) are installed as
@@ -26,10 +29,11 @@
 // eviction thread.
 //
 // The eviction thread (pager_evict.cpp), started with a resident budget:
-// faults record the pages they load and wake it once past the budget; it
-// drops the oldest clean pages, and writes the oldest written ones to the
-// log as frames of the transaction in progress (storage::spill) before
-// dropping them. A fault far past the budget waits for it.
+// faults record the pages they load and, once past the budget, drop the two
+// oldest if clean and wake the thread; it drops the oldest clean pages, and
+// writes the oldest written ones to the log as frames of the transaction in
+// progress (storage::spill) before dropping them. A fault far past the
+// budget waits for it.
 #pragma once
 
 #include <atomic>
