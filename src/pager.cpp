@@ -418,16 +418,24 @@ void pager::note_vtable(const void* object) {
     vtables_.note_address(types::vtable_symbol_of(vptr), reinterpret_cast<std::uintptr_t>(vptr) - 16);
 }
 
-pager::page_images pager::collect() {
+// The pages the transaction made or wrote that the log does not have yet:
+// new ones not spilled (spilled ones are in the log unless written again)
+// and every written one.
+std::set<std::uint64_t> pager::pages_to_write() {
     take_new_and_freed_pages();
     note_written_pages();
     std::set<std::uint64_t> pages;
     for (std::uint64_t page : txn_new_)
-        if (!spilled_.count(page)) pages.insert(page);  // spilled ones are in the log unless written again
+        if (!spilled_.count(page)) pages.insert(page);
     for (std::uintptr_t v : unwritten_) {
         auto where = map_->lookup(v);
         if (where.what == translate::page_map::kind::page) pages.insert(where.page);
     }
+    return pages;
+}
+
+pager::page_images pager::collect() {
+    const std::set<std::uint64_t> pages = pages_to_write();
     // A big commit sends all but its last chunk of pages to the log as it
     // goes, as frames of the transaction (storage::spill), so it needs a
     // chunk's memory rather than twice its size (the images and the log
@@ -481,15 +489,7 @@ void pager::committed() {
 void pager::spill_if_over_budget() {
     if (!resident_ || txn_new_.size() - std::min(txn_new_.size(), spilled_.size()) < opts_.resident_budget_pages / 2)
         return;
-    take_new_and_freed_pages();
-    note_written_pages();
-    std::set<std::uint64_t> pages;
-    for (std::uint64_t page : txn_new_)
-        if (!spilled_.count(page)) pages.insert(page);
-    for (std::uintptr_t v : unwritten_) {
-        auto where = map_->lookup(v);
-        if (where.what == translate::page_map::kind::page) pages.insert(where.page);
-    }
+    const std::set<std::uint64_t> pages = pages_to_write();
     std::vector<std::byte> bytes(pages.size() * translate::page_size);
     std::vector<storage::page_image> images;
     std::vector<std::uintptr_t> kept;  // pages that cannot be written yet stay resident and dirty

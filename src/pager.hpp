@@ -188,6 +188,7 @@ private:
     // the table): with learn_vtables false an unknown one throws.
     void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to, bool learn_vtables = true);
     void note_written_pages();
+    std::set<std::uint64_t> pages_to_write();
     void start_epoch();
 
     storage::storage& storage_;

@@ -210,7 +210,8 @@ class space;
 
 enum : std::uint64_t { slot_free = 0, slot_claimed = 1, slot_live = 2, slot_retiring = 3, slot_state_mask = 3 };
 
-// The side table of an arena: page states, dirty bits, dirty summary bits.
+// The side table of an arena: page states, dirty bits, dirty summary bits,
+// checksums of clean pages.
 struct side_layout {
     std::size_t states_offset = 0, dirty_offset = 0, summary_offset = 0, sums_offset = 0, bytes = 0;
     std::size_t dirty_words = 0, summary_words = 0;
@@ -353,7 +354,13 @@ private:
                   std::size_t last) noexcept;
     void release_moved(std::span<const std::uintptr_t> pages, bool drop) noexcept;
     std::uintptr_t slot(std::size_t i) const noexcept { return staging_ + i * page_size; }
-
+    static bool claim_resident(std::uint32_t& state) noexcept;
+    void mark_written(arena& a, std::span<const std::uintptr_t> pages, std::span<held> out, std::size_t first,
+                      std::size_t last) noexcept;
+    bool move_page(std::uintptr_t dst, std::uintptr_t src) noexcept;
+    void move_back(std::uintptr_t page, std::uintptr_t from) noexcept;
+    template <class F>
+    void for_each_own_arena(F&& f) const;
 
     // Kernel operations. Async-signal-safe; each returns 0 or an errno and sets
     // `call` to the name of the failed call.
@@ -387,10 +394,10 @@ private:
     void* const ctx_;
     const int uffd_;     // uffd backend: the userfaultfd all arenas are registered with
     const int pagemap_;  // wp_async: /proc/self/pagemap, for PAGEMAP_SCAN
-    // Where hold() moves pages to (I5): max_held pages registered like an
-    // arena (but not in the registry: nothing faults there), or 0 when pages
-    // are held by making them read-only instead. held_ are the pages of the
-    // current hold(), slot i holding held_[i].
+    // Where hold() and evict_clean() move pages to (I5): staging_pages
+    // registered like an arena (but not in the registry: nothing faults
+    // there), or 0 when pages are held by making them read-only instead.
+    // held_ are the pages of the current hold(), slot i holding held_[i].
     const std::uintptr_t staging_;
     std::uintptr_t held_[max_held] = {};
     std::size_t held_count_ = 0;
@@ -470,6 +477,21 @@ void space::clear_dirty(arena& a, std::size_t index) noexcept {
 
 bool space::dirty_bit(const arena& a, std::size_t index) noexcept {
     return (bits_ref(a.dirty[index / 64]).load(std::memory_order_acquire) >> (index % 64)) & 1;
+}
+
+// resident -> filling, as a fill claims a missing page: touches wait.
+bool space::claim_resident(std::uint32_t& state) noexcept {
+    std::uint32_t seen = page_resident;
+    return state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel);
+}
+
+template <class F>
+void space::for_each_own_arena(F&& f) const {
+    const std::size_t count = g_arena_high_water.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < count; ++i) {
+        arena& a = g_arenas[i];
+        if ((a.slot.load(std::memory_order_acquire) & slot_state_mask) == slot_live && a.owner == this) f(a);
+    }
 }
 
 // Claimed pages become missing in the kernel: their memory goes back and the
@@ -863,16 +885,13 @@ void space::discard(std::uintptr_t page, std::size_t npages) {
 
 std::vector<std::uintptr_t> space::take_dirty() {
     std::vector<std::uintptr_t> pages;
-    const std::size_t count = g_arena_high_water.load(std::memory_order_acquire);
-    for (std::size_t i = 0; i < count; ++i) {
-        arena& a = g_arenas[i];
-        if ((a.slot.load(std::memory_order_acquire) & slot_state_mask) != slot_live || a.owner != this) continue;
+    for_each_own_arena([&](arena& a) {
         if (tracking_ == tracking_kind::wp_async) {
             take_written_pages(a, pages);
         } else {
             take_dirty_bits(a, pages);
         }
-    }
+    });
     std::sort(pages.begin(), pages.end());
     return pages;
 }
@@ -974,14 +993,11 @@ void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {
 
 std::uint64_t space::count_written() const {
     std::uint64_t n = 0;
-    const std::size_t count = g_arena_high_water.load(std::memory_order_acquire);
-    for (std::size_t i = 0; i < count; ++i) {
-        arena& a = g_arenas[i];
-        if ((a.slot.load(std::memory_order_acquire) & slot_state_mask) != slot_live || a.owner != this) continue;
+    for_each_own_arena([&](arena& a) {
         if (tracking_ == tracking_kind::wp_async) {
             (void)scan_written(a.first(), a.last(), false,
                                [&](std::uintptr_t first, std::uintptr_t last) { n += (last - first) / page_size; });
-            continue;
+            return;
         }
         for (std::size_t s = 0; s < a.summary_words; ++s)
             for (std::uint64_t words = bits_ref(a.dirty_summary[s]).load(std::memory_order_relaxed); words != 0;
@@ -989,7 +1005,7 @@ std::uint64_t space::count_written() const {
                 const std::size_t w = s * 64 + static_cast<std::size_t>(std::countr_zero(words));
                 n += static_cast<std::uint64_t>(std::popcount(bits_ref(a.dirty[w]).load(std::memory_order_relaxed)));
             }
-    }
+    });
     return n;
 }
 
@@ -1027,11 +1043,7 @@ void space::hold(std::span<const std::uintptr_t> pages, std::span<held> out,
                  std::span<const std::byte*> contents) noexcept {
     for (std::size_t i = 0; i < pages.size(); ++i) {
         arena* a = i < max_held ? arena_of(pages[i]) : nullptr;
-        std::uint32_t seen = page_resident;
-        out[i] = a && state_ref(a->states[a->index_of(pages[i])])
-                          .compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)
-                     ? held::clean
-                     : held::none;
+        out[i] = a && claim_resident(a->states[a->index_of(pages[i])]) ? held::clean : held::none;
     }
     if (staging_ != 0) {
         hold_by_moving(pages, out);
@@ -1058,35 +1070,33 @@ void space::hold_by_protecting(std::span<const std::uintptr_t> pages, std::span<
         }
         // Read-only now (mprotect flushed every TLB), so these answers are
         // final; mprotect keeps the write-protect bit wp_async tracking reads.
-        if (tracking_ != tracking_kind::wp_async) {
-            for (std::size_t i = first; i < last; ++i)
-                if (dirty_bit(a, a.index_of(pages[i]))) out[i] = held::written;
-            return;
-        }
-        const int err = scan_written(start, end, false, [&](std::uintptr_t from, std::uintptr_t to) {
-            for (std::size_t i = first; i < last; ++i)
-                if (pages[i] >= from && pages[i] < to) out[i] = held::written;
-        });
-        if (err)  // never drop what cannot be proved clean
-            for (std::size_t i = first; i < last; ++i) out[i] = held::written;
+        mark_written(a, pages, out, first, last);
     });
+}
+
+// Which pages of the run pages[first, last) were written since the last
+// take_dirty(): the page table for wp_async (an error counts as written:
+// never drop what cannot be proved clean), the dirty bits otherwise.
+void space::mark_written(arena& a, std::span<const std::uintptr_t> pages, std::span<held> out, std::size_t first,
+                         std::size_t last) noexcept {
+    if (tracking_ != tracking_kind::wp_async) {
+        for (std::size_t i = first; i < last; ++i)
+            if (dirty_bit(a, a.index_of(pages[i]))) out[i] = held::written;
+        return;
+    }
+    const int err = scan_written(pages[first], pages[last - 1] + page_size, false,
+                                 [&](std::uintptr_t from, std::uintptr_t to) {
+                                     for (std::size_t i = first; i < last; ++i)
+                                         if (pages[i] >= from && pages[i] < to) out[i] = held::written;
+                                 });
+    if (err)
+        for (std::size_t i = first; i < last; ++i) out[i] = held::written;
 }
 
 // One scan and one UFFDIO_MOVE per run of pages, into slot i for pages[i].
 void space::hold_by_moving(std::span<const std::uintptr_t> pages, std::span<held> out) noexcept {
     for_each_run(pages, out, find_arena, [&](arena& a, std::size_t first, std::size_t last) {
-        if (tracking_ == tracking_kind::wp_async) {
-            const int err = scan_written(pages[first], pages[last - 1] + page_size, false,
-                                         [&](std::uintptr_t from, std::uintptr_t to) {
-                                             for (std::size_t i = first; i < last; ++i)
-                                                 if (pages[i] >= from && pages[i] < to) out[i] = held::written;
-                                         });
-            if (err)
-                for (std::size_t i = first; i < last; ++i) out[i] = held::written;
-        } else {
-            for (std::size_t i = first; i < last; ++i)
-                if (dirty_bit(a, a.index_of(pages[i]))) out[i] = held::written;
-        }
+        mark_written(a, pages, out, first, last);  // final but for wp_async writes racing the move (below)
         move_out(a, pages, out, first, last);
     });
     if (!keeps_sums()) return;
@@ -1118,6 +1128,26 @@ void space::move_out(arena& a, std::span<const std::uintptr_t> pages, std::span<
     }
 }
 
+// One page, retried while the kernel says EAGAIN; false if it would not move.
+bool space::move_page(std::uintptr_t dst, std::uintptr_t src) noexcept {
+    uffdio_move move{};
+    move.dst = dst;
+    move.src = src;
+    move.len = page_size;
+    move.mode = UFFDIO_MOVE_MODE_DONTWAKE;  // no waiters in SIGBUS mode
+    while (ioctl(uffd_, UFFDIO_MOVE, &move) != 0) {
+        if (errno != EAGAIN) return false;
+        move.move = 0;
+    }
+    return true;
+}
+
+// A page taken out comes back to its (claimed, so empty) place; it could be
+// neither here nor there, so a failure ends the process.
+void space::move_back(std::uintptr_t page, std::uintptr_t from) noexcept {
+    if (!move_page(page, from)) sigsafe::fatal("UFFDIO_MOVE", errno, page);
+}
+
 // Claimed like a fill while it decides, so a touch waits. A write to a clean
 // page traps into the handler, which claims it too, for every tracking but
 // wp_async: there the dirty bit is final once claimed. wp_async writes do
@@ -1128,8 +1158,7 @@ bool space::evict_clean(std::uintptr_t page) noexcept {
     if (a == nullptr) return false;
     const std::size_t i = a->index_of(page);
     std::uint32_t& state = a->states[i];
-    std::uint32_t seen = page_resident;
-    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acq_rel)) return false;
+    if (!claim_resident(state)) return false;
     const bool dropped = tracking_ == tracking_kind::wp_async ? drop_if_unchanged(*a, page, i)
                                                               : !dirty_bit(*a, i) && unmap(*a, page, 1, false) == 0;
     finish(state, dropped ? page_missing : page_resident);
@@ -1148,22 +1177,13 @@ bool space::drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index) 
         bit = free & -free;
     } while (!free_fault_slots_.compare_exchange_weak(free, free & ~bit, std::memory_order_acq_rel));
     const std::uintptr_t aside = slot(max_held + static_cast<std::size_t>(std::countr_zero(bit)));
-    uffdio_move move{};
-    move.dst = aside;
-    move.src = page;
-    move.len = page_size;
-    move.mode = UFFDIO_MOVE_MODE_DONTWAKE;
     bool dropped = false;
-    if (ioctl(uffd_, UFFDIO_MOVE, &move) == 0) {
+    if (move_page(aside, page)) {
         dropped = common::crc32c(0, reinterpret_cast<const void*>(aside), page_size) == a.sums[index];
-        if (dropped) {
-            if (madvise(reinterpret_cast<void*>(aside), page_size, MADV_DONTNEED) != 0)
-                sigsafe::fatal("madvise", errno, aside);
-        } else {  // written after all: put it back
-            std::swap(move.dst, move.src);
-            move.move = 0;
-            while (ioctl(uffd_, UFFDIO_MOVE, &move) != 0)
-                if (errno != EAGAIN) sigsafe::fatal("UFFDIO_MOVE", errno, page);
+        if (!dropped) {
+            move_back(page, aside);  // written after all
+        } else if (madvise(reinterpret_cast<void*>(aside), page_size, MADV_DONTNEED) != 0) {
+            sigsafe::fatal("madvise", errno, aside);
         }
     }
     free_fault_slots_.fetch_or(bit, std::memory_order_acq_rel);
@@ -1228,13 +1248,7 @@ void space::release_moved(std::span<const std::uintptr_t> pages, bool drop) noex
             finish(a->states[index], page_missing);
             continue;
         }
-        uffdio_move back{};
-        back.dst = page;
-        back.src = slot(i);
-        back.len = page_size;
-        back.mode = UFFDIO_MOVE_MODE_DONTWAKE;
-        while (ioctl(uffd_, UFFDIO_MOVE, &back) != 0)
-            if (errno != EAGAIN) sigsafe::fatal("UFFDIO_MOVE", errno, page);
+        move_back(page, slot(i));
         finish(a->states[index], page_resident);
     }
     empty_slots();
