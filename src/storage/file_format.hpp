@@ -5,6 +5,8 @@
 //   page 0, 1      header slots A and B (two copies so a torn header write
 //                  always leaves one valid; the valid one with the higher
 //                  `header_seq` wins)
+//   page 2         the commit mark: the last commit known durable in the log
+//                  (written after its fdatasync; see commit_mark)
 //   then groups of 1 + 1 + 1020 pages:
 //     +0, +1       checksum slots A and B for the group's 1020 data pages
 //                  (again two copies; the valid one with the higher seq wins)
@@ -24,7 +26,7 @@
 namespace steppe::storage {
 
 inline constexpr std::size_t page_size = 4096;
-inline constexpr std::uint32_t format_version = 1;
+inline constexpr std::uint32_t format_version = 2;
 inline constexpr std::size_t meta_size = 256;  // opaque bytes owned by the layers above
 
 inline constexpr char header_magic[16] = {'s', 't', 'e', 'p', 'p', 'e', ' ', 's',
@@ -48,9 +50,34 @@ struct file_header {
 static_assert(sizeof(file_header) == 344);
 static_assert(offsetof(file_header, crc) == 340);
 
+// The commit mark (the first bytes of physical page 2; the rest is zero). It
+// records, outside the log, how far the log of one generation is known to
+// reach, so that a damaged, truncated, emptied or replaced log cannot pass for
+// a torn tail or a torn reset:
+//  - a commit writes it once it is complete, after its fdatasync (not synced
+//    itself: if a power loss takes it, the commit is just not *shown* durable;
+//    a 56-byte write at a sector's start is never torn);
+//  - a checkpoint writes it with the header (synced): generation + 1, txn =
+//    the header's, log_end = the frames' start: "the next log starts empty".
+// Only a mark of the generation the header expects in the log counts.
+inline constexpr std::uint32_t commit_mark_magic = 0x4B4D4353;  // "SCMK"
+
+struct commit_mark {
+    std::uint32_t magic;        //  0 commit_mark_magic
+    std::uint32_t reserved0;    //  4 zero
+    std::uint8_t store_id[16];  //  8 the header's
+    std::uint64_t generation;   // 24 the log generation this mark speaks for
+    std::uint64_t txn;          // 32 every commit up to this one is durable (in the log or the main file)
+    std::uint64_t log_end;      // 40 where commit txn ends in that log
+    std::uint32_t reserved1;    // 48 zero
+    std::uint32_t crc;          // 52 crc32c of bytes [0, 52)
+};
+static_assert(sizeof(commit_mark) == 56);
+
 inline constexpr std::size_t group_data_pages = 1020;
 inline constexpr std::size_t group_pages = group_data_pages + 2;
-inline constexpr std::uint64_t first_group_page = 2;
+inline constexpr std::uint64_t commit_mark_page = 2;
+inline constexpr std::uint64_t first_group_page = 3;
 
 inline constexpr std::uint32_t checksum_page_magic = 0x534B4353;  // "SCKS"
 

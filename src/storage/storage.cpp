@@ -38,11 +38,16 @@ std::uint32_t struct_crc(const T& s) {
     return crc32c(0, &s, offsetof(T, crc));
 }
 
-std::uint32_t chain_seed(std::uint64_t salt) { return crc32c(0, &salt, sizeof salt); }
-
-std::uint32_t frame_chain(std::uint32_t prev, const frame_header& h, const std::byte* payload, std::size_t n) {
-    std::uint32_t c = crc32c(prev, &h, offsetof(frame_header, chain));
-    return crc32c(c, payload, n);
+commit_mark make_mark(const std::uint8_t (&store_id)[16], std::uint64_t generation, std::uint64_t txn,
+                      std::uint64_t log_end) {
+    commit_mark m{};
+    m.magic = commit_mark_magic;
+    std::memcpy(m.store_id, store_id, sizeof m.store_id);
+    m.generation = generation;
+    m.txn = txn;
+    m.log_end = log_end;
+    m.crc = struct_crc(m);
+    return m;
 }
 
 enum class slot_state { ok, no_magic, other_version, other_page_size, bad_checksum };
@@ -64,6 +69,13 @@ const char* describe_slot(slot_state s) {
     case slot_state::bad_checksum: return "bad checksum";
     }
     return "?";
+}
+
+std::string version_note(std::uint32_t version) {
+    if (version == 1)
+        return " (format 1 logs could pass damage for a torn tail; open the store with the steppe that wrote it, "
+               "copy its objects out, and load them into a new store)";
+    return version > format_version ? " (written by a newer steppe: use that one)" : "";
 }
 
 bool newer(std::uint32_t a, std::uint32_t b) { return static_cast<std::int32_t>(a - b) > 0; }
@@ -98,6 +110,8 @@ storage::~storage() = default;
 
 std::unique_ptr<storage> storage::open(const std::string& path, const options& opts) {
     std::unique_ptr<storage> s(new storage(path, opts));
+    if (opts.salvage && opts.read_only)
+        throw error(errc::invalid_argument, path + ": salvaging a damaged log needs a writable open");
     s->lock_ = s->io_->lock(path + "-lock", !opts.read_only, opts.file_mode);
     if (!s->io_->exists(path)) {
         if (!opts.create || opts.read_only) throw error(errc::not_found, "store " + path + " does not exist");
@@ -106,6 +120,7 @@ std::unique_ptr<storage> storage::open(const std::string& path, const options& o
     s->main_ = s->io_->open(path, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
     s->load_header();
     s->load_checksums();
+    s->load_mark();
     s->open_wal();
     s->replay_wal();
     // A crash mid-checkpoint can leave a torn alternate header or checksum
@@ -129,8 +144,10 @@ void storage::create_files() {
     h.header_seq = 1;
     h.next_wal_salt = random_u64();
     h.crc = struct_crc(h);
-    std::vector<std::byte> pages(2 * page_size);
+    std::vector<std::byte> pages(3 * page_size);
     std::memcpy(pages.data(), &h, sizeof h);
+    commit_mark m = make_mark(h.store_id, 1, 0, wal_frames_offset);
+    std::memcpy(pages.data() + commit_mark_page * page_size, &m, sizeof m);
     f->write_at(0, pages);
     f->sync();
 
@@ -156,6 +173,13 @@ void storage::load_header() {
     int best = -1;
     for (int i = 0; i < 2; ++i)
         if (state[i] == slot_state::ok && (best < 0 || slots[i].header_seq > slots[best].header_seq)) best = i;
+    // A slot of another version written after the valid one is a newer
+    // steppe's checkpoint (a damaged version field in an older slot is not).
+    for (int i = 0; i < 2; ++i)
+        if (state[i] == slot_state::other_version && (best < 0 || slots[i].header_seq > slots[best].header_seq))
+            throw error(errc::version, path_ + " has store format version " + std::to_string(slots[i].version) +
+                                           " (header slot " + std::to_string(i) + "); this build of steppe reads version " +
+                                           std::to_string(format_version) + version_note(slots[i].version));
     if (best >= 0) {
         if (state[1 - best] == slot_state::ok && std::memcmp(slots[0].store_id, slots[1].store_id, 16) != 0)
             throw error(errc::corrupt, path_ + ": the two header slots (pages 0 and 1) name different stores");
@@ -168,9 +192,6 @@ void storage::load_header() {
         return;
     }
     for (int i = 0; i < 2; ++i) {
-        if (state[i] == slot_state::other_version)
-            throw error(errc::version, path_ + " has store format version " + std::to_string(slots[i].version) +
-                                           "; this build of steppe reads version " + std::to_string(format_version));
         if (state[i] == slot_state::other_page_size)
             throw error(errc::version, path_ + " uses page size " + std::to_string(slots[i].page_size) +
                                            "; this build of steppe uses " + std::to_string(page_size));
@@ -238,25 +259,57 @@ void storage::load_checksums() {
     }
 }
 
+// The mark says how far the log of the generation the header expects is known
+// to reach (file_format.hpp). A damaged mark only loses that knowledge; check()
+// names it.
+void storage::load_mark() {
+    commit_mark m{};
+    std::size_t n = main_->read_at(commit_mark_page * page_size, {reinterpret_cast<std::byte*>(&m), sizeof m});
+    mark_valid_ = n == sizeof m && m.magic == commit_mark_magic && m.crc == struct_crc(m) &&
+                  std::memcmp(m.store_id, header_.store_id, sizeof m.store_id) == 0;
+    mark_ = m;
+}
+
+bool storage::mark_counts() const { return mark_valid_ && mark_.generation == header_.checkpoint_gen + 1; }
+
+void storage::write_mark(std::uint64_t generation, std::uint64_t txn, std::uint64_t log_end) {
+    commit_mark m = make_mark(header_.store_id, generation, txn, log_end);
+    main_->write_at(commit_mark_page * page_size, {reinterpret_cast<const std::byte*>(&m), sizeof m});
+    mark_ = m;
+    mark_valid_ = true;
+}
+
+// After a commit is published. Not synced: with durable = true the mark only
+// ever claims what an fdatasync already made durable. (With durable = false a
+// power loss may take commits the mark names: recovery then reports them lost
+// instead of dropping them quietly.)
+void storage::note_commit_in_mark() {
+    try {
+        write_mark(wal_header_.generation, txn_seq_, wal_end_);
+    } catch (const error&) {
+        // The commit is durable; a lost mark only means a later damage to this
+        // commit's frames could pass for a torn tail.
+    }
+}
+
 void storage::open_wal() {
-    if (!io_->exists(wal_path_))
-        throw error(errc::corrupt, "the log " + wal_path_ + " of store " + path_ +
-                                       " is missing; commits since the last checkpoint would be lost, so steppe "
-                                       "will not open the store without it");
+    if (!io_->exists(wal_path_)) return open_missing_wal();
     wal_ = io_->open(wal_path_, opts_.read_only ? open_mode::read_only : open_mode::read_write, opts_.file_mode);
     wal_allocated_ = wal_->size();
     wal_header h{};
     std::size_t n = wal_->read_at(0, {reinterpret_cast<std::byte*>(&h), sizeof h});
     bool intact = n == sizeof h && std::memcmp(h.magic, wal_magic, sizeof h.magic) == 0 && h.crc == struct_crc(h);
     std::uint64_t expected_gen = header_.checkpoint_gen + 1;
+    // Whatever the log header says, the frames to replay are those of the
+    // generation and salt the main header expects.
+    wal_header_ = {};
+    wal_header_.generation = expected_gen;
+    wal_header_.salt = header_.next_wal_salt;
     if (!intact) {
-        // Only a torn log reset leaves a damaged log header legitimately, and a
-        // reset happens only when the log holds nothing the main file lacks.
-        wal_header_ = {};
-        wal_header_.generation = expected_gen;
-        wal_header_.salt = header_.next_wal_salt;
-        verify_no_committed_frames_after(wal_frames_offset);
-        if (!opts_.read_only) reset_wal(expected_gen, header_.next_wal_salt);
+        // A torn reset leaves a damaged header over a log with nothing the
+        // main file lacks; damage leaves it over frames of this salt, which
+        // replay then reads all the same. The mark and the frames decide.
+        wal_needs_reset_ = true;
         return;
     }
     if (h.version != format_version || h.page_size != page_size)
@@ -267,11 +320,9 @@ void storage::open_wal() {
         throw error(errc::corrupt, "foreign log: " + wal_path_ + " belongs to store " + hex(h.store_id) + ", but " +
                                        path_ + " is store " + hex(header_.store_id));
     if (h.generation < expected_gen) {
-        // The last checkpoint completed but crashed before resetting the log.
-        wal_header_ = h;
-        if (!opts_.read_only) reset_wal(expected_gen, header_.next_wal_salt);
-        wal_header_.generation = expected_gen;
-        wal_header_.salt = header_.next_wal_salt;
+        // The last checkpoint completed but crashed before resetting the log
+        // (or the log was replaced by an older one: the mark tells).
+        wal_needs_reset_ = true;
         return;
     }
     if (h.generation > expected_gen || h.salt != header_.next_wal_salt)
@@ -282,32 +333,79 @@ void storage::open_wal() {
     wal_header_ = h;
 }
 
+// A missing log is the copy of a store closed cleanly, or a log deleted. Only
+// the mark can say it held nothing the main file lacks.
+void storage::open_missing_wal() {
+    bool held_nothing = mark_counts() && mark_.txn == header_.txn_seq;
+    if (!held_nothing) {
+        std::string known = mark_counts() && mark_.txn > header_.txn_seq
+                                ? " (the main file's commit mark shows it held commits up to " +
+                                      std::to_string(mark_.txn) + ")"
+                                : "";
+        throw error(errc::corrupt, "the log " + wal_path_ + " of store " + path_ + " is missing" + known +
+                                       "; commits since the last checkpoint would be lost, so steppe will not open "
+                                       "the store without it");
+    }
+    wal_header_ = {};
+    wal_header_.generation = header_.checkpoint_gen + 1;
+    wal_header_.salt = header_.next_wal_salt;
+    if (opts_.read_only) return;  // nothing to read from it; no file is made
+    wal_ = io_->open(wal_path_, open_mode::create_new, opts_.file_mode);
+    reset_wal(wal_header_.generation, wal_header_.salt);
+    wal_->sync();
+    io_->sync_dir_of(wal_path_);
+}
+
+// Reads the frame at `offset`; nullptr if it is intact (wal_format.hpp,
+// conditions 1-4), else why not.
+const char* storage::read_frame(std::uint64_t offset, frame_header& h, std::byte* payload) const {
+    if (wal_->read_at(offset, {reinterpret_cast<std::byte*>(&h), sizeof h}) != sizeof h) return "the log ends there";
+    if (h.magic != frame_magic || h.salt != wal_header_.salt) return "no frame of this log generation starts there";
+    std::size_t n = payload_size(h.kind);
+    if (n == 0) return "a frame of unknown kind";
+    if (wal_->read_at(offset + sizeof h, {payload, n}) != n) return "the log ends inside the frame";
+    if (frame_crc_of(h, payload) != h.frame_crc) return "the frame fails its checksum";
+    if (h.kind == frame_kind::page && page_checksum(payload, page_size) != h.payload_crc)
+        return "the page image fails its checksum";
+    return nullptr;
+}
+
 void storage::replay_wal() {
     wal_index_.clear();
     std::vector<std::pair<page_no, wal_entry>> pending;
-    std::vector<std::byte> frame(page_frame_size);
+    std::vector<std::byte> frame(page_size);
     std::uint64_t off = wal_frames_offset;
     std::uint32_t chain = chain_seed(wal_header_.salt);
     page_no txn_pages = 0;  // highest page + 1 of the transaction being read
     wal_end_ = off;
     wal_chain_ = chain;
     wal_commits_ = 0;
-    for (;;) {
+    const char* stop = wal_ ? nullptr : "there is no log";
+    while (!stop) {
         frame_header h;
-        if (wal_->read_at(off, {reinterpret_cast<std::byte*>(&h), sizeof h}) != sizeof h) break;
-        if (h.magic != frame_magic || h.salt != wal_header_.salt || h.txn != txn_seq_ + 1) break;
-        std::size_t payload = h.kind == frame_kind::page ? page_size : h.kind == frame_kind::commit ? meta_size : 0;
-        if (payload == 0) break;
-        if (wal_->read_at(off + sizeof h, {frame.data(), payload}) != payload) break;
-        std::uint32_t next = frame_chain(chain, h, frame.data(), payload);
-        if (next != h.chain) break;
+        if ((stop = read_frame(off, h, frame.data()))) break;
+        if (h.txn != txn_seq_ + 1) {
+            stop = "a frame of another commit";
+            break;
+        }
+        std::uint32_t next = chain_of(chain, h.frame_crc);
+        if (next != h.chain) {
+            stop = "a frame out of order: its chain checksum does not follow the frame before";
+            break;
+        }
         if (h.kind == frame_kind::page) {
-            if (h.number >= max_pages || page_checksum(frame.data(), page_size) != h.payload_crc) break;
+            if (h.number >= max_pages) {
+                stop = "a page number beyond any store";
+                break;
+            }
             pending.push_back({h.number, {off + sizeof h, h.payload_crc}});
             txn_pages = std::max(txn_pages, h.number + 1);
         } else {
             // commit() always records max(page count, highest page + 1).
-            if (h.payload_crc != pending.size() || h.number != std::max(page_count_, txn_pages)) break;
+            if (h.payload_crc != pending.size() || h.number != std::max(page_count_, txn_pages)) {
+                stop = "a commit record that does not match its transaction's page frames";
+                break;
+            }
             for (auto& [page, entry] : pending) wal_index_[page] = entry;
             pending.clear();
             txn_pages = 0;
@@ -315,33 +413,108 @@ void storage::replay_wal() {
             std::memcpy(meta_.data(), frame.data(), meta_size);
             ++txn_seq_;
             ++wal_commits_;
-            wal_end_ = off + sizeof h + payload;
+            wal_end_ = off + sizeof h + payload_size(h.kind);
             wal_chain_ = next;
         }
         chain = next;
-        off += sizeof h + payload;
+        off += sizeof h + payload_size(h.kind);
     }
+    replay_stop_ = off;
+    replay_stop_reason_ = stop;
     discard_pending();
-    verify_no_committed_frames_after(wal_end_);
+    judge_log();
 }
 
-// See wal_format.hpp: a frame of this generation from a transaction after the
-// one that may have been in flight proves a committed frame was damaged.
-void storage::verify_no_committed_frames_after(std::uint64_t offset) const {
+// Looks past the point where replay stopped for what shows that commits after
+// the last replayed one were durable (wal_format.hpp).
+storage::tail_evidence storage::examine_tail(std::uint64_t from) const {
+    tail_evidence ev;
+    if (mark_counts() && mark_.txn > txn_seq_) {
+        ev.shown_txn = mark_.txn;
+        ev.proof = "the commit mark in page 2 of " + path_ + " records commit " + std::to_string(mark_.txn) +
+                   ", ending at log byte " + std::to_string(mark_.log_end) + ", as durable";
+    }
+    if (!wal_) return ev;
     constexpr std::size_t chunk = 1 << 20;
-    std::vector<std::byte> buf(chunk + sizeof(frame_header));
-    for (std::uint64_t at = offset;; at += chunk) {
+    std::vector<std::byte> buf(chunk + commit_frame_size);
+    for (std::uint64_t at = from;; at += chunk) {
         std::size_t n = wal_->read_at(at, buf);
         for (std::size_t i = 0; i + sizeof(frame_header) <= n && i < chunk; i += 8) {
             frame_header h;
             std::memcpy(&h, buf.data() + i, sizeof h);
-            if (h.magic == frame_magic && h.salt == wal_header_.salt && h.txn > txn_seq_ + 1)
-                throw error(errc::corrupt, wal_path_ + ": log damaged at offset " + std::to_string(offset) +
-                                               "; commit " + std::to_string(h.txn) + " (at offset " +
-                                               std::to_string(at + i) + ") was durable after it but is unreachable");
+            if (h.magic != frame_magic || h.salt != wal_header_.salt || h.txn <= txn_seq_) continue;
+            std::size_t payload = payload_size(h.kind);
+            if (payload == 0 || i + sizeof h + (h.kind == frame_kind::commit ? payload : 0) > n) continue;
+            if (frame_crc_of(h, buf.data() + i + sizeof h) != h.frame_crc) continue;
+            ev.last_seen_txn = std::max(ev.last_seen_txn, h.txn);
+            if (h.kind == frame_kind::page) ev.pages.push_back(h.number);
+            // A commit starts only once the one before it is durable.
+            if (h.txn >= txn_seq_ + 2 && h.txn - 1 > ev.shown_txn) {
+                ev.shown_txn = h.txn - 1;
+                ev.proof = "an intact frame of commit " + std::to_string(h.txn) + " follows at log byte " +
+                           std::to_string(at + i) + ", and a commit starts only once the one before it is durable";
+            }
         }
-        if (n < buf.size()) return;
+        if (n < buf.size()) break;
     }
+    std::sort(ev.pages.begin(), ev.pages.end());
+    ev.pages.erase(std::unique(ev.pages.begin(), ev.pages.end()), ev.pages.end());
+    return ev;
+}
+
+// Invariant 4: a transaction is dropped at recovery only if nothing shows it
+// committed (its commit record missing or torn, no later commit, the mark not
+// past it). Anything else is damage: corrupt, or salvage when asked.
+void storage::judge_log() {
+    tail_evidence ev = examine_tail(replay_stop_);
+    if (ev.shown_txn <= txn_seq_) {
+        if (wal_needs_reset_ && wal_commits_ == 0 && !opts_.read_only)
+            reset_wal(header_.checkpoint_gen + 1, header_.next_wal_salt);
+        return;
+    }
+    std::uint64_t lost_to = std::max(ev.shown_txn, ev.last_seen_txn);
+    std::string what = wal_path_ + ": the log is damaged at byte " + std::to_string(replay_stop_) + " (" +
+                       replay_stop_reason_ + "), where commit " + std::to_string(txn_seq_ + 1) + " should be";
+    if (wal_needs_reset_) what += "; its header (bytes 0-55) is damaged or of another generation too";
+    what += ". Commits " + std::to_string(txn_seq_ + 1) + " to " + std::to_string(lost_to) + " were durable (" +
+            ev.proof + ") and cannot be read";
+    if (!ev.pages.empty()) {
+        what += "; intact frames after the damage name pages";
+        for (std::size_t i = 0; i < ev.pages.size() && i < 20; ++i) what += " " + std::to_string(ev.pages[i]);
+        if (ev.pages.size() > 20) what += " and " + std::to_string(ev.pages.size() - 20) + " more";
+        what += " (damaged frames name none)";
+    }
+    if (opts_.salvage && !opts_.read_only) return salvage(what);
+    throw error(errc::corrupt, what + ". Nothing was changed. `steppe recover " + path_ + "` opens the store at commit " +
+                                   std::to_string(txn_seq_) + ", the last one before the damage, and keeps the damaged "
+                                   "log as " + wal_path_ + ".damaged");
+}
+
+// Keeps the commits before the damage: the log is copied aside, then a
+// checkpoint (even of no commit) moves them into the main file, rewrites the
+// mark and starts a new log. A crash before the checkpoint's header leaves
+// the damaged log in place, to salvage again.
+void storage::salvage(const std::string& what) {
+    std::string aside = copy_log_aside();
+    checkpoint_now(true);
+    salvage_report_ = what + ".\nSalvaged: the store now holds commit " + std::to_string(txn_seq_) +
+                      "; the damaged log was copied to " + aside + " and a new log started.";
+}
+
+std::string storage::copy_log_aside() {
+    std::string aside = wal_path_ + ".damaged";
+    for (int i = 2; io_->exists(aside); ++i) aside = wal_path_ + ".damaged-" + std::to_string(i);
+    auto copy = io_->open(aside, open_mode::create_new, opts_.file_mode);
+    std::vector<std::byte> buf(1 << 20);
+    for (std::uint64_t at = 0;;) {
+        std::size_t n = wal_->read_at(at, buf);
+        if (n == 0) break;
+        copy->write_at(at, {buf.data(), n});
+        at += n;
+    }
+    copy->sync();
+    io_->sync_dir_of(aside);
+    return aside;
 }
 
 // 3. Reads -----------------------------------------------------------------
@@ -461,8 +634,9 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
     std::size_t at = 0;
     auto put = [&](frame_kind kind, std::uint64_t number, std::uint32_t payload_crc, const std::byte* payload,
                    std::size_t n) {
-        frame_header h{frame_magic, kind, wal_header_.salt, txn, number, payload_crc, 0};
-        h.chain = t.chain = frame_chain(t.chain, h, payload, n);
+        frame_header h{frame_magic, kind, wal_header_.salt, txn, number, payload_crc, 0, 0, 0};
+        h.frame_crc = frame_crc_of(h, payload);
+        h.chain = t.chain = chain_of(t.chain, h.frame_crc);
         std::memcpy(buf.data() + at, &h, sizeof h);
         std::memcpy(buf.data() + at + sizeof h, payload, n);
         at += sizeof h + n;
@@ -540,6 +714,7 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
     discard_pending();
     ++wal_commits_;
     ++stats_.commits;
+    note_commit_in_mark();
 
     if (wal_end_ - wal_frames_offset > opts_.checkpoint_bytes) {
         // The commit is durable whatever happens now; a failed checkpoint
@@ -562,9 +737,13 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
 //   4. reset the log to the next generation; fdatasync
 // A crash before 3 completes leaves the log intact (replayed again); after 3,
 // open sees the old generation in the log and only redoes step 4.
-void storage::checkpoint() {
+void storage::checkpoint() { checkpoint_now(false); }
+
+// even_if_empty: salvage must move to a new generation even when no commit
+// came before the damage, so the damaged log is not replayed again.
+void storage::checkpoint_now(bool even_if_empty) {
     ensure_usable();
-    if (opts_.read_only || wal_commits_ == 0 || !pending_.empty()) return;
+    if (opts_.read_only || (wal_commits_ == 0 && !even_if_empty) || !pending_.empty()) return;
     std::vector<std::pair<page_no, wal_entry>> sorted(wal_index_.begin(), wal_index_.end());
     std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first < b.first; });
 
@@ -610,6 +789,8 @@ void storage::checkpoint() {
         std::vector<std::byte> page(page_size);
         std::memcpy(page.data(), &h, sizeof h);
         main_->write_at(static_cast<std::uint64_t>(slot) * page_size, page);
+        // The next log starts empty; synced with the header (file_format.hpp).
+        write_mark(h.checkpoint_gen + 1, txn_seq_, wal_frames_offset);
         if (opts_.durable) main_->sync();
         header_ = h;
         header_slot_ = slot;
@@ -647,12 +828,13 @@ void storage::reset_wal(std::uint64_t generation, std::uint64_t salt) {
     wal_end_ = wal_frames_offset;
     wal_chain_ = chain_seed(salt);
     wal_commits_ = 0;
+    wal_needs_reset_ = false;
     discard_pending();
     shrink_log();
 }
 
 // The log keeps the size of the largest transaction since it was created, and
-// opening a store reads all of it (verify_no_committed_frames_after), so after
+// opening a store reads all of it (examine_tail), so after
 // a big transaction is checkpointed the log is cut back. What is cut holds
 // only frames of older generations, so losing the cut in a crash is harmless.
 void storage::shrink_log() {
@@ -670,13 +852,14 @@ info storage::describe() const {
                 hex(header_.store_id),
                 page_count_,
                 main_->size(),
-                wal_->size(),
+                wal_ ? wal_->size() : 0,
                 wal_header_.generation,
                 wal_end_ - wal_frames_offset,
                 wal_commits_,
                 wal_index_.size(),
                 txn_seq_,
-                header_.header_seq};
+                header_.header_seq,
+                mark_counts() ? mark_.txn : 0};
 }
 
 std::vector<std::string> storage::check() const {
@@ -702,6 +885,13 @@ std::vector<std::string> storage::check() const {
                                    ") is damaged");
         }
     }
+    if (!mark_valid_)
+        findings.push_back(path_ + ": the commit mark (page 2) is damaged; until the next checkpoint rewrites it, "
+                                   "damage to the log's last commit could pass for a torn tail");
+    if (wal_needs_reset_ && wal_commits_ > 0)
+        findings.push_back(wal_path_ + ": the log header (bytes 0-55) is damaged; its " + std::to_string(wal_commits_) +
+                           " commits were read with the generation and salt the main file records, and a writable "
+                           "open rewrites it");
     std::vector<std::byte> page(page_size);
     read_failure why;
     for (page_no p = 0; p < page_count_; ++p) {

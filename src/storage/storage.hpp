@@ -16,7 +16,9 @@
 //      commit in the log of generation checkpoint_gen + 1, in order;
 //  (2) the log is reset (new generation) only after the main file holding
 //      all its commits is durable, and the main header saying so is durable;
-//  (3) every page image handed out was verified against its checksum.
+//  (3) every page image handed out was verified against its checksum;
+//  (4) a transaction is dropped at recovery only if nothing shows it committed
+//      (judge_log; the commit mark and later frames are what shows it).
 #pragma once
 
 #include <steppe/error.hpp>
@@ -50,6 +52,11 @@ struct options {
     bool durable = true;             // fdatasync at commit; off only for tests/benchmarks that say so
     std::uint64_t checkpoint_bytes = 64ull << 20;  // checkpoint once the log grows past this
     std::uint64_t log_growth = 1ull << 20;         // the log grows by zeroed steps of at least this; 0 = as written
+    // When the log is damaged before a commit shown durable, open throws
+    // corrupt; with salvage it instead keeps every commit before the damage,
+    // copies the log aside (NAME-wal.damaged), checkpoints them and starts a
+    // new log; salvage_report() says what was lost. Writable opens only.
+    bool salvage = false;
     mode_t file_mode = 0600;
     env* io = nullptr;               // nullptr = the real file system
 };
@@ -72,6 +79,7 @@ struct info {
     std::uint64_t wal_pages;         // distinct pages whose newest version is in the log
     std::uint64_t txn_seq;
     std::uint64_t header_seq;
+    std::uint64_t marked_txn;        // the last commit the commit mark shows durable (0: none of this log)
 };
 
 // Why a no-throw read failed, for the fault handler to print before it ends the process.
@@ -135,6 +143,8 @@ public:
     // Every checksum and structural invariant of the files; one line per finding.
     std::vector<std::string> check() const;
     const std::string& path() const { return path_; }
+    // What an open with options::salvage found and did; empty if the log was sound.
+    const std::string& salvage_report() const { return salvage_report_; }
 
 private:
     struct wal_entry {
@@ -161,8 +171,26 @@ private:
     void outrank_stale_copies(std::uint64_t group, group_sums& sums) const;
     void check_backed(page_no count) const;
     void extend_log(std::uint64_t needed);
+    void load_mark();
+    bool mark_counts() const;
+    void write_mark(std::uint64_t generation, std::uint64_t txn, std::uint64_t log_end);
+    void note_commit_in_mark();
     void open_wal();
+    void open_missing_wal();
+    const char* read_frame(std::uint64_t offset, frame_header& h, std::byte* payload) const;
     void replay_wal();
+    // What the log shows past the point where replay stopped (see wal_format.hpp).
+    struct tail_evidence {
+        std::uint64_t shown_txn = 0;            // commits up to this one were durable
+        std::string proof;                      // why we know
+        std::uint64_t last_seen_txn = 0;        // the newest intact frame's commit past the stop
+        std::vector<page_no> pages;             // pages of intact frames past the stop
+    };
+    tail_evidence examine_tail(std::uint64_t from) const;
+    void judge_log();
+    void salvage(const std::string& what);
+    std::string copy_log_aside();
+    void checkpoint_now(bool even_if_empty);
     void reset_wal(std::uint64_t generation, std::uint64_t salt);
     void shrink_log();
     // A reset log keeps this many log_growth steps of zeros (a few commits'
@@ -176,7 +204,6 @@ private:
     void write_header();
     void ensure_usable() const;
     bool read_group_slot(std::uint64_t group, int slot, checksum_page& out) const;
-    void verify_no_committed_frames_after(std::uint64_t offset) const;
     std::uint32_t expected_sum(page_no page) const noexcept;
     bool find_pending(page_no page, wal_entry& out) const noexcept;
 
@@ -205,6 +232,12 @@ private:
     std::uint64_t wal_end_ = wal_frames_offset;  // end of the last complete commit
     std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
     std::uint64_t wal_commits_ = 0;
+    std::uint64_t replay_stop_ = wal_frames_offset;  // where replay met the first frame it could not take
+    std::string replay_stop_reason_;
+    bool wal_needs_reset_ = false;                // its header is damaged or of an older generation
+    commit_mark mark_{};                           // the main file's commit mark, as last read or written
+    bool mark_valid_ = false;
+    std::string salvage_report_;
     std::unordered_map<page_no, wal_entry> pending_;  // spilled by the transaction in progress
     spin_lock pending_lock_;
     std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames

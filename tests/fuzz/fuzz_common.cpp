@@ -85,6 +85,12 @@ void fix_main(bytes& main, std::uint8_t flags) {
             h.crc = struct_crc(h);
             store(main, slot * st::page_size, h);
         }
+        st::commit_mark m;
+        std::size_t at = st::commit_mark_page * st::page_size;
+        if (load(main, at, m) && m.magic == st::commit_mark_magic) {
+            m.crc = struct_crc(m);
+            store(main, at, m);
+        }
     }
     if (!(flags & (fix_group_crc | fix_page_sums))) return;
     for (std::uint64_t g = 0; page_present(main, st::checksum_slot_page(g, 0)); ++g) {
@@ -138,7 +144,7 @@ void fix_wal(const bytes& main, bytes& wal, std::uint8_t flags) {
     store(wal, 0, wh);
     if (!(flags & (fix_frames | adopt_identity))) return;
 
-    std::uint32_t chain = st::crc32c(0, &wh.salt, sizeof wh.salt);
+    std::uint32_t chain = st::chain_seed(wh.salt);
     for (std::uint64_t off = st::wal_frames_offset;;) {
         st::frame_header h;
         if (!load(wal, off, h) || h.magic != st::frame_magic) return;
@@ -150,7 +156,8 @@ void fix_wal(const bytes& main, bytes& wal, std::uint8_t flags) {
         if ((flags & adopt_identity) && h.salt == old_salt) h.salt = wh.salt;
         if (flags & fix_frames) {
             if (h.kind == st::frame_kind::page) h.payload_crc = st::page_checksum(reinterpret_cast<const std::byte*>(p), payload);
-            chain = st::crc32c(st::crc32c(chain, &h, offsetof(st::frame_header, chain)), p, payload);
+            h.frame_crc = st::frame_crc_of(h, p);
+            chain = st::chain_of(chain, h.frame_crc);
             h.chain = chain;
         }
         store(wal, off, h);

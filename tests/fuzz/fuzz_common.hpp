@@ -21,11 +21,11 @@ using bytes = std::vector<std::uint8_t>;
 // what steppe does with structurally odd but checksum-valid files as well as
 // with plain damage (bit clear).
 enum fixup : std::uint8_t {
-    fix_header_crc = 1 << 0,     // main header slots (pages 0, 1) whose magic is intact
+    fix_header_crc = 1 << 0,     // main header slots (pages 0, 1) and the commit mark (page 2) whose magic is intact
     fix_group_crc = 1 << 1,      // checksum pages whose magic is intact
     fix_page_sums = 1 << 2,      // data page checksums inside checksum pages
     fix_wal_header = 1 << 3,     // the log header's crc
-    fix_frames = 1 << 4,         // page frames' payload_crc and every frame's chain, up to the first bad magic
+    fix_frames = 1 << 4,         // page frames' payload_crc, every frame's frame_crc and chain, up to the first bad magic
     adopt_identity = 1 << 5,     // log header takes the main header's store id, generation and salt (frames follow)
     no_log = 1 << 6,             // the log file is absent
 };

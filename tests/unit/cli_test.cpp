@@ -45,11 +45,11 @@ TEST_F(CliTest, InfoShowsFormatSizesAndLogState) {
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(masked(r.out),
               "store        STORE\n"
-              "format       version 1, page size 4096\n"
+              "format       version 2, page size 4096\n"
               "store id     ID\n"
               "pages        10 (0.0 MiB)\n"
-              "main file    8192 bytes\n"
-              "log          STORE-wal: 1048576 bytes, generation 1, 37520 bytes in use\n"
+              "main file    12288 bytes\n"
+              "log          STORE-wal: 1048576 bytes, generation 1, 37600 bytes in use\n"
               "log state    1 commits (9 distinct pages) not yet checkpointed\n"
               "last commit  1\n");
 }
