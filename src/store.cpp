@@ -131,6 +131,7 @@ public:
     std::vector<type_usage> types() const;
     std::vector<std::string> check() const;
     const std::string& path() const { return storage_->path(); }
+    const std::string& salvage_report() const { return storage_->salvage_report(); }
 
 private:
     // The state one commit pins down; kept so rollback needs no reads.
@@ -184,6 +185,7 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
     so.read_only = options.read_only;
     so.durable = options.durable;
     so.checkpoint_bytes = options.checkpoint_bytes;
+    so.salvage = options.salvage_damaged_log;
     storage_ = storage::storage::open(path, so);
 
     const auto& raw = storage_->meta();
@@ -602,6 +604,7 @@ std::string to_string(const store_stats& st) {
 std::vector<type_usage> store::types() const { return impl_->types(); }
 std::vector<std::string> store::check() const { return impl_->check(); }
 const std::string& store::path() const { return impl_->path(); }
+const std::string& store::salvage_report() const { return impl_->salvage_report(); }
 
 use_store::use_store(store& s) noexcept : previous_(detail::t_current) { detail::t_current = s.impl_.get(); }
 use_store::~use_store() { detail::t_current = static_cast<detail::store_impl*>(previous_); }

@@ -5,6 +5,9 @@
 //                        prints each finding, exits 1 if there is any
 //   steppe roots STORE   the named roots and their types
 //   steppe stats STORE   pages, objects per type, free space
+//   steppe recover STORE salvage a store whose log is damaged: keep every
+//                        commit before the damage, keep the damaged log as
+//                        STORE-wal.damaged, say what was lost
 //
 // Exit codes: 0 fine, 1 findings, 2 usage or the store could not be opened.
 #include <steppe/steppe.hpp>
@@ -22,7 +25,8 @@ int usage() {
                  "usage: steppe info STORE    show format, sizes and log state\n"
                  "       steppe check STORE   verify checksums and invariants (exit 1 on any finding)\n"
                  "       steppe roots STORE   list the named roots and their types\n"
-                 "       steppe stats STORE   pages, objects per type, free space\n");
+                 "       steppe stats STORE   pages, objects per type, free space\n"
+                 "       steppe recover STORE open a store whose log is damaged at its last intact commit\n");
     return 2;
 }
 
@@ -48,6 +52,27 @@ int info(const std::string& path) {
     std::printf("log state    %llu commits (%llu distinct pages) not yet checkpointed\n",
                 static_cast<unsigned long long>(i.wal_commits), static_cast<unsigned long long>(i.wal_pages));
     std::printf("last commit  %llu\n", static_cast<unsigned long long>(i.txn_seq));
+    if (i.marked_txn)
+        std::printf("commit mark  commit %llu known durable\n", static_cast<unsigned long long>(i.marked_txn));
+    else
+        std::printf("commit mark  damaged or of another log generation: damage to the log's last commit could pass "
+                    "for a torn tail\n");
+    return 0;
+}
+
+// Salvage works below the page engine: the commits before the damage are
+// whole commits, so the engine's state as of the last of them is consistent.
+int recover(const std::string& path) {
+    steppe::storage::options o;
+    o.create = false;
+    o.salvage = true;
+    auto s = steppe::storage::storage::open(path, o);
+    if (s->salvage_report().empty()) {
+        std::printf("%s: the log is sound; nothing to recover (last commit %llu)\n", path.c_str(),
+                    static_cast<unsigned long long>(s->txn_seq()));
+        return 0;
+    }
+    std::printf("%s\n", s->salvage_report().c_str());
     return 0;
 }
 
@@ -106,6 +131,7 @@ int main(int argc, char** argv) {
         if (command == "check") return check(path);
         if (command == "roots") return roots(path);
         if (command == "stats") return stats(path);
+        if (command == "recover") return recover(path);
     } catch (const steppe::error& e) {
         std::fprintf(stderr, "steppe %s: %s (%s)\n", command.c_str(), e.what(), steppe::to_string(e.code()));
         return 2;

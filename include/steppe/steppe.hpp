@@ -78,6 +78,13 @@ struct open_options {
     // into 64 arenas; the largest object must fit in one arena with a guard
     // page (a bigger make is no_space). At least 4 MiB.
     std::uint64_t address_space_limit = 0;
+    // A log damaged before a commit known durable makes open throw corrupt,
+    // naming the log, the byte offset, the lost commits and their pages. With
+    // this set, a writable open instead keeps every commit before the damage,
+    // copies the damaged log to NAME-wal.damaged and starts a new log;
+    // store::salvage_report() says what was lost. `steppe recover NAME` does
+    // the same.
+    bool salvage_damaged_log = false;
 };
 
 struct root_info {
@@ -231,6 +238,9 @@ public:
     // line per finding; empty when sound.
     std::vector<std::string> check() const;
     const std::string& path() const;
+    // What an open with salvage_damaged_log found in the log and did about
+    // it; empty if the log was sound.
+    const std::string& salvage_report() const;
 
 private:
     friend class use_store;

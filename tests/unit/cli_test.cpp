@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <steppe/steppe.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "storage/storage.hpp"
@@ -51,7 +52,8 @@ TEST_F(CliTest, InfoShowsFormatSizesAndLogState) {
               "main file    12288 bytes\n"
               "log          STORE-wal: 1048576 bytes, generation 1, 37600 bytes in use\n"
               "log state    1 commits (9 distinct pages) not yet checkpointed\n"
-              "last commit  1\n");
+              "last commit  1\n"
+              "commit mark  commit 1 known durable\n");
 }
 
 TEST_F(CliTest, RootsAndStats) {
@@ -105,6 +107,60 @@ TEST_F(CliTest, CheckOfAnUnopenableStoreIsAFinding) {
     auto r = run_cli("check " + path);
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.out.find("not a steppe store"), std::string::npos) << r.out;
+}
+
+// Commits 2 and 3 in the log (the writable open checkpointed commit 1); a
+// byte of commit 2's frames damaged. Open refuses; check names it; recover
+// keeps commit 1.
+TEST_F(CliTest, DamagedLogIsNamedByCheckAndSalvagedByRecover) {
+    make_store();
+    {
+        auto s = steppe::store::open(path);
+        *s.root<long>("count") = 2000;
+        s.commit();
+        *s.root<long>("count") = 3000;
+        s.commit();
+    }
+    std::uint64_t second_commit_start = 4096;
+    steppe::test::flip_byte(path + "-wal", second_commit_start + 200);
+    try {
+        steppe::store::open(path);
+        FAIL() << "a damaged log before later commits opened";
+    } catch (const steppe::error& e) {
+        EXPECT_EQ(e.code(), steppe::errc::corrupt);
+        EXPECT_NE(std::string(e.what()).find("Commits 2 to 3 were durable"), std::string::npos) << e.what();
+    }
+    auto r = run_cli("check " + path);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find("corrupt: " + path + "-wal: the log is damaged at byte " + std::to_string(second_commit_start)),
+              std::string::npos)
+        << r.out;
+    r = run_cli("recover " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("Salvaged: the store now holds commit 1"), std::string::npos) << r.out;
+    EXPECT_TRUE(std::filesystem::exists(path + "-wal.damaged"));
+    r = run_cli("check " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    auto s = steppe::store::open(path);
+    EXPECT_EQ(*s.root<long>("count"), 1000);
+    r = run_cli("recover " + dir.path("none.db"));
+    EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST_F(CliTest, SalvageOptionOpensAtTheLastIntactCommit) {
+    make_store();
+    {
+        auto s = steppe::store::open(path);
+        *s.root<long>("count") = 2000;
+        s.commit();
+    }
+    steppe::test::flip_byte(path + "-wal", 4096 + 100);  // commit 2's first frame
+    steppe::open_options o;
+    o.salvage_damaged_log = true;
+    auto s = steppe::store::open(path, o);
+    EXPECT_NE(s.salvage_report().find("Commits 2 to 2"), std::string::npos) << s.salvage_report();
+    EXPECT_EQ(*s.find_root<long>("count"), 1000);
+    EXPECT_TRUE(s.check().empty());
 }
 
 TEST_F(CliTest, MissingStoreAndBadUsageExitTwo) {
