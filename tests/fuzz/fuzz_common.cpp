@@ -332,12 +332,28 @@ void read_pages(const st::storage& s) {
     read(n);  // one past the end: invalid_argument
 }
 
-std::unique_ptr<st::storage> open_store(const std::string& path, bool read_only) {
+std::unique_ptr<st::storage> open_store(const std::string& path, bool read_only, bool salvage = false) {
     st::options o;
     o.create = false;
     o.read_only = read_only;
+    o.salvage = salvage;
     o.durable = false;  // tmpfs; the logic is the same
     return st::storage::open(path, o);
+}
+
+// A log open refused as damaged is salvaged (steppe recover); a salvaged
+// store must then open without its log being called damaged again.
+std::unique_ptr<st::storage> salvage_store(const std::string& path) {
+    auto s = open_store(path, false, true);
+    if (s->salvage_report().empty()) bug("salvage: a log refused as damaged was found sound");
+    trace("salvage: %s", s->salvage_report().c_str());
+    s.reset();
+    try {
+        return open_store(path, false);
+    } catch (const error& e) {
+        if (std::strstr(e.what(), "the log is damaged")) bug("after salvage the log is still damaged: %s", e.what());
+        throw;
+    }
 }
 
 void expect_page(const st::storage& s, st::page_no page, const std::vector<std::byte>& want, const char* when) {
@@ -357,7 +373,8 @@ void workout(const std::string& path, bool read_only) {
         s = open_store(path, read_only);
     } catch (const error& e) {
         trace("open %s: %s", mode, e.what());
-        return;
+        if (read_only || !std::strstr(e.what(), "the log is damaged")) return;
+        s = salvage_store(path);
     }
     trace("open %s: %llu pages, txn %llu", mode, static_cast<unsigned long long>(s->page_count()),
           static_cast<unsigned long long>(s->txn_seq()));
