@@ -8,7 +8,9 @@
 // Objects live in the store file and fault into memory on first touch, with
 // their pointers translated (swizzled) as each page arrives; once resident
 // they run at memory speed. commit() writes exactly the pages written since
-// the last commit, all or nothing. Closing without commit discards changes.
+// the last commit, all or nothing. Closing without commit discards changes;
+// a clean close copies the log's commits into the main file (checkpoint), so
+// a closed store is that one file.
 //
 // Errors are steppe::error exceptions with a code (see error.hpp). An error
 // met inside a page fault (a page failing its checksum, a failed read) cannot
@@ -35,7 +37,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <new>
 #include <string>
 #include <string_view>
@@ -78,6 +79,13 @@ struct open_options {
     // into 64 arenas; the largest object must fit in one arena with a guard
     // page (a bigger make is no_space). At least 4 MiB.
     std::uint64_t address_space_limit = 0;
+    // Closing a writable store (destructor or close()) checkpoints: every
+    // commit still in the log is copied into the main file and the log is
+    // reset, so the main file alone holds the store (docs/guarantees.md,
+    // "Copying a store"). It costs about what a commit of those pages does
+    // (docs/benchmarks.md). Off, a close leaves the commits in the log and
+    // the next writable open checkpoints them.
+    bool checkpoint_on_close = true;
 };
 
 struct root_info {
@@ -134,7 +142,18 @@ public:
 
     store(store&&) noexcept;
     store& operator=(store&&) noexcept;
-    ~store();  // uncommitted changes are discarded
+    // As close(), but an error is printed to stderr instead of thrown (the
+    // log still holds every commit: the next open recovers them).
+    ~store();
+
+    // Closes the store now: uncommitted changes are discarded, the committed
+    // state is checkpointed into the main file (unless
+    // open_options::checkpoint_on_close is off, or the store is read-only),
+    // and the files and the lock are released, whatever the checkpoint did.
+    // Afterwards the object may only be destroyed or assigned to. Throws
+    // what checkpoint() does (no_space, io, poisoned, corrupt): the store is
+    // closed all the same, and its log still holds every commit.
+    void close();
 
     // The root named `name`, created value-initialized (as T{} would be) and
     // registered if absent. type_mismatch if the root holds another type or
@@ -194,6 +213,17 @@ public:
     // Discards every change since the last commit. Pointers the program holds
     // into the store stay valid addresses and show the committed contents.
     void rollback();
+
+    // Copies every commit in the log into the main file and resets the log
+    // (the next writable open and, by default, a clean close do the same;
+    // commits do when the log passes open_options::checkpoint_bytes).
+    // Afterwards the main file alone holds the store. invalid_argument if the
+    // store is read-only, or if anything changed since the last commit
+    // (commit() or rollback() first: a transaction may have sent pages to the
+    // log already, and a checkpoint resets the log). no_space / io while
+    // writing the main file leave the log as it was; a failure after that
+    // poisons the handle (reopen: the next open finishes the checkpoint).
+    void checkpoint();
 
     // Address-space reuse (Texas's "strategy 2"). Starts a new epoch: every
     // resident page is dropped from memory (its data comes back from the
