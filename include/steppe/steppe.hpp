@@ -25,8 +25,8 @@
 //
 // Threads: any number of threads may read and write resident objects and
 // fault pages in at once. make, destroy, the root functions, commit,
-// rollback and reuse_address_space must not run while another thread touches
-// the store.
+// rollback, checkpoint, close and reuse_address_space must not run while
+// another thread touches the store.
 #pragma once
 
 #include <steppe/allocator.hpp>
@@ -221,8 +221,10 @@ public:
     // store is read-only, or if anything changed since the last commit
     // (commit() or rollback() first: a transaction may have sent pages to the
     // log already, and a checkpoint resets the log). no_space / io while
-    // writing the main file leave the log as it was; a failure after that
-    // poisons the handle (reopen: the next open finishes the checkpoint).
+    // copying pages leave the log as it was and the store usable; a failed
+    // fdatasync or header write poisons the handle (reopen: the open
+    // recovers from the log and checkpoints again). Like commit, it must not
+    // run while another thread touches the store.
     void checkpoint();
 
     // Address-space reuse (Texas's "strategy 2"). Starts a new epoch: every
