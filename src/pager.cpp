@@ -548,10 +548,14 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
 
 // 4. Address-space reuse ---------------------------------------------------------
 
-void pager::reuse_address_space() {
+std::size_t pager::uncommitted_pages() {
     take_new_and_freed_pages();
     note_written_pages();
-    std::size_t changed = txn_new_.size() + txn_freed_.size() + spilled_.size() + unwritten_.size();
+    return txn_new_.size() + txn_freed_.size() + spilled_.size() + unwritten_.size();
+}
+
+void pager::reuse_address_space() {
+    std::size_t changed = uncommitted_pages();
     if (changed)
         throw error(errc::invalid_argument,
                     "reuse_address_space: store " + storage_.path() + " has " + std::to_string(changed) +

@@ -133,6 +133,10 @@ public:
     // retires new ones; `committed_heap` is the heap as of the last commit.
     void rollback(std::unique_ptr<heap> committed_heap);
 
+    // Pages written, made or freed since the last commit, spilled ones
+    // included: 0 when the transaction in progress has changed no object.
+    std::size_t uncommitted_pages();
+
     // Starts a new address-space epoch: drops every resident page (they come
     // back from the store on the next touch, at the same address) and reclaims
     // the address space not used since the previous round. invalid_argument

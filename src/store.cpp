@@ -123,6 +123,8 @@ public:
     std::vector<root_info> roots() const;
     void commit();
     void rollback();
+    void checkpoint();
+    void close();
     void reuse_address_space() {
         pager::pause p(*pager_);
         pager_->reuse_address_space();
@@ -164,6 +166,9 @@ private:
     std::vector<std::uint64_t> catalog_pages_, roots_pages_, vtables_pages_;
     bool catalog_dirty_ = false, roots_dirty_ = false;
     std::uint64_t budget_pages_ = 0;
+    // A forked child inherits the handle but not the lock: it must leave the
+    // files alone at close.
+    pid_t opener_ = ::getpid();
 };
 
 namespace {
@@ -234,10 +239,25 @@ store_impl::store_impl(const std::string& path, const open_options& options) : o
 }
 
 store_impl::~store_impl() {
+    try {
+        close();
+    } catch (const std::exception& e) {  // destructors report, never throw
+        std::fprintf(stderr, "steppe: %s\n", e.what());
+    }
+}
+
+// 1. the STEPPE_STATS report
+// 2. leave the open list (steppe::allocator and the pointer lookups)
+// 3. drop the page engine: its eviction thread stops, uncommitted changes go
+// 4. checkpoint the committed state, after forgetting the frames the dropped
+//    transaction spilled to the log (a checkpoint resets the log)
+// 5. release the files and the lock, whether 4 succeeded or not
+void store_impl::close() {
+    if (!storage_) return;
     if (const char* env = std::getenv("STEPPE_STATS"); env && *env && std::strcmp(env, "0") != 0) {
         try {
             std::fprintf(stderr, "steppe: stats of %s at close:\n%s", path().c_str(), to_string(stats()).c_str());
-        } catch (const std::exception&) {  // a report is not worth an exception out of a destructor
+        } catch (const std::exception&) {  // a report is not worth failing the close for
         }
     }
     {
@@ -246,7 +266,19 @@ store_impl::~store_impl() {
     }
     if (t_current == this) t_current = nullptr;
     pager_.reset();
-    storage_.reset();
+    struct release {
+        std::unique_ptr<storage::storage>& files;
+        ~release() { files.reset(); }
+    } release_files{storage_};
+    if (!options_.checkpoint_on_close || options_.read_only || ::getpid() != opener_) return;
+    try {
+        storage_->discard_pending();
+        storage_->checkpoint();
+    } catch (const error& e) {
+        throw error(e.code(), "closing " + path() +
+                                  ": the checkpoint failed, so the log keeps its commits (the next open recovers "
+                                  "them): " + e.what());
+    }
 }
 
 bool store_impl::holds(const void* p) const { return pager_->holds(p); }
@@ -456,6 +488,22 @@ void store_impl::commit() {
     reuse_if_crowded("the commit");
 }
 
+// The committed state only, so nothing may have changed since the last
+// commit: pages a transaction spilled sit in the log after its last commit,
+// and the reset would lose them.
+void store_impl::checkpoint() {
+    if (options_.read_only)
+        throw error(errc::invalid_argument, "checkpoint: store " + path() + " is open read-only");
+    pager::pause p(*pager_);
+    std::size_t pages = pager_->uncommitted_pages();
+    if (pages || catalog_dirty_ || roots_dirty_)
+        throw error(errc::invalid_argument,
+                    "checkpoint: store " + path() + " has changes since the last commit (" + std::to_string(pages) +
+                        " pages written, made or freed" + (roots_dirty_ ? "; roots changed" : "") +
+                        (catalog_dirty_ ? "; new types" : "") + "); commit() or rollback() first");
+    storage_->checkpoint();
+}
+
 void store_impl::rollback() {
     pager::pause p(*pager_);
     pager_->rollback(load_heap());
@@ -578,6 +626,12 @@ bool store::remove_root(std::string_view name) { return impl_->remove_root(name)
 std::vector<root_info> store::roots() const { return impl_->roots(); }
 void store::commit() { impl_->commit(); }
 void store::rollback() { impl_->rollback(); }
+void store::checkpoint() { impl_->checkpoint(); }
+void store::close() {
+    if (!impl_) return;  // closed already, or moved from
+    std::unique_ptr<detail::store_impl> closing = std::move(impl_);
+    closing->close();
+}
 void store::reuse_address_space() { impl_->reuse_address_space(); }
 store_stats store::stats() const { return impl_->stats(); }
 

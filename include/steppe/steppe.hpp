@@ -8,7 +8,9 @@
 // Objects live in the store file and fault into memory on first touch, with
 // their pointers translated (swizzled) as each page arrives; once resident
 // they run at memory speed. commit() writes exactly the pages written since
-// the last commit, all or nothing. Closing without commit discards changes.
+// the last commit, all or nothing. Closing without commit discards changes;
+// a clean close copies the log's commits into the main file (checkpoint), so
+// a closed store is that one file.
 //
 // Errors are steppe::error exceptions with a code (see error.hpp). An error
 // met inside a page fault (a page failing its checksum, a failed read) cannot
@@ -23,8 +25,8 @@
 //
 // Threads: any number of threads may read and write resident objects and
 // fault pages in at once. make, destroy, the root functions, commit,
-// rollback and reuse_address_space must not run while another thread touches
-// the store.
+// rollback, checkpoint, close and reuse_address_space must not run while
+// another thread touches the store.
 #pragma once
 
 #include <steppe/allocator.hpp>
@@ -35,7 +37,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <new>
 #include <string>
 #include <string_view>
@@ -85,6 +86,13 @@ struct open_options {
     // store::salvage_report() says what was lost. `steppe recover NAME` does
     // the same.
     bool salvage_damaged_log = false;
+    // Closing a writable store (destructor or close()) checkpoints: every
+    // commit still in the log is copied into the main file and the log is
+    // reset, so the main file alone holds the store (docs/guarantees.md,
+    // "Copying a store"). It costs about what a commit of those pages does
+    // (docs/benchmarks.md). Off, a close leaves the commits in the log and
+    // the next writable open checkpoints them.
+    bool checkpoint_on_close = true;
 };
 
 struct root_info {
@@ -141,7 +149,18 @@ public:
 
     store(store&&) noexcept;
     store& operator=(store&&) noexcept;
-    ~store();  // uncommitted changes are discarded
+    // As close(), but an error is printed to stderr instead of thrown (the
+    // log still holds every commit: the next open recovers them).
+    ~store();
+
+    // Closes the store now: uncommitted changes are discarded, the committed
+    // state is checkpointed into the main file (unless
+    // open_options::checkpoint_on_close is off, or the store is read-only),
+    // and the files and the lock are released, whatever the checkpoint did.
+    // Afterwards the object may only be destroyed or assigned to. Throws
+    // what checkpoint() does (no_space, io, poisoned, corrupt): the store is
+    // closed all the same, and its log still holds every commit.
+    void close();
 
     // The root named `name`, created value-initialized (as T{} would be) and
     // registered if absent. type_mismatch if the root holds another type or
@@ -201,6 +220,19 @@ public:
     // Discards every change since the last commit. Pointers the program holds
     // into the store stay valid addresses and show the committed contents.
     void rollback();
+
+    // Copies every commit in the log into the main file and resets the log
+    // (the next writable open and, by default, a clean close do the same;
+    // commits do when the log passes open_options::checkpoint_bytes).
+    // Afterwards the main file alone holds the store. invalid_argument if the
+    // store is read-only, or if anything changed since the last commit
+    // (commit() or rollback() first: a transaction may have sent pages to the
+    // log already, and a checkpoint resets the log). no_space / io while
+    // copying pages leave the log as it was and the store usable; a failed
+    // fdatasync or header write poisons the handle (reopen: the open
+    // recovers from the log and checkpoints again). Like commit, it must not
+    // run while another thread touches the store.
+    void checkpoint();
 
     // Address-space reuse (Texas's "strategy 2"). Starts a new epoch: every
     // resident page is dropped from memory (its data comes back from the

@@ -32,7 +32,9 @@ namespace {
 void build_seed(const std::string& path, int variant) {
     remove_file(path);
     remove_file(path + "-wal");
-    auto s = steppe::store::open(path);
+    steppe::open_options o;
+    o.checkpoint_on_close = false;  // the seeds are to have commits in the log to damage
+    auto s = steppe::store::open(path, o);
     auto* head = s.root<fuzzed::Node*>("list");
     for (long i = 0; i < 300; ++i) *head = s.make<fuzzed::Node>(fuzzed::Node{i, *head, *head});
     if (variant > 0) {

@@ -28,6 +28,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "storage/checksum.hpp"
@@ -74,12 +77,19 @@ steppe::error open_error(const std::string& path, const steppe::open_options& o 
 #define EXPECT_CONTAINS(text, part) \
     EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
-// A store holding `n` parts on a list under root "parts", committed.
-void make_store(const std::string& path, long n = 3) {
-    auto s = steppe::store::open(path, opts());
+// A store holding `n` parts on a list under root "parts", committed (and
+// checkpointed into the main file by the close).
+void make_store(const std::string& path, long n = 3, const steppe::open_options& o = opts()) {
+    auto s = steppe::store::open(path, o);
     Part** head = s.root<Part*>("parts");
     for (long i = 0; i < n; ++i) *head = s.make<Part>(Part{i, *head});
     s.commit();
+}
+// The same with the commit left in the log, as a program that crashed leaves it.
+void make_store_in_log(const std::string& path, long n = 3) {
+    steppe::open_options o = opts();
+    o.checkpoint_on_close = false;
+    make_store(path, n, o);
 }
 long count_parts(steppe::store& s) {
     long n = 0;
@@ -259,7 +269,7 @@ TEST_F(BadInput, TruncatedDataPagesAreNamedByCheckAndNeverReadAsData) {
 }
 
 TEST_F(BadInput, MissingLogIsCorruptAndNamesTheLog) {
-    make_store(path);
+    make_store_in_log(path);
     fs::remove(path + "-wal");
     auto e = open_error(path);
     EXPECT_EQ(e.code(), steppe::errc::corrupt);
@@ -269,8 +279,8 @@ TEST_F(BadInput, MissingLogIsCorruptAndNamesTheLog) {
 
 TEST_F(BadInput, ForeignLogIsCorrupt) {
     std::string other = dir.path("other.db");
-    make_store(other);
-    make_store(path);
+    make_store_in_log(other);
+    make_store_in_log(path);
     fs::copy_file(other + "-wal", path + "-wal", fs::copy_options::overwrite_existing);
     auto e = open_error(path);
     EXPECT_EQ(e.code(), steppe::errc::corrupt);
@@ -507,8 +517,10 @@ TEST_F(BadInput, DiskFullDuringACheckpointInsideCommitLosesNothing) {
             auto r = error_of([&] { steppe::store::open(p, opts(true)); });  // our own writer lock
             EXPECT_EQ(r.code(), steppe::errc::locked);
         }
-        s = steppe::store::open(dir.path("unused.db"), opts());  // close p: its open-time checkpoint comes next
-        auto e = error_of([&] { steppe::store::open(p, opts()); });
+        auto closing = error_of([&] { s.close(); });
+        EXPECT_EQ(closing.code(), steppe::errc::no_space) << "the close checkpoints, and the disk is full";
+        EXPECT_CONTAINS(closing.what(), "the log keeps its commits");
+        auto e = error_of([&] { steppe::store::open(p, opts()); });  // the close released the lock
         EXPECT_EQ(e.code(), steppe::errc::no_space) << "a writable open checkpoints first, and the disk is full";
         EXPECT_CONTAINS(e.what(), p);
         {
@@ -522,13 +534,51 @@ TEST_F(BadInput, DiskFullDuringACheckpointInsideCommitLosesNothing) {
     });
 }
 
+// A destructor cannot throw: the failed close-time checkpoint is reported on
+// stderr, the lock is released, and the log keeps every commit.
+TEST_F(BadInput, DiskFullDuringTheCheckpointAtCloseIsReportedAndLosesNothing) {
+    std::string d = dir.path("small");
+    fs::create_directory(d);
+    const std::string report = dir.path("stderr.txt");
+    RUN_IN_CHILD([&] {
+        private_tmpfs(d, "size=3m");
+        std::string p = d + "/s.db";
+        std::optional<steppe::store> s(steppe::store::open(p, opts()));
+        Part** head = s->root<Part*>("parts");
+        for (long i = 0; i < 12000; ++i) *head = s->make<Part>(Part{i, *head});  // ~50 pages, in the log
+        s->commit();
+        fill_up(d);
+        std::fflush(stderr);
+        int saved = ::dup(2);
+        int to = ::open(report.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ::dup2(to, 2);
+        s.reset();
+        std::fflush(stderr);
+        ::dup2(saved, 2);
+        ::close(to);
+        ::close(saved);
+        std::stringstream printed;
+        printed << std::ifstream(report).rdbuf();
+        EXPECT_CONTAINS(printed.str(), "steppe: closing " + p + ": the checkpoint failed, so the log keeps its commits");
+        EXPECT_CONTAINS(printed.str(), "No space left on device");
+        {
+            auto r = steppe::store::open(p, opts(true));  // the lock was released; readers need no room
+            EXPECT_EQ(count_parts(r), 12000);
+        }
+        fs::remove(d + "/filler");
+        auto w = steppe::store::open(p, opts());
+        EXPECT_EQ(count_parts(w), 12000);
+        EXPECT_TRUE(w.check().empty());
+    });
+}
+
 TEST_F(BadInput, DiskFullDuringTheCheckpointAtOpenLeavesTheLogToReplay) {
     std::string d = dir.path("small");
     fs::create_directory(d);
     RUN_IN_CHILD([&] {
         private_tmpfs(d, "size=3m");
         std::string p = d + "/s.db";
-        make_store(p, 12000);  // ~50 pages, all still in the log (checkpoint_bytes is 64 MiB)
+        make_store_in_log(p, 12000);  // ~50 pages, all still in the log (checkpoint_bytes is 64 MiB)
         fill_up(d);
         auto e = error_of([&] { steppe::store::open(p, opts()); });
         EXPECT_EQ(e.code(), steppe::errc::no_space);

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <steppe/steppe.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -27,8 +30,13 @@ protected:
     steppe::test::temp_dir dir;
     std::string path = dir.path("s.db");
 
-    void make_store() {
-        auto s = steppe::store::open(path);
+    // 1,000 nodes in one commit, checkpointed into the main file at close.
+    void make_store() { make_store({}); }
+    // The same with the commit left in the log.
+    void make_store_keeping_log() { make_store(keep_log()); }
+    static steppe::open_options keep_log() { return {.checkpoint_on_close = false}; }
+    void make_store(const steppe::open_options& o) {
+        auto s = steppe::store::open(path, o);
         auto* head = s.root<cli::Node*>("list");
         for (long i = 0; i < 1000; ++i) *head = s.make<cli::Node>(cli::Node{i, *head});
         *s.root<long>("count") = 1000;
@@ -41,7 +49,7 @@ protected:
 };
 
 TEST_F(CliTest, InfoShowsFormatSizesAndLogState) {
-    make_store();
+    make_store_keeping_log();
     auto r = run_cli("info " + path);
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(masked(r.out),
@@ -52,6 +60,22 @@ TEST_F(CliTest, InfoShowsFormatSizesAndLogState) {
               "main file    12288 bytes\n"
               "log          STORE-wal: 1048576 bytes, generation 1, 37600 bytes in use\n"
               "log state    1 commits (9 distinct pages) not yet checkpointed\n"
+              "last commit  1\n"
+              "commit mark  commit 1 known durable\n");
+}
+
+TEST_F(CliTest, InfoAfterACleanCloseShowsAnEmptyLog) {
+    make_store();
+    auto r = run_cli("info " + path);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(masked(r.out),
+              "store        STORE\n"
+              "format       version 2, page size 4096\n"
+              "store id     ID\n"
+              "pages        10 (0.0 MiB)\n"
+              "main file    61440 bytes\n"
+              "log          STORE-wal: 1048576 bytes, generation 2, 0 bytes in use\n"
+              "log state    0 commits (0 distinct pages) not yet checkpointed\n"
               "last commit  1\n"
               "commit mark  commit 1 known durable\n");
 }
@@ -115,7 +139,7 @@ TEST_F(CliTest, CheckOfAnUnopenableStoreIsAFinding) {
 TEST_F(CliTest, DamagedLogIsNamedByCheckAndSalvagedByRecover) {
     make_store();
     {
-        auto s = steppe::store::open(path);
+        auto s = steppe::store::open(path, keep_log());
         *s.root<long>("count") = 2000;
         s.commit();
         *s.root<long>("count") = 3000;
@@ -150,7 +174,7 @@ TEST_F(CliTest, DamagedLogIsNamedByCheckAndSalvagedByRecover) {
 TEST_F(CliTest, SalvageOptionOpensAtTheLastIntactCommit) {
     make_store();
     {
-        auto s = steppe::store::open(path);
+        auto s = steppe::store::open(path, keep_log());
         *s.root<long>("count") = 2000;
         s.commit();
     }
@@ -161,6 +185,61 @@ TEST_F(CliTest, SalvageOptionOpensAtTheLastIntactCommit) {
     EXPECT_NE(s.salvage_report().find("Commits 2 to 2"), std::string::npos) << s.salvage_report();
     EXPECT_EQ(*s.find_root<long>("count"), 1000);
     EXPECT_TRUE(s.check().empty());
+}
+
+TEST_F(CliTest, CheckpointCopiesTheLogIntoTheMainFile) {
+    make_store_keeping_log();
+    auto r = run_cli("checkpoint " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(masked(r.out), "STORE: checkpointed: the main file alone holds the store (10 pages)\n");
+    r = run_cli("info " + path);
+    EXPECT_NE(r.out.find("log state    0 commits (0 distinct pages) not yet checkpointed\n"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("last commit  1\n"), std::string::npos) << r.out;
+    r = run_cli("check " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(run_cli("checkpoint " + path).exit_code, 0) << "an empty log: nothing to do, and no error";
+}
+
+TEST_F(CliTest, CheckpointOfAStoreOpenElsewhereExitsTwo) {
+    make_store_keeping_log();
+    int opened[2], release[2];
+    ASSERT_EQ(::pipe(opened), 0);
+    ASSERT_EQ(::pipe(release), 0);
+    pid_t holder = ::fork();
+    ASSERT_GE(holder, 0);
+    if (holder == 0) {
+        ::close(opened[0]);
+        ::close(release[1]);
+        {
+            auto s = steppe::store::open(path);
+            char c = 1;
+            if (::write(opened[1], &c, 1) != 1 || ::read(release[0], &c, 1) < 0) ::_exit(1);
+        }
+        ::_exit(0);
+    }
+    ::close(opened[1]);
+    ::close(release[0]);
+    char c;
+    ASSERT_EQ(::read(opened[0], &c, 1), 1) << "the holder could not open the store";
+    auto r = run_cli("checkpoint " + path);
+    ::close(release[1]);
+    int status = 0;
+    ::waitpid(holder, &status, 0);
+    EXPECT_EQ(status, 0);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("(locked)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(std::to_string(holder)), std::string::npos) << "names the holder: " << r.out;
+    EXPECT_NE(r.out.find("a program has the store open"), std::string::npos) << r.out;
+    EXPECT_EQ(run_cli("check " + path).exit_code, 0);
+}
+
+TEST_F(CliTest, CheckpointOfAMissingStoreExitsTwoAndCreatesNoStore) {
+    auto r = run_cli("checkpoint " + path);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
 }
 
 TEST_F(CliTest, MissingStoreAndBadUsageExitTwo) {
