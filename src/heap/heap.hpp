@@ -344,6 +344,24 @@ public:
     // The allocated chunk containing `addr` (any byte of it), if any.
     std::optional<chunk_info> find_chunk(std::uint64_t addr) const noexcept;
 
+    // What the byte at persistent address `addr` belongs to: an allocated
+    // object (a small chunk, or the elements of a large object), or what else
+    // it lies in. O(1) from the page's descriptor, no allocation: the fault
+    // handler asks it for every pointer it swizzles (invariant S1, see
+    // src/stored_pointer.hpp).
+    enum class place : std::uint8_t {
+        object,
+        beyond,         // at or past page_count()
+        reserved,       // the storage layer's pages
+        free_page,
+        heap_metadata,  // a system page of heap_owner
+        system_page,    // a system page of another owner (catalog, roots)
+        free_chunk,     // a small page's chunk that is not allocated
+        past_chunks,    // a small page's tail that no chunk covers
+        past_object,    // a large run's last page, past the object's elements
+    };
+    place place_of(std::uint64_t addr) const noexcept;
+
     std::uint64_t page_count() const noexcept { return pages_.size(); }
     std::uint64_t reserved_pages() const noexcept { return reserved_pages_; }
     const std::vector<std::uint64_t>& metadata_pages() const noexcept { return meta_pages_; }
