@@ -281,12 +281,14 @@ void pager::address_space_exhausted(std::uint64_t page, translate::unit u) const
 // 2. Allocation ---------------------------------------------------------------
 
 void* pager::to_pointer(std::uint64_t persistent) {
-    bool ok = true;
-    std::uintptr_t v = swizzle_word(persistent, ok);
+    if (persistent == 0) return nullptr;
+    const pointer_aim aim = aim_of(*heap_, persistent);
+    bool ok = aim.admitted();  // S1 (stored_pointer.hpp); swizzle_word accepts every such word
+    std::uintptr_t v = ok ? swizzle_word(persistent, ok) : 0;
     if (!ok) {
         char why[512];
         storage::fixed_message m(why, sizeof why);
-        describe_aim(m, persistent, aim_of(*heap_, persistent), *heap_);
+        describe_aim(m, persistent, aim, *heap_);
         throw error(errc::corrupt, storage_.path() + ": a stored persistent address " + why);
     }
     return reinterpret_cast<void*>(v);

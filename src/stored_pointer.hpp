@@ -3,8 +3,8 @@
 // to_pointer alike.
 //
 // Invariant (S1): every non-null pointer word of a committed data page aims
-// inside an allocated object of a data page, or exactly one past its end, or
-// at memory a destroyed object left behind:
+// inside an allocated object of a data page or exactly one past its end, or
+// is dangling: it aims at memory that held one when the word was written.
 //   * a plain word a: the byte at a lies in an allocated object (a small
 //     chunk whose bitmap bit is set, or the elements of a large object), or
 //     a is not page-aligned and the byte at a - 1 does (one past the end
@@ -12,25 +12,26 @@
 //   * an end-tagged word (translate/swizzle.hpp) end_tag | a: a is
 //     page-aligned and the byte at a - 1, the last of its unit, lies in an
 //     allocated object (one past the end of a unit, which maps to its guard);
-//   * dangling: the byte aimed at (a, or a - 1 for an end-tagged word) lies
-//     in a free chunk or a free page. An object destroyed while a page that
-//     is not written again still points at it leaves such a word: a deque's
-//     map keeps the blocks pop_front freed, a vector's spare capacity the
-//     pointers it held, a program its own stale pointers. They cannot be told
-//     from crafted ones, so they are accepted: a word into a free page is
-//     swizzled to a page that is never mapped, one into a free chunk to the
-//     (zeroed) chunk.
-// Anything else (heap or store metadata, the storage layer's pages, a small
-// page's tail past its last chunk, a large run past its object, beyond the
-// store, an end-tagged word off a page boundary) no sequence of store calls
-// writes, so it is damage: the fault handler ends the process naming the
-// page, the offset, the word and what it aims at, and store::check (`steppe
-// check`) reports it the same way.
+//   * dangling: an object destroyed while a page that is not written again
+//     still points at it leaves such a word (a deque's map keeps the blocks
+//     pop_front freed, its blocks the buffers of the strings it popped, a
+//     vector's spare capacity what it held). The freed memory may since be
+//     a free chunk or page, or any part of a page reused in another role:
+//     heap or store metadata, a small page of another size class (its tail
+//     past the last chunk), another large object (past its elements). So a
+//     word into any page the heap hands out is accepted; one into a free page
+//     or a metadata page is swizzled to a page that is never mapped, one into
+//     a data page to that page.
+// No word aims at the storage layer's pages (never handed out), beyond the
+// store (page_count never shrinks), or is end-tagged off a page boundary:
+// that is damage, and the fault handler ends the process naming the page,
+// the offset, the word and what it aims at; store::check (`steppe check`)
+// reports it the same way.
 // The unswizzler writes S1 words for every pointer a program can form
 // without undefined behaviour (pager::unswizzle_into stores a pointer into a
-// retired range as null). Checked by aim_of() in the fault handler for
-// every pointer it swizzles, and by check_pointers() for every pointer of
-// every data page.
+// retired range as null). Checked by aim_of() in the fault handler for every
+// pointer it swizzles, and by check_pointers() for every pointer of every
+// data page.
 #pragma once
 
 #include <cstddef>
@@ -50,7 +51,7 @@ struct pointer_aim {
     bool off_boundary = false;               // an end-tagged word that is not page-aligned
     bool ok() const noexcept { return what == heap::place::object && !off_boundary; }
     bool dangling() const noexcept {
-        return !off_boundary && (what == heap::place::free_chunk || what == heap::place::free_page);
+        return !ok() && !off_boundary && what != heap::place::beyond && what != heap::place::reserved;
     }
     bool admitted() const noexcept { return ok() || dangling(); }  // S1 holds for this word
 };
