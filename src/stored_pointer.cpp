@@ -4,27 +4,6 @@
 
 namespace steppe {
 
-namespace {
-constexpr std::uint64_t page_bytes = translate::page_size;
-
-pointer_aim aim_at(const heap& h, std::uint64_t addr) noexcept {
-    return {h.place_of(addr), addr / page_bytes, false};
-}
-}  // namespace
-
-pointer_aim aim_of(const heap& h, std::uint64_t word) noexcept {
-    const std::uint64_t a = word & ~translate::end_tag;
-    if (word & translate::end_tag) {
-        // The unswizzler makes these only from a guard page's first byte.
-        if (a == 0 || a % page_bytes != 0) return {h.place_of(a), a / page_bytes, true};
-        return aim_at(h, a - 1);
-    }
-    pointer_aim at = aim_at(h, a);
-    if (at.ok() || a % page_bytes == 0) return at;
-    const pointer_aim before = aim_at(h, a - 1);
-    return before.ok() ? before : at;
-}
-
 void append_hex(storage::fixed_message& m, std::uint64_t v) noexcept {
     char digits[19] = "0x";
     int n = 0;

@@ -57,8 +57,20 @@ struct pointer_aim {
 };
 
 // What the non-null stored word `word` aims at in heap `h`. O(1), no
-// allocation, async-signal-safe.
-pointer_aim aim_of(const heap& h, std::uint64_t word) noexcept;
+// allocation, async-signal-safe; inline, as it runs for every pointer the
+// fault handler swizzles.
+inline pointer_aim aim_of(const heap& h, std::uint64_t word) noexcept {
+    constexpr std::uint64_t page_bytes = translate::page_size;
+    const std::uint64_t a = word & ~translate::end_tag;
+    if (word & translate::end_tag) {
+        // The unswizzler makes these only from a guard page's first byte.
+        if (a == 0 || a % page_bytes != 0) return {h.place_of(a), a / page_bytes, true};
+        return {h.place_of(a - 1), (a - 1) / page_bytes, false};
+    }
+    const pointer_aim at{h.place_of(a), a / page_bytes, false};
+    if (at.ok() || a % page_bytes == 0 || h.place_of(a - 1) != heap::place::object) return at;
+    return {heap::place::object, a / page_bytes, false};  // one past the end inside the page
+}
 
 // Appends "holds 0x..., which aims at <what>" (no allocation).
 void describe_aim(storage::fixed_message& m, std::uint64_t word, const pointer_aim& aim, const heap& h) noexcept;

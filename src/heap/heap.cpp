@@ -424,29 +424,6 @@ std::optional<heap::chunk_info> heap::find_chunk(std::uint64_t addr) const noexc
     }
 }
 
-heap::place heap::place_of(std::uint64_t addr) const noexcept {
-    const std::uint64_t page = addr / page_size, offset = addr % page_size;
-    if (page >= pages_.size()) return place::beyond;
-    const page_desc& d = pages_[page];
-    switch (d.kind_) {
-    case page_kind::small: {
-        const auto chunk = static_cast<std::uint32_t>(offset / d.chunk_size());
-        if (chunk >= d.chunk_capacity()) return place::past_chunks;
-        return d.chunk_allocated(chunk) ? place::object : place::free_chunk;
-    }
-    case page_kind::large_head:
-    case page_kind::large_tail: {
-        const page_desc& head = pages_[page - d.head_distance()];
-        const std::uint64_t in_object = d.head_distance() * page_size + offset;
-        return in_object / head.elem_size_ < head.elem_count() ? place::object : place::past_object;
-    }
-    case page_kind::system: return d.owner() == heap_owner ? place::heap_metadata : place::system_page;
-    case page_kind::reserved: return place::reserved;
-    case page_kind::free: break;
-    }
-    return place::free_page;
-}
-
 heap::stats_t heap::stats() const noexcept {
     stats_t s;
     s.page_count = page_count();
