@@ -14,6 +14,7 @@
 #include <set>
 
 #include "storage/fixed_message.hpp"
+#include "stored_pointer.hpp"
 
 namespace steppe {
 
@@ -127,18 +128,19 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     std::uint64_t count = 0;
     std::uint64_t targets[prefetch_per_page];
     int target_count = 0;
-    translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t) {
+    translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t field) {
         std::uint64_t word;
         std::memcpy(&word, out + at, sizeof word);
-        std::uint64_t target = (word & ~translate::end_tag) / translate::page_size;
-        if (word && target != page && target < heap_->page_count() && target_count < prefetch_per_page &&
-            (target_count == 0 || targets[target_count - 1] != target))
-            targets[target_count++] = target;
+        ++count;
+        if (word == 0) return;
+        const pointer_aim aim = aim_of(*heap_, word);
+        if (!aim.admitted()) bad_pointer(page, at, field, layout.type, word, aim);  // S1 (stored_pointer.hpp)
+        if (aim.ok() && aim.page != page && target_count < prefetch_per_page &&
+            (target_count == 0 || targets[target_count - 1] != aim.page))
+            targets[target_count++] = aim.page;
         bool ok = true;
         std::uintptr_t v = swizzle_word(word, ok);
-        if (!ok) fatal("cannot swizzle", page, "it holds a pointer beyond the end of the store");
         std::memcpy(out + at, &v, sizeof v);
-        ++count;
     });
     pointers_swizzled_.fetch_add(count, std::memory_order_relaxed);
     translate::for_each_vptr(layout, [&](std::size_t at, std::uint32_t) {
@@ -237,6 +239,17 @@ void pager::fatal(const char* what, std::uint64_t page, const char* detail, cons
     ::_exit(vm::fatal_exit_status);
 }
 
+void pager::bad_pointer(std::uint64_t page, std::size_t at, std::uint32_t field, const translate::type_shape* type,
+                        std::uint64_t word, const pointer_aim& aim) const noexcept {
+    static char why[1024];
+    storage::fixed_message m(why, sizeof why);
+    describe_field(m, at, field, type);
+    m << " ";
+    describe_aim(m, word, aim, *heap_);
+    m << " (a stored pointer must aim inside an allocated object, one past its end, or at freed memory)";
+    fatal("cannot swizzle", page, why);
+}
+
 // Why a unit of `unit_pages` got no address space, and what to do about it:
 // one text for the fault path (so no allocation) and for make().
 void pager::explain_no_address_space(std::uint64_t unit_pages, storage::fixed_message& why,
@@ -268,11 +281,16 @@ void pager::address_space_exhausted(std::uint64_t page, translate::unit u) const
 // 2. Allocation ---------------------------------------------------------------
 
 void* pager::to_pointer(std::uint64_t persistent) {
-    bool ok = true;
-    std::uintptr_t v = swizzle_word(persistent, ok);
-    if (!ok)
-        throw error(errc::corrupt, storage_.path() + ": persistent address " + hex(persistent) +
-                                       " lies beyond the end of the store");
+    if (persistent == 0) return nullptr;
+    const pointer_aim aim = aim_of(*heap_, persistent);
+    bool ok = aim.admitted();  // S1 (stored_pointer.hpp); swizzle_word accepts every such word
+    std::uintptr_t v = ok ? swizzle_word(persistent, ok) : 0;
+    if (!ok) {
+        char why[512];
+        storage::fixed_message m(why, sizeof why);
+        describe_aim(m, persistent, aim, *heap_);
+        throw error(errc::corrupt, storage_.path() + ": a stored persistent address " + why);
+    }
     return reinterpret_cast<void*>(v);
 }
 

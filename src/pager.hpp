@@ -51,6 +51,7 @@
 #include "heap/heap.hpp"
 #include "storage/fixed_message.hpp"
 #include "storage/storage.hpp"
+#include "stored_pointer.hpp"
 #include "translate/page_map.hpp"
 #include "translate/residency.hpp"
 #include "translate/swizzle.hpp"
@@ -179,6 +180,9 @@ private:
     // `advice` (what to do) defaults to running steppe check.
     [[noreturn]] void fatal(const char* what, std::uint64_t page, const char* detail,
                             const char* advice = nullptr) const noexcept;
+    [[noreturn]] void bad_pointer(std::uint64_t page, std::size_t at, std::uint32_t field,
+                                  const translate::type_shape* type, std::uint64_t word,
+                                  const pointer_aim& aim) const noexcept;
     [[noreturn]] void address_space_exhausted(std::uint64_t page, translate::unit u) const noexcept;
     void explain_no_address_space(std::uint64_t unit_pages, storage::fixed_message& why,
                                   storage::fixed_message& advice) const noexcept;

@@ -24,6 +24,7 @@
 #include "pager.hpp"
 #include "storage/checksum.hpp"
 #include "storage/storage.hpp"
+#include "stored_pointer.hpp"
 #include "types/types.hpp"
 
 namespace steppe {
@@ -587,17 +588,7 @@ std::vector<std::string> store_impl::check() const {
     storage::read_failure why;
     for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
         if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why, true)) continue;
-        translate::for_each_pointer(pager_->layout_of_page(h, p), [&](std::size_t at, std::uint32_t) {
-            std::uint64_t w;
-            std::memcpy(&w, page.data() + at, sizeof w);
-            if (w == 0) return;
-            std::uint64_t a = w & ~translate::end_tag;
-            bool end = w != a;
-            std::uint64_t target = end ? (a - 1) / storage::page_size : a / storage::page_size;
-            if (a == 0 || target == 0 || target >= h.page_count())
-                findings.push_back(path() + ": page " + std::to_string(p) + " offset " + std::to_string(at) +
-                                   ": pointer " + std::to_string(w) + " lies outside the store");
-        });
+        check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), path() + ": ", findings);
     }
     return findings;
 }

@@ -344,6 +344,24 @@ public:
     // The allocated chunk containing `addr` (any byte of it), if any.
     std::optional<chunk_info> find_chunk(std::uint64_t addr) const noexcept;
 
+    // What the byte at persistent address `addr` belongs to: an allocated
+    // object (a small chunk, or the elements of a large object), or what else
+    // it lies in. O(1) from the page's descriptor, no allocation: the fault
+    // handler asks it for every pointer it swizzles (invariant S1, see
+    // src/stored_pointer.hpp).
+    enum class place : std::uint8_t {
+        object,
+        beyond,         // at or past page_count()
+        reserved,       // the storage layer's pages
+        free_page,
+        heap_metadata,  // a system page of heap_owner
+        system_page,    // a system page of another owner (catalog, roots)
+        free_chunk,     // a small page's chunk that is not allocated
+        past_chunks,    // a small page's tail that no chunk covers
+        past_object,    // a large run's last page, past the object's elements
+    };
+    place place_of(std::uint64_t addr) const noexcept;
+
     std::uint64_t page_count() const noexcept { return pages_.size(); }
     std::uint64_t reserved_pages() const noexcept { return reserved_pages_; }
     const std::vector<std::uint64_t>& metadata_pages() const noexcept { return meta_pages_; }
@@ -417,5 +435,49 @@ private:
 };
 
 const char* to_string(heap::page_kind kind) noexcept;
+
+namespace heap_detail {
+// Per size class, 2^32 / size + 1: offset / size == (offset * it) >> 32 for
+// every offset in a page (the error, offset * ((2^32 / size + 1) * size -
+// 2^32) / 2^32, stays below 1 while offset * size < 2^32). place_of runs for
+// every pointer the fault handler swizzles, and a division costs more than
+// the rest of it.
+inline constexpr auto chunk_reciprocals = [] {
+    std::array<std::uint64_t, heap::class_count> r{};
+    for (std::size_t c = 0; c < heap::class_count; ++c) r[c] = (std::uint64_t{1} << 32) / heap::class_size(c) + 1;
+    return r;
+}();
+constexpr bool chunk_reciprocals_exact() {
+    for (std::size_t c = 0; c < heap::class_count; ++c)
+        for (std::uint64_t offset = 0; offset < heap::page_size; ++offset)
+            if (((offset * chunk_reciprocals[c]) >> 32) != offset / heap::class_size(c)) return false;
+    return true;
+}
+static_assert(chunk_reciprocals_exact());
+}  // namespace heap_detail
+
+inline heap::place heap::place_of(std::uint64_t addr) const noexcept {
+    const std::uint64_t page = addr / page_size, offset = addr % page_size;
+    if (page >= pages_.size()) return place::beyond;
+    const page_desc& d = pages_[page];
+    switch (d.kind_) {
+    case page_kind::small: {
+        const auto chunk = static_cast<std::uint32_t>((offset * heap_detail::chunk_reciprocals[d.cls_]) >> 32);
+        if (chunk >= d.chunk_capacity()) return place::past_chunks;
+        return d.chunk_allocated(chunk) ? place::object : place::free_chunk;
+    }
+    case page_kind::large_head:
+    case page_kind::large_tail: {
+        // elem_size * count fits: it is below the run's length in bytes (H5).
+        const page_desc& head = pages_[page - d.head_distance()];
+        const std::uint64_t in_object = d.head_distance() * page_size + offset;
+        return in_object < std::uint64_t{head.elem_size_} * head.elem_count() ? place::object : place::past_object;
+    }
+    case page_kind::system: return d.owner() == heap_owner ? place::heap_metadata : place::system_page;
+    case page_kind::reserved: return place::reserved;
+    case page_kind::free: break;
+    }
+    return place::free_page;
+}
 
 }  // namespace steppe
