@@ -1,12 +1,14 @@
 #include <steppe/error.hpp>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <compare>
@@ -17,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/system_error.hpp"
 #include "storage/io.hpp"
@@ -124,9 +127,12 @@ private:
 //      inherited through fork: they are stale, and the flock (shared with the
 //      parent) answers for the parent.
 //
-// flock locks belong to the open file description, which a fork shares: the
-// child closing its copies of the descriptors releases nothing, while
-// LOCK_UN would release the parent's lock, so this code never uses it.
+// flock locks belong to the open file description, which a fork shares. A
+// forked child closes its copies of the lock descriptors at once (a fork
+// handler): that releases nothing of the parent's, and the child does not
+// keep the store locked after the parent closes it. LOCK_UN would release
+// the parent's lock, so this code never uses it, and a lock handle
+// destroyed in a child does nothing.
 
 struct file_id {
     dev_t dev;
@@ -141,16 +147,12 @@ public:
     // Throws locked if this process holds the file in a way that conflicts.
     void check(file_id id, bool exclusive, const std::string& path) {
         std::lock_guard hold(mutex_);
-        auto it = held_.find(id);
-        if (it == held_.end() || it->second.pid != ::getpid() || (!exclusive && !it->second.exclusive)) return;
-        throw error(errc::locked, "store " + path + " is already open in this process" +
-                                      (it->second.path == path ? "" : " (as " + it->second.path + ")") +
-                                      (it->second.exclusive ? "" : ", read-only") +
-                                      "; open it once and share the steppe::store");
+        check_locked(id, exclusive, path);
     }
+    // The same, then counts one more holder.
     void add(file_id id, bool exclusive, const std::string& path) {
-        check(id, exclusive, path);
         std::lock_guard hold(mutex_);
+        check_locked(id, exclusive, path);
         entry& e = held_[id];
         if (e.pid != ::getpid()) e = {::getpid(), exclusive, 0, path};
         ++e.holders;
@@ -161,7 +163,34 @@ public:
         if (it != held_.end() && --it->second.holders == 0) held_.erase(it);
     }
 
+    // Descriptors holding locks, closed in a forked child.
+    void add_descriptor(int fd) {
+        std::lock_guard hold(mutex_);
+        descriptors_.push_back(fd);
+    }
+    // Closes it (the lock goes with it) unless this is a child forked since it was taken.
+    void close_descriptor(int fd) noexcept {
+        std::lock_guard hold(mutex_);
+        auto it = std::find(descriptors_.begin(), descriptors_.end(), fd);
+        if (it != descriptors_.end()) descriptors_.erase(it);
+        ::close(fd);
+    }
+
+    // Fork handlers: the table is whole in the child, which closes the descriptors.
+    static void before_fork() noexcept;
+    static void in_parent() noexcept;
+    static void in_child() noexcept;
+
 private:
+    void check_locked(file_id id, bool exclusive, const std::string& path) const {
+        auto it = held_.find(id);
+        if (it == held_.end() || it->second.pid != ::getpid() || (!exclusive && !it->second.exclusive)) return;
+        throw error(errc::locked, "store " + path + " is already open in this process" +
+                                      (it->second.path == path ? "" : " (as " + it->second.path + ")") +
+                                      (it->second.exclusive ? "" : ", read-only") +
+                                      "; open it once and share the steppe::store");
+    }
+
     struct entry {
         pid_t pid = 0;
         bool exclusive = false;
@@ -170,11 +199,26 @@ private:
     };
     std::mutex mutex_;
     std::map<file_id, entry> held_;
+    std::vector<int> descriptors_;
 };
 
 held_files& held() {
-    static held_files instance;
-    return instance;
+    static held_files* instance = [] {
+        auto* table = new held_files;  // never destroyed: fork handlers and late destructors use it
+        if (int err = ::pthread_atfork(held_files::before_fork, held_files::in_parent, held_files::in_child))
+            throw_system_error("pthread_atfork", "-", err, "registering the lock table's fork handler");
+        return table;
+    }();
+    return *instance;
+}
+
+void held_files::before_fork() noexcept { held().mutex_.lock(); }
+void held_files::in_parent() noexcept { held().mutex_.unlock(); }
+void held_files::in_child() noexcept {
+    held_files& h = held();
+    for (int fd : h.descriptors_) ::close(fd);
+    h.descriptors_.clear();
+    h.mutex_.unlock();
 }
 
 // Does `path` still name the file open as `fd`? (A missing path does not.)
@@ -253,7 +297,8 @@ struct closing {
 class posix_lock final : public lock_handle {
 public:
     posix_lock(std::string store_path, bool exclusive, mode_t create_mode)
-        : store_path_(std::move(store_path)), lock_path_(store_path_ + "-lock"), exclusive_(exclusive) {
+        : store_path_(std::move(store_path)), lock_path_(store_path_ + "-lock"), exclusive_(exclusive),
+          owner_(::getpid()) {
         struct stat st;
         if (::stat(store_path_.c_str(), &st) == 0) held().check(id_of(st), exclusive_, store_path_);
         for (int attempt = 0; lock_fd_ < 0; ++attempt) {
@@ -268,7 +313,10 @@ public:
                 int err = errno;
                 throw_lock_failure(fd, err, exclusive_, store_path_, lock_path_, read_pid(fd));
             }
-            if (names_file(fd, lock_path_)) lock_fd_ = guard.release();
+            if (names_file(fd, lock_path_)) {
+                held().add_descriptor(fd);
+                lock_fd_ = guard.release();
+            }
         }
         if (!exclusive_) return;
         try {
@@ -285,9 +333,10 @@ public:
     }
 
     ~posix_lock() override {
+        if (::getpid() != owner_) return;  // a forked child: the parent's lock, not to be touched
         if (store_fd_ >= 0) {
             held().remove(store_id_);
-            ::close(store_fd_);  // closing releases the flock
+            held().close_descriptor(store_fd_);  // closing releases the flock
         }
         if (exclusive_ && !store_existed_ && !exists_nothrow(store_path_)) {
             // This open was to create the store and did not: remove what it made.
@@ -309,6 +358,7 @@ public:
             held().remove(id_of(st));
             throw_lock_failure(fd, err, exclusive_, store_path_, "", flock_holder(id_of(st)));
         }
+        held().add_descriptor(fd);
         store_id_ = id_of(st);
         store_fd_ = guard.release();
     }
@@ -322,7 +372,7 @@ private:
         if (exclusive_ && ::fstat(lock_fd_, &open_st) == 0 && ::stat(lock_path_.c_str(), &path_st) == 0 &&
             id_of(open_st) == id_of(path_st))
             ::unlink(lock_path_.c_str());
-        ::close(lock_fd_);
+        held().close_descriptor(lock_fd_);
         lock_fd_ = -1;
     }
 
@@ -331,6 +381,7 @@ private:
     int lock_fd_ = -1;
     int store_fd_ = -1;
     file_id store_id_{};
+    pid_t owner_;  // the process that took the lock
     bool store_existed_ = true, log_existed_ = true;
 };
 

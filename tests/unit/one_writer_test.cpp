@@ -377,6 +377,35 @@ TEST_P(Fork, ChildExitingNormallyLeavesTheParentsStoreAndLockAlone) {
     EXPECT_TRUE(r.check().empty());
 }
 
+TEST_P(Fork, ChildDoesNotKeepTheStoreLockedAfterTheParentClosesIt) {
+    auto s = steppe::store::open(path, fork_opts());
+    add_parts(s, 2);
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    std::fflush(nullptr);
+    pid_t child = ::fork();
+    if (child == 0) {  // lives on, without exec, until the parent is done
+        char c;
+        (void)!::read(go[0], &c, 1);
+        ::_exit(0);
+    }
+    s = steppe::store::open(dir.path("other.db"), fork_opts());  // closes the store
+    {
+        auto again = steppe::store::open(path, fork_opts());
+        add_parts(again, 1);
+        int rc = in_child([&] { return open_error(path).code() == steppe::errc::locked ? 0 : 1; });
+        EXPECT_EQ(rc, 0) << "the reopened store is locked again";
+    }
+    int rc = in_child([&] {
+        auto mine = steppe::store::open(path, fork_opts());
+        return count_parts(mine) == 3 ? 0 : 1;
+    });
+    EXPECT_EQ(rc, 0) << "another process opens it once it is closed, though the first child still lives";
+    char c = 1;
+    (void)!::write(go[1], &c, 1);
+    ::waitpid(child, nullptr, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Fork, ::testing::Values(steppe::fault_backend::uffd, steppe::fault_backend::mprotect),
                          [](const auto& info) {
                              return info.param == steppe::fault_backend::uffd ? "uffd" : "mprotect";
