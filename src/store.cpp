@@ -9,9 +9,11 @@
 //   - the storage meta (256 bytes): engine_meta below, which pins the heap root
 //     and both blobs, so a commit's pieces can never mix with another's.
 #include <steppe/steppe.hpp>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +22,7 @@
 #include <mutex>
 
 #include "common/bytes.hpp"
+#include "common/system_error.hpp"
 #include "heap/heap.hpp"
 #include "pager.hpp"
 #include "storage/checksum.hpp"
@@ -107,14 +110,19 @@ public:
     store_impl(const std::string& path, const open_options& options);
     ~store_impl();
     bool holds(const void* p) const;
+    bool opened_here() const noexcept;  // false in a child forked since
     std::uint64_t persistent_address(const void* p) const { return pager_->to_persistent(p, "pointer"); }
 
     void* allocate(const types::layout& layout, std::size_t count);
+    // make and destroy from several threads take turns (the pause's mutex),
+    // as std containers on steppe::allocator in several threads need.
     void deallocate(void* object) {
+        ensure_opened_here();
         pager::pause p(*pager_);
         pager_->free(object);
     }
     void note_vtable(const void* object) {
+        ensure_opened_here();
         pager::pause p(*pager_);
         pager_->note_vtable(object);
     }
@@ -127,6 +135,7 @@ public:
     void checkpoint();
     void close();
     void reuse_address_space() {
+        exclusive_call one(*this, "reuse_address_space");
         pager::pause p(*pager_);
         pager_->reuse_address_space();
     }
@@ -157,7 +166,33 @@ private:
     void validate() const;
     void ensure_writable() const;
     void reuse_if_crowded(const char* after);
+    // fork: a child may not use its parent's store (docs/guarantees.md).
+    void ensure_opened_here() const;
+    // Checks the process, then claims the store for one of the calls one thread
+    // at a time may make; a second thread gets an error instead of corrupting it.
+    class exclusive_call {
+    public:
+        exclusive_call(store_impl& s, const char* call) : s_(s) {
+            s.ensure_opened_here();
+            const char* running = nullptr;
+            if (!s.exclusive_.compare_exchange_strong(running, call, std::memory_order_acquire))
+                throw error(errc::invalid_argument,
+                            s.path() + ": " + call + " called while another thread is in " + running +
+                                "; the root functions, commit, rollback, checkpoint and reuse_address_space must "
+                                "not run while another thread uses the store (serialize them, e.g. with a mutex)");
+        }
+        ~exclusive_call() { s_.exclusive_.store(nullptr, std::memory_order_release); }
+        exclusive_call(const exclusive_call&) = delete;
+        exclusive_call& operator=(const exclusive_call&) = delete;
 
+    private:
+        store_impl& s_;
+    };
+
+    pid_t opener_;  // the process that opened the store
+    // The call in progress of those one thread at a time may make (the root
+    // functions, commit, rollback, checkpoint, reuse), or null.
+    std::atomic<const char*> exclusive_{nullptr};
     open_options options_;
     std::unique_ptr<storage::storage> storage_;
     std::unique_ptr<pager> pager_;
@@ -167,9 +202,6 @@ private:
     std::vector<std::uint64_t> catalog_pages_, roots_pages_, vtables_pages_;
     bool catalog_dirty_ = false, roots_dirty_ = false;
     std::uint64_t budget_pages_ = 0;
-    // A forked child inherits the handle but not the lock: it must leave the
-    // files alone at close.
-    pid_t opener_ = ::getpid();
 };
 
 namespace {
@@ -180,12 +212,42 @@ std::mutex g_open_mutex;
 std::vector<store_impl*> g_open;
 thread_local store_impl* t_current = nullptr;
 
+// This process's pid, renewed in a forked child by a fork handler: every
+// store call compares it with its store's opener, and getpid() is a system
+// call. The handlers also keep g_open_mutex whole across fork.
+std::atomic<pid_t> g_pid{0};
+void lock_open_list() noexcept { g_open_mutex.lock(); }
+void unlock_open_list() noexcept { g_open_mutex.unlock(); }
+void renew_pid_in_child() noexcept {
+    g_pid.store(::getpid(), std::memory_order_relaxed);
+    g_open_mutex.unlock();
+}
+pid_t current_pid() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        g_pid.store(::getpid(), std::memory_order_relaxed);
+        if (int err = ::pthread_atfork(lock_open_list, unlock_open_list, renew_pid_in_child))
+            common::throw_system_error("pthread_atfork", err, "registering steppe's fork handler");
+    });
+    return g_pid.load(std::memory_order_relaxed);
+}
+
+// A forked child's store objects: never destroyed (their destructors would
+// write the parent's files, unmap memory the child does not have and join
+// threads the child does not have), but still reachable, so leak checkers
+// at the child's exit do not count them.
+std::vector<void*>& forsaken() {
+    static auto* objects = new std::vector<void*>;
+    return *objects;
+}
+
 vm::backend_kind backend_for(fault_backend b) {
     return vm::choose_backend(b == fault_backend::mprotect ? vm::backend_kind::mprotect : vm::backend_kind::uffd);
 }
 }  // namespace
 
-store_impl::store_impl(const std::string& path, const open_options& options) : options_(options) {
+store_impl::store_impl(const std::string& path, const open_options& options)
+    : opener_(current_pid()), options_(options) {
     storage::options so;
     so.create = options.create;
     so.read_only = options.read_only;
@@ -255,6 +317,14 @@ store_impl::~store_impl() {
 // 5. release the files and the lock, whether 4 succeeded or not
 void store_impl::close() {
     if (!storage_) return;
+    if (!opened_here()) {  // a forked child: leave the parent's store alone
+        std::lock_guard lock(g_open_mutex);
+        g_open.erase(std::find(g_open.begin(), g_open.end(), this));
+        if (t_current == this) t_current = nullptr;
+        forsaken().push_back(pager_.release());
+        forsaken().push_back(storage_.release());
+        return;
+    }
     if (const char* env = std::getenv("STEPPE_STATS"); env && *env && std::strcmp(env, "0") != 0) {
         try {
             std::fprintf(stderr, "steppe: stats of %s at close:\n%s", path().c_str(), to_string(stats()).c_str());
@@ -271,7 +341,7 @@ void store_impl::close() {
         std::unique_ptr<storage::storage>& files;
         ~release() { files.reset(); }
     } release_files{storage_};
-    if (!options_.checkpoint_on_close || options_.read_only || ::getpid() != opener_) return;
+    if (!options_.checkpoint_on_close || options_.read_only) return;
     try {
         storage_->discard_pending();
         storage_->checkpoint();
@@ -283,6 +353,17 @@ void store_impl::close() {
 }
 
 bool store_impl::holds(const void* p) const { return pager_->holds(p); }
+
+bool store_impl::opened_here() const noexcept { return g_pid.load(std::memory_order_relaxed) == opener_; }
+
+void store_impl::ensure_opened_here() const {
+    if (!opened_here())
+        throw error(errc::invalid_argument,
+                    "store " + path() + " was opened by process " + std::to_string(opener_) + "; process " +
+                        std::to_string(::getpid()) +
+                        " is a child forked from it and cannot use it (fork before opening the store, or exec)");
+}
+
 
 void* allocate_in_current(const types::layout& layout, std::size_t count) {
     if (!t_current)
@@ -305,7 +386,7 @@ void deallocate_anywhere(void* object) noexcept {
     {
         std::lock_guard lock(g_open_mutex);
         for (store_impl* s : g_open)
-            if (s->holds(object)) owner = s;
+            if (s->opened_here() && s->holds(object)) owner = s;  // a forked child frees nothing of its parent's
     }
     if (owner) owner->deallocate(object);
 }
@@ -412,6 +493,7 @@ void store_impl::ensure_writable() const {
 }
 
 void* store_impl::allocate(const types::layout& layout, std::size_t count) {
+    ensure_opened_here();
     ensure_writable();
     pager::pause p(*pager_);
     if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
@@ -419,6 +501,7 @@ void* store_impl::allocate(const types::layout& layout, std::size_t count) {
 }
 
 void* store_impl::find_root(std::string_view name, const types::layout& layout) {
+    exclusive_call one(*this, "find_root");
     auto it = roots_.find(name);
     if (it == roots_.end()) return nullptr;
     types::catalog::index want = type_index(layout);
@@ -429,6 +512,7 @@ void* store_impl::find_root(std::string_view name, const types::layout& layout) 
 }
 
 void store_impl::set_root(std::string_view name, const types::layout& layout, void* object) {
+    exclusive_call one(*this, "set_root");
     ensure_writable();
     if (!object) throw error(errc::invalid_argument, "set_root('" + std::string(name) + "') with a null object; use remove_root");
     std::uint64_t address = pager_->to_persistent(object, "set_root('" + std::string(name) + "'): object");
@@ -437,6 +521,7 @@ void store_impl::set_root(std::string_view name, const types::layout& layout, vo
 }
 
 bool store_impl::remove_root(std::string_view name) {
+    exclusive_call one(*this, "remove_root");
     ensure_writable();
     auto it = roots_.find(name);
     if (it == roots_.end()) return false;
@@ -446,6 +531,7 @@ bool store_impl::remove_root(std::string_view name) {
 }
 
 std::vector<root_info> store_impl::roots() const {
+    ensure_opened_here();
     std::vector<root_info> out;
     for (const auto& [name, e] : roots_) out.push_back({name, catalog_.at(e.type).name});
     return out;
@@ -457,6 +543,7 @@ std::vector<root_info> store_impl::roots() const {
 // 4. one storage commit of all of it with the new meta
 // 5. adopt the new committed state
 void store_impl::commit() {
+    exclusive_call one(*this, "commit");
     ensure_writable();
     pager::pause p(*pager_);
     std::deque<std::array<std::byte, storage::page_size>> buffers;
@@ -493,6 +580,7 @@ void store_impl::commit() {
 // commit: pages a transaction spilled sit in the log after its last commit,
 // and the reset would lose them.
 void store_impl::checkpoint() {
+    exclusive_call one(*this, "checkpoint");
     if (options_.read_only)
         throw error(errc::invalid_argument, "checkpoint: store " + path() + " is open read-only");
     pager::pause p(*pager_);
@@ -506,6 +594,7 @@ void store_impl::checkpoint() {
 }
 
 void store_impl::rollback() {
+    exclusive_call one(*this, "rollback");
     pager::pause p(*pager_);
     pager_->rollback(load_heap());
     catalog_ = committed_.catalog;
@@ -530,6 +619,7 @@ void store_impl::reuse_if_crowded(const char* after) {
 }
 
 store_stats store_impl::stats() const {
+    ensure_opened_here();
     pager::pause paused(*pager_);
     pager_stats p = pager_->stats();
     const storage::stats& s = storage_->counters();
@@ -559,6 +649,7 @@ store_stats store_impl::stats() const {
 }
 
 std::vector<type_usage> store_impl::types() const {
+    ensure_opened_here();
     std::vector<type_usage> out;
     for (const auto& l : catalog_.entries()) out.push_back({l.name, l.size, 0, 0});
     const heap& h = pager_->allocator();
@@ -575,6 +666,7 @@ std::vector<type_usage> store_impl::types() const {
 
 // Committed state only: pages are read from the storage, not from memory.
 std::vector<std::string> store_impl::check() const {
+    ensure_opened_here();
     pager::pause p(*pager_);
     std::vector<std::string> findings = storage_->check();
     std::unique_ptr<heap> committed_heap = load_heap();  // not the live one: uncommitted changes are not findings

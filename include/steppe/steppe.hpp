@@ -24,9 +24,21 @@
 // reuses address space (open_options::address_space_limit, reuse_address_space).
 //
 // Threads: any number of threads may read and write resident objects and
-// fault pages in at once. make, destroy, the root functions, commit,
-// rollback, checkpoint, close and reuse_address_space must not run while
-// another thread touches the store.
+// fault pages in at once, and make and destroy (also through
+// steppe::allocator) from several threads take turns. The root functions,
+// commit, rollback, checkpoint, close and reuse_address_space must not run
+// while another thread touches the store; two of them at once throw
+// invalid_argument in the second.
+//
+// Processes: one writer per store file (whatever symlink, hard link or
+// spelling of the path opens it) or any number of readers; others get
+// errc::locked, and so does a second open of the same store in one process.
+//
+// fork: a store belongs to the process that opened it. In a forked child
+// every call on it throws invalid_argument (naming the opener), touching its
+// objects ends the child with a message (exit 71; the store's memory is not
+// inherited), and its destructor leaves the parent's files and locks alone.
+// Fork before opening the store, or exec.
 #pragma once
 
 #include <steppe/allocator.hpp>
@@ -144,7 +156,9 @@ class store_impl;
 class store {
 public:
     // Opens the store at `path` (creating it unless options say otherwise).
-    // Throws not_found, version, corrupt, locked, permission, io, unsupported.
+    // Throws not_found, version, corrupt, locked (another process has it, or
+    // this one already does), permission, io, unsupported. A failed open
+    // leaves no file it made; a read-only open makes none.
     static store open(const std::string& path, const open_options& options = {});
 
     store(store&&) noexcept;

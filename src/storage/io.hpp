@@ -43,9 +43,14 @@ public:
 enum class open_mode { read_only, read_write, create_new };
 
 // A held lock on a store; released when destroyed (or when the process dies).
+// One writer or any number of readers per store FILE, whatever name, link or
+// spelling of the path each opens it by (posix_env.cpp says how).
 class lock_handle {
 public:
     virtual ~lock_handle() = default;
+    // Also locks the main file itself, which exists by now (it may not when
+    // env::lock is called: creation happens under the lock). Throws locked.
+    virtual void lock_store_file() = 0;
 };
 
 class env {
@@ -56,9 +61,20 @@ public:
     virtual void rename(const std::string& from, const std::string& to) = 0;
     virtual void remove(const std::string& path) = 0;
     virtual void sync_dir_of(const std::string& path) = 0;
-    // Exclusive (writer) or shared (reader) lock; throws errc::locked naming the holder.
-    virtual std::unique_ptr<lock_handle> lock(const std::string& lock_path, bool exclusive, mode_t create_mode) = 0;
+    // Exclusive (writer) or shared (reader) lock on the store whose main file
+    // is `store_path` (symlinks resolved, see resolve_store_path); throws
+    // errc::locked naming the holder, or saying that this process has the
+    // store open already. Releasing a writer's lock removes the lock file and,
+    // when the open that took it failed to create the store, the files that
+    // open created: a failed open leaves nothing behind.
+    virtual std::unique_ptr<lock_handle> lock(const std::string& store_path, bool exclusive, mode_t create_mode) = 0;
 };
+
+// `path` with every symlink in its last component followed (relative targets
+// from the link's directory), so that the files named after the store
+// (NAME-wal, NAME-lock) are the real store's whichever link it is opened by.
+// A path that cannot be examined is returned as it is, for open to report.
+std::string resolve_store_path(const std::string& path);
 
 // The real file system. Lives for the whole process.
 env& posix_env();

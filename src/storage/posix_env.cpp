@@ -1,14 +1,25 @@
 #include <steppe/error.hpp>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <compare>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/system_error.hpp"
 #include "storage/io.hpp"
@@ -94,14 +105,137 @@ private:
     std::string path_;
 };
 
-class posix_lock final : public lock_handle {
+// Locking: one writer or any number of readers per store file.
+//
+//   1. The lock file NAME-lock (flock: LOCK_EX for a writer, LOCK_SH for a
+//      reader). It serializes creation, which happens before there is a main
+//      file to lock, and the writer writes its pid into it for the message a
+//      second opener gets (a hint only: the flock is the lock). A writer
+//      creates it and removes it when it lets go (after a failed open too);
+//      a reader never creates it. Whoever gets the flock checks that the name
+//      still leads to the file it locked (the holder may have removed it in
+//      between) and otherwise starts over, so two holders of two lock files
+//      cannot both believe they hold the store.
+//   2. The main file itself (flock on a descriptor of its own), once it
+//      exists: the lock follows the file, not its name, so a hard link or
+//      another spelling of the path cannot make a second writer. Symlinks are
+//      resolved before NAME is formed (resolve_store_path), so the log and
+//      lock file are the real store's.
+//   3. A table of the main files (device, inode) this process holds. Two
+//      opens in one process would otherwise conflict on their own flocks and
+//      be told "locked by process <own pid>". Entries of another pid were
+//      inherited through fork: they are stale, and the flock (shared with the
+//      parent) answers for the parent.
+//
+// flock locks belong to the open file description, which a fork shares. A
+// forked child closes its copies of the lock descriptors at once (a fork
+// handler): that releases nothing of the parent's, and the child does not
+// keep the store locked after the parent closes it. LOCK_UN would release
+// the parent's lock, so this code never uses it, and a lock handle
+// destroyed in a child does nothing.
+
+struct file_id {
+    dev_t dev;
+    ino_t ino;
+    auto operator<=>(const file_id&) const = default;
+};
+
+file_id id_of(const struct stat& st) { return {st.st_dev, st.st_ino}; }
+
+class held_files {
 public:
-    explicit posix_lock(int fd) : fd_(fd) {}
-    ~posix_lock() override { ::close(fd_); }  // closing releases the flock
+    // Throws locked if this process holds the file in a way that conflicts.
+    void check(file_id id, bool exclusive, const std::string& path) {
+        std::lock_guard hold(mutex_);
+        check_locked(id, exclusive, path);
+    }
+    // The same, then counts one more holder.
+    void add(file_id id, bool exclusive, const std::string& path) {
+        std::lock_guard hold(mutex_);
+        check_locked(id, exclusive, path);
+        entry& e = held_[id];
+        if (e.pid != ::getpid()) e = {::getpid(), exclusive, 0, path};
+        ++e.holders;
+    }
+    void remove(file_id id) noexcept {
+        std::lock_guard hold(mutex_);
+        auto it = held_.find(id);
+        if (it != held_.end() && --it->second.holders == 0) held_.erase(it);
+    }
+
+    // Descriptors holding locks, closed in a forked child.
+    void add_descriptor(int fd) {
+        std::lock_guard hold(mutex_);
+        descriptors_.push_back(fd);
+    }
+    // Closes it (the lock goes with it) unless this is a child forked since it was taken.
+    void close_descriptor(int fd) noexcept {
+        std::lock_guard hold(mutex_);
+        auto it = std::find(descriptors_.begin(), descriptors_.end(), fd);
+        if (it != descriptors_.end()) descriptors_.erase(it);
+        ::close(fd);
+    }
+
+    // Fork handlers: the table is whole in the child, which closes the descriptors.
+    static void before_fork() noexcept;
+    static void in_parent() noexcept;
+    static void in_child() noexcept;
 
 private:
-    int fd_;
+    void check_locked(file_id id, bool exclusive, const std::string& path) const {
+        auto it = held_.find(id);
+        if (it == held_.end() || it->second.pid != ::getpid() || (!exclusive && !it->second.exclusive)) return;
+        throw error(errc::locked, "store " + path + " is already open in this process" +
+                                      (it->second.path == path ? "" : " (as " + it->second.path + ")") +
+                                      (it->second.exclusive ? "" : ", read-only") +
+                                      "; open it once and share the steppe::store");
+    }
+
+    struct entry {
+        pid_t pid = 0;
+        bool exclusive = false;
+        int holders = 0;
+        std::string path;
+    };
+    std::mutex mutex_;
+    std::map<file_id, entry> held_;
+    std::vector<int> descriptors_;
 };
+
+held_files& held() {
+    static held_files* instance = [] {
+        auto* table = new held_files;  // never destroyed: fork handlers and late destructors use it
+        if (int err = ::pthread_atfork(held_files::before_fork, held_files::in_parent, held_files::in_child))
+            throw_system_error("pthread_atfork", "-", err, "registering the lock table's fork handler");
+        return table;
+    }();
+    return *instance;
+}
+
+void held_files::before_fork() noexcept { held().mutex_.lock(); }
+void held_files::in_parent() noexcept { held().mutex_.unlock(); }
+void held_files::in_child() noexcept {
+    held_files& h = held();
+    for (int fd : h.descriptors_) ::close(fd);
+    h.descriptors_.clear();
+    h.mutex_.unlock();
+}
+
+// Does `path` still name the file open as `fd`? (A missing path does not.)
+bool names_file(int fd, const std::string& path) {
+    struct stat open_st, path_st;
+    if (::fstat(fd, &open_st) != 0) throw_system_error("fstat", path, errno);
+    if (::stat(path.c_str(), &path_st) != 0) {
+        if (errno == ENOENT) return false;
+        throw_system_error("stat", path, errno);
+    }
+    return id_of(open_st) == id_of(path_st);
+}
+
+bool exists_nothrow(const std::string& path) noexcept {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+}
 
 std::string read_pid(int fd) {
     char buf[32] = {};
@@ -111,6 +245,145 @@ std::string read_pid(int fd) {
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == '\0')) pid.pop_back();
     return pid.empty() ? "unknown (a reader)" : pid;
 }
+
+// The pid /proc/locks names for an exclusive flock on `id`, or "unknown".
+std::string flock_holder(file_id id) {
+    std::ifstream locks("/proc/locks");
+    std::string line;
+    while (std::getline(locks, line)) {
+        char kind[16], mode[16], access[16];
+        long pid = 0;
+        unsigned major_no = 0, minor_no = 0;
+        unsigned long inode = 0;
+        if (std::sscanf(line.c_str(), "%*d: %15s %15s %15s %ld %x:%x:%lu", kind, mode, access, &pid, &major_no,
+                        &minor_no, &inode) == 7 &&
+            std::strcmp(kind, "FLOCK") == 0 && std::strcmp(access, "WRITE") == 0 && major_no == major(id.dev) &&
+            minor_no == minor(id.dev) && inode == id.ino)
+            return std::to_string(pid);
+    }
+    return "unknown";
+}
+
+// flock(fd) failed with `err`: say who holds the store, or why it failed.
+// `lock_file` is empty when the lock refused was the main file's own.
+[[noreturn]] void throw_lock_failure(int fd, int err, bool exclusive, const std::string& store_path,
+                                     const std::string& lock_file, const std::string& holder) {
+    if (err != EWOULDBLOCK) throw_system_error("flock", lock_file.empty() ? store_path : lock_file, err);
+    std::string where = lock_file.empty() ? "" : " (lock file " + lock_file + ")";
+    // If a shared lock can be had, the holders now are readers (and the pid
+    // in a lock file names a writer that may be long gone).
+    if (exclusive && ::flock(fd, LOCK_SH | LOCK_NB) == 0)
+        throw error(errc::locked, "store " + store_path + " is open read-only by other processes" + where +
+                                      "; a writer must wait until they close it");
+    if (holder == std::to_string(::getpid()))
+        throw error(errc::locked, "store " + store_path + " is already open in this process" + where +
+                                      "; open it once and share the steppe::store");
+    // Without the lock file, the writer holding the file itself reached it by
+    // another name (its lock file is named after that one).
+    throw error(errc::locked, "store " + store_path + " is locked by process " + holder +
+                                  (lock_file.empty() ? " (which opened the same file by another name, such as a hard link)"
+                                                     : where));
+}
+
+// Closes a descriptor unless released.
+struct closing {
+    int fd;
+    ~closing() {
+        if (fd >= 0) ::close(fd);
+    }
+    int release() { return std::exchange(fd, -1); }
+};
+
+class posix_lock final : public lock_handle {
+public:
+    posix_lock(std::string store_path, bool exclusive, mode_t create_mode)
+        : store_path_(std::move(store_path)), lock_path_(store_path_ + "-lock"), exclusive_(exclusive),
+          owner_(::getpid()) {
+        struct stat st;
+        if (::stat(store_path_.c_str(), &st) == 0) held().check(id_of(st), exclusive_, store_path_);
+        for (int attempt = 0; lock_fd_ < 0; ++attempt) {
+            if (attempt == 100)
+                throw error(errc::locked, "store " + store_path_ + ": its lock file " + lock_path_ +
+                                              " keeps being removed or replaced while this process takes it");
+            int fd = ::open(lock_path_.c_str(), (exclusive_ ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, create_mode);
+            if (fd < 0 && !exclusive_ && errno == ENOENT) break;  // no writer since: nothing to share
+            if (fd < 0) throw_system_error("open", lock_path_, errno, "the store's lock file");
+            closing guard{fd};
+            if (::flock(fd, (exclusive_ ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+                int err = errno;
+                throw_lock_failure(fd, err, exclusive_, store_path_, lock_path_, read_pid(fd));
+            }
+            if (names_file(fd, lock_path_)) {
+                held().add_descriptor(fd);
+                lock_fd_ = guard.release();
+            }
+        }
+        if (!exclusive_) return;
+        try {
+            // The pid is only a hint for the message a second opener gets; the flock is the lock.
+            std::string pid = std::to_string(::getpid()) + "\n";
+            if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
+                throw_system_error("write", lock_path_, errno, "recording the lock holder's pid");
+        } catch (...) {
+            release_lock_file();
+            throw;
+        }
+        store_existed_ = exists_nothrow(store_path_);
+        log_existed_ = exists_nothrow(store_path_ + "-wal");
+    }
+
+    ~posix_lock() override {
+        if (::getpid() != owner_) return;  // a forked child: the parent's lock, not to be touched
+        if (store_fd_ >= 0) {
+            held().remove(store_id_);
+            held().close_descriptor(store_fd_);  // closing releases the flock
+        }
+        if (exclusive_ && !store_existed_ && !exists_nothrow(store_path_)) {
+            // This open was to create the store and did not: remove what it made.
+            ::unlink((store_path_ + "-new").c_str());
+            if (!log_existed_) ::unlink((store_path_ + "-wal").c_str());
+        }
+        release_lock_file();
+    }
+
+    void lock_store_file() override {
+        int fd = ::open(store_path_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw_system_error("open", store_path_, errno, "to lock the store");
+        closing guard{fd};
+        struct stat st;
+        if (::fstat(fd, &st) != 0) throw_system_error("fstat", store_path_, errno);
+        held().add(id_of(st), exclusive_, store_path_);
+        if (::flock(fd, (exclusive_ ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+            int err = errno;
+            held().remove(id_of(st));
+            throw_lock_failure(fd, err, exclusive_, store_path_, "", flock_holder(id_of(st)));
+        }
+        held().add_descriptor(fd);
+        store_id_ = id_of(st);
+        store_fd_ = guard.release();
+    }
+
+private:
+    // A writer removes the lock file while it still holds it (others then
+    // find it gone, or a new one, and start over); a reader leaves it.
+    void release_lock_file() noexcept {
+        if (lock_fd_ < 0) return;
+        struct stat open_st, path_st;
+        if (exclusive_ && ::fstat(lock_fd_, &open_st) == 0 && ::stat(lock_path_.c_str(), &path_st) == 0 &&
+            id_of(open_st) == id_of(path_st))
+            ::unlink(lock_path_.c_str());
+        held().close_descriptor(lock_fd_);
+        lock_fd_ = -1;
+    }
+
+    std::string store_path_, lock_path_;
+    bool exclusive_;
+    int lock_fd_ = -1;
+    int store_fd_ = -1;
+    file_id store_id_{};
+    pid_t owner_;  // the process that took the lock
+    bool store_existed_ = true, log_existed_ = true;
+};
 
 class posix_env_impl final : public env {
 public:
@@ -152,40 +425,29 @@ public:
         if (rc != 0) throw_system_error("fsync", dir, err);
     }
 
-    std::unique_ptr<lock_handle> lock(const std::string& lock_path, bool exclusive, mode_t create_mode) override {
-        int fd = ::open(lock_path.c_str(), (exclusive ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, create_mode);
-        if (fd < 0 && !exclusive && errno == ENOENT) return std::make_unique<lock_handle>();
-        if (fd < 0) throw_system_error("open", lock_path, errno, "the store's lock file");
-        if (::flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
-            int err = errno;
-            // The file names the last writer; if a shared lock can be had, the
-            // holders now are readers, and that writer may be long gone.
-            bool readers = exclusive && err == EWOULDBLOCK && ::flock(fd, LOCK_SH | LOCK_NB) == 0;
-            std::string holder = readers ? "" : read_pid(fd);
-            if (readers) {
-                ::close(fd);
-                throw error(errc::locked, "store is open read-only by other processes (lock file " + lock_path +
-                                              "); a writer must wait until they close it");
-            }
-            ::close(fd);
-            if (err == EWOULDBLOCK)
-                throw error(errc::locked, "store is locked by process " + holder + " (lock file " + lock_path + ")");
-            throw_system_error("flock", lock_path, err);
-        }
-        if (exclusive) {
-            // The pid is only a hint for the message a second opener gets; the flock is the lock.
-            std::string pid = std::to_string(::getpid()) + "\n";
-            if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
-                int err = errno;
-                ::close(fd);
-                throw_system_error("write", lock_path, err, "recording the lock holder's pid");
-            }
-        }
-        return std::make_unique<posix_lock>(fd);
+    std::unique_ptr<lock_handle> lock(const std::string& store_path, bool exclusive, mode_t create_mode) override {
+        return std::make_unique<posix_lock>(store_path, exclusive, create_mode);
     }
 };
 
 }  // namespace
+
+std::string resolve_store_path(const std::string& path) {
+    std::string resolved = path;
+    for (int links = 0; links < 40; ++links) {  // the kernel's own limit (ELOOP)
+        struct stat st;
+        if (::lstat(resolved.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return resolved;
+        char target[PATH_MAX];
+        ssize_t n = ::readlink(resolved.c_str(), target, sizeof target);
+        if (n < 0) throw_system_error("readlink", resolved, errno, "resolving the store path " + path);
+        if (static_cast<std::size_t>(n) == sizeof target)
+            throw_system_error("readlink", resolved, ENAMETOOLONG, "resolving the store path " + path);
+        std::string next(target, static_cast<std::size_t>(n));
+        auto slash = resolved.rfind('/');
+        resolved = next.front() == '/' || slash == std::string::npos ? next : resolved.substr(0, slash + 1) + next;
+    }
+    throw_system_error("open", path, ELOOP);
+}
 
 env& posix_env() {
     static posix_env_impl instance;

@@ -109,15 +109,18 @@ storage::storage(std::string path, const options& opts)
 storage::~storage() = default;
 
 std::unique_ptr<storage> storage::open(const std::string& path, const options& opts) {
-    std::unique_ptr<storage> s(new storage(path, opts));
     if (opts.salvage && opts.read_only)
         throw error(errc::invalid_argument, path + ": salvaging a damaged log needs a writable open");
-    s->lock_ = s->io_->lock(path + "-lock", !opts.read_only, opts.file_mode);
-    if (!s->io_->exists(path)) {
+    // By the real file's name, so that the log and the lock file are the real
+    // store's whichever symlink it is opened by.
+    std::unique_ptr<storage> s(new storage(resolve_store_path(path), opts));
+    s->lock_ = s->io_->lock(s->path_, !opts.read_only, opts.file_mode);
+    if (!s->io_->exists(s->path_)) {
         if (!opts.create || opts.read_only) throw error(errc::not_found, "store " + path + " does not exist");
         s->create_files();
     }
-    s->main_ = s->io_->open(path, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
+    s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
+    s->main_ = s->io_->open(s->path_, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
     s->load_header();
     s->load_checksums();
     s->load_mark();

@@ -300,9 +300,27 @@ arena* find_arena(std::uintptr_t address) noexcept {
     return nullptr;
 }
 
-// Arenas are MADV_DONTFORK: a child has none, so it must not find any.
+// The arenas of the processes this one was forked from: MADV_DONTFORK left
+// them unmapped here, and a touch of one ends the process with a message
+// saying so (forked_touch) instead of a bare SIGSEGV. Written only by the
+// fork handler, while the new process has a single thread; then constant.
+struct inherited_range {
+    std::uintptr_t base, end;
+    pid_t opener;  // the process whose arena it was
+};
+inherited_range g_inherited[max_arenas];
+std::size_t g_inherited_count = 0;
+
+// Arenas are MADV_DONTFORK: a child has none, so it must not find any; it
+// remembers where they were (ranges inherited from further up stay).
 void forget_arenas_in_child() noexcept {
-    for (std::size_t i = 0; i < g_arena_high_water.load(std::memory_order_relaxed); ++i) free_slot(g_arenas[i]);
+    const pid_t parent = getppid();
+    for (std::size_t i = 0; i < g_arena_high_water.load(std::memory_order_relaxed); ++i) {
+        arena& a = g_arenas[i];
+        const bool live = (a.slot.load(std::memory_order_relaxed) & slot_state_mask) == slot_live;
+        if (live && g_inherited_count < max_arenas) g_inherited[g_inherited_count++] = {a.first(), a.last(), parent};
+        free_slot(a);
+    }
 }
 
 std::string hex(std::uintptr_t value) {
@@ -555,13 +573,35 @@ void chain(int signal, siginfo_t* info, void* context) noexcept {
     if (info->si_code <= 0) raise(signal);
 }
 
+// A forked child touched where an arena of its parent was (not mapped here):
+// say so and end the process, as for any fault that cannot be served.
+void forked_touch(std::uintptr_t address) noexcept {
+    for (std::size_t i = 0; i < g_inherited_count; ++i) {
+        const inherited_range& r = g_inherited[i];
+        if (address < r.base || address >= r.end) continue;
+        sigsafe::line()
+            .add("steppe: fatal: process ")
+            .add_decimal(getpid())
+            .add(" touched ")
+            .add_hex(address)
+            .add(", memory of a store that process ")
+            .add_decimal(r.opener)
+            .add(" opened; a child forked from a process with an open store cannot use it (the store's memory is "
+                 "not inherited): fork before opening the store, or exec")
+            .write_to_stderr();
+        _exit(fatal_exit_status);
+    }
+}
+
 // Is this fault ours? Page faults of our arenas raise SIGBUS with BUS_ADRERR
 // (userfaultfd) or SIGSEGV with SEGV_ACCERR (protection); anything else, and
-// any address outside the registry, is not.
+// any address outside the registry, is not. A touch of an arena inherited
+// through fork (SEGV_MAPERR: nothing is mapped there) does not return.
 bool dispatch(int signal, siginfo_t* info, void* context) noexcept {
+    const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    if (signal == SIGSEGV && info->si_code == SEGV_MAPERR && find_arena(address) == nullptr) forked_touch(address);
     const int our_code = signal == SIGBUS ? int{BUS_ADRERR} : int{SEGV_ACCERR};
     if (info->si_code != our_code) return false;
-    const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
     arena* a = find_arena(address);
     if (a == nullptr) return false;
     return a->owner->handle_fault(*a, address & ~(page_size - 1), access_of(context), signal);

@@ -41,7 +41,8 @@
 //   * System calls given a non-resident arena address fail with EFAULT instead
 //     of faulting the page in (read(2) into an arena, for instance). Touch it first.
 //   * Arenas are not inherited by fork(): the child has no mapping there
-//     (MADV_DONTFORK) and its registry is empty; touching one in the child crashes.
+//     (MADV_DONTFORK) and its registry is empty; touching one in the child ends
+//     it with a message naming the process that owns the arena (exit 71).
 //   * Destroy a fault_space only when no thread is touching its arenas.
 //   * install(), discard() and take_dirty() may be called from any thread, but the
 //     caller keeps other threads off the pages it discards.

@@ -1,0 +1,585 @@
+// One writer per store FILE, fork, two threads, and no files left behind
+// (docs/guarantees.md, promise 4 and "fork"). Real files, real processes:
+// a holder runs in a forked child that opens the store itself (a child may
+// open stores; it may not use its parent's) and reports through a pipe.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <steppe/containers.hpp>
+#include <steppe/steppe.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/storage.hpp"
+#include "support/cli.hpp"
+#include "support/fault_env.hpp"
+#include "support/temp_dir.hpp"
+
+namespace one_writer {
+struct Part {
+    long id;
+    Part* next;
+};
+}  // namespace one_writer
+
+using one_writer::Part;
+namespace fs = std::filesystem;
+
+namespace {
+
+#define EXPECT_CONTAINS(text, part) \
+    EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
+
+steppe::open_options opts(bool read_only = false) {
+    steppe::open_options o;
+    o.read_only = read_only;
+    o.create = !read_only;
+    return o;
+}
+
+steppe::error error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const steppe::error& e) {
+        return e;
+    }
+    ADD_FAILURE() << "no steppe::error was thrown";
+    return steppe::error(steppe::errc::unsupported, "(nothing thrown)");
+}
+steppe::error open_error(const std::string& path, const steppe::open_options& o = opts()) {
+    return error_of([&] { steppe::store::open(path, o); });
+}
+
+long count_parts(steppe::store& s, const std::string& root = "parts") {
+    long n = 0;
+    Part** head = s.find_root<Part*>(root);
+    for (Part* p = head ? *head : nullptr; p; p = p->next) ++n;
+    return n;
+}
+
+// Adds `n` parts to the list under `root` and commits.
+void add_parts(steppe::store& s, long n, const std::string& root = "parts") {
+    Part** head = s.root<Part*>(root);
+    for (long i = 0; i < n; ++i) *head = s.make<Part>(Part{i, *head});
+    s.commit();
+}
+
+std::set<std::string> files_in(const fs::path& dir) {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+    return names;
+}
+
+// A child process that opens `path`, commits `parts` parts under root
+// `root`, says so through a pipe and keeps the store open until killed.
+class holder {
+public:
+    holder(const std::string& path, const std::string& root, long parts,
+           const std::function<void()>& before_open = [] {}) {
+        int ready[2];
+        if (::pipe(ready) != 0) throw std::runtime_error("pipe");
+        std::fflush(nullptr);
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            char ok = 0;
+            try {
+                before_open();
+                auto s = steppe::store::open(path, opts());
+                add_parts(s, parts, root);
+                ok = 1;
+                (void)!::write(ready[1], &ok, 1);
+                for (;;) ::pause();
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "holder: %s\n", e.what());
+            }
+            (void)!::write(ready[1], &ok, 1);
+            ::_exit(1);
+        }
+        ::close(ready[1]);
+        char ok = 0;
+        opened_ = ::read(ready[0], &ok, 1) == 1 && ok == 1;
+        ::close(ready[0]);
+    }
+    ~holder() { kill(); }
+    pid_t pid() const { return pid_; }
+    bool opened() const { return opened_; }
+    // kill -9: what it committed is durable.
+    void kill() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+
+private:
+    pid_t pid_ = -1;
+    bool opened_ = false;
+};
+
+// Runs `body` in a forked child; returns its exit status, or 128 + signal.
+// The child's stderr goes to `err` when given.
+int in_child(const std::function<int()>& body, std::string* err = nullptr) {
+    int out[2];
+    if (::pipe(out) != 0) return -1;
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(out[0]);
+        if (err) ::dup2(out[1], STDERR_FILENO);
+        int rc = 99;
+        try {
+            rc = body();
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "child: unexpected exception: %s\n", e.what());
+        }
+        std::fflush(nullptr);
+        ::_exit(rc);
+    }
+    ::close(out[1]);
+    char buf[512];
+    for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;)
+        if (err) err->append(buf, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+class OneWriter : public ::testing::Test {
+protected:
+    steppe::test::temp_dir dir;
+    std::string path = dir.path("s.db");
+};
+
+// ---- One writer per file ---------------------------------------------------------
+
+TEST_F(OneWriter, SymlinkOpensTheRealStoreAndCannotMakeASecondWriter) {
+    { auto s = steppe::store::open(path, opts()); add_parts(s, 3); }
+    std::string alias = dir.path("alias.db");
+    fs::create_symlink("s.db", alias);  // relative, as ln -s makes them
+    {
+        holder h(alias, "by_alias", 5);
+        ASSERT_TRUE(h.opened());
+        for (const std::string& p : {path, alias}) {
+            auto e = open_error(p);
+            EXPECT_EQ(e.code(), steppe::errc::locked) << p;
+            EXPECT_CONTAINS(e.what(), "locked by process " + std::to_string(h.pid()));
+            EXPECT_EQ(open_error(p, opts(true)).code(), steppe::errc::locked) << p << " read-only";
+        }
+        EXPECT_FALSE(fs::exists(alias + "-wal")) << "the log is the real store's";
+        EXPECT_FALSE(fs::exists(alias + "-lock"));
+    }
+    {
+        holder h(path, "by_path", 7);
+        ASSERT_TRUE(h.opened());
+        EXPECT_EQ(open_error(alias).code(), steppe::errc::locked);
+    }
+    auto s = steppe::store::open(alias, opts());
+    EXPECT_EQ(s.path(), path);
+    EXPECT_EQ(count_parts(s), 3);
+    EXPECT_EQ(count_parts(s, "by_alias"), 5) << "the commit through the symlink survives";
+    EXPECT_EQ(count_parts(s, "by_path"), 7);
+    EXPECT_TRUE(s.check().empty());
+    EXPECT_EQ(files_in(dir.dir()), (std::set<std::string>{"alias.db", "s.db", "s.db-lock", "s.db-wal"}));
+}
+
+TEST_F(OneWriter, SymlinkChainsAndAbsoluteTargetsResolve) {
+    { auto s = steppe::store::open(path, opts()); add_parts(s, 2); }
+    fs::create_symlink(path, dir.path("a.db"));
+    fs::create_symlink("a.db", dir.path("b.db"));
+    holder h(dir.path("b.db"), "parts", 1);
+    ASSERT_TRUE(h.opened());
+    EXPECT_EQ(open_error(dir.path("a.db")).code(), steppe::errc::locked);
+    EXPECT_EQ(open_error(path).code(), steppe::errc::locked);
+}
+
+TEST_F(OneWriter, HardLinkCannotMakeASecondWriter) {
+    { auto s = steppe::store::open(path, opts()); add_parts(s, 3); }
+    std::string alias = dir.path("hard.db");
+    fs::create_hard_link(path, alias);
+    {
+        holder h(path, "parts", 4);
+        ASSERT_TRUE(h.opened());
+        auto e = open_error(alias);
+        EXPECT_EQ(e.code(), steppe::errc::locked);
+        EXPECT_CONTAINS(e.what(), "locked by process " + std::to_string(h.pid()));
+        EXPECT_CONTAINS(e.what(), "another name");
+        EXPECT_EQ(open_error(alias, opts(true)).code(), steppe::errc::locked) << "no reader while a writer has it";
+        EXPECT_FALSE(fs::exists(alias + "-lock")) << "the refused open removed the lock file it made";
+    }
+    {
+        auto r = steppe::store::open(path, opts(true));
+        int rc = in_child([&] {
+            auto e = open_error(alias);
+            return e.code() == steppe::errc::locked &&
+                           std::string(e.what()).find("open read-only by other processes") != std::string::npos
+                       ? 0
+                       : 1;
+        });
+        EXPECT_EQ(rc, 0) << "a writer by the hard link waits for the readers by the other name";
+    }
+    auto s = steppe::store::open(path, opts());
+    EXPECT_EQ(count_parts(s), 7) << "the holder's commit survived";
+    EXPECT_TRUE(s.check().empty());
+}
+
+TEST_F(OneWriter, RelativeAndOtherSpellingsAreTheSameStore) {
+    { auto s = steppe::store::open(path, opts()); add_parts(s, 1); }
+    std::string base = dir.dir().filename().string();
+    holder h("s.db", "parts", 2, [&] { fs::current_path(dir.dir()); });
+    ASSERT_TRUE(h.opened());
+    for (const std::string& p : {path, dir.path("./s.db"), dir.path("../" + base + "/s.db")})
+        EXPECT_EQ(open_error(p).code(), steppe::errc::locked) << p;
+    int rc = in_child([&] {
+        fs::current_path(dir.dir().parent_path());
+        return open_error(base + "//s.db").code() == steppe::errc::locked ? 0 : 1;
+    });
+    EXPECT_EQ(rc, 0);
+    h.kill();
+    auto s = steppe::store::open(path, opts());
+    EXPECT_EQ(count_parts(s), 3);
+}
+
+TEST_F(OneWriter, SameStoreTwiceInOneProcessIsRefusedAsSuch) {
+    auto s = steppe::store::open(path, opts());
+    add_parts(s, 2);
+    fs::create_symlink(path, dir.path("sym.db"));
+    fs::create_hard_link(path, dir.path("hard.db"));
+    for (const std::string& p : {path, dir.path("sym.db"), dir.path("hard.db")}) {
+        for (bool read_only : {false, true}) {
+            auto e = open_error(p, opts(read_only));
+            EXPECT_EQ(e.code(), steppe::errc::locked) << p;
+            EXPECT_CONTAINS(e.what(), "already open in this process");
+            EXPECT_EQ(std::string(e.what()).find("locked by process"), std::string::npos) << e.what();
+        }
+    }
+    add_parts(s, 1);  // the refusals did not disturb the open store
+    s = steppe::store::open(dir.path("other.db"), opts());  // closes the first
+    auto r1 = steppe::store::open(path, opts(true));
+    auto r2 = steppe::store::open(dir.path("sym.db"), opts(true));  // readers share, here too
+    EXPECT_EQ(count_parts(r2), 3);
+    auto e = open_error(path);
+    EXPECT_EQ(e.code(), steppe::errc::locked);
+    EXPECT_CONTAINS(e.what(), "already open in this process, read-only");
+}
+
+// ---- fork ---------------------------------------------------------------------------
+
+class Fork : public OneWriter, public ::testing::WithParamInterface<steppe::fault_backend> {
+protected:
+    steppe::open_options fork_opts() {
+        steppe::open_options o = opts();
+        o.backend = GetParam();
+        return o;
+    }
+};
+
+TEST_P(Fork, ChildCallsThrowNamingTheParent) {
+    auto s = steppe::store::open(path, fork_opts());
+    add_parts(s, 3);
+    std::string err;
+    int rc = in_child(
+        [&] {
+            std::string parent = "opened by process " + std::to_string(::getppid());
+            int failures = 0;
+            auto expect_refused = [&](const char* what, const std::function<void()>& call) {
+                try {
+                    call();
+                    std::fprintf(stderr, "%s did not throw\n", what);
+                    ++failures;
+                } catch (const steppe::error& e) {
+                    std::string m = e.what();
+                    if (e.code() != steppe::errc::invalid_argument || m.find(parent) == std::string::npos ||
+                        m.find("fork before opening the store") == std::string::npos) {
+                        std::fprintf(stderr, "%s: %s\n", what, e.what());
+                        ++failures;
+                    }
+                }
+            };
+            expect_refused("commit", [&] { s.commit(); });
+            expect_refused("rollback", [&] { s.rollback(); });
+            expect_refused("make", [&] { s.make<Part>(); });
+            expect_refused("root", [&] { s.root<Part*>("parts"); });
+            expect_refused("set_root", [&] { s.set_root("x", reinterpret_cast<Part*>(8)); });
+            expect_refused("remove_root", [&] { s.remove_root("parts"); });
+            expect_refused("roots", [&] { s.roots(); });
+            expect_refused("stats", [&] { s.stats(); });
+            expect_refused("check", [&] { s.check(); });
+            expect_refused("allocator", [&] { steppe::vector<long> v{1, 2, 3}; });
+            { steppe::store mine = std::move(s); }  // the child's destructor: writes nothing
+            return failures;
+        },
+        &err);
+    EXPECT_EQ(rc, 0) << err;
+    add_parts(s, 1);  // moved from in the child only
+    EXPECT_EQ(count_parts(s), 4);
+}
+
+TEST_P(Fork, ChildTouchingStoreMemoryDiesWithAMessage) {
+    auto s = steppe::store::open(path, fork_opts());
+    add_parts(s, 3);
+    Part* head = *s.find_root<Part*>("parts");
+    ASSERT_EQ(head->id, 2);
+    std::string err;
+    int rc = in_child([&] { return static_cast<int>(head->next->id); }, &err);
+    EXPECT_EQ(rc, 71) << err;
+    EXPECT_CONTAINS(err, "steppe: fatal: process ");
+    EXPECT_CONTAINS(err, "memory of a store that process " + std::to_string(::getpid()) + " opened");
+    EXPECT_CONTAINS(err, "fork before opening the store, or exec");
+    add_parts(s, 1);
+    EXPECT_EQ(count_parts(s), 4);
+}
+
+TEST_P(Fork, ChildExitingNormallyLeavesTheParentsStoreAndLockAlone) {
+    auto s = steppe::store::open(path, fork_opts());
+    add_parts(s, 3);
+    *s.find_root<Part*>("parts") = s.make<Part>(Part{42, *s.find_root<Part*>("parts")});  // uncommitted
+    auto wal_before = fs::file_size(path + "-wal");
+    auto main_before = fs::file_size(path);
+    int rc = in_child([&]() -> int { std::exit(0); });  // the child's atexit handlers and static destructors run
+    EXPECT_EQ(rc, 0);
+    rc = in_child([&] {
+        { steppe::store mine = std::move(s); }  // the child's destructor runs here
+        return 0;
+    });
+    EXPECT_EQ(rc, 0);
+    EXPECT_EQ(fs::file_size(path + "-wal"), wal_before);
+    EXPECT_EQ(fs::file_size(path), main_before);
+    std::ifstream lock(path + "-lock");
+    std::string pid;
+    lock >> pid;
+    EXPECT_EQ(pid, std::to_string(::getpid())) << "the lock file is still the parent's";
+    // A third process is still locked out: the children released nothing.
+    rc = in_child([&] {
+        auto e = open_error(path);
+        return e.code() == steppe::errc::locked &&
+                       std::string(e.what()).find("locked by process " + std::to_string(::getppid())) !=
+                           std::string::npos
+                   ? 0
+                   : 1;
+    });
+    EXPECT_EQ(rc, 0);
+    s.commit();  // the parent goes on: its uncommitted object is still there
+    add_parts(s, 1);
+    s = steppe::store::open(dir.path("other.db"), fork_opts());
+    auto r = steppe::store::open(path, opts(true));
+    EXPECT_EQ(count_parts(r), 5);
+    EXPECT_TRUE(r.check().empty());
+}
+
+TEST_P(Fork, ChildDoesNotKeepTheStoreLockedAfterTheParentClosesIt) {
+    auto s = steppe::store::open(path, fork_opts());
+    add_parts(s, 2);
+    int go[2];
+    ASSERT_EQ(::pipe(go), 0);
+    std::fflush(nullptr);
+    pid_t child = ::fork();
+    if (child == 0) {  // lives on, without exec, until the parent is done
+        char c;
+        (void)!::read(go[0], &c, 1);
+        ::_exit(0);
+    }
+    s = steppe::store::open(dir.path("other.db"), fork_opts());  // closes the store
+    {
+        auto again = steppe::store::open(path, fork_opts());
+        add_parts(again, 1);
+        int rc = in_child([&] { return open_error(path).code() == steppe::errc::locked ? 0 : 1; });
+        EXPECT_EQ(rc, 0) << "the reopened store is locked again";
+    }
+    int rc = in_child([&] {
+        auto mine = steppe::store::open(path, fork_opts());
+        return count_parts(mine) == 3 ? 0 : 1;
+    });
+    EXPECT_EQ(rc, 0) << "another process opens it once it is closed, though the first child still lives";
+    char c = 1;
+    (void)!::write(go[1], &c, 1);
+    ::waitpid(child, nullptr, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Fork, ::testing::Values(steppe::fault_backend::uffd, steppe::fault_backend::mprotect),
+                         [](const auto& info) {
+                             return info.param == steppe::fault_backend::uffd ? "uffd" : "mprotect";
+                         });
+
+// ---- Two threads --------------------------------------------------------------------
+
+TEST_F(OneWriter, SecondThreadCommittingThrowsInsteadOfCorrupting) {
+    steppe::open_options o = opts();
+    o.durable = false;
+    auto s = steppe::store::open(path, o);
+    Part** head = s.root<Part*>("parts");
+    for (long i = 0; i < 200000; ++i) *head = s.make<Part>(Part{i, *head});  // a commit that takes a while
+    std::atomic<bool> started{false}, done{false};
+    std::atomic<long> refusals{0}, wrong{0};
+    auto attempt = [&] {
+        try {
+            s.commit();
+            return true;
+        } catch (const steppe::error& e) {
+            if (e.code() == steppe::errc::invalid_argument &&
+                std::string(e.what()).find("called while another thread is in commit") != std::string::npos)
+                ++refusals;
+            else
+                ++wrong;
+            return false;
+        }
+    };
+    std::thread second([&] {
+        while (!started) std::this_thread::yield();
+        while (!done) attempt();
+    });
+    started = true;
+    while (!attempt()) {
+    }
+    done = true;
+    second.join();
+    EXPECT_EQ(wrong, 0);
+    EXPECT_GT(refusals, 0) << "one thread's commit ran while the other's was in progress";
+    s = steppe::store::open(dir.path("other.db"), o);
+    auto r = steppe::store::open(path, opts(true));
+    EXPECT_EQ(count_parts(r), 200000);
+    EXPECT_TRUE(r.check().empty());
+}
+
+// make and destroy take turns rather than throw: std containers on
+// steppe::allocator grow and shrink in several threads at once.
+TEST_F(OneWriter, ThreadsGrowingContainersAtOnceTakeTurns) {
+    steppe::open_options o = opts();
+    o.durable = false;
+    {
+        auto s = steppe::store::open(path, o);
+        using longs = steppe::vector<long>;
+        longs* lists[2] = {s.root<longs>("a"), s.root<longs>("b")};
+        std::atomic<long> errors{0};
+        auto grow = [&](int t) {
+            steppe::use_store here(s);
+            try {
+                for (long i = 0; i < 20000; ++i) {
+                    lists[t]->push_back(i);
+                    if (i % 1000 == 999) lists[t]->shrink_to_fit();  // destroys the old buffer
+                }
+            } catch (const steppe::error&) {
+                ++errors;
+            }
+        };
+        std::thread a(grow, 0), b(grow, 1);
+        a.join();
+        b.join();
+        EXPECT_EQ(errors, 0);
+        s.commit();
+    }
+    auto r = steppe::store::open(path, opts(true));
+    for (const char* name : {"a", "b"}) {
+        auto* list = r.find_root<steppe::vector<long>>(name);
+        ASSERT_NE(list, nullptr);
+        ASSERT_EQ(list->size(), 20000u);
+        for (long i = 0; i < 20000; ++i) ASSERT_EQ((*list)[static_cast<std::size_t>(i)], i);
+    }
+    EXPECT_TRUE(r.check().empty());
+}
+
+TEST_F(OneWriter, RootsOfTwoThreadsCommittingAreNeverLost) {
+    steppe::open_options o = opts();
+    o.durable = false;
+    std::set<std::string> committed[2];
+    {
+        auto s = steppe::store::open(path, o);
+        auto work = [&](int t) {
+            for (int i = 0; i < 300; ++i) {
+                std::string name = "t" + std::to_string(t) + "-" + std::to_string(i);
+                try {
+                    s.set_root(name, s.make<Part>(Part{i, nullptr}));
+                    s.commit();
+                    committed[t].insert(name);
+                } catch (const steppe::error& e) {
+                    if (e.code() != steppe::errc::invalid_argument) throw;  // refused: try the next one
+                }
+            }
+        };
+        std::thread other(work, 1);
+        work(0);
+        other.join();
+    }
+    auto r = steppe::store::open(path, opts(true));
+    std::set<std::string> present;
+    for (const auto& info : r.roots()) present.insert(info.name);
+    for (const auto& names : committed)
+        for (const auto& name : names) EXPECT_TRUE(present.count(name)) << "root " << name << " was committed";
+    EXPECT_TRUE(r.check().empty());
+}
+
+// ---- No files left behind -----------------------------------------------------------
+
+TEST_F(OneWriter, FailedOpensLeaveNoFiles) {
+    steppe::open_options no_create = opts();
+    no_create.create = false;
+    EXPECT_EQ(open_error(path, no_create).code(), steppe::errc::not_found);
+    EXPECT_EQ(open_error(path, opts(true)).code(), steppe::errc::not_found);
+    EXPECT_TRUE(files_in(dir.dir()).empty());
+
+    { std::ofstream f(path); f << "name,part\nbolt,17\n"; }
+    EXPECT_EQ(open_error(path).code(), steppe::errc::version);
+    EXPECT_EQ(open_error(path, opts(true)).code(), steppe::errc::version);
+    EXPECT_EQ(files_in(dir.dir()), std::set<std::string>{"s.db"});
+
+    fs::remove(path);
+    steppe::open_options keep_log = opts();
+    keep_log.checkpoint_on_close = false;
+    { auto s = steppe::store::open(path, keep_log); add_parts(s, 1); }
+    fs::remove(path + "-wal");
+    EXPECT_EQ(open_error(path).code(), steppe::errc::corrupt);  // a missing log that held a commit: refused, nothing made
+    EXPECT_EQ(files_in(dir.dir()), std::set<std::string>{"s.db"});
+}
+
+// A failure before the store is complete leaves nothing; one after (in the
+// checkpoint at open) leaves the complete store, which opens.
+TEST_F(OneWriter, CreationFailingAtAnyStepLeavesNoFiles) {
+    long empty = 0;
+    for (long n = 0;; ++n) {
+        steppe::test::fault_env env;
+        steppe::storage::options o;
+        o.io = &env;
+        env.fail_after(n, ENOSPC);
+        try {
+            steppe::storage::storage::open(path, o);
+        } catch (const steppe::error& e) {
+            EXPECT_EQ(e.code(), steppe::errc::no_space) << e.what();
+            if (fs::exists(path)) {
+                EXPECT_EQ(files_in(dir.dir()), (std::set<std::string>{"s.db", "s.db-wal"})) << "failing call " << n;
+                steppe::storage::storage::open(path);
+                for (const auto& f : files_in(dir.dir())) fs::remove(dir.path(f));
+            } else {
+                EXPECT_TRUE(files_in(dir.dir()).empty()) << "after failing write or sync " << n;
+                ++empty;
+            }
+            continue;
+        }
+        break;
+    }
+    EXPECT_GE(empty, 3) << "creation writes and syncs the new file and the log";
+}
+
+TEST_F(OneWriter, ReadOnlyCommandsCreateNoFiles) {
+    { std::ofstream f(path); f << "not a store\n"; }
+    for (const char* command : {"info", "check", "roots", "stats"}) {
+        auto r = steppe::test::run_cli(std::string(command) + " " + path);
+        EXPECT_NE(r.exit_code, 0) << command;
+        EXPECT_EQ(files_in(dir.dir()), std::set<std::string>{"s.db"}) << command << ": " << r.out;
+        r = steppe::test::run_cli(std::string(command) + " " + dir.path("missing.db"));
+        EXPECT_EQ(r.exit_code, 2) << command;
+        EXPECT_EQ(files_in(dir.dir()), std::set<std::string>{"s.db"}) << command << ": " << r.out;
+    }
+}
+
+}  // namespace
