@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <set>
 
@@ -32,6 +33,7 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_opt
     : storage_(storage), heap_(std::move(h)), opts_(opts) {
     space_ = vm::fault_space::create(opts.backend, &pager::fill, this);
     map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.address_space_limit);
+    vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
     if (opts.resident_budget_pages)
         resident_ = std::make_unique<translate::residency>(opts.resident_budget_pages * 2 + 65536);
@@ -66,6 +68,7 @@ void pager::keep_within_budget() noexcept {
 
 pager::~pager() {
     stop_evictor();
+    vm::unregister_trap_page(map_->dead_page());
     map_.reset();
     space_.reset();
     if (prefetch_.hinted) ::munmap(prefetch_.hinted, heap::max_page_count);
@@ -112,7 +115,7 @@ bool pager::fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept 
 
 bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     auto where = map_->touch(page_addr);
-    if (where.what != translate::page_map::kind::page) return false;  // a guard or retired page: wild access
+    if (where.what != translate::page_map::kind::page) wild_access(page_addr, where.what);
     std::uint64_t page = where.page;
     const heap::page_desc* d = heap_->describe(page);
     if (!d || !d->is_data() || (page >= storage_.page_count() && !storage_.is_pending(page))) {
@@ -234,6 +237,26 @@ void pager::fatal(const char* what, std::uint64_t page, const char* detail, cons
     else
         msg << "run `steppe check " << storage_.path().c_str() << "` to see the damage";
     msg << ".\n";
+    if (opts_.fatal_hook) opts_.fatal_hook(buf);
+    (void)!::write(2, buf, std::strlen(buf));
+    ::_exit(vm::fatal_exit_status);
+}
+
+void pager::wild_access(std::uintptr_t address, translate::page_map::kind what) const noexcept {
+    static char buf[1024];
+    storage::fixed_message msg(buf, sizeof buf);
+    char digits[17];
+    *std::to_chars(digits, digits + 16, address, 16).ptr = '\0';
+    msg << "steppe: fatal: the program touched 0x" << digits << " in the address space of store "
+        << storage_.path().c_str() << ", where no object is: ";
+    if (what == translate::page_map::kind::guard)
+        msg << "the guard page after an object (a pointer past an object's end was followed, or a dangling pointer)";
+    else if (what == translate::page_map::kind::retired)
+        msg << "a range an address-space reuse round gave back (a pointer kept in a variable across two rounds "
+               "without touching its page dangles: docs/guarantees.md, promise 7)";
+    else
+        msg << "a range no object was given (a dangling or made-up pointer)";
+    msg << ". The access cannot go on, so the process ends.\n";
     if (opts_.fatal_hook) opts_.fatal_hook(buf);
     (void)!::write(2, buf, std::strlen(buf));
     ::_exit(vm::fatal_exit_status);

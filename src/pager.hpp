@@ -184,6 +184,9 @@ private:
                                   const translate::type_shape* type, std::uint64_t word,
                                   const pointer_aim& aim) const noexcept;
     [[noreturn]] void address_space_exhausted(std::uint64_t page, translate::unit u) const noexcept;
+    // A touch of store address space that holds no page: a guard page, a
+    // range a reuse round gave back, or none yet.
+    [[noreturn]] void wild_access(std::uintptr_t address, translate::page_map::kind what) const noexcept;
     void explain_no_address_space(std::uint64_t unit_pages, storage::fixed_message& why,
                                   storage::fixed_message& advice) const noexcept;
     error no_address_space(std::uint64_t unit_pages) const;

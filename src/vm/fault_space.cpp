@@ -156,6 +156,11 @@ public:
         char digits[24];
         return add_range(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
     }
+    // The line so far, terminated (for a fatal hook; the last byte is kept for the 0).
+    const char* c_str() noexcept {
+        buffer_[size_ < sizeof buffer_ ? size_ : sizeof buffer_ - 1] = '\0';
+        return buffer_;
+    }
     void write_to_stderr() noexcept {
         add("\n");
         for (std::size_t done = 0; done < size_;) {
@@ -593,6 +598,35 @@ void forked_touch(std::uintptr_t address) noexcept {
     }
 }
 
+// Trap pages (register_trap_page): a slot is published by storing its page
+// last, with release; the handler reads store and hook after acquiring it.
+struct trap_page {
+    std::atomic<std::uintptr_t> page{0};
+    const char* store = nullptr;
+    void (*fatal_hook)(const char*) = nullptr;
+};
+trap_page g_traps[max_arenas];
+
+void trap_touch(std::uintptr_t address) noexcept {
+    for (trap_page& t : g_traps) {
+        const std::uintptr_t page = t.page.load(std::memory_order_acquire);
+        if (page == 0 || address < page || address >= page + page_size) continue;
+        sigsafe::line message;
+        message.add("steppe: fatal: store ")
+            .add(t.store)
+            .add(": the program followed a pointer to ")
+            .add_hex(address)
+            .add(", where steppe puts stored pointers that aim at memory no object holds: a dangling pointer (its "
+                 "object was destroyed after the pointer was stored, or a page holding it is damaged). Run `steppe "
+                 "check ")
+            .add(t.store)
+            .add("`; null or update pointers to objects you destroy");
+        if (t.fatal_hook) t.fatal_hook(message.c_str());
+        message.write_to_stderr();
+        _exit(fatal_exit_status);
+    }
+}
+
 // Is this fault ours? Page faults of our arenas raise SIGBUS with BUS_ADRERR
 // (userfaultfd) or SIGSEGV with SEGV_ACCERR (protection); anything else, and
 // any address outside the registry, is not. A touch of an arena inherited
@@ -600,6 +634,7 @@ void forked_touch(std::uintptr_t address) noexcept {
 bool dispatch(int signal, siginfo_t* info, void* context) noexcept {
     const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
     if (signal == SIGSEGV && info->si_code == SEGV_MAPERR && find_arena(address) == nullptr) forked_touch(address);
+    if (signal == SIGSEGV && info->si_code == SEGV_ACCERR) trap_touch(address);
     const int our_code = signal == SIGBUS ? int{BUS_ADRERR} : int{SEGV_ACCERR};
     if (info->si_code != our_code) return false;
     arena* a = find_arena(address);
@@ -1325,6 +1360,28 @@ std::uintptr_t make_staging(int uffd, std::size_t pages) noexcept {
 }
 
 }  // namespace
+
+// Writers take turns (normal context); the handler only reads.
+std::mutex g_traps_mutex;
+
+void register_trap_page(std::uintptr_t page, const char* store, void (*fatal_hook)(const char*)) {
+    install_signal_handlers();
+    std::lock_guard lock(g_traps_mutex);
+    for (trap_page& t : g_traps) {
+        if (t.page.load(std::memory_order_relaxed) != 0) continue;
+        t.store = store;
+        t.fatal_hook = fatal_hook;
+        t.page.store(page, std::memory_order_release);
+        return;
+    }
+    // More stores than arenas open at once: this one's page stays a bare SIGSEGV.
+}
+
+void unregister_trap_page(std::uintptr_t page) noexcept {
+    std::lock_guard lock(g_traps_mutex);
+    for (trap_page& t : g_traps)
+        if (t.page.load(std::memory_order_relaxed) == page) return t.page.store(0, std::memory_order_release);
+}
 
 std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn fill, void* ctx,
                                                  std::optional<tracking_kind> tracking) {

@@ -78,6 +78,14 @@ inline constexpr std::size_t max_arenas = 1024;
 // by exception (after one line on stderr saying what and what to do).
 inline constexpr int fatal_exit_status = 71;  // EX_OSERR
 
+// A page a store leaves unmapped on purpose (translate's dead page, where
+// stored pointers to memory no object holds lead). A touch of it ends the
+// process (exit 71) with a message naming the store and what the touch
+// means, after `fatal_hook` if any, instead of a bare SIGSEGV. `store` must
+// stay valid until unregister_trap_page. Async-signal-safe to look up.
+void register_trap_page(std::uintptr_t page, const char* store, void (*fatal_hook)(const char*));
+void unregister_trap_page(std::uintptr_t page) noexcept;
+
 enum class backend_kind { uffd, mprotect };
 enum class tracking_kind { wp_async, wp_sync, mprotect };
 

@@ -180,7 +180,8 @@ protected:
             ::testing::ExitedWithCode(71), "fatal: cannot swizzle page " + page + " of store .*s\\.db: " + field);
     }
 
-    void expect_dangling(const std::function<std::uint64_t(const crafted&)>& aim) {
+    // Following the word ends the process with `message`, not a bare signal.
+    void expect_dangling(const std::function<std::uint64_t(const crafted&)>& aim, const std::string& message) {
         {
             crafted c(path);
             c.write(aim(c));
@@ -196,7 +197,7 @@ protected:
                 std::printf("%ld\n", (*s.find_root<Part*>("parts"))->next->next->id);
                 std::exit(0);
             },
-            [](int status) { return WIFSIGNALED(status); }, "");
+            ::testing::ExitedWithCode(71), message);
     }
 
     static std::string hex(std::uint64_t v) {
@@ -217,17 +218,24 @@ TEST_F(StoredPointer, UntouchedStoreIsSoundAndWalks) {
 }
 
 // Words a destroyed object may have left: check() passes, and they lead to
-// no object (a wild access when read through, as for any dangling pointer).
+// no object; following one ends the process with a message saying so.
+const std::string dangling = "fatal: store .*s\\.db: the program followed a pointer to 0x[0-9a-f]+, where steppe puts "
+                             "stored pointers that aim at memory no object holds: a dangling pointer";
+
 TEST_F(StoredPointer, PointerToHeapMetadataIsTakenForADanglingOne) {
-    expect_dangling([](const crafted& c) { return c.heap().metadata_pages()[0] * page_size + 8; });
+    expect_dangling([](const crafted& c) { return c.heap().metadata_pages()[0] * page_size + 8; }, dangling);
 }
 
 TEST_F(StoredPointer, PointerToAFreePageIsTakenForADanglingOne) {
-    expect_dangling([](const crafted& c) { return c.heap().free_pages().runs().begin()->first * page_size; });
+    expect_dangling([](const crafted& c) { return c.heap().free_pages().runs().begin()->first * page_size; },
+                    dangling);
 }
 
+// Its part lies on that page's tail; the next field crosses into the guard page.
 TEST_F(StoredPointer, PointerToTheLastByteOfAPageNoChunkCoversIsTakenForADanglingOne) {
-    expect_dangling([](const crafted& c) { return c.page_of(sizeof(Wide)) * page_size + page_size - 1; });
+    expect_dangling([](const crafted& c) { return c.page_of(sizeof(Wide)) * page_size + page_size - 1; },
+                    "fatal: the program touched 0x[0-9a-f]+ in the address space of store .*s\\.db, where no object "
+                    "is: the guard page after an object");
 }
 
 TEST_F(StoredPointer, PointerToAFreeChunkIsTakenForADanglingOne) {
