@@ -27,8 +27,8 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+HERE = os.path.dirname(os.path.abspath(__file__))                  # bench/oo/harness
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))    # the repository
 
 SYSTEMS = ['transient', 'steppe-uffd', 'steppe-mprotect', 'bip', 'pmem', 'pmem-nd', 'lmdb']
 FAMILY = {'transient': None, 'steppe-uffd': 'steppe', 'steppe-mprotect': 'steppe', 'bip': 'bip',
