@@ -6,7 +6,8 @@
 # the 4-thread walk under address-space reuse in reuse_test
 # (ThreadsWalkingTogetherBetweenRoundsSeeEveryNode, both backends), and the
 # eviction thread spilling under two writing threads in budget_test
-# (TwoThreadsWritingTenTimesTheBudgetLoseNothing, both backends).
+# (TwoThreadsWritingTenTimesTheBudgetLoseNothing, both backends), and the
+# two-thread tests of one_writer_test.
 #
 #   tests/tsan/run.sh            configure + build build/tsan, run, exit non-zero on a race
 #   JOBS=2 tests/tsan/run.sh     parallel build jobs (default 2)
@@ -31,7 +32,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" \
   -DSTEPPE_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test
+cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test one_writer_test
 
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1 history_size=4} exitcode=66"
 run() {
@@ -58,5 +59,8 @@ run "$build/tests/vm_test" --gtest_filter='-MaxMapCountDeathTest.*:*Held*protect
 run "$build/tests/store_test" --gtest_filter='*EightThreads*' || status=$?
 run "$build/tests/reuse_test" --gtest_filter='*ThreadsWalkingTogether*' || status=$?
 run "$build/tests/budget_test" --gtest_filter='*TwoThreadsWriting*' || status=$?
+# Two threads racing to commit (one must be refused), and growing containers
+# through steppe::allocator at once (make and destroy take turns).
+run "$build/tests/one_writer_test" --gtest_filter='*SecondThreadCommitting*:*ThreadsGrowingContainers*:*RootsOfTwoThreads*' || status=$?
 [ $status -eq 0 ] && echo "tsan: no data race reported" || echo "tsan: FAILED (status $status; races are reported above as 'WARNING: ThreadSanitizer')"
 exit $status
