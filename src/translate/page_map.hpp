@@ -53,11 +53,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/page_size.hpp"
 #include "vm/vm.hpp"
 
 namespace steppe::translate {
 
-inline constexpr std::size_t page_size = 4096;
+using common::page_size;
 
 struct unit {
     std::uint64_t head;   // first persistent page
