@@ -52,6 +52,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "common/page_size.hpp"
 #include "vm/vm.hpp"
@@ -133,6 +135,13 @@ public:
     std::uint64_t arena_pages() const noexcept { return arena_pages_; }
     std::uint64_t limit_pages() const noexcept { return arena_pages_ * max_arenas; }
     std::uint64_t reserved_virtual_pages() const noexcept;
+
+    // Checks P1 and P2 over the forward entries of pages [0, page_count) (the
+    // pages the store has: no unit is reserved past them; the whole table is
+    // max_pages entries, mostly never touched) and every reverse entry handed
+    // out. Normal context, no other thread touching the store. Returns one
+    // line per broken rule; empty when both hold.
+    std::vector<std::string> check_invariants(std::uint64_t page_count) const;
 
 private:
     // Forward entries: the page-aligned virtual address | the arena's index

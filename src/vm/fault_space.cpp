@@ -309,6 +309,7 @@ public:
     backend_kind backend() const override { return backend_; }
     tracking_kind tracking() const override { return tracking_; }
     space_stats stats() const override;
+    std::vector<std::string> check_invariants() const override;
 
     // Section 5.
     bool handle_fault(arena& a, std::uintptr_t page, access how, int signal) noexcept;
@@ -1028,6 +1029,49 @@ std::uint64_t space::count_written() const {
 bool space::is_resident(std::uintptr_t page) const {
     const arena* a = arena_of(page);
     return a != nullptr && state_ref(a->states[a->index_of(page)]).load(std::memory_order_acquire) == page_resident;
+}
+
+// What of I1-I5 can be seen between operations (no fill, hold or take_dirty
+// under way): every page is missing or resident (I1: a claim lasts only as
+// long as its fill or hold); only resident pages have dirty bits, as
+// discard() clears them with the state (I2); each arena's slot is live, ours,
+// a page-aligned range and overlaps none of the space's other arenas (I3); a page bit
+// always has its summary bit (I4); every fault slot of the staging area is
+// free (I5; a page still held is still claimed, which I1 finds).
+std::vector<std::string> space::check_invariants() const {
+    std::vector<std::string> findings;
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+    for_each_own_arena([&](arena& a) {
+        const std::string name = "arena " + hex(a.first()) + "-" + hex(a.last());
+        if (a.first() % page_size != 0 || a.last() % page_size != 0 || a.first() >= a.last())
+            findings.push_back("I3: " + name + " is not a page-aligned, non-empty range");
+        ranges.emplace_back(a.first(), a.last());
+        const std::size_t npages = (a.last() - a.first()) / page_size;
+        for (std::size_t i = 0; i < npages; ++i) {
+            const std::uint32_t state = state_ref(a.states[i]).load(std::memory_order_acquire);
+            if (state != page_missing && state != page_resident)
+                findings.push_back("I1: page " + hex(a.page_at(i)) + " of " + name + " is still claimed (state " +
+                                   std::to_string(state) + ") with no fill or hold under way");
+            if (dirty_bit(a, i) && state != page_resident)
+                findings.push_back("I2: page " + hex(a.page_at(i)) + " of " + name + " is dirty but not resident");
+        }
+        for (std::size_t w = 0; w < (npages + 63) / 64; ++w) {
+            const bool page_bits = bits_ref(a.dirty[w]).load(std::memory_order_acquire) != 0;
+            const bool summary =
+                (bits_ref(a.dirty_summary[w / 64]).load(std::memory_order_acquire) >> (w % 64)) & 1;
+            if (page_bits && !summary)
+                findings.push_back("I4: dirty word " + std::to_string(w) + " of " + name +
+                                   " has page bits but no summary bit");
+        }
+    });
+    std::sort(ranges.begin(), ranges.end());
+    for (std::size_t i = 1; i < ranges.size(); ++i)
+        if (ranges[i].first < ranges[i - 1].second)
+            findings.push_back("I3: arenas at " + hex(ranges[i - 1].first) + " and " + hex(ranges[i].first) +
+                               " overlap");
+    if (free_fault_slots_.load(std::memory_order_acquire) != ~std::uint64_t{0})
+        findings.push_back("I5: a staging slot of evict_clean() is still in use with no eviction under way");
+    return findings;
 }
 
 space_stats space::stats() const {

@@ -212,6 +212,12 @@ public:
     virtual backend_kind backend() const = 0;
     virtual tracking_kind tracking() const = 0;
     virtual space_stats stats() const = 0;
+
+    // Checks the invariants I1-I5 (fault_space.cpp) as far as they show
+    // between operations: call it while no thread touches, installs, holds,
+    // releases or discards pages of this space. Returns one line per broken
+    // rule, naming the page or arena; empty when all hold.
+    virtual std::vector<std::string> check_invariants() const = 0;
 };
 
 }  // namespace steppe::vm
