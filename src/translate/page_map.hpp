@@ -47,6 +47,7 @@
 // Invariant (P2): an arena whose bump pointer is 0 holds no entries and no
 // resident page; units are bumped from the arena `current`, and every other
 // arena with entries was given up (its bump pointer went past its end).
+// check_invariants() checks both; translate_test runs it.
 #pragma once
 
 #include <atomic>

@@ -2,11 +2,12 @@
 // handler, and fault_space for both backends. Read top to bottom:
 //
 //   1. Page states and the invariants everything below relies on
-//   2. Signal-context toolbox: futex, stderr lines, fatal exit
+//   2. Signal-context toolbox (common/sigsafe.hpp) and fatal()
 //   3. Arenas and the process-wide registry
 //   4. The space: kernel operations shared by the handler and normal code
 //   5. The fault handler
-//   6. Normal-code operations: create, reserve, install, discard, take_dirty
+//   6. Normal-code operations: create, reserve, install, discard, take_dirty,
+//      check_invariants
 //
 // Async-signal safety (sections 2, 4 and 5 run in the handler): the handler
 // makes system calls (ioctl, mprotect, futex, write, sigaction, all safe),
@@ -84,6 +85,10 @@ using common::hex;
 //      PTE, and PAGEMAP_SCAN reports and re-protects each page atomically.)
 // (I3) A registry slot is live from the end of reserve() until its space's
 //      destructor; while live its fields do not change.
+// (I4) Dirty bits come in two levels: one bit per page, and one summary bit
+//      per 64-bit word of page bits. The page bit is set before the summary
+//      bit, and take_dirty() clears the summary bit before the page bits, so a
+//      page bit set concurrently is found now or on the next call.
 // (I5) hold() takes pages out with UFFDIO_MOVE where it can (uffd with
 //      userfaultfd write-protect, Linux >= 6.8): the move is atomic, so a
 //      write lands before it (and is in what the holder reads) or faults
@@ -92,10 +97,8 @@ using common::hex;
 //      waits); wp_async writes do not trap, so a page that looked clean
 //      before the move is compared with its CRC32C as last known clean
 //      (taken when it was mapped, and when take_dirty() re-armed it).
-// (I4) Dirty bits come in two levels: one bit per page, and one summary bit
-//      per 64-bit word of page bits. The page bit is set before the summary
-//      bit, and take_dirty() clears the summary bit before the page bits, so a
-//      page bit set concurrently is found now or on the next call.
+// space::check_invariants() (section 6) checks what of I1-I5 shows between
+// operations; vm_test runs it.
 
 enum page_state : std::uint32_t {
     page_missing = 0,  // the side table is fresh anonymous memory: zero = missing
