@@ -15,8 +15,9 @@ errc code_of_errno(int err) noexcept {
     }
 }
 
-void throw_system_error(const char* call, int err, const std::string& where) {
-    throw error(code_of_errno(err), where + ": " + call + " failed: " + std::strerror(err));
+void throw_system_error(const char* call, int err, const std::string& where, const std::string& detail) {
+    const std::string place = detail.empty() ? where : where + " (" + detail + ")";
+    throw error(code_of_errno(err), place + ": " + call + " failed: " + std::strerror(err));
 }
 
 }  // namespace steppe::common

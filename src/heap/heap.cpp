@@ -12,25 +12,20 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
-#include <cstdio>
 #include <limits>
 
 #include <steppe/error.hpp>
 
 #include "heap/heap.hpp"
 #include "heap/heap_format.hpp"
+#include "common/hex.hpp"
 
 namespace steppe {
 namespace {
 
+using common::hex;
 using heap_detail::kDescsPerPage;
 using heap_detail::meta_pages_needed;
-
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 [[noreturn]] void bad_free(std::uint64_t addr, const std::string& why) {
     throw error(errc::invalid_argument, "heap: free of " + hex(addr) + ": " + why);

@@ -64,6 +64,8 @@
 //             throws.
 #pragma once
 
+#include "common/page_size.hpp"
+
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -145,7 +147,7 @@ struct heap_root {
 
 class heap {
 public:
-    static constexpr std::uint64_t page_size = 4096;
+    static constexpr std::uint64_t page_size = common::page_size;
     static constexpr std::size_t class_count = 15;
     static constexpr std::size_t max_small_size = 2048;
     static constexpr std::size_t large = class_count;  // size_class_for: "not small"

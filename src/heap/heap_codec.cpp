@@ -16,7 +16,7 @@
 
 #include "heap/heap.hpp"
 #include "heap/heap_format.hpp"
-#include "storage/checksum.hpp"
+#include "common/crc32c.hpp"
 
 namespace steppe {
 namespace heap_detail {
@@ -42,7 +42,7 @@ std::string kind_name(std::uint8_t kind) {
 // 1. Checksums and the root record -------------------------------------------
 
 std::uint32_t metadata_page_crc(std::span<const std::byte, kPageSize> page) noexcept {
-    return storage::crc32c(0, page.data() + kCrcStart, kPageSize - kCrcStart);
+    return common::crc32c(0, page.data() + kCrcStart, kPageSize - kCrcStart);
 }
 
 std::uint32_t pages_crc(std::span<const std::uint32_t> page_crcs) noexcept {
@@ -50,7 +50,7 @@ std::uint32_t pages_crc(std::span<const std::uint32_t> page_crcs) noexcept {
     for (std::uint32_t c : page_crcs) {
         std::byte le[4];
         store_le<std::uint32_t>(le, c);
-        crc = storage::crc32c(crc, le, sizeof le);
+        crc = common::crc32c(crc, le, sizeof le);
     }
     return crc;
 }
@@ -203,7 +203,7 @@ std::array<std::byte, heap_root::size> heap_root::to_bytes() const noexcept {
     store_le<std::uint64_t>(out.data() + kRootMetaCount, meta_page_count);
     store_le<std::uint64_t>(out.data() + kRootFirstMeta, first_meta_page);
     store_le<std::uint32_t>(out.data() + kRootPagesCrc, pages_crc);
-    store_le<std::uint32_t>(out.data() + kRootCrc, storage::crc32c(0, out.data(), kRootCrc));
+    store_le<std::uint32_t>(out.data() + kRootCrc, common::crc32c(0, out.data(), kRootCrc));
     return out;
 }
 
@@ -212,7 +212,7 @@ heap_root heap_root::from_bytes(std::span<const std::byte> bytes) {
         corrupt("heap root: " + std::to_string(bytes.size()) + " bytes, not " + std::to_string(size));
     const std::byte* b = bytes.data();
     if (load_le<std::uint32_t>(b + kRootMagicOff) != kRootMagic) corrupt("heap root: bad magic");
-    std::uint32_t stored = load_le<std::uint32_t>(b + kRootCrc), computed = storage::crc32c(0, b, kRootCrc);
+    std::uint32_t stored = load_le<std::uint32_t>(b + kRootCrc), computed = common::crc32c(0, b, kRootCrc);
     if (stored != computed) corrupt("heap root: checksum mismatch");
     if (auto v = load_le<std::uint16_t>(b + kRootVersion); v != kFormatVersion)
         throw error(errc::version, "heap root: format version " + std::to_string(v) + ", this build reads " +

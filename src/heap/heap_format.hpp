@@ -73,6 +73,8 @@
 // mark), page 0's `next` becomes 85 and both pages are rewritten.
 #pragma once
 
+#include "common/page_size.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -83,7 +85,9 @@
 
 namespace steppe::heap_detail {
 
+// The format fixes the number; the code everywhere uses common::page_size.
 inline constexpr std::size_t kPageSize = 4096;
+static_assert(kPageSize == common::page_size);
 inline constexpr std::uint32_t kMetaMagic = 0x4D485053;  // "SPHM"
 inline constexpr std::uint32_t kRootMagic = 0x52485053;  // "SPHR"
 inline constexpr std::uint16_t kFormatVersion = 1;

@@ -20,12 +20,16 @@
 // A checksum slot of 0 means "never written": the page must read as zeros.
 #pragma once
 
+#include "common/page_size.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace steppe::storage {
 
+// The format fixes the number; the code everywhere uses common::page_size.
 inline constexpr std::size_t page_size = 4096;
+static_assert(page_size == common::page_size);
 inline constexpr std::uint32_t format_version = 2;
 inline constexpr std::size_t meta_size = 256;  // opaque bytes owned by the layers above
 

@@ -79,10 +79,4 @@ std::string resolve_store_path(const std::string& path);
 // The real file system. Lives for the whole process.
 env& posix_env();
 
-// Turns a failed system call into a steppe::error whose code follows errno
-// (ENOSPC -> no_space, EACCES/EROFS -> permission, ...) and whose message
-// names the call, the path and the cause.
-[[noreturn]] void throw_system_error(const char* call, const std::string& path, int err,
-                                     const std::string& context = {});
-
 }  // namespace steppe::storage

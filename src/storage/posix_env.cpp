@@ -26,10 +26,6 @@
 
 namespace steppe::storage {
 
-void throw_system_error(const char* call, const std::string& path, int err, const std::string& context) {
-    common::throw_system_error(call, err, context.empty() ? path : path + " (" + context + ")");
-}
-
 namespace {
 
 class posix_file final : public file {
@@ -39,7 +35,7 @@ public:
 
     std::size_t read_at(std::uint64_t offset, std::span<std::byte> out) override {
         long n = read_at_nothrow(offset, out.data(), out.size());
-        if (n < 0) throw_system_error("pread", path_, static_cast<int>(-n), "offset " + std::to_string(offset));
+        if (n < 0) common::throw_system_error("pread", static_cast<int>(-n), path_, "offset " + std::to_string(offset));
         return static_cast<std::size_t>(n);
     }
 
@@ -73,19 +69,19 @@ public:
             ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
             if (n < 0) {
                 if (errno == EINTR) continue;
-                throw_system_error("pwrite", path_, errno, "offset " + std::to_string(offset + done));
+                common::throw_system_error("pwrite", errno, path_, "offset " + std::to_string(offset + done));
             }
             done += static_cast<std::size_t>(n);
         }
     }
 
     void sync() override {
-        if (::fdatasync(fd_) != 0) throw_system_error("fdatasync", path_, errno);
+        if (::fdatasync(fd_) != 0) common::throw_system_error("fdatasync", errno, path_);
     }
 
     void truncate(std::uint64_t size) override {
         if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
-            throw_system_error("ftruncate", path_, errno, "to " + std::to_string(size) + " bytes");
+            common::throw_system_error("ftruncate", errno, path_, "to " + std::to_string(size) + " bytes");
     }
 
     void will_need(std::uint64_t offset, std::size_t size) noexcept override {
@@ -94,7 +90,7 @@ public:
 
     std::uint64_t size() override {
         struct stat st;
-        if (::fstat(fd_, &st) != 0) throw_system_error("fstat", path_, errno);
+        if (::fstat(fd_, &st) != 0) common::throw_system_error("fstat", errno, path_);
         return static_cast<std::uint64_t>(st.st_size);
     }
 
@@ -206,7 +202,7 @@ held_files& held() {
     static held_files* instance = [] {
         auto* table = new held_files;  // never destroyed: fork handlers and late destructors use it
         if (int err = ::pthread_atfork(held_files::before_fork, held_files::in_parent, held_files::in_child))
-            throw_system_error("pthread_atfork", "-", err, "registering the lock table's fork handler");
+            common::throw_system_error("pthread_atfork", err, "-", "registering the lock table's fork handler");
         return table;
     }();
     return *instance;
@@ -224,10 +220,10 @@ void held_files::in_child() noexcept {
 // Does `path` still name the file open as `fd`? (A missing path does not.)
 bool names_file(int fd, const std::string& path) {
     struct stat open_st, path_st;
-    if (::fstat(fd, &open_st) != 0) throw_system_error("fstat", path, errno);
+    if (::fstat(fd, &open_st) != 0) common::throw_system_error("fstat", errno, path);
     if (::stat(path.c_str(), &path_st) != 0) {
         if (errno == ENOENT) return false;
-        throw_system_error("stat", path, errno);
+        common::throw_system_error("stat", errno, path);
     }
     return id_of(open_st) == id_of(path_st);
 }
@@ -268,7 +264,7 @@ std::string flock_holder(file_id id) {
 // `lock_file` is empty when the lock refused was the main file's own.
 [[noreturn]] void throw_lock_failure(int fd, int err, bool exclusive, const std::string& store_path,
                                      const std::string& lock_file, const std::string& holder) {
-    if (err != EWOULDBLOCK) throw_system_error("flock", lock_file.empty() ? store_path : lock_file, err);
+    if (err != EWOULDBLOCK) common::throw_system_error("flock", err, lock_file.empty() ? store_path : lock_file);
     std::string where = lock_file.empty() ? "" : " (lock file " + lock_file + ")";
     // If a shared lock can be had, the holders now are readers (and the pid
     // in a lock file names a writer that may be long gone).
@@ -307,7 +303,7 @@ public:
                                               " keeps being removed or replaced while this process takes it");
             int fd = ::open(lock_path_.c_str(), (exclusive_ ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, create_mode);
             if (fd < 0 && !exclusive_ && errno == ENOENT) break;  // no writer since: nothing to share
-            if (fd < 0) throw_system_error("open", lock_path_, errno, "the store's lock file");
+            if (fd < 0) common::throw_system_error("open", errno, lock_path_, "the store's lock file");
             closing guard{fd};
             if (::flock(fd, (exclusive_ ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
                 int err = errno;
@@ -323,7 +319,7 @@ public:
             // The pid is only a hint for the message a second opener gets; the flock is the lock.
             std::string pid = std::to_string(::getpid()) + "\n";
             if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
-                throw_system_error("write", lock_path_, errno, "recording the lock holder's pid");
+                common::throw_system_error("write", errno, lock_path_, "recording the lock holder's pid");
         } catch (...) {
             release_lock_file();
             throw;
@@ -348,10 +344,10 @@ public:
 
     void lock_store_file() override {
         int fd = ::open(store_path_.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw_system_error("open", store_path_, errno, "to lock the store");
+        if (fd < 0) common::throw_system_error("open", errno, store_path_, "to lock the store");
         closing guard{fd};
         struct stat st;
-        if (::fstat(fd, &st) != 0) throw_system_error("fstat", store_path_, errno);
+        if (::fstat(fd, &st) != 0) common::throw_system_error("fstat", errno, store_path_);
         held().add(id_of(st), exclusive_, store_path_);
         if (::flock(fd, (exclusive_ ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
             int err = errno;
@@ -395,7 +391,7 @@ public:
         case open_mode::create_new: flags |= O_RDWR | O_CREAT | O_EXCL; break;
         }
         int fd = ::open(path.c_str(), flags, create_mode);
-        if (fd < 0) throw_system_error("open", path, errno);
+        if (fd < 0) common::throw_system_error("open", errno, path);
         return std::make_unique<posix_file>(fd, path);
     }
 
@@ -403,26 +399,26 @@ public:
         struct stat st;
         if (::stat(path.c_str(), &st) == 0) return true;
         if (errno == ENOENT) return false;
-        throw_system_error("stat", path, errno);
+        common::throw_system_error("stat", errno, path);
     }
 
     void rename(const std::string& from, const std::string& to) override {
-        if (::rename(from.c_str(), to.c_str()) != 0) throw_system_error("rename", from, errno, "to " + to);
+        if (::rename(from.c_str(), to.c_str()) != 0) common::throw_system_error("rename", errno, from, "to " + to);
     }
 
     void remove(const std::string& path) override {
-        if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_system_error("unlink", path, errno);
+        if (::unlink(path.c_str()) != 0 && errno != ENOENT) common::throw_system_error("unlink", errno, path);
     }
 
     void sync_dir_of(const std::string& path) override {
         auto slash = path.rfind('/');
         std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
         int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) throw_system_error("open", dir, errno, "to sync the directory");
+        if (fd < 0) common::throw_system_error("open", errno, dir, "to sync the directory");
         int rc = ::fsync(fd);
         int err = errno;
         ::close(fd);
-        if (rc != 0) throw_system_error("fsync", dir, err);
+        if (rc != 0) common::throw_system_error("fsync", err, dir);
     }
 
     std::unique_ptr<lock_handle> lock(const std::string& store_path, bool exclusive, mode_t create_mode) override {
@@ -439,14 +435,14 @@ std::string resolve_store_path(const std::string& path) {
         if (::lstat(resolved.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return resolved;
         char target[PATH_MAX];
         ssize_t n = ::readlink(resolved.c_str(), target, sizeof target);
-        if (n < 0) throw_system_error("readlink", resolved, errno, "resolving the store path " + path);
+        if (n < 0) common::throw_system_error("readlink", errno, resolved, "resolving the store path " + path);
         if (static_cast<std::size_t>(n) == sizeof target)
-            throw_system_error("readlink", resolved, ENAMETOOLONG, "resolving the store path " + path);
+            common::throw_system_error("readlink", ENAMETOOLONG, resolved, "resolving the store path " + path);
         std::string next(target, static_cast<std::size_t>(n));
         auto slash = resolved.rfind('/');
         resolved = next.front() == '/' || slash == std::string::npos ? next : resolved.substr(0, slash + 1) + next;
     }
-    throw_system_error("open", path, ELOOP);
+    common::throw_system_error("open", ELOOP, path);
 }
 
 env& posix_env() {

@@ -15,8 +15,10 @@
 #include <cstring>
 #include <map>
 
+#include "common/hex.hpp"
+#include "common/sigsafe.hpp"
+#include "common/system_error.hpp"
 #include "storage/checksum.hpp"
-#include "storage/fixed_message.hpp"
 #include "storage/wal_format.hpp"
 
 namespace steppe::storage {
@@ -28,7 +30,7 @@ namespace {
 std::uint64_t random_u64() {
     std::uint64_t v = 0;
     while (v == 0) {
-        if (::getrandom(&v, sizeof v, 0) != sizeof v) throw_system_error("getrandom", "-", errno);
+        if (::getrandom(&v, sizeof v, 0) != sizeof v) common::throw_system_error("getrandom", errno, "-");
     }
     return v;
 }
@@ -89,16 +91,6 @@ bool checksum_page_valid(const checksum_page& p, std::uint64_t group) {
 }
 
 }  // namespace
-
-std::string hex(std::span<const std::uint8_t> bytes) {
-    static const char digits[] = "0123456789abcdef";
-    std::string s;
-    for (auto b : bytes) {
-        s += digits[b >> 4];
-        s += digits[b & 15];
-    }
-    return s;
-}
 
 // 2. Open ------------------------------------------------------------------
 
@@ -320,8 +312,8 @@ void storage::open_wal() {
                                        std::to_string(h.page_size) + "; this build reads version " +
                                        std::to_string(format_version) + ", page size " + std::to_string(page_size));
     if (std::memcmp(h.store_id, header_.store_id, sizeof h.store_id) != 0)
-        throw error(errc::corrupt, "foreign log: " + wal_path_ + " belongs to store " + hex(h.store_id) + ", but " +
-                                       path_ + " is store " + hex(header_.store_id));
+        throw error(errc::corrupt, "foreign log: " + wal_path_ + " belongs to store " + common::hex(h.store_id) +
+                                       ", but " + path_ + " is store " + common::hex(header_.store_id));
     if (h.generation < expected_gen) {
         // The last checkpoint completed but crashed before resetting the log
         // (or the log was replaced by an older one: the mark tells).
@@ -540,7 +532,7 @@ bool storage::find_pending(page_no page, wal_entry& out) const noexcept {
 }
 
 bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around) const noexcept {
-    fixed_message msg(why->message, sizeof why->message);
+    common::fixed_message msg(why->message, sizeof why->message);
     why->code = errc::corrupt;
     wal_entry spilled;
     const wal_entry* logged = nullptr;  // the transaction in progress's spilled pages come first
@@ -852,7 +844,7 @@ void storage::shrink_log() {
 info storage::describe() const {
     return info{format_version,
                 static_cast<std::uint32_t>(page_size),
-                hex(header_.store_id),
+                common::hex(header_.store_id),
                 page_count_,
                 main_->size(),
                 wal_ ? wal_->size() : 0,

@@ -251,6 +251,4 @@ private:
     mutable stats stats_;
 };
 
-std::string hex(std::span<const std::uint8_t> bytes);
-
 }  // namespace steppe::storage

@@ -1,5 +1,7 @@
 #include "translate/page_map.hpp"
 
+#include "common/hex.hpp"
+
 #include <steppe/error.hpp>
 #include <sys/mman.h>
 
@@ -259,6 +261,61 @@ std::uint64_t page_map::reserved_virtual_pages() const noexcept {
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < arena_count_.load(); ++i) total += bumped(arenas_[i]);
     return total;
+}
+
+// P1 from both sides: each forward entry leads to a reverse entry naming its
+// page, in the arena the entry's index says, below that arena's bump pointer
+// (so never in an empty arena: P2); each reverse page entry leads back. P2:
+// `current` is an arena, and every other arena with entries went past its end.
+std::vector<std::string> page_map::check_invariants(std::uint64_t page_count) const {
+    std::vector<std::string> findings;
+    const std::size_t n = arena_count_.load(std::memory_order_acquire);
+    for (std::uint64_t p = 0; p < std::min(page_count, max_pages_); ++p) {
+        const std::uintptr_t entry = forward_[p].load(std::memory_order_acquire);
+        if (entry == 0) continue;
+        const std::string what = "P1: page " + std::to_string(p);
+        if (entry == busy) {
+            findings.push_back(what + " is still being reserved");
+            continue;
+        }
+        const std::size_t index = entry & index_mask;
+        const std::uintptr_t v = address_of(entry);
+        if (index >= n || arena_of(v) != index) {
+            findings.push_back(what + ": its entry names arena " + std::to_string(index) + ", not the one holding " +
+                               common::hex(v));
+            continue;
+        }
+        const arena& a = arenas_[index];
+        const std::uint64_t at = (v - a.base) / page_size;
+        const std::uint64_t back = a.reverse[at].load(std::memory_order_acquire);
+        if (at >= bumped(a))
+            findings.push_back(what + " maps to " + common::hex(v) + ", past arena " + std::to_string(index) +
+                               "'s bump pointer (P2)");
+        if (back != ((p << 2) | tag_page))
+            findings.push_back(what + " maps to " + common::hex(v) + ", whose reverse entry is " +
+                               std::to_string(back) + ", not the page");
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const arena& a = arenas_[i];
+        for (std::uint64_t at = 0; at < bumped(a); ++at) {
+            const std::uint64_t back = a.reverse[at].load(std::memory_order_acquire);
+            if ((back & 3) != tag_page) continue;
+            const std::uint64_t p = back >> 2;
+            const std::uintptr_t v = a.base + at * page_size;
+            if (p >= max_pages_ || forward_[p].load(std::memory_order_acquire) != (v | i))
+                findings.push_back("P1: " + common::hex(v) + " holds page " + std::to_string(p) +
+                                   ", whose forward entry does not lead back to it");
+        }
+    }
+    const std::size_t current = current_.load(std::memory_order_acquire);
+    if (current >= n) findings.push_back("P2: the current arena " + std::to_string(current) + " does not exist");
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t next = arenas_[i].next.load(std::memory_order_acquire);
+        if (i != current && next != 0 && next <= arena_pages_)
+            findings.push_back("P2: arena " + std::to_string(i) + " has entries (bump pointer " +
+                               std::to_string(next) + ") but is neither current nor given up");
+    }
+    return findings;
 }
 
 }  // namespace steppe::translate

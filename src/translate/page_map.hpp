@@ -47,17 +47,21 @@
 // Invariant (P2): an arena whose bump pointer is 0 holds no entries and no
 // resident page; units are bumped from the arena `current`, and every other
 // arena with entries was given up (its bump pointer went past its end).
+// check_invariants() checks both; translate_test runs it.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "common/page_size.hpp"
 #include "vm/vm.hpp"
 
 namespace steppe::translate {
 
-inline constexpr std::size_t page_size = 4096;
+using common::page_size;
 
 struct unit {
     std::uint64_t head;   // first persistent page
@@ -132,6 +136,13 @@ public:
     std::uint64_t arena_pages() const noexcept { return arena_pages_; }
     std::uint64_t limit_pages() const noexcept { return arena_pages_ * max_arenas; }
     std::uint64_t reserved_virtual_pages() const noexcept;
+
+    // Checks P1 and P2 over the forward entries of pages [0, page_count) (the
+    // pages the store has: no unit is reserved past them; the whole table is
+    // max_pages entries, mostly never touched) and every reverse entry handed
+    // out. Normal context, no other thread touching the store. Returns one
+    // line per broken rule; empty when both hold.
+    std::vector<std::string> check_invariants(std::uint64_t page_count) const;
 
 private:
     // Forward entries: the page-aligned virtual address | the arena's index

@@ -2,11 +2,12 @@
 // handler, and fault_space for both backends. Read top to bottom:
 //
 //   1. Page states and the invariants everything below relies on
-//   2. Signal-context toolbox: futex, stderr lines, fatal exit
+//   2. Signal-context toolbox (common/sigsafe.hpp) and fatal()
 //   3. Arenas and the process-wide registry
 //   4. The space: kernel operations shared by the handler and normal code
 //   5. The fault handler
-//   6. Normal-code operations: create, reserve, install, discard, take_dirty
+//   6. Normal-code operations: create, reserve, install, discard, take_dirty,
+//      check_invariants
 //
 // Async-signal safety (sections 2, 4 and 5 run in the handler): the handler
 // makes system calls (ioctl, mprotect, futex, write, sigaction, all safe),
@@ -15,6 +16,9 @@
 // takes a lock, never throws and never calls stdio. Each piece says why below.
 
 #include "common/crc32c.hpp"
+#include "common/hex.hpp"
+#include "common/sigsafe.hpp"
+#include "common/system_error.hpp"
 #include "vm/sys.hpp"
 #include "vm/uapi.hpp"
 #include "vm/vm.hpp"
@@ -22,7 +26,6 @@
 #include <steppe/error.hpp>
 
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -47,6 +50,8 @@ namespace steppe::vm {
 fault_space::~fault_space() = default;
 
 namespace {
+
+using common::hex;
 
 // 1. Page states and invariants ---------------------------------------------
 //
@@ -80,6 +85,10 @@ namespace {
 //      PTE, and PAGEMAP_SCAN reports and re-protects each page atomically.)
 // (I3) A registry slot is live from the end of reserve() until its space's
 //      destructor; while live its fields do not change.
+// (I4) Dirty bits come in two levels: one bit per page, and one summary bit
+//      per 64-bit word of page bits. The page bit is set before the summary
+//      bit, and take_dirty() clears the summary bit before the page bits, so a
+//      page bit set concurrently is found now or on the next call.
 // (I5) hold() takes pages out with UFFDIO_MOVE where it can (uffd with
 //      userfaultfd write-protect, Linux >= 6.8): the move is atomic, so a
 //      write lands before it (and is in what the holder reads) or faults
@@ -88,10 +97,8 @@ namespace {
 //      waits); wp_async writes do not trap, so a page that looked clean
 //      before the move is compared with its CRC32C as last known clean
 //      (taken when it was mapped, and when take_dirty() re-armed it).
-// (I4) Dirty bits come in two levels: one bit per page, and one summary bit
-//      per 64-bit word of page bits. The page bit is set before the summary
-//      bit, and take_dirty() clears the summary bit before the page bits, so a
-//      page bit set concurrently is found now or on the next call.
+// space::check_invariants() (section 6) checks what of I1-I5 shows between
+// operations; vm_test runs it.
 
 enum page_state : std::uint32_t {
     page_missing = 0,  // the side table is fresh anonymous memory: zero = missing
@@ -125,83 +132,30 @@ access access_of(const void* context) noexcept {
 
 // 2. Signal-context toolbox -------------------------------------------------
 //
-// Only system calls and stack memory: safe in a handler.
-
-namespace sigsafe {
-
-void futex_wait(std::uint32_t& word, std::uint32_t expected) noexcept {
-    // Returns on wake-up, EAGAIN (the word changed) or EINTR; the caller re-reads.
-    syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
-}
-
-void futex_wake_all(std::uint32_t& word) noexcept {
-    syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
-}
-
-// One line for stderr, built on the stack.
-class line {
-public:
-    line& add(const char* text) noexcept {
-        while (*text != '\0' && size_ < sizeof buffer_) buffer_[size_++] = *text++;
-        return *this;
-    }
-    line& add_hex(std::uintptr_t value) noexcept {
-        char digits[2 + 16];
-        digits[0] = '0';
-        digits[1] = 'x';
-        const auto end = std::to_chars(digits + 2, digits + sizeof digits, value, 16).ptr;  // no allocation, no locale
-        return add_range(digits, end);
-    }
-    line& add_decimal(long value) noexcept {
-        char digits[24];
-        return add_range(digits, std::to_chars(digits, digits + sizeof digits, value).ptr);
-    }
-    // The line so far, terminated (for a fatal hook; the last byte is kept for the 0).
-    const char* c_str() noexcept {
-        buffer_[size_ < sizeof buffer_ ? size_ : sizeof buffer_ - 1] = '\0';
-        return buffer_;
-    }
-    void write_to_stderr() noexcept {
-        add("\n");
-        for (std::size_t done = 0; done < size_;) {
-            const ssize_t n = ::write(STDERR_FILENO, buffer_ + done, size_ - done);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return;
-            done += static_cast<std::size_t>(n);
-        }
-    }
-
-private:
-    line& add_range(const char* first, const char* last) noexcept {
-        while (first != last && size_ < sizeof buffer_) buffer_[size_++] = *first++;
-        return *this;
-    }
-    char buffer_[768];
-    std::size_t size_ = 0;
-};
+// common/sigsafe.hpp: futex, messages built on the stack, fatal exit. Only
+// system calls and stack memory: safe in a handler.
 
 // A kernel operation of the fault path failed: say what and what to do, then
 // leave. Exceptions cannot cross a signal handler, and returning would retry
 // the access forever.
 [[noreturn]] void fatal(const char* call, int err, std::uintptr_t page) noexcept {
-    line message;
-    message.add("steppe: fatal: ").add(call).add(" failed in the page-fault handler for page ").add_hex(page).add(": ");
+    char text[768];
+    common::fixed_message message(text, sizeof text);
+    message << "steppe: fatal: " << call << " failed in the page-fault handler for page " << common::in_hex{page}
+            << ": ";
     const char* name = strerrorname_np(err);  // a table lookup: safe
     if (name != nullptr) {
-        message.add(name);
+        message << name;
     } else {
-        message.add("errno ").add_decimal(err);
+        message << "errno " << static_cast<std::uint64_t>(err);
     }
     if (err == ENOMEM && std::strcmp(call, "mprotect") == 0) {
-        message.add(". The process has most likely reached vm.max_map_count: the mprotect fault backend needs a "
-                    "memory mapping per run of pages with one protection. Raise the limit "
-                    "(sysctl -w vm.max_map_count=1048576) or use the uffd backend (STEPPE_FAULT_BACKEND=uffd).");
+        message << ". The process has most likely reached vm.max_map_count: the mprotect fault backend needs a "
+                   "memory mapping per run of pages with one protection. Raise the limit "
+                   "(sysctl -w vm.max_map_count=1048576) or use the uffd backend (STEPPE_FAULT_BACKEND=uffd).";
     }
-    message.write_to_stderr();
-    _exit(fatal_exit_status);
+    common::fatal_exit((message << "\n").c_str());
 }
-
-}  // namespace sigsafe
 
 // 3. Arenas and the registry ------------------------------------------------
 //
@@ -328,11 +282,6 @@ void forget_arenas_in_child() noexcept {
     }
 }
 
-std::string hex(std::uintptr_t value) {
-    char digits[2 + 16] = {'0', 'x'};
-    return std::string(digits, std::to_chars(digits + 2, digits + sizeof digits, value, 16).ptr);
-}
-
 // 4. The space ----------------------------------------------------------------
 
 // The staging area (I5): slot i < max_held holds the page i of the current
@@ -363,6 +312,7 @@ public:
     backend_kind backend() const override { return backend_; }
     tracking_kind tracking() const override { return tracking_; }
     space_stats stats() const override;
+    std::vector<std::string> check_invariants() const override;
 
     // Section 5.
     bool handle_fault(arena& a, std::uintptr_t page, access how, int signal) noexcept;
@@ -538,7 +488,7 @@ void space::note_clean(arena& a, std::uintptr_t page, const std::byte* content) 
 
 void space::finish(std::uint32_t& state, page_state next) noexcept {
     if (state_ref(state).exchange(next, std::memory_order_acq_rel) == page_filling_waited) {
-        sigsafe::futex_wake_all(state);
+        common::futex_wake_all(state);
     }
 }
 
@@ -584,17 +534,14 @@ void forked_touch(std::uintptr_t address) noexcept {
     for (std::size_t i = 0; i < g_inherited_count; ++i) {
         const inherited_range& r = g_inherited[i];
         if (address < r.base || address >= r.end) continue;
-        sigsafe::line()
-            .add("steppe: fatal: process ")
-            .add_decimal(getpid())
-            .add(" touched ")
-            .add_hex(address)
-            .add(", memory of a store that process ")
-            .add_decimal(r.opener)
-            .add(" opened; a child forked from a process with an open store cannot use it (the store's memory is "
-                 "not inherited): fork before opening the store, or exec")
-            .write_to_stderr();
-        _exit(fatal_exit_status);
+        char text[768];
+        common::fixed_message message(text, sizeof text);
+        message << "steppe: fatal: process " << static_cast<std::uint64_t>(getpid()) << " touched "
+                << common::in_hex{address} << ", memory of a store that process "
+                << static_cast<std::uint64_t>(r.opener)
+                << " opened; a child forked from a process with an open store cannot use it (the store's memory is "
+                   "not inherited): fork before opening the store, or exec\n";
+        common::fatal_exit(message.c_str());
     }
 }
 
@@ -611,19 +558,16 @@ void trap_touch(std::uintptr_t address) noexcept {
     for (trap_page& t : g_traps) {
         const std::uintptr_t page = t.page.load(std::memory_order_acquire);
         if (page == 0 || address < page || address >= page + page_size) continue;
-        sigsafe::line message;
-        message.add("steppe: fatal: store ")
-            .add(t.store)
-            .add(": the program followed a pointer to ")
-            .add_hex(address)
-            .add(", where steppe puts stored pointers that aim at memory no object holds: a dangling pointer (its "
-                 "object was destroyed after the pointer was stored, or a page holding it is damaged). Run `steppe "
-                 "check ")
-            .add(t.store)
-            .add("`; null or update pointers to objects you destroy");
+        char text[768];
+        common::fixed_message message(text, sizeof text);
+        message << "steppe: fatal: store " << t.store << ": the program followed a pointer to "
+                << common::in_hex{address}
+                << ", where steppe puts stored pointers that aim at memory no object holds: a dangling pointer (its "
+                   "object was destroyed after the pointer was stored, or a page holding it is damaged). Run `steppe "
+                   "check "
+                << t.store << "`; null or update pointers to objects you destroy";
         if (t.fatal_hook) t.fatal_hook(message.c_str());
-        message.write_to_stderr();
-        _exit(fatal_exit_status);
+        common::fatal_exit((message << "\n").c_str());
     }
 }
 
@@ -677,7 +621,7 @@ bool space::handle_fault(arena& a, std::uintptr_t page, access how, int signal) 
             if (!state_ref(state).compare_exchange_strong(seen, page_filling_waited, std::memory_order_relaxed)) break;
             [[fallthrough]];
         default:
-            sigsafe::futex_wait(state, page_filling_waited);
+            common::futex_wait(state, page_filling_waited);
             break;
         }
     }
@@ -697,7 +641,7 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     const bool writable = how == access::write;
     if (!writable) note_clean(a, page, out);
     const char* call = nullptr;
-    if (const int err = map_page(page, out, writable, call)) sigsafe::fatal(call, err, page);
+    if (const int err = map_page(page, out, writable, call)) fatal(call, err, page);
     if (writable) mark_dirty(a, a.index_of(page));  // after the page became writable (I2)
     faults_.fetch_add(1, std::memory_order_relaxed);
     installs_.fetch_add(1, std::memory_order_relaxed);
@@ -721,7 +665,7 @@ bool space::tracked_write(access how, int signal) const noexcept {
 // the caller claimed.
 bool space::first_write(arena& a, std::uintptr_t page, std::uint32_t& state) noexcept {
     const char* call = nullptr;
-    if (const int err = unprotect(page, call)) sigsafe::fatal(call, err, page);
+    if (const int err = unprotect(page, call)) fatal(call, err, page);
     mark_dirty(a, a.index_of(page));  // after un-protecting (I2)
     write_faults_.fetch_add(1, std::memory_order_relaxed);
     t_spurious.page = 0;
@@ -735,13 +679,12 @@ bool space::first_write(arena& a, std::uintptr_t page, std::uint32_t& state) noe
 bool space::spurious(std::uintptr_t page) noexcept {
     if (t_spurious.page != page) t_spurious = {page, 0};
     if (++t_spurious.count > 1'000'000) {
-        sigsafe::line()
-            .add("steppe: fatal: page ")
-            .add_hex(page)
-            .add(" is resident in its fault_space but keeps faulting; was arena memory unmapped or "
-                 "madvise()d outside the vm module?")
-            .write_to_stderr();
-        _exit(fatal_exit_status);
+        char text[768];
+        common::fixed_message message(text, sizeof text);
+        message << "steppe: fatal: page " << common::in_hex{page}
+                << " is resident in its fault_space but keeps faulting; was arena memory unmapped or "
+                   "madvise()d outside the vm module?\n";
+        common::fatal_exit(message.c_str());
     }
     return true;
 }
@@ -755,13 +698,13 @@ void install_signal_handlers() {
         action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART;
         sigemptyset(&action.sa_mask);
         if (sigaction(SIGBUS, &action, &g_previous_bus) != 0) {
-            detail::throw_system_error("sigaction", errno, "installing the SIGBUS handler");
+            common::throw_system_error("sigaction", errno, "vm: installing the SIGBUS handler");
         }
         if (sigaction(SIGSEGV, &action, &g_previous_segv) != 0) {
-            detail::throw_system_error("sigaction", errno, "installing the SIGSEGV handler");
+            common::throw_system_error("sigaction", errno, "vm: installing the SIGSEGV handler");
         }
         if (const int err = pthread_atfork(nullptr, nullptr, forget_arenas_in_child)) {
-            detail::throw_system_error("pthread_atfork", err, "registering the fork handler");
+            common::throw_system_error("pthread_atfork", err, "vm: registering the fork handler");
         }
     });
 }
@@ -881,7 +824,7 @@ std::uintptr_t space::reserve(std::size_t bytes) {
     if (result.error == EINVAL && std::strcmp(result.failed_call, "reserve") == 0) {
         throw error(errc::invalid_argument, "vm: " + context + ": the size must be between 1 byte and 128 TiB");
     }
-    detail::throw_system_error(result.failed_call, result.error, context);
+    common::throw_system_error(result.failed_call, result.error, "vm: " + context);
 }
 
 arena* space::arena_of(std::uintptr_t address) const noexcept {
@@ -906,7 +849,7 @@ void space::throw_kernel_error(const char* call, int err, const std::string& con
         throw error(errc::io, "vm: " + context + ": mprotect failed: " + detail::errno_text(err) + "; " +
                                   detail::max_map_count_advice());
     }
-    detail::throw_system_error(call, err, context);
+    common::throw_system_error(call, err, "vm: " + context);
 }
 
 bool space::install(std::uintptr_t page, const std::byte* content) {
@@ -936,14 +879,16 @@ void space::discard(std::uintptr_t page, std::size_t npages) {
     const std::string context = "discarding " + std::to_string(npages) + " pages at " + hex(page);
     if (backend_ == backend_kind::uffd) {
         // Zapped PTEs are missing again: the next touch raises SIGBUS.
-        if (madvise(start, bytes, MADV_DONTNEED) != 0) detail::throw_system_error("madvise", errno, context);
+        if (madvise(start, bytes, MADV_DONTNEED) != 0) common::throw_system_error("madvise", errno, "vm: " + context);
         if (tracking_ == tracking_kind::mprotect && mprotect(start, bytes, PROT_READ) != 0) {
             throw_kernel_error("mprotect", errno, context);
         }
     } else {
         // Close the view first, then free the memfd pages behind both views.
         if (mprotect(start, bytes, PROT_NONE) != 0) throw_kernel_error("mprotect", errno, context);
-        if (madvise(a.alias_of(page), bytes, MADV_REMOVE) != 0) detail::throw_system_error("madvise", errno, context);
+        if (madvise(a.alias_of(page), bytes, MADV_REMOVE) != 0) {
+            common::throw_system_error("madvise", errno, "vm: " + context);
+        }
     }
     // Read before writing: discarding a large range that is mostly missing
     // (an address-space reuse round) must not make its side table resident.
@@ -1059,7 +1004,7 @@ void space::take_written_pages(arena& a, std::vector<std::uintptr_t>& pages) {
     const int err = scan_written(a.first(), a.last(), true, [&](std::uintptr_t first, std::uintptr_t last) {
         for (std::uintptr_t p = first; p < last; p += page_size) pages.push_back(p);
     });
-    if (err) detail::throw_system_error("PAGEMAP_SCAN", err, "collecting written pages of arena " + hex(a.first()));
+    if (err) common::throw_system_error("PAGEMAP_SCAN", err, "vm: collecting written pages of arena " + hex(a.first()));
     // Re-armed: clean as they are now (I5). A write since makes the page
     // written again, whatever its sum says.
     for (std::size_t i = first_new; i < pages.size(); ++i)
@@ -1087,6 +1032,49 @@ std::uint64_t space::count_written() const {
 bool space::is_resident(std::uintptr_t page) const {
     const arena* a = arena_of(page);
     return a != nullptr && state_ref(a->states[a->index_of(page)]).load(std::memory_order_acquire) == page_resident;
+}
+
+// What of I1-I5 can be seen between operations (no fill, hold or take_dirty
+// under way): every page is missing or resident (I1: a claim lasts only as
+// long as its fill or hold); only resident pages have dirty bits, as
+// discard() clears them with the state (I2); each arena's slot is live, ours,
+// a page-aligned range and overlaps none of the space's other arenas (I3); a page bit
+// always has its summary bit (I4); every fault slot of the staging area is
+// free (I5; a page still held is still claimed, which I1 finds).
+std::vector<std::string> space::check_invariants() const {
+    std::vector<std::string> findings;
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+    for_each_own_arena([&](arena& a) {
+        const std::string name = "arena " + hex(a.first()) + "-" + hex(a.last());
+        if (a.first() % page_size != 0 || a.last() % page_size != 0 || a.first() >= a.last())
+            findings.push_back("I3: " + name + " is not a page-aligned, non-empty range");
+        ranges.emplace_back(a.first(), a.last());
+        const std::size_t npages = (a.last() - a.first()) / page_size;
+        for (std::size_t i = 0; i < npages; ++i) {
+            const std::uint32_t state = state_ref(a.states[i]).load(std::memory_order_acquire);
+            if (state != page_missing && state != page_resident)
+                findings.push_back("I1: page " + hex(a.page_at(i)) + " of " + name + " is still claimed (state " +
+                                   std::to_string(state) + ") with no fill or hold under way");
+            if (dirty_bit(a, i) && state != page_resident)
+                findings.push_back("I2: page " + hex(a.page_at(i)) + " of " + name + " is dirty but not resident");
+        }
+        for (std::size_t w = 0; w < (npages + 63) / 64; ++w) {
+            const bool page_bits = bits_ref(a.dirty[w]).load(std::memory_order_acquire) != 0;
+            const bool summary =
+                (bits_ref(a.dirty_summary[w / 64]).load(std::memory_order_acquire) >> (w % 64)) & 1;
+            if (page_bits && !summary)
+                findings.push_back("I4: dirty word " + std::to_string(w) + " of " + name +
+                                   " has page bits but no summary bit");
+        }
+    });
+    std::sort(ranges.begin(), ranges.end());
+    for (std::size_t i = 1; i < ranges.size(); ++i)
+        if (ranges[i].first < ranges[i - 1].second)
+            findings.push_back("I3: arenas at " + hex(ranges[i - 1].first) + " and " + hex(ranges[i].first) +
+                               " overlap");
+    if (free_fault_slots_.load(std::memory_order_acquire) != ~std::uint64_t{0})
+        findings.push_back("I5: a staging slot of evict_clean() is still in use with no eviction under way");
+    return findings;
 }
 
 space_stats space::stats() const {
@@ -1220,7 +1208,7 @@ bool space::move_page(std::uintptr_t dst, std::uintptr_t src) noexcept {
 // A page taken out comes back to its (claimed, so empty) place; it could be
 // neither here nor there, so a failure ends the process.
 void space::move_back(std::uintptr_t page, std::uintptr_t from) noexcept {
-    if (!move_page(page, from)) sigsafe::fatal("UFFDIO_MOVE", errno, page);
+    if (!move_page(page, from)) fatal("UFFDIO_MOVE", errno, page);
 }
 
 // Claimed like a fill while it decides, so a touch waits. A write to a clean
@@ -1258,7 +1246,7 @@ bool space::drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index) 
         if (!dropped) {
             move_back(page, aside);  // written after all
         } else if (madvise(reinterpret_cast<void*>(aside), page_size, MADV_DONTNEED) != 0) {
-            sigsafe::fatal("madvise", errno, aside);
+            fatal("madvise", errno, aside);
         }
     }
     free_fault_slots_.fetch_or(bit, std::memory_order_acq_rel);
@@ -1277,7 +1265,7 @@ void space::release(std::span<const std::uintptr_t> pages, bool drop) noexcept {
                      [&](arena& a, std::size_t first, std::size_t last) {
                          if (drop) {
                              if (const int err = unmap(a, part[first], last - first, true))
-                                 sigsafe::fatal("madvise or mprotect", err, part[first]);
+                                 fatal("madvise or mprotect", err, part[first]);
                          }
                          for (std::size_t i = first; i < last; ++i) {
                              const std::size_t index = a.index_of(part[i]);
@@ -1288,7 +1276,7 @@ void space::release(std::span<const std::uintptr_t> pages, bool drop) noexcept {
                                  const bool writable = tracking_ != tracking_kind::mprotect || dirty_bit(a, index);
                                  const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
                                  if (mprotect(reinterpret_cast<void*>(part[i]), page_size, prot) != 0)
-                                     sigsafe::fatal("mprotect", errno, part[i]);
+                                     fatal("mprotect", errno, part[i]);
                              }
                              finish(a.states[index], drop ? page_missing : page_resident);
                          }
@@ -1305,7 +1293,7 @@ void space::release_moved(std::span<const std::uintptr_t> pages, bool drop) noex
     const auto empty_slots = [&] {
         if (run_end > run_start && madvise(reinterpret_cast<void*>(slot(run_start)), (run_end - run_start) * page_size,
                                            MADV_DONTNEED) != 0)
-            sigsafe::fatal("madvise", errno, slot(run_start));
+            fatal("madvise", errno, slot(run_start));
     };
     for (std::uintptr_t page : pages) {
         const std::size_t i = static_cast<std::size_t>(std::lower_bound(held_, held_ + held_count_, page) - held_);
@@ -1400,7 +1388,7 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
             // read its own pagemap: fall back to write faults unless asked.
             const int err = errno;
             if (tracking.has_value() || std::getenv("STEPPE_WRITE_TRACKING"))
-                detail::throw_system_error("open", err, "opening /proc/self/pagemap for PAGEMAP_SCAN");
+                common::throw_system_error("open", err, "vm: opening /proc/self/pagemap for PAGEMAP_SCAN");
             chosen = tracking_kind::wp_sync;
         }
     }
@@ -1411,7 +1399,7 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
         uffd = detail::open_userfaultfd();
         if (uffd < 0) {
             if (pagemap >= 0) close(pagemap);
-            detail::throw_system_error("userfaultfd", -uffd, "opening a userfaultfd");
+            common::throw_system_error("userfaultfd", -uffd, "vm: opening a userfaultfd");
         }
         uffdio_api api{};
         api.api = UFFD_API;
@@ -1423,7 +1411,7 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
             const int err = errno;
             close(uffd);
             if (pagemap >= 0) close(pagemap);
-            detail::throw_system_error("UFFDIO_API", err, "enabling userfaultfd features for write tracking " +
+            common::throw_system_error("UFFDIO_API", err, "vm: enabling userfaultfd features for write tracking " +
                                                               std::string(to_string(chosen)));
         }
     }

@@ -1,7 +1,6 @@
 // What the running kernel offers, and the choices made from it and from the
 // environment: backend, write-tracking variant. Normal code only.
 
-#include "common/system_error.hpp"
 #include "vm/sys.hpp"
 #include "vm/uapi.hpp"
 
@@ -48,10 +47,6 @@ std::string errno_text(int err) {
         text += ')';
     }
     return text;
-}
-
-void throw_system_error(const char* call, int err, const std::string& context) {
-    common::throw_system_error(call, err, "vm: " + context);
 }
 
 std::string max_map_count_advice() {

@@ -11,11 +11,6 @@ namespace steppe::vm::detail {
 // "Cannot allocate memory (ENOMEM)".
 std::string errno_text(int err);
 
-// Throws steppe::error for a failed system call: the code follows errno
-// (ENOSPC -> no_space, EPERM/EACCES -> permission, otherwise io) and the
-// message reads "vm: <context>: <call> failed: <errno text>".
-[[noreturn]] void throw_system_error(const char* call, int err, const std::string& context);
-
 // The message for an ENOMEM from mprotect/mremap that is most likely
 // vm.max_map_count, with the current limit and what to do.
 std::string max_map_count_advice();

@@ -59,6 +59,9 @@
 // Any other non-empty value is an error (errc::invalid_argument).
 #pragma once
 
+#include "common/page_size.hpp"
+#include "common/sigsafe.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -69,14 +72,14 @@
 
 namespace steppe::vm {
 
-inline constexpr std::size_t page_size = 4096;
+using common::page_size;
 
 // Arenas live in one process-wide table that the fault handler scans.
 inline constexpr std::size_t max_arenas = 1024;
 
 // Exit status of a process whose fault handler met an error it cannot report
 // by exception (after one line on stderr saying what and what to do).
-inline constexpr int fatal_exit_status = 71;  // EX_OSERR
+using common::fatal_exit_status;  // EX_OSERR
 
 // A page a store leaves unmapped on purpose (translate's dead page, where
 // stored pointers to memory no object holds lead). A touch of it ends the
@@ -209,6 +212,12 @@ public:
     virtual backend_kind backend() const = 0;
     virtual tracking_kind tracking() const = 0;
     virtual space_stats stats() const = 0;
+
+    // Checks the invariants I1-I5 (fault_space.cpp) as far as they show
+    // between operations: call it while no thread touches, installs, holds,
+    // releases or discards pages of this space. Returns one line per broken
+    // rule, naming the page or arena; empty when all hold.
+    virtual std::vector<std::string> check_invariants() const = 0;
 };
 
 }  // namespace steppe::vm

@@ -1,5 +1,7 @@
 #include "support/fault_env.hpp"
 
+#include "common/system_error.hpp"
+
 #include <algorithm>
 #include <random>
 
@@ -68,7 +70,7 @@ void fault_env::before_call(const std::string& path, const char* call) {
     if (fail_countdown_ >= 0 && (fail_countdown_ == 0 || fail_persistent_)) {
         if (fail_countdown_ == 0) {
             if (!fail_persistent_) fail_countdown_ = -1;
-            storage::throw_system_error(call, path, fail_errno_, "injected fault");
+            common::throw_system_error(call, fail_errno_, path, "injected fault");
         }
     }
     if (fail_countdown_ > 0) --fail_countdown_;

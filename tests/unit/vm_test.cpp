@@ -293,6 +293,41 @@ TEST_P(VmTest, HoldSaysWrittenOrCleanAndReleaseDropsOrKeeps) {
     EXPECT_EQ(space->take_dirty(), pages_of(p, {2})) << "written after its release";
 }
 
+// The checker of I1-I5 finds nothing between operations, after fills,
+// writes, take_dirty, holds, releases and discards; during a hold it sees
+// the claimed pages (I1) and the held ones (I5), which shows it looks.
+TEST_P(VmTest, InvariantsHoldBetweenOperations) {
+    pager p(70);  // past one dirty word, so the summary level (I4) has two words to check
+    auto space = make(p);
+    using findings = std::vector<std::string>;
+    EXPECT_EQ(space->check_invariants(), findings{}) << "fresh";
+    for (std::size_t i = 0; i < 70; ++i) expect_contents(p, i);
+    EXPECT_EQ(space->check_invariants(), findings{}) << "after fills";
+    for (std::size_t i : {1u, 2u, 65u, 69u}) store(p.page(i), 3, 1234);
+    EXPECT_EQ(space->check_invariants(), findings{}) << "after writes";
+    space->take_dirty();
+    EXPECT_EQ(space->check_invariants(), findings{}) << "after take_dirty";
+    store(p.page(66), 0, 5);
+
+    using held = fault_space::held;
+    const auto pages = pages_of(p, {0, 1, 66});
+    std::vector<held> how(pages.size());
+    std::vector<const std::byte*> contents(pages.size());
+    space->hold(pages, how, contents);
+    const findings during = space->check_invariants();
+    EXPECT_FALSE(during.empty()) << "a hold under way claims its pages";
+    EXPECT_TRUE(std::any_of(during.begin(), during.end(), [](const std::string& f) { return f.starts_with("I1"); }));
+    space->release(pages_of(p, {0, 1}), true);
+    space->release(pages_of(p, {66}), false);
+    EXPECT_EQ(space->check_invariants(), findings{}) << "after releases";
+
+    space->discard(p.page(60), 10);
+    EXPECT_EQ(space->check_invariants(), findings{}) << "after a discard of dirty pages";
+    for (std::size_t i = 60; i < 70; ++i) expect_contents(p, i);
+    store(p.page(64), 1, 9);
+    EXPECT_EQ(space->check_invariants(), findings{}) << "after refills";
+}
+
 // The point of hold(): a write from another thread while the page is held
 // waits, and lands after the release, whichever way it goes.
 TEST_P(VmTest, AWriteToAHeldPageWaitsForTheRelease) {
