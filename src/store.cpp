@@ -601,6 +601,8 @@ void store_impl::rollback() {
     roots_ = committed_.roots;
     catalog_pages_ = committed_.catalog_pages;
     roots_pages_ = committed_.roots_pages;
+    vtables_pages_ = committed_.vtables_pages;
+    pager_->vtables() = committed_.vtables;
     catalog_dirty_ = roots_dirty_ = false;
     sync_shapes(true);
     reuse_if_crowded("the rollback");
