@@ -1,13 +1,10 @@
-// steppe::store — composes the storage manager, the heap, the type catalog,
-// the roots and the page engine behind the public API.
-//
-// What one commit writes, all through one storage commit:
-//   - the data pages written (or handed out) since the last commit, unswizzled;
-//   - the type catalog and the roots table, each a "blob" on a chain of system
-//     pages, when they changed;
-//   - the heap's changed metadata pages;
-//   - the storage meta (256 bytes): engine_meta below, which pins the heap root
-//     and both blobs, so a commit's pieces can never mix with another's.
+// steppe::store — the public API over an engine (engine/engine.hpp; today
+// the page engine), plus what every engine shares:
+//   - the fork check: a forked child may not use its parent's store
+//   - exclusive_call: the calls one thread at a time may make
+//   - the open-stores registry: steppe::allocator's current store, and which
+//     store frees memory or translates a pointer
+//   - the STEPPE_STATS report at close
 #include <steppe/steppe.hpp>
 #include <pthread.h>
 #include <unistd.h>
@@ -17,155 +14,83 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <map>
 #include <mutex>
 
-#include "common/bytes.hpp"
 #include "common/system_error.hpp"
-#include "heap/heap.hpp"
-#include "pager.hpp"
-#include "storage/checksum.hpp"
-#include "storage/storage.hpp"
-#include "stored_pointer.hpp"
-#include "types/types.hpp"
+#include "engine/engine.hpp"
 
 namespace steppe {
 namespace detail {
-namespace {
-
-constexpr char engine_magic[8] = {'s', 't', 'p', 'e', 'n', 'g', 'n', '1'};
-constexpr std::uint32_t catalog_owner = 1, roots_owner = 2, vtables_owner = 3;
-
-struct blob_ref {
-    std::uint64_t first_page;  // 0: empty blob
-    std::uint64_t length;      // bytes
-    std::uint32_t crc;         // crc32c of all the bytes
-    std::uint32_t pages;
-};
-
-// The storage meta of a page-engine store.
-struct engine_meta {
-    char magic[8];
-    std::byte heap[heap_root::size];
-    blob_ref catalog;
-    blob_ref roots;
-    blob_ref vtables;
-};
-static_assert(sizeof(engine_meta) <= storage::meta_size);
-
-// One page of a blob: this header, then payload.
-struct blob_page_header {
-    std::uint32_t magic;  // "SBLB"
-    std::uint32_t owner;
-    std::uint32_t index;  // position in the chain
-    std::uint32_t used;   // payload bytes in this page
-    std::uint64_t next;   // next page of the chain, 0 at the end
-    std::uint32_t reserved;
-    std::uint32_t crc;    // crc32c of the page with this field zero
-};
-constexpr std::uint32_t blob_magic = 0x424C4253;
-constexpr std::size_t blob_payload = storage::page_size - sizeof(blob_page_header);
-
-struct root_entry {
-    std::uint32_t type;
-    std::uint64_t address;
-};
-using root_table = std::map<std::string, root_entry, std::less<>>;
-
-std::vector<std::byte> encode_roots(const root_table& roots) {
-    common::byte_writer w;
-    w.put(static_cast<std::uint32_t>(roots.size()));
-    for (const auto& [name, e] : roots) {
-        w.put(name);
-        w.put(e.type);
-        w.put(e.address);
-    }
-    return w.take();
-}
-
-root_table decode_roots(std::span<const std::byte> in, const std::string& where) {
-    root_table roots;
-    common::byte_reader r(in, where + ": the roots table");
-    for (auto count = r.get<std::uint32_t>(); count > 0; --count) {
-        std::string name = r.get_string();
-        root_entry e;
-        e.type = r.get<std::uint32_t>();
-        e.address = r.get<std::uint64_t>();
-        roots[name] = e;
-    }
-    r.expect_end();
-    return roots;
-}
-
-std::uint32_t blob_page_crc(blob_page_header h, const std::byte* payload) {
-    h.crc = 0;
-    return storage::crc32c(storage::crc32c(0, &h, sizeof h), payload, blob_payload);
-}
-
-}  // namespace
 
 class store_impl {
 public:
     store_impl(const std::string& path, const open_options& options);
     ~store_impl();
-    bool holds(const void* p) const;
+    bool holds(const void* p) const { return engine_->holds(p); }
     bool opened_here() const noexcept;  // false in a child forked since
-    std::uint64_t persistent_address(const void* p) const { return pager_->to_persistent(p, "pointer"); }
+    std::uint64_t persistent_address(const void* p) const { return engine_->persistent_address(p); }
 
-    void* allocate(const types::layout& layout, std::size_t count);
-    // make and destroy from several threads take turns (the pause's mutex),
-    // as std containers on steppe::allocator in several threads need.
+    void* allocate(const types::layout& layout, std::size_t count) {
+        ensure_opened_here();
+        return engine_->make(layout, count);
+    }
     void deallocate(void* object) {
         ensure_opened_here();
-        pager::pause p(*pager_);
-        pager_->free(object);
+        engine_->destroy(object);
     }
     void note_vtable(const void* object) {
         ensure_opened_here();
-        pager::pause p(*pager_);
-        pager_->note_vtable(object);
+        engine_->note_vtable(object);
     }
-    void* find_root(std::string_view name, const types::layout& layout);
-    void set_root(std::string_view name, const types::layout& layout, void* object);
-    bool remove_root(std::string_view name);
-    std::vector<root_info> roots() const;
-    void commit();
-    void rollback();
-    void checkpoint();
-    void close();
+    void* find_root(std::string_view name, const types::layout& layout) {
+        exclusive_call one(*this, "find_root");
+        return engine_->find_root(name, layout);
+    }
+    void set_root(std::string_view name, const types::layout& layout, void* object) {
+        exclusive_call one(*this, "set_root");
+        engine_->set_root(name, layout, object);
+    }
+    bool remove_root(std::string_view name) {
+        exclusive_call one(*this, "remove_root");
+        return engine_->remove_root(name);
+    }
+    std::vector<root_info> roots() const {
+        ensure_opened_here();
+        return engine_->roots();
+    }
+    void commit() {
+        exclusive_call one(*this, "commit");
+        engine_->commit();
+    }
+    void rollback() {
+        exclusive_call one(*this, "rollback");
+        engine_->rollback();
+    }
+    void checkpoint() {
+        exclusive_call one(*this, "checkpoint");
+        engine_->checkpoint();
+    }
     void reuse_address_space() {
         exclusive_call one(*this, "reuse_address_space");
-        pager::pause p(*pager_);
-        pager_->reuse_address_space();
+        engine_->reuse_address_space();
     }
-    store_stats stats() const;
-    std::vector<type_usage> types() const;
-    std::vector<std::string> check() const;
-    const std::string& path() const { return storage_->path(); }
-    const std::string& salvage_report() const { return storage_->salvage_report(); }
+    void close();
+    store_stats stats() const {
+        ensure_opened_here();
+        return engine_->stats();
+    }
+    std::vector<type_usage> types() const {
+        ensure_opened_here();
+        return engine_->types();
+    }
+    std::vector<std::string> check() const {
+        ensure_opened_here();
+        return engine_->check();
+    }
+    const std::string& path() const { return engine_->path(); }
+    const std::string& salvage_report() const { return engine_->salvage_report(); }
 
 private:
-    // The state one commit pins down; kept so rollback needs no reads.
-    struct committed_state {
-        engine_meta meta{};
-        types::catalog catalog;
-        root_table roots;
-        std::vector<std::uint64_t> catalog_pages, roots_pages, vtables_pages;
-        types::vtable_table vtables;
-    };
-
-    std::unique_ptr<heap> load_heap() const;
-    std::vector<std::byte> read_blob(const blob_ref& ref, std::uint32_t owner, const char* what,
-                                     std::vector<std::uint64_t>& pages) const;
-    blob_ref write_blob(std::span<const std::byte> bytes, std::uint32_t owner, std::vector<std::uint64_t>& pages,
-                        std::deque<std::array<std::byte, storage::page_size>>& buffers,
-                        std::vector<storage::page_image>& images);
-    types::catalog::index type_index(const types::layout& layout);
-    void sync_shapes(bool rebuild);
-    void validate() const;
-    void ensure_writable() const;
-    void reuse_if_crowded(const char* after);
     // fork: a child may not use its parent's store (docs/guarantees.md).
     void ensure_opened_here() const;
     // Checks the process, then claims the store for one of the calls one thread
@@ -193,15 +118,7 @@ private:
     // The call in progress of those one thread at a time may make (the root
     // functions, commit, rollback, checkpoint, reuse), or null.
     std::atomic<const char*> exclusive_{nullptr};
-    open_options options_;
-    std::unique_ptr<storage::storage> storage_;
-    std::unique_ptr<pager> pager_;
-    committed_state committed_;
-    types::catalog catalog_;
-    root_table roots_;
-    std::vector<std::uint64_t> catalog_pages_, roots_pages_, vtables_pages_;
-    bool catalog_dirty_ = false, roots_dirty_ = false;
-    std::uint64_t budget_pages_ = 0;
+    std::unique_ptr<engine> engine_;
 };
 
 namespace {
@@ -240,62 +157,10 @@ std::vector<void*>& forsaken() {
     static auto* objects = new std::vector<void*>;
     return *objects;
 }
-
-vm::backend_kind backend_for(fault_backend b) {
-    return vm::choose_backend(b == fault_backend::mprotect ? vm::backend_kind::mprotect : vm::backend_kind::uffd);
-}
 }  // namespace
 
 store_impl::store_impl(const std::string& path, const open_options& options)
-    : opener_(current_pid()), options_(options) {
-    storage::options so;
-    so.create = options.create;
-    so.read_only = options.read_only;
-    so.durable = options.durable;
-    so.checkpoint_bytes = options.checkpoint_bytes;
-    so.salvage = options.salvage_damaged_log;
-    storage_ = storage::storage::open(path, so);
-
-    const auto& raw = storage_->meta();
-    bool fresh = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
-    if (!fresh) {
-        std::memcpy(&committed_.meta, raw.data(), sizeof(engine_meta));
-        if (std::memcmp(committed_.meta.magic, engine_magic, sizeof engine_magic) != 0)
-            throw error(errc::version, path + " holds no page-engine data of a version this build reads");
-        // A blob never written (no types, roots or vtables yet) has no pages.
-        const engine_meta& m = committed_.meta;
-        if (m.catalog.pages)
-            committed_.catalog = types::catalog::decode(
-                read_blob(m.catalog, catalog_owner, "type catalog", committed_.catalog_pages));
-        if (m.roots.pages)
-            committed_.roots =
-                decode_roots(read_blob(m.roots, roots_owner, "roots table", committed_.roots_pages), path);
-        if (m.vtables.pages)
-            committed_.vtables = types::vtable_table::decode(
-                read_blob(m.vtables, vtables_owner, "vtable table", committed_.vtables_pages));
-    } else {
-        std::memcpy(committed_.meta.magic, engine_magic, sizeof engine_magic);
-    }
-    pager_options po;
-    po.backend = backend_for(options.backend);
-    po.null_transient_pointers = options.null_transient_pointers;
-    po.fatal_hook = options.fatal_hook;
-    po.prefetch = options.prefetch;
-    po.address_space_limit = options.address_space_limit;
-    std::uint64_t budget = options.resident_budget;
-    if (budget == 0)
-        budget = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
-    po.resident_budget_pages = std::max<std::uint64_t>(budget / storage::page_size, 256);
-    pager_ = std::make_unique<pager>(*storage_, load_heap(), po);
-    budget_pages_ = po.resident_budget_pages;
-    catalog_ = committed_.catalog;
-    roots_ = committed_.roots;
-    catalog_pages_ = committed_.catalog_pages;
-    roots_pages_ = committed_.roots_pages;
-    vtables_pages_ = committed_.vtables_pages;
-    pager_->vtables() = committed_.vtables;
-    validate();
-    sync_shapes(true);
+    : opener_(current_pid()), engine_(open_page_engine(path, options)) {
     std::lock_guard lock(g_open_mutex);
     g_open.push_back(this);
     t_current = this;
@@ -311,18 +176,15 @@ store_impl::~store_impl() {
 
 // 1. the STEPPE_STATS report
 // 2. leave the open list (steppe::allocator and the pointer lookups)
-// 3. drop the page engine: its eviction thread stops, uncommitted changes go
-// 4. checkpoint the committed state, after forgetting the frames the dropped
-//    transaction spilled to the log (a checkpoint resets the log)
-// 5. release the files and the lock, whether 4 succeeded or not
+// 3. the engine closes (uncommitted changes go, the committed state is
+//    checkpointed if the options ask for it)
 void store_impl::close() {
-    if (!storage_) return;
+    if (!engine_) return;
     if (!opened_here()) {  // a forked child: leave the parent's store alone
         std::lock_guard lock(g_open_mutex);
         g_open.erase(std::find(g_open.begin(), g_open.end(), this));
         if (t_current == this) t_current = nullptr;
-        forsaken().push_back(pager_.release());
-        forsaken().push_back(storage_.release());
+        forsaken().push_back(engine_.release());
         return;
     }
     if (const char* env = std::getenv("STEPPE_STATS"); env && *env && std::strcmp(env, "0") != 0) {
@@ -336,23 +198,9 @@ void store_impl::close() {
         g_open.erase(std::find(g_open.begin(), g_open.end(), this));
     }
     if (t_current == this) t_current = nullptr;
-    pager_.reset();
-    struct release {
-        std::unique_ptr<storage::storage>& files;
-        ~release() { files.reset(); }
-    } release_files{storage_};
-    if (!options_.checkpoint_on_close || options_.read_only) return;
-    try {
-        storage_->discard_pending();
-        storage_->checkpoint();
-    } catch (const error& e) {
-        throw error(e.code(), "closing " + path() +
-                                  ": the checkpoint failed, so the log keeps its commits (the next open recovers "
-                                  "them): " + e.what());
-    }
+    std::unique_ptr<engine> closing = std::move(engine_);
+    closing->close();
 }
-
-bool store_impl::holds(const void* p) const { return pager_->holds(p); }
 
 bool store_impl::opened_here() const noexcept { return g_pid.load(std::memory_order_relaxed) == opener_; }
 
@@ -363,7 +211,6 @@ void store_impl::ensure_opened_here() const {
                         std::to_string(::getpid()) +
                         " is a child forked from it and cannot use it (fork before opening the store, or exec)");
 }
-
 
 void* allocate_in_current(const types::layout& layout, std::size_t count) {
     if (!t_current)
@@ -389,300 +236,6 @@ void deallocate_anywhere(void* object) noexcept {
             if (s->opened_here() && s->holds(object)) owner = s;  // a forked child frees nothing of its parent's
     }
     if (owner) owner->deallocate(object);
-}
-
-std::unique_ptr<heap> store_impl::load_heap() const {
-    if (std::all_of(std::begin(committed_.meta.heap), std::end(committed_.meta.heap),
-                    [](std::byte b) { return b == std::byte{0}; }))
-        return std::make_unique<heap>(1);  // page 0 stays unused: address 0 is null
-    heap_root root = heap_root::from_bytes(committed_.meta.heap);
-    std::vector<std::byte> buf(storage::page_size);
-    return std::make_unique<heap>(heap::decode(root, [&](std::uint64_t page) {
-        storage_->read_page(page, buf.data());
-        return std::span<const std::byte>(buf);
-    }));
-}
-
-std::vector<std::byte> store_impl::read_blob(const blob_ref& ref, std::uint32_t owner, const char* what,
-                                             std::vector<std::uint64_t>& pages) const {
-    std::vector<std::byte> out;
-    pages.clear();
-    std::vector<std::byte> buf(storage::page_size);
-    std::uint64_t page = ref.first_page;
-    auto fail = [&](const std::string& why) {
-        return error(errc::corrupt, storage_->path() + ": the " + what + " (page " + std::to_string(page) +
-                                        ") is damaged: " + why);
-    };
-    for (std::uint32_t i = 0; i < ref.pages; ++i) {
-        if (page == 0 || page >= storage_->page_count()) throw fail("its chain leaves the store");
-        storage_->read_page(page, buf.data());
-        blob_page_header h;
-        std::memcpy(&h, buf.data(), sizeof h);
-        if (h.magic != blob_magic || h.owner != owner || h.index != i || h.used > blob_payload ||
-            h.crc != blob_page_crc(h, buf.data() + sizeof h))
-            throw fail("bad page header or checksum");
-        pages.push_back(page);
-        out.insert(out.end(), buf.begin() + sizeof h, buf.begin() + static_cast<long>(sizeof h + h.used));
-        page = h.next;
-    }
-    if (out.size() != ref.length || storage::crc32c(out) != ref.crc) throw fail("its length or checksum differs");
-    return out;
-}
-
-blob_ref store_impl::write_blob(std::span<const std::byte> bytes, std::uint32_t owner,
-                                std::vector<std::uint64_t>& pages,
-                                std::deque<std::array<std::byte, storage::page_size>>& buffers,
-                                std::vector<storage::page_image>& images) {
-    heap& h = pager_->allocator();
-    std::size_t n = std::max<std::size_t>(1, (bytes.size() + blob_payload - 1) / blob_payload);
-    while (pages.size() < n) pages.push_back(h.allocate_system_page(owner, pages.size()));
-    while (pages.size() > n) {
-        h.free_system_page(pages.back());
-        pages.pop_back();
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-        auto& page = buffers.emplace_back();
-        page.fill(std::byte{0});
-        std::size_t used = std::min(blob_payload, bytes.size() - std::min(bytes.size(), i * blob_payload));
-        blob_page_header hdr{blob_magic, owner, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(used),
-                             i + 1 < n ? pages[i + 1] : 0, 0, 0};
-        if (used) std::memcpy(page.data() + sizeof hdr, bytes.data() + i * blob_payload, used);
-        hdr.crc = blob_page_crc(hdr, page.data() + sizeof hdr);
-        std::memcpy(page.data(), &hdr, sizeof hdr);
-        images.push_back({pages[i], page.data()});
-    }
-    return {pages[0], bytes.size(), storage::crc32c(bytes), static_cast<std::uint32_t>(n)};
-}
-
-// Every root and every data page must name a type the catalog has.
-void store_impl::validate() const {
-    for (const auto& [name, e] : roots_)
-        if (e.type >= catalog_.size())
-            throw error(errc::corrupt, path() + ": root '" + name + "' names type " + std::to_string(e.type) +
-                                           ", which the type catalog does not have");
-    const heap& h = pager_->allocator();
-    for (std::uint64_t p = 0; p < h.page_count(); ++p) {
-        const heap::page_desc* d = h.describe(p);
-        if (d->is_data() && d->type() >= catalog_.size())
-            throw error(errc::corrupt, path() + ": page " + std::to_string(p) + " holds objects of type " +
-                                           std::to_string(d->type()) + ", which the type catalog does not have");
-    }
-}
-
-void store_impl::sync_shapes(bool rebuild) {
-    auto& shapes = pager_->shapes();
-    if (rebuild) shapes.clear();
-    for (std::size_t i = shapes.size(); i < catalog_.size(); ++i) {
-        const types::layout& l = catalog_.at(static_cast<types::catalog::index>(i));
-        shapes.push_back({l.name, l.size, l.pointers, l.vptrs});
-    }
-}
-
-types::catalog::index store_impl::type_index(const types::layout& layout) {
-    std::size_t before = catalog_.size();
-    types::catalog::index i = catalog_.find_or_add(layout);
-    if (catalog_.size() != before) {
-        catalog_dirty_ = true;
-        sync_shapes(false);
-    }
-    return i;
-}
-
-void store_impl::ensure_writable() const {
-    if (options_.read_only) throw error(errc::invalid_argument, path() + " is open read-only");
-}
-
-void* store_impl::allocate(const types::layout& layout, std::size_t count) {
-    ensure_opened_here();
-    ensure_writable();
-    pager::pause p(*pager_);
-    if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
-    return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
-}
-
-void* store_impl::find_root(std::string_view name, const types::layout& layout) {
-    exclusive_call one(*this, "find_root");
-    auto it = roots_.find(name);
-    if (it == roots_.end()) return nullptr;
-    types::catalog::index want = type_index(layout);
-    if (it->second.type != want)
-        throw error(errc::type_mismatch, path() + ": root '" + std::string(name) + "' holds a " +
-                                             catalog_.at(it->second.type).name + ", not a " + layout.name);
-    return pager_->to_pointer(it->second.address);
-}
-
-void store_impl::set_root(std::string_view name, const types::layout& layout, void* object) {
-    exclusive_call one(*this, "set_root");
-    ensure_writable();
-    if (!object) throw error(errc::invalid_argument, "set_root('" + std::string(name) + "') with a null object; use remove_root");
-    std::uint64_t address = pager_->to_persistent(object, "set_root('" + std::string(name) + "'): object");
-    roots_[std::string(name)] = {type_index(layout), address};
-    roots_dirty_ = true;
-}
-
-bool store_impl::remove_root(std::string_view name) {
-    exclusive_call one(*this, "remove_root");
-    ensure_writable();
-    auto it = roots_.find(name);
-    if (it == roots_.end()) return false;
-    roots_.erase(it);
-    roots_dirty_ = true;
-    return true;
-}
-
-std::vector<root_info> store_impl::roots() const {
-    ensure_opened_here();
-    std::vector<root_info> out;
-    for (const auto& [name, e] : roots_) out.push_back({name, catalog_.at(e.type).name});
-    return out;
-}
-
-// 1. blobs that changed (may take system pages from the heap)
-// 2. data pages, unswizzled (throws transient_pointer before anything is written)
-// 3. the heap's changed metadata pages and its root
-// 4. one storage commit of all of it with the new meta
-// 5. adopt the new committed state
-void store_impl::commit() {
-    exclusive_call one(*this, "commit");
-    ensure_writable();
-    pager::pause p(*pager_);
-    std::deque<std::array<std::byte, storage::page_size>> buffers;
-    std::vector<storage::page_image> images;
-    engine_meta meta = committed_.meta;
-    if (catalog_dirty_)
-        meta.catalog = write_blob(catalog_.encode(), catalog_owner, catalog_pages_, buffers, images);
-    if (roots_dirty_) meta.roots = write_blob(encode_roots(roots_), roots_owner, roots_pages_, buffers, images);
-    pager::page_images data = pager_->collect();
-    images.insert(images.end(), data.pages.begin(), data.pages.end());
-    if (pager_->vtables().size() != committed_.vtables.size())  // collect met new vtable symbols
-        meta.vtables = write_blob(pager_->vtables().encode(), vtables_owner, vtables_pages_, buffers, images);
-    heap::commit_image heap_image = pager_->allocator().encode_dirty();
-    for (const auto& m : heap_image.pages) images.push_back({m.page, m.bytes.data()});
-    auto root_bytes = heap_image.root.to_bytes();
-    std::memcpy(meta.heap, root_bytes.data(), root_bytes.size());
-
-    storage::meta_bytes raw{};
-    std::memcpy(raw.data(), &meta, sizeof meta);
-    try {
-        storage_->commit(images, raw);
-    } catch (...) {
-        pager_->allocator().mark_all_dirty();
-        catalog_dirty_ = roots_dirty_ = true;
-        throw;
-    }
-    pager_->committed();
-    committed_ = {meta, catalog_, roots_, catalog_pages_, roots_pages_, vtables_pages_, pager_->vtables()};
-    catalog_dirty_ = roots_dirty_ = false;
-    reuse_if_crowded("the commit");
-}
-
-// The committed state only, so nothing may have changed since the last
-// commit: pages a transaction spilled sit in the log after its last commit,
-// and the reset would lose them.
-void store_impl::checkpoint() {
-    exclusive_call one(*this, "checkpoint");
-    if (options_.read_only)
-        throw error(errc::invalid_argument, "checkpoint: store " + path() + " is open read-only");
-    pager::pause p(*pager_);
-    std::size_t pages = pager_->uncommitted_pages();
-    if (pages || catalog_dirty_ || roots_dirty_)
-        throw error(errc::invalid_argument,
-                    "checkpoint: store " + path() + " has changes since the last commit (" + std::to_string(pages) +
-                        " pages written, made or freed" + (roots_dirty_ ? "; roots changed" : "") +
-                        (catalog_dirty_ ? "; new types" : "") + "); commit() or rollback() first");
-    storage_->checkpoint();
-}
-
-void store_impl::rollback() {
-    exclusive_call one(*this, "rollback");
-    pager::pause p(*pager_);
-    pager_->rollback(load_heap());
-    catalog_ = committed_.catalog;
-    roots_ = committed_.roots;
-    catalog_pages_ = committed_.catalog_pages;
-    roots_pages_ = committed_.roots_pages;
-    catalog_dirty_ = roots_dirty_ = false;
-    sync_shapes(true);
-    reuse_if_crowded("the rollback");
-}
-
-// Starts an address-space reuse round if the reserved space is crowded. The
-// commit or rollback before it is complete whatever happens here; the error
-// says so, since commit() throwing otherwise means the commit failed.
-void store_impl::reuse_if_crowded(const char* after) {
-    try {
-        pager_->reuse_if_crowded();
-    } catch (const error& e) {
-        throw error(e.code(), path() + ": address-space reuse after " + after + " (which is complete) failed: " +
-                                  e.what());
-    }
-}
-
-store_stats store_impl::stats() const {
-    ensure_opened_here();
-    pager::pause paused(*pager_);
-    pager_stats p = pager_->stats();
-    const storage::stats& s = storage_->counters();
-    return {vm::to_string(pager_->backend()),
-            vm::to_string(pager_->tracking()),
-            p.faults,
-            p.pointers_swizzled,
-            s.commits,
-            p.pages_committed,
-            p.pointers_unswizzled,
-            s.bytes_written,
-            s.syncs,
-            storage_->page_count(),
-            pager_->allocator().free_pages().total_pages(),
-            p.resident_pages,
-            p.dirty_pages,
-            p.evictions,
-            budget_pages_,
-            p.spilled_pages,
-            p.prefetched_pages,
-            p.prefetch_hits,
-            p.address_space_limit,
-            p.reserved_virtual_pages,
-            p.reuse_rounds,
-            p.reclaimed_arenas,
-            p.reclaimed_pages};
-}
-
-std::vector<type_usage> store_impl::types() const {
-    ensure_opened_here();
-    std::vector<type_usage> out;
-    for (const auto& l : catalog_.entries()) out.push_back({l.name, l.size, 0, 0});
-    const heap& h = pager_->allocator();
-    for (std::uint64_t p = 0; p < h.page_count(); ++p) {
-        const heap::page_desc* d = h.describe(p);
-        if (!d->is_data() || d->type() >= out.size()) continue;
-        type_usage& u = out[d->type()];
-        ++u.pages;
-        if (d->kind() == heap::page_kind::small) u.objects += d->chunks_used();
-        if (d->kind() == heap::page_kind::large_head) ++u.objects;
-    }
-    return out;
-}
-
-// Committed state only: pages are read from the storage, not from memory.
-std::vector<std::string> store_impl::check() const {
-    ensure_opened_here();
-    pager::pause p(*pager_);
-    std::vector<std::string> findings = storage_->check();
-    std::unique_ptr<heap> committed_heap = load_heap();  // not the live one: uncommitted changes are not findings
-    const heap& h = *committed_heap;
-    for (const auto& f : h.audit()) findings.push_back(path() + ": heap: " + f);
-    for (const auto& [name, e] : committed_.roots)
-        if (!h.find_chunk(e.address))
-            findings.push_back(path() + ": root '" + name + "' points to " + std::to_string(e.address) +
-                               ", which is not an allocated object");
-    std::vector<std::byte> page(storage::page_size);
-    storage::read_failure why;
-    for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
-        if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why, true)) continue;
-        check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), path() + ": ", findings);
-    }
-    return findings;
 }
 
 }  // namespace detail

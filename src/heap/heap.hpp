@@ -350,7 +350,7 @@ public:
     // object (a small chunk, or the elements of a large object), or what else
     // it lies in. O(1) from the page's descriptor, no allocation: the fault
     // handler asks it for every pointer it swizzles (invariant S1, see
-    // src/stored_pointer.hpp).
+    // src/page/stored_pointer.hpp).
     enum class place : std::uint8_t {
         object,
         beyond,         // at or past page_count()

@@ -1,6 +1,6 @@
 // Crafted stored pointers (issue 12, item 5): a pointer word of a data page,
 // rewritten at storage level (storage::commit recomputes the checksums, as an
-// attacker or a bug would). Invariant S1 (src/stored_pointer.hpp) says what a
+// attacker or a bug would). Invariant S1 (src/page/stored_pointer.hpp) says what a
 // stored word may aim at; a word that breaks it is named by store::check and
 // ends a reader that faults its page in with exit 71 and a message naming
 // the store, the page, the offset, the value and what it aimed at. A word

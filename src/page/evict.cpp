@@ -16,7 +16,7 @@
 // hold(), which makes them read-only; a write to one meanwhile faults and
 // waits until it is dropped (it then faults in again, from the log if it
 // was spilled) or kept.
-#include "pager.hpp"
+#include "page/pager.hpp"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -33,7 +33,7 @@
 
 #include "common/system_error.hpp"
 
-namespace steppe {
+namespace steppe::page {
 
 namespace {
 
@@ -167,9 +167,9 @@ std::size_t pager::evict_batch(std::span<const std::uintptr_t> pages) {
     std::vector<vm::fault_space::held> how(pages.size());
     std::vector<const std::byte*> contents(pages.size());
     space_->hold(pages, how, contents);
-    evict_buffer_.resize(pages.size() * translate::page_size);
-    std::vector<storage::page_image> images;
     std::vector<bool> keep(pages.size());
+    std::vector<page_source> sources;  // the written pages to spill, and where in `pages` they are
+    std::vector<std::size_t> source_of;
     for (std::size_t i = 0; i < pages.size(); ++i) {
         if (how[i] == vm::fault_space::held::none) {
             if (space_->is_resident(pages[i])) resident_->record(pages[i]);  // busy: next time
@@ -180,20 +180,20 @@ std::size_t pager::evict_batch(std::span<const std::uintptr_t> pages) {
             keep[i] = true;
         if (how[i] == vm::fault_space::held::clean || keep[i]) continue;
         auto where = map_->lookup(pages[i]);
-        const heap::page_desc* d =
-            where.what == translate::page_map::kind::page ? heap_->describe(where.page) : nullptr;
-        if (!d || !d->is_data()) {
-            keep[i] = true;  // freed in this transaction: nothing to save, no reason to write it
+        if (where.what != translate::page_map::kind::page) {
+            keep[i] = true;
             continue;
         }
-        std::byte* image = evict_buffer_.data() + images.size() * translate::page_size;
-        try {
-            unswizzle_into(where.page, contents[i], image, false);
-            images.push_back({where.page, image});
-        } catch (const error&) {
-            keep[i] = true;  // a transient pointer or a new vtable: the commit reports or learns it
-        }
+        sources.push_back({where.page, contents[i]});
+        source_of.push_back(i);
     }
+    evict_buffer_.resize(sources.size() * translate::page_size);
+    std::vector<storage::page_image> images;
+    const std::vector<unswizzled> done = unswizzle_pages(sources, evict_buffer_.data(), false, true, images);
+    // Freed in this transaction (nothing to save, no reason to write it), or
+    // a transient pointer or a new vtable (the commit reports or learns it).
+    for (std::size_t k = 0; k < sources.size(); ++k)
+        if (done[k] != unswizzled::image) keep[source_of[k]] = true;
     try {
         if (!images.empty()) storage_.spill(images);
     } catch (const std::exception&) {
@@ -215,4 +215,4 @@ std::size_t pager::evict_batch(std::span<const std::uintptr_t> pages) {
     return dropped.size();
 }
 
-}  // namespace steppe
+}  // namespace steppe::page

@@ -1,4 +1,4 @@
-// steppe::translate::residency — which store pages are resident, oldest
+// steppe::page::residency — which store pages are resident, oldest
 // first, for the eviction thread (it takes batches from the tail and records
 // again what it keeps).
 //
@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace steppe::translate {
+namespace steppe::page {
 
 class residency {
 public:
@@ -52,4 +52,4 @@ private:
     std::atomic_flag evicting_ = ATOMIC_FLAG_INIT;
 };
 
-}  // namespace steppe::translate
+}  // namespace steppe::page

@@ -1,8 +1,8 @@
-#include "stored_pointer.hpp"
+#include "page/stored_pointer.hpp"
 
 #include <cstring>
 
-namespace steppe {
+namespace steppe::page {
 
 void append_hex(storage::fixed_message& m, std::uint64_t v) noexcept {
     char digits[19] = "0x";
@@ -11,6 +11,13 @@ void append_hex(storage::fixed_message& m, std::uint64_t v) noexcept {
     for (int i = n - 1; i >= 0; --i, v >>= 4) digits[2 + i] = "0123456789abcdef"[v & 15];
     digits[2 + n] = '\0';
     m << digits;
+}
+
+std::string hex(std::uint64_t v) {
+    char buf[24];
+    storage::fixed_message m(buf, sizeof buf);
+    append_hex(m, v);
+    return buf;
 }
 
 void describe_aim(storage::fixed_message& m, std::uint64_t word, const pointer_aim& aim, const heap& h) noexcept {
@@ -64,4 +71,4 @@ void check_pointers(const heap& h, const translate::page_layout& layout, std::ui
     });
 }
 
-}  // namespace steppe
+}  // namespace steppe::page

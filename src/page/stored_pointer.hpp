@@ -43,7 +43,7 @@
 #include "storage/fixed_message.hpp"
 #include "translate/swizzle.hpp"
 
-namespace steppe {
+namespace steppe::page {
 
 struct pointer_aim {
     heap::place what = heap::place::object;
@@ -81,10 +81,12 @@ void describe_field(storage::fixed_message& m, std::size_t at, std::uint32_t fie
 
 // Appends `v` as 0x... (no allocation).
 void append_hex(storage::fixed_message& m, std::uint64_t v) noexcept;
+// `v` as 0x..., for error messages in normal context.
+std::string hex(std::uint64_t v);
 
 // store::check's part: one finding, prefixed with `prefix`, for every pointer
 // of data page `page` (its stored image, laid out as `layout`) that breaks S1.
 void check_pointers(const heap& h, const translate::page_layout& layout, std::uint64_t page,
                     const std::byte* image, const std::string& prefix, std::vector<std::string>& findings);
 
-}  // namespace steppe
+}  // namespace steppe::page

@@ -1,4 +1,4 @@
-#include "translate/residency.hpp"
+#include "page/residency.hpp"
 
 #include <steppe/error.hpp>
 #include <sys/mman.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-namespace steppe::translate {
+namespace steppe::page {
 
 residency::residency(std::uint64_t capacity) : capacity_(capacity) {
     void* p = ::mmap(nullptr, capacity * sizeof(std::uintptr_t), PROT_READ | PROT_WRITE,
@@ -43,4 +43,4 @@ std::size_t residency::take_oldest(std::uintptr_t* out, std::size_t max) noexcep
     return n;
 }
 
-}  // namespace steppe::translate
+}  // namespace steppe::page

@@ -1,4 +1,4 @@
-// The page engine: persistent pages faulted into memory with their pointers
+// The page engine's pager: persistent pages faulted into memory with their pointers
 // swizzled (Texas), written back unswizzled at commit. It composes the
 // storage manager (page images), the heap (what lies on each page), the page
 // map and the fault space.
@@ -28,7 +28,7 @@
 // while another thread touches the store, and run under a pause() of the
 // eviction thread.
 //
-// The eviction thread (pager_evict.cpp), started with a resident budget:
+// The eviction thread (evict.cpp), started with a resident budget:
 // faults record the pages they load and, once past the budget, drop the two
 // oldest if clean and wake the thread; it drops the oldest clean pages, and
 // writes the oldest written ones to the log as frames of the transaction in
@@ -49,16 +49,16 @@
 #include <steppe/error.hpp>
 
 #include "heap/heap.hpp"
+#include "page/residency.hpp"
+#include "page/stored_pointer.hpp"
 #include "storage/fixed_message.hpp"
 #include "storage/storage.hpp"
-#include "stored_pointer.hpp"
 #include "translate/page_map.hpp"
-#include "translate/residency.hpp"
 #include "translate/swizzle.hpp"
 #include "types/vtables.hpp"
 #include "vm/vm.hpp"
 
-namespace steppe {
+namespace steppe::page {
 
 struct pager_options {
     vm::backend_kind backend = vm::backend_kind::uffd;
@@ -94,7 +94,9 @@ struct pager_stats {
 
 class pager {
 public:
-    pager(storage::storage& storage, std::unique_ptr<heap> h, const pager_options& opts);
+    // `vtables` is the engine's live table (page_engine's state), which a
+    // rollback restores in place.
+    pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_table& vtables, const pager_options& opts);
     ~pager();
 
     // The stored types' pointer layouts, by catalog index. The store keeps it in
@@ -103,8 +105,6 @@ public:
 
     heap& allocator() { return *heap_; }
 
-    // The vtable symbols vptr tokens name; the store persists it.
-    types::vtable_table& vtables() { return vtables_; }
     // Records where the vtable of a freshly constructed object's type is, so
     // it relinks even if the executable's symbols cannot be read.
     void note_vtable(const void* object);
@@ -195,9 +195,23 @@ private:
     void take_new_and_freed_pages();
     void forget_contents(std::uint64_t page, translate::unit shape);
     void spill_if_over_budget();
-    // The eviction thread may not add vtable symbols (the fault path reads
-    // the table): with learn_vtables false an unknown one throws.
-    void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to, bool learn_vtables = true);
+    // The one unswizzler of written pages, for commit, spill and eviction:
+    // each source still a data page is unswizzled into the next free page of
+    // `buffer` (room for every source) and appended to `images`. A page that
+    // cannot be unswizzled (a transient pointer; a vtable not in the table,
+    // with learn_vtables false, as the eviction thread may not add symbols
+    // the fault path reads) throws unless keep_failures, which reports it.
+    struct page_source {
+        std::uint64_t page;
+        const std::byte* contents;
+    };
+    enum class unswizzled : std::uint8_t { image, not_data, kept };
+    std::vector<unswizzled> unswizzle_pages(std::span<const page_source> sources, std::byte* buffer,
+                                            bool learn_vtables, bool keep_failures,
+                                            std::vector<storage::page_image>& images);
+    void unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to, bool learn_vtables);
+    // The resident ones of `pages`, read where they are mapped.
+    std::vector<page_source> resident_sources(const std::set<std::uint64_t>& pages) const;
     void note_written_pages();
     std::set<std::uint64_t> pages_to_write();
     void start_epoch();
@@ -206,12 +220,12 @@ private:
     std::unique_ptr<heap> heap_;
     pager_options opts_;
     std::vector<translate::type_shape> shapes_;
-    types::vtable_table vtables_;
+    types::vtable_table& vtables_;
     std::unique_ptr<vm::fault_space> space_;
     std::unique_ptr<translate::page_map> map_;
-    std::unique_ptr<translate::residency> resident_;
+    std::unique_ptr<residency> resident_;
     void keep_within_budget() noexcept;
-    // The eviction thread (pager_evict.cpp).
+    // The eviction thread (evict.cpp).
     struct evictor {
         int wake_fd = -1;
         std::thread thread;
@@ -253,4 +267,4 @@ private:
     std::uint64_t reuse_rounds_ = 0, reclaimed_arenas_ = 0, reclaimed_pages_ = 0;
 };
 
-}  // namespace steppe
+}  // namespace steppe::page

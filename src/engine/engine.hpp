@@ -1,0 +1,62 @@
+// steppe::engine — what a store asks of the engine that keeps its objects.
+// The page engine (src/page/) implements it; an object engine will too. The
+// store façade (store.cpp) adds what every engine shares: the fork check,
+// one call at a time for the calls that need it, the open-stores registry
+// (steppe::allocator) and the STEPPE_STATS report at close. So nothing here
+// names an engine's own types: only the public API's and the type layouts.
+//
+// Threads: make, destroy, note_vtable, holds and persistent_address may run
+// on several threads at once (the engine serializes what it must); the
+// root functions, commit, rollback, checkpoint and reuse_address_space run
+// one at a time (the façade's exclusive_call sees to it).
+#pragma once
+
+#include <steppe/steppe.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace steppe {
+
+class engine {
+public:
+    virtual ~engine() = default;
+
+    // Ends the transaction in progress, checkpoints if the options ask for
+    // it and releases the files; the engine is unusable after.
+    virtual void close() = 0;
+
+    // Is p inside this store's memory? (Lock-free.)
+    virtual bool holds(const void* p) const noexcept = 0;
+    // transient_pointer if p is not in the store.
+    virtual std::uint64_t persistent_address(const void* p) const = 0;
+
+    virtual void* make(const types::layout& layout, std::size_t count) = 0;
+    virtual void destroy(void* object) = 0;
+    virtual void note_vtable(const void* object) = 0;
+
+    virtual void* find_root(std::string_view name, const types::layout& layout) = 0;
+    virtual void set_root(std::string_view name, const types::layout& layout, void* object) = 0;
+    virtual bool remove_root(std::string_view name) = 0;
+    virtual std::vector<root_info> roots() const = 0;
+
+    virtual void commit() = 0;
+    virtual void rollback() = 0;
+    virtual void checkpoint() = 0;
+    virtual void reuse_address_space() = 0;
+
+    virtual store_stats stats() const = 0;
+    virtual std::vector<type_usage> types() const = 0;
+    virtual std::vector<std::string> check() const = 0;
+    virtual const std::string& path() const = 0;
+    virtual const std::string& salvage_report() const = 0;
+};
+
+// The page engine (src/page/page_engine.cpp) on the store at `path`.
+std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options);
+
+}  // namespace steppe

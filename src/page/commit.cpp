@@ -1,0 +1,226 @@
+// The page engine's commit path (normal context):
+//   - note_written_pages, pages_to_write: what the transaction changed
+//   - unswizzle_pages: the one unswizzler of written pages into images, used
+//     by collect (commit), spill_if_over_budget (spill) and evict_batch
+//     (evict.cpp); unswizzle_into does one page
+//   - collect, committed: a commit's data pages, and adopting them
+//   - spill_if_over_budget: a transaction's pages to the log ahead of commit
+//   - rollback: forget every change since the last commit
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "page/pager.hpp"
+#include "page/stored_pointer.hpp"
+
+namespace steppe::page {
+
+// Adds the pages written since the last look to unwritten_ (kept sorted and
+// unique: the eviction thread searches it).
+void pager::note_written_pages() {
+    std::vector<std::uintptr_t> dirty = space_->take_dirty();
+    unwritten_.insert(unwritten_.end(), dirty.begin(), dirty.end());
+    std::sort(unwritten_.begin(), unwritten_.end());
+    unwritten_.erase(std::unique(unwritten_.begin(), unwritten_.end()), unwritten_.end());
+}
+
+void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte* to, bool learn_vtables) {
+    std::memcpy(to, from, translate::page_size);
+    translate::page_layout layout = layout_of_page(page);
+    translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t field) {
+        std::uintptr_t v;
+        std::memcpy(&v, to + at, sizeof v);
+        std::uint64_t w;
+        if (!translate::to_persistent(*map_, v, w)) {
+            // A pointer into a retired range points at freed store memory (a
+            // destroyed element left in a container's spare capacity, say):
+            // it is dead either way, so it is stored as null. Only pointers
+            // out of the store altogether are the program's error.
+            bool dangling = map_->lookup(v).what != translate::page_map::kind::none;
+            if (!dangling && !opts_.null_transient_pointers) {
+                std::uint64_t object = page * translate::page_size + at - field;
+                throw error(errc::transient_pointer,
+                            "type " + layout.type->name + ": the pointer field at offset " + std::to_string(field) +
+                                " of the object at persistent address " + hex(object) + " points to " + hex(v) +
+                                ", which is not in store " + storage_.path() +
+                                " (transient memory, a destroyed object, or a store address kept in a program "
+                                "variable across two address-space reuse rounds); only pointers to objects made "
+                                "with store.make<T>() can be committed");
+            }
+            w = 0;
+        }
+        std::memcpy(to + at, &w, sizeof w);
+        ++pointers_unswizzled_;
+    });
+    translate::for_each_vptr(layout, [&](std::size_t at, std::uint32_t field) {
+        std::uintptr_t v;
+        std::memcpy(&v, to + at, sizeof v);
+        if (v == 0) return;
+        std::string symbol = types::vtable_symbol_of(reinterpret_cast<const void*>(v));
+        std::uint32_t id = learn_vtables ? vtables_.index_of(symbol) : vtables_.find(symbol);
+        std::uintptr_t vtable = vtables_.address(id);
+        if (vtable == 0 || v < vtable || v - vtable > 0xFFFFFFFFu)
+            throw error(errc::unsupported, "type " + layout.type->name + ": cannot store the vtable pointer at offset " +
+                                               std::to_string(field) + ": symbol " + symbol +
+                                               " is not in this executable's symbol tables (link with -rdynamic "
+                                               "or keep the symbol table)");
+        std::uint64_t token = (std::uint64_t{id} << 32) | (v - vtable);
+        std::memcpy(to + at, &token, sizeof token);
+    });
+}
+
+void pager::note_vtable(const void* object) {
+    const void* vptr = *static_cast<const void* const*>(object);
+    // Itanium: the primary address point is 16 bytes into the vtable group
+    // (offset-to-top, RTTI) for a class without virtual bases; store::make
+    // calls this for no other (see store::notes_vtable).
+    vtables_.note_address(types::vtable_symbol_of(vptr), reinterpret_cast<std::uintptr_t>(vptr) - 16);
+}
+
+// The pages the transaction made or wrote that the log does not have yet:
+// new ones not spilled (spilled ones are in the log unless written again)
+// and every written one.
+std::set<std::uint64_t> pager::pages_to_write() {
+    take_new_and_freed_pages();
+    note_written_pages();
+    std::set<std::uint64_t> pages;
+    for (std::uint64_t page : txn_new_)
+        if (!spilled_.count(page)) pages.insert(page);
+    for (std::uintptr_t v : unwritten_) {
+        auto where = map_->lookup(v);
+        if (where.what == translate::page_map::kind::page) pages.insert(where.page);
+    }
+    return pages;
+}
+
+std::vector<pager::page_source> pager::resident_sources(const std::set<std::uint64_t>& pages) const {
+    std::vector<page_source> sources;
+    for (std::uint64_t page : pages)
+        if (std::uintptr_t v = map_->virtual_of(page)) sources.push_back({page, reinterpret_cast<const std::byte*>(v)});
+    return sources;
+}
+
+std::vector<pager::unswizzled> pager::unswizzle_pages(std::span<const page_source> sources, std::byte* buffer,
+                                                      bool learn_vtables, bool keep_failures,
+                                                      std::vector<storage::page_image>& images) {
+    std::vector<unswizzled> out(sources.size(), unswizzled::image);
+    std::byte* next = buffer;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        const heap::page_desc* d = heap_->describe(sources[i].page);
+        if (!d || !d->is_data()) {
+            out[i] = unswizzled::not_data;
+            continue;
+        }
+        try {
+            unswizzle_into(sources[i].page, sources[i].contents, next, learn_vtables);
+        } catch (const error&) {
+            if (!keep_failures) throw;
+            out[i] = unswizzled::kept;
+            continue;
+        }
+        images.push_back({sources[i].page, next});
+        next += translate::page_size;
+    }
+    return out;
+}
+
+pager::page_images pager::collect() {
+    const std::vector<page_source> sources = resident_sources(pages_to_write());
+    // A big commit sends all but its last chunk of pages to the log as it
+    // goes, as frames of the transaction (storage::spill), so it needs a
+    // chunk's memory rather than twice its size (the images and the log
+    // write). A later error leaves them there, as spilled pages, until the
+    // transaction commits or rolls back.
+    constexpr std::size_t chunk = 1024;
+    page_images out;
+    out.bytes.resize(std::min(sources.size(), chunk) * translate::page_size);
+    for (std::size_t from = 0; from < sources.size(); from += chunk) {
+        if (from > 0) {
+            storage_.spill(out.pages);
+            for (const auto& written : out.pages) spilled_.insert(written.page);
+            out.pages.clear();
+        }
+        const std::size_t n = std::min(chunk, sources.size() - from);
+        unswizzle_pages(std::span(sources).subspan(from, n), out.bytes.data(), true, false, out.pages);
+    }
+    collected_pages_ = out.pages.size();  // the others are counted as spilled
+    return out;
+}
+
+void pager::committed() {
+    // New pages were kept resident (the file may hold a former life of them);
+    // committed, they may be evicted like any other.
+    if (resident_)
+        for (std::uint64_t page : txn_new_)
+            if (std::uintptr_t v = map_->virtual_of(page)) resident_->record(v);
+    pages_committed_ += collected_pages_ + spilled_.size();
+    for (std::uint64_t page : txn_freed_)
+        if (!heap_->describe(page)->is_data()) map_->retire(page);
+    unwritten_.clear();
+    txn_new_.clear();
+    spilled_.clear();
+    txn_freed_.clear();
+    retired_committed_ = false;
+    forget_spill_failure();
+    keep_within_budget();
+}
+
+// A transaction that makes more new pages than the budget holds writes them
+// (and the pages it has written) to the log ahead of its commit and lets them
+// go; they fault back in from the log if touched. Runs where the program
+// allocates (normal context, so errors can be thrown); a transaction that only
+// writes existing pages is not spilled (docs/design.md).
+void pager::spill_if_over_budget() {
+    if (!resident_ || txn_new_.size() - std::min(txn_new_.size(), spilled_.size()) < opts_.resident_budget_pages / 2)
+        return;
+    const std::vector<page_source> sources = resident_sources(pages_to_write());
+    std::vector<std::byte> bytes(sources.size() * translate::page_size);
+    std::vector<storage::page_image> images;
+    const std::vector<unswizzled> how = unswizzle_pages(sources, bytes.data(), true, true, images);
+    // Pages that cannot be written yet (a transient pointer: commit reports
+    // it) stay resident and dirty.
+    std::vector<std::uintptr_t> kept;
+    for (std::size_t i = 0; i < sources.size(); ++i)
+        if (how[i] == unswizzled::kept) kept.push_back(reinterpret_cast<std::uintptr_t>(sources[i].contents));
+    storage_.spill(images);
+    for (const auto& img : images) {
+        space_->discard(map_->virtual_of(img.page), 1);
+        spilled_.insert(img.page);
+    }
+    spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
+    unwritten_ = std::move(kept);
+    std::sort(unwritten_.begin(), unwritten_.end());
+}
+
+void pager::rollback(std::unique_ptr<heap> committed_heap) {
+    take_new_and_freed_pages();
+    storage_.discard_pending();
+    for (std::uint64_t page : spilled_)
+        if (std::uintptr_t v = map_->virtual_of(page)) space_->discard(v, 1);
+    spilled_.clear();
+    note_written_pages();
+    for (std::uintptr_t v : unwritten_)
+        if (map_->lookup(v).what == translate::page_map::kind::page) space_->discard(v, 1);
+    heap_ = std::move(committed_heap);
+    for (std::uint64_t page : txn_new_) {
+        const heap::page_desc* d = heap_->describe(page);
+        if (d && d->is_data()) forget_contents(page, unit_of(page));  // a committed page again
+        else map_->retire(page);
+    }
+    if (retired_committed_) {
+        // Committed pages were reused in another shape (and their ranges
+        // retired); clean resident pages may hold pointers into those ranges,
+        // so every page reloads.
+        for (std::uint64_t page = 1; page < heap_->page_count(); ++page) {
+            std::uintptr_t v = map_->virtual_of(page);
+            if (v && space_->is_resident(v)) space_->discard(v, 1);
+        }
+    }
+    unwritten_.clear();
+    txn_new_.clear();
+    txn_freed_.clear();
+    retired_committed_ = false;
+    forget_spill_failure();
+}
+
+}  // namespace steppe::page

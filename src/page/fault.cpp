@@ -1,0 +1,271 @@
+// The page engine's fault path (async-signal-safe, run by the fault space
+// for the first touch of a page):
+//   - keep_within_budget: drop the oldest clean pages past the budget
+//   - read-ahead: note_fault_for_prefetch, prefetch_targets
+//   - fill_page: read the page, check and swizzle its pointers (swizzle_word),
+//     relink its vtable pointers, record it as resident
+//   - unit_of, layout_of_page: what lies on a page, from the heap
+//   - fatal errors: fatal, wild_access, bad_pointer, address_space_exhausted
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include "page/pager.hpp"
+#include "page/stored_pointer.hpp"
+#include "storage/fixed_message.hpp"
+
+namespace steppe::page {
+
+
+// The fault path's part (async-signal-safe). Past the budget, the oldest
+// pages go at once if they are clean (on this thread, no other CPU is
+// interrupted: cheaper than the eviction thread's batches); written ones go
+// back to the ring for the eviction thread, which is woken, and waited for
+// far past the budget. Pages a failed commit collected are written but no
+// longer tracked as such: never dropped here (unwritten_ only changes in
+// calls no other thread may overlap).
+void pager::keep_within_budget() noexcept {
+    if (!resident_ || resident_->size() <= opts_.resident_budget_pages) return;
+    std::uintptr_t oldest[2];
+    const std::size_t n = resident_->take_oldest(oldest, std::size(oldest));
+    for (std::size_t i = 0; i < n; ++i) {
+        const bool kept = std::binary_search(unwritten_.begin(), unwritten_.end(), oldest[i]) ||
+                          !space_->evict_clean(oldest[i]);
+        if (kept && space_->is_resident(oldest[i])) resident_->record(oldest[i]);
+    }
+    if (resident_->size() <= opts_.resident_budget_pages) return;
+    ask_evictor();
+    wait_for_evictor();
+}
+
+
+// Prefetching, "fool me once": every 1,024 hints the share that was used is
+// judged; below a quarter, read-ahead pauses for the next 16,384 faults.
+constexpr std::uint64_t prefetch_window = 1024, prefetch_pause = 16384;
+constexpr int prefetch_per_page = 8;
+
+void pager::note_fault_for_prefetch(std::uint64_t page) noexcept {
+    if (prefetch_.hinted && prefetch_.hinted[page].exchange(0, std::memory_order_relaxed)) {
+        prefetch_.hits.fetch_add(1, std::memory_order_relaxed);
+        prefetch_.window_hits.fetch_add(1, std::memory_order_relaxed);
+    }
+}
+
+void pager::prefetch_targets(const std::uint64_t* pages, int count) noexcept {
+    if (!prefetch_.hinted || space_->stats().faults < prefetch_.resume_at_fault.load(std::memory_order_relaxed))
+        return;
+    for (int i = 0; i < count; ++i) {
+        std::uint64_t target = pages[i];
+        std::uintptr_t v = map_->virtual_of(target);
+        if ((v && space_->is_resident(v)) || prefetch_.hinted[target].exchange(1, std::memory_order_relaxed)) continue;
+        storage_.prefetch(target);
+        prefetch_.hints.fetch_add(1, std::memory_order_relaxed);
+        if (prefetch_.window_hints.fetch_add(1, std::memory_order_relaxed) + 1 == prefetch_window) {
+            if (prefetch_.window_hits.exchange(0, std::memory_order_relaxed) < prefetch_window / 4)
+                prefetch_.resume_at_fault.store(space_->stats().faults + prefetch_pause, std::memory_order_relaxed);
+            prefetch_.window_hints.store(0, std::memory_order_relaxed);
+        }
+    }
+}
+
+// The fault path --------------------------------------------------------------
+//
+// Async-signal-safe: it reads the heap's descriptors and the shapes (which only
+// change when no other thread touches the store), reads the page with pread,
+// reserves targets lock-free, and reports fatal errors with write(2).
+
+bool pager::fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept {
+    return static_cast<pager*>(self)->fill_page(page_addr, out);
+}
+
+bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
+    auto where = map_->touch(page_addr);
+    if (where.what != translate::page_map::kind::page) wild_access(page_addr, where.what);
+    std::uint64_t page = where.page;
+    const heap::page_desc* d = heap_->describe(page);
+    if (!d || !d->is_data() || (page >= storage_.page_count() && !storage_.is_pending(page))) {
+        std::memset(out, 0, translate::page_size);  // freed since, or never written
+        return true;
+    }
+    keep_within_budget();
+    note_fault_for_prefetch(page);
+    storage::read_failure why;
+    if (!storage_.read_page_nothrow(page, out, &why, true)) fatal("cannot load", page, why.message);
+    translate::page_layout layout = layout_of_page(page);
+    if (d->type() >= shapes_.size()) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
+    std::uint64_t count = 0;
+    std::uint64_t targets[prefetch_per_page];
+    int target_count = 0;
+    translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t field) {
+        std::uint64_t word;
+        std::memcpy(&word, out + at, sizeof word);
+        ++count;
+        if (word == 0) return;
+        const pointer_aim aim = aim_of(*heap_, word);
+        if (!aim.admitted()) bad_pointer(page, at, field, layout.type, word, aim);  // S1 (stored_pointer.hpp)
+        if (aim.ok() && aim.page != page && target_count < prefetch_per_page &&
+            (target_count == 0 || targets[target_count - 1] != aim.page))
+            targets[target_count++] = aim.page;
+        bool ok = true;
+        std::uintptr_t v = swizzle_word(word, ok);
+        std::memcpy(out + at, &v, sizeof v);
+    });
+    pointers_swizzled_.fetch_add(count, std::memory_order_relaxed);
+    translate::for_each_vptr(layout, [&](std::size_t at, std::uint32_t) {
+        std::uint64_t token;
+        std::memcpy(&token, out + at, sizeof token);
+        if (token == 0) return;  // not constructed
+        auto id = static_cast<std::uint32_t>(token >> 32);
+        std::uintptr_t vtable = vtables_.address(id);
+        if (vtable == 0) {
+            static char why[512];
+            storage::fixed_message(why, sizeof why)
+                << "this executable has no vtable " << (id < vtables_.size() ? vtables_.name(id).c_str() : "(unknown)")
+                << " for its objects (link in the code that defines the class, and do not strip the executable "
+                   "or link it with -rdynamic)";
+            fatal("cannot relink the vtable pointers of", page, why);
+        }
+        std::uintptr_t v = vtable + (token & 0xFFFFFFFFu);
+        std::memcpy(out + at, &v, sizeof v);
+    });
+    if (resident_) resident_->record(page_addr);
+    prefetch_targets(targets, target_count);
+    return true;
+}
+
+std::uintptr_t pager::swizzle_word(std::uint64_t word, bool& ok) noexcept {
+    if (word == 0) return 0;
+    bool end = (word & translate::end_tag) != 0;
+    std::uint64_t a = word & ~translate::end_tag;
+    if (end) {
+        if (a == 0) return ok = false, 0;
+        a -= 1;  // the last byte of the unit; +1 again below
+    }
+    std::uint64_t page = a / translate::page_size;
+    if (page == 0 || page >= heap_->page_count()) return ok = false, 0;
+    std::uintptr_t v = map_->use(page);
+    if (v == 0 && !heap_->describe(page)->is_data()) {
+        // A dangling pointer (its page was freed): it must not reserve the
+        // page in a shape that a rollback would make wrong, so it leads to a
+        // page that is never mapped. Committed as is, it is stored as null.
+        return map_->dead_page() + a % translate::page_size + (end ? 1 : 0);
+    }
+    if (v == 0) {
+        translate::unit u = unit_of(page);
+        std::uintptr_t base = map_->reserve(u);
+        if (base == 0) address_space_exhausted(page, u);
+        v = base + (page - u.head) * translate::page_size;
+    }
+    return v + a % translate::page_size + (end ? 1 : 0);
+}
+
+translate::unit pager::unit_of(std::uint64_t page) const noexcept {
+    const heap::page_desc* d = heap_->describe(page);
+    if (d && d->kind() == heap::page_kind::large_head) return {page, d->run_pages()};
+    if (d && d->kind() == heap::page_kind::large_tail) {
+        std::uint64_t head = page - d->head_distance();
+        return {head, heap_->describe(head)->run_pages()};
+    }
+    return {page, 1};
+}
+
+translate::page_layout pager::layout_of_page(std::uint64_t page) const noexcept {
+    return layout_of_page(*heap_, page);
+}
+
+translate::page_layout pager::layout_of_page(const heap& h, std::uint64_t page) const noexcept {
+    translate::page_layout l;
+    const heap::page_desc* d = h.describe(page);
+    if (!d || !d->is_data() || d->type() >= shapes_.size()) return l;
+    l.type = &shapes_[d->type()];
+    l.elem_size = d->elem_size();
+    if (d->kind() == heap::page_kind::small) {
+        l.what = translate::page_layout::kind::small;
+        l.chunk_size = d->chunk_size();
+        l.bitmap = d->bitmap().data();
+        return l;
+    }
+    std::uint64_t head = page - d->head_distance();
+    l.what = translate::page_layout::kind::large;
+    l.offset_in_object = (page - head) * translate::page_size;
+    l.elem_count = h.describe(head)->elem_count();
+    return l;
+}
+
+void pager::fatal(const char* what, std::uint64_t page, const char* detail, const char* advice) const noexcept {
+    static char buf[2048];
+    storage::fixed_message msg(buf, sizeof buf);
+    msg << "steppe: fatal: " << what << " page " << page << " of store " << storage_.path().c_str() << ": "
+        << detail << ". The access that touched it cannot go on, so the process ends; ";
+    if (advice)
+        msg << advice;
+    else
+        msg << "run `steppe check " << storage_.path().c_str() << "` to see the damage";
+    msg << ".\n";
+    if (opts_.fatal_hook) opts_.fatal_hook(buf);
+    (void)!::write(2, buf, std::strlen(buf));
+    ::_exit(vm::fatal_exit_status);
+}
+
+void pager::wild_access(std::uintptr_t address, translate::page_map::kind what) const noexcept {
+    static char buf[1024];
+    storage::fixed_message msg(buf, sizeof buf);
+    char digits[17];
+    *std::to_chars(digits, digits + 16, address, 16).ptr = '\0';
+    msg << "steppe: fatal: the program touched 0x" << digits << " in the address space of store "
+        << storage_.path().c_str() << ", where no object is: ";
+    if (what == translate::page_map::kind::guard)
+        msg << "the guard page after an object (a pointer past an object's end was followed, or a dangling pointer)";
+    else if (what == translate::page_map::kind::retired)
+        msg << "a range an address-space reuse round gave back (a pointer kept in a variable across two rounds "
+               "without touching its page dangles: docs/guarantees.md, promise 7)";
+    else
+        msg << "a range no object was given (a dangling or made-up pointer)";
+    msg << ". The access cannot go on, so the process ends.\n";
+    if (opts_.fatal_hook) opts_.fatal_hook(buf);
+    (void)!::write(2, buf, std::strlen(buf));
+    ::_exit(vm::fatal_exit_status);
+}
+
+void pager::bad_pointer(std::uint64_t page, std::size_t at, std::uint32_t field, const translate::type_shape* type,
+                        std::uint64_t word, const pointer_aim& aim) const noexcept {
+    static char why[1024];
+    storage::fixed_message m(why, sizeof why);
+    describe_field(m, at, field, type);
+    m << " ";
+    describe_aim(m, word, aim, *heap_);
+    m << " (a stored pointer must aim inside an allocated object, one past its end, or at freed memory)";
+    fatal("cannot swizzle", page, why);
+}
+
+// Why a unit of `unit_pages` got no address space, and what to do about it:
+// one text for the fault path (so no allocation) and for make().
+void pager::explain_no_address_space(std::uint64_t unit_pages, storage::fixed_message& why,
+                                     storage::fixed_message& advice) const noexcept {
+    constexpr std::uint64_t mib = 1 << 20;
+    const std::uint64_t arenas = translate::page_map::max_arenas, arena_pages = map_->arena_pages();
+    if (unit_pages + 1 > arena_pages) {
+        why << "it is part of an object of " << unit_pages << " pages, and the address space is cut into "
+            << arenas << " arenas of " << arena_pages << " pages (open_options::address_space_limit / " << arenas
+            << "), each unit with a guard page";
+        advice << "open the store with an address_space_limit of at least "
+               << ((unit_pages + 1) * arenas * translate::page_size + mib - 1) / mib << " MiB";
+        return;
+    }
+    why << "all " << map_->limit_pages() * translate::page_size / mib
+        << " MiB of its address space (open_options::address_space_limit) are reserved";
+    advice << "call commit() or rollback() now and then during long walks, so that the address space of pages the "
+              "program stopped touching is reused (or call store::reuse_address_space()), or open the store with "
+              "a larger address_space_limit";
+}
+
+void pager::address_space_exhausted(std::uint64_t page, translate::unit u) const noexcept {
+    static char why[512], advice[512];
+    storage::fixed_message w(why, sizeof why), a(advice, sizeof advice);
+    explain_no_address_space(u.pages, w, a);
+    fatal("cannot reserve address space for", page, why, advice);
+}
+
+}  // namespace steppe::page

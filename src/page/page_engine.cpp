@@ -1,0 +1,338 @@
+// The page engine behind the engine interface (page/page_engine.hpp):
+//   - open: the committed state from the storage meta and its blobs, then
+//     the pager on the committed heap
+//   - close: the pager goes, then a checkpoint
+//   - make, destroy, the root functions: the live state
+//   - commit: blobs, data pages (pager::collect), heap metadata, one storage
+//     commit, then committed_ = live_; rollback: live_ = committed_
+//   - stats, types, check
+#include "page/page_engine.hpp"
+
+#include <steppe/error.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <deque>
+
+#include "page/stored_pointer.hpp"
+
+namespace steppe::page {
+
+namespace {
+vm::backend_kind backend_for(fault_backend b) {
+    return vm::choose_backend(b == fault_backend::mprotect ? vm::backend_kind::mprotect : vm::backend_kind::uffd);
+}
+}  // namespace
+
+page_engine::page_engine(const std::string& path, const open_options& options) : options_(options) {
+    storage::options so;
+    so.create = options.create;
+    so.read_only = options.read_only;
+    so.durable = options.durable;
+    so.checkpoint_bytes = options.checkpoint_bytes;
+    so.salvage = options.salvage_damaged_log;
+    storage_ = storage::storage::open(path, so);
+
+    const auto& raw = storage_->meta();
+    bool fresh = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
+    state& c = committed_;
+    if (!fresh) {
+        std::memcpy(&c.meta, raw.data(), sizeof(engine_meta));
+        if (std::memcmp(c.meta.magic, engine_magic, sizeof engine_magic) != 0)
+            throw error(errc::version, path + " holds no page-engine data of a version this build reads");
+        // A blob never written (no types, roots or vtables yet) has no pages.
+        if (c.meta.catalog.pages)
+            c.catalog = types::catalog::decode(
+                read_blob(*storage_, c.meta.catalog, catalog_owner, "type catalog", c.catalog_pages));
+        if (c.meta.roots.pages)
+            c.roots = decode_roots(read_blob(*storage_, c.meta.roots, roots_owner, "roots table", c.roots_pages), path);
+        if (c.meta.vtables.pages)
+            c.vtables = types::vtable_table::decode(
+                read_blob(*storage_, c.meta.vtables, vtables_owner, "vtable table", c.vtables_pages));
+    } else {
+        std::memcpy(c.meta.magic, engine_magic, sizeof engine_magic);
+    }
+    live_ = committed_;
+    pager_options po;
+    po.backend = backend_for(options.backend);
+    po.null_transient_pointers = options.null_transient_pointers;
+    po.fatal_hook = options.fatal_hook;
+    po.prefetch = options.prefetch;
+    po.address_space_limit = options.address_space_limit;
+    std::uint64_t budget = options.resident_budget;
+    if (budget == 0)
+        budget = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+    po.resident_budget_pages = std::max<std::uint64_t>(budget / storage::page_size, 256);
+    pager_ = std::make_unique<pager>(*storage_, load_committed_heap(), live_.vtables, po);
+    budget_pages_ = po.resident_budget_pages;
+    validate();
+    sync_shapes(true);
+}
+
+// 1. drop the pager: its eviction thread stops, uncommitted changes go
+// 2. checkpoint the committed state, after forgetting the frames the dropped
+//    transaction spilled to the log (a checkpoint resets the log)
+// 3. release the files and the lock, whether 2 succeeded or not
+void page_engine::close() {
+    if (!storage_) return;
+    pager_.reset();
+    struct release {
+        std::unique_ptr<storage::storage>& files;
+        ~release() { files.reset(); }
+    } release_files{storage_};
+    if (!options_.checkpoint_on_close || options_.read_only) return;
+    try {
+        storage_->discard_pending();
+        storage_->checkpoint();
+    } catch (const error& e) {
+        throw error(e.code(), "closing " + path() +
+                                  ": the checkpoint failed, so the log keeps its commits (the next open recovers "
+                                  "them): " + e.what());
+    }
+}
+
+// Every root and every data page must name a type the catalog has.
+void page_engine::validate() const {
+    for (const auto& [name, e] : live_.roots)
+        if (e.type >= live_.catalog.size())
+            throw error(errc::corrupt, path() + ": root '" + name + "' names type " + std::to_string(e.type) +
+                                           ", which the type catalog does not have");
+    const heap& h = pager_->allocator();
+    for (std::uint64_t p = 0; p < h.page_count(); ++p) {
+        const heap::page_desc* d = h.describe(p);
+        if (d->is_data() && d->type() >= live_.catalog.size())
+            throw error(errc::corrupt, path() + ": page " + std::to_string(p) + " holds objects of type " +
+                                           std::to_string(d->type()) + ", which the type catalog does not have");
+    }
+}
+
+void page_engine::sync_shapes(bool rebuild) {
+    auto& shapes = pager_->shapes();
+    if (rebuild) shapes.clear();
+    for (std::size_t i = shapes.size(); i < live_.catalog.size(); ++i) {
+        const types::layout& l = live_.catalog.at(static_cast<types::catalog::index>(i));
+        shapes.push_back({l.name, l.size, l.pointers, l.vptrs});
+    }
+}
+
+types::catalog::index page_engine::type_index(const types::layout& layout) {
+    std::size_t before = live_.catalog.size();
+    types::catalog::index i = live_.catalog.find_or_add(layout);
+    if (live_.catalog.size() != before) {
+        catalog_dirty_ = true;
+        sync_shapes(false);
+    }
+    return i;
+}
+
+void page_engine::ensure_writable() const {
+    if (options_.read_only) throw error(errc::invalid_argument, path() + " is open read-only");
+}
+
+void* page_engine::make(const types::layout& layout, std::size_t count) {
+    ensure_writable();
+    pager::pause p(*pager_);
+    if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
+    return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
+}
+
+// make and destroy from several threads take turns (the pause's mutex),
+// as std containers on steppe::allocator in several threads need.
+void page_engine::destroy(void* object) {
+    pager::pause p(*pager_);
+    pager_->free(object);
+}
+
+void page_engine::note_vtable(const void* object) {
+    pager::pause p(*pager_);
+    pager_->note_vtable(object);
+}
+
+void* page_engine::find_root(std::string_view name, const types::layout& layout) {
+    auto it = live_.roots.find(name);
+    if (it == live_.roots.end()) return nullptr;
+    types::catalog::index want = type_index(layout);
+    if (it->second.type != want)
+        throw error(errc::type_mismatch, path() + ": root '" + std::string(name) + "' holds a " +
+                                             live_.catalog.at(it->second.type).name + ", not a " + layout.name);
+    return pager_->to_pointer(it->second.address);
+}
+
+void page_engine::set_root(std::string_view name, const types::layout& layout, void* object) {
+    ensure_writable();
+    if (!object) throw error(errc::invalid_argument, "set_root('" + std::string(name) + "') with a null object; use remove_root");
+    std::uint64_t address = pager_->to_persistent(object, "set_root('" + std::string(name) + "'): object");
+    live_.roots[std::string(name)] = {type_index(layout), address};
+    roots_dirty_ = true;
+}
+
+bool page_engine::remove_root(std::string_view name) {
+    ensure_writable();
+    auto it = live_.roots.find(name);
+    if (it == live_.roots.end()) return false;
+    live_.roots.erase(it);
+    roots_dirty_ = true;
+    return true;
+}
+
+std::vector<root_info> page_engine::roots() const {
+    std::vector<root_info> out;
+    for (const auto& [name, e] : live_.roots) out.push_back({name, live_.catalog.at(e.type).name});
+    return out;
+}
+
+// 1. blobs that changed (may take system pages from the heap)
+// 2. data pages, unswizzled (throws transient_pointer before anything is written)
+// 3. the heap's changed metadata pages and its root
+// 4. one storage commit of all of it with the new meta
+// 5. adopt the new committed state
+void page_engine::commit() {
+    ensure_writable();
+    pager::pause p(*pager_);
+    std::deque<std::array<std::byte, storage::page_size>> buffers;
+    std::vector<storage::page_image> images;
+    engine_meta meta = committed_.meta;
+    heap& h = pager_->allocator();
+    if (catalog_dirty_)
+        meta.catalog = write_blob(h, live_.catalog.encode(), catalog_owner, live_.catalog_pages, buffers, images);
+    if (roots_dirty_) meta.roots = write_blob(h, encode_roots(live_.roots), roots_owner, live_.roots_pages, buffers, images);
+    pager::page_images data = pager_->collect();
+    images.insert(images.end(), data.pages.begin(), data.pages.end());
+    if (live_.vtables.size() != committed_.vtables.size())  // collect met new vtable symbols
+        meta.vtables = write_blob(h, live_.vtables.encode(), vtables_owner, live_.vtables_pages, buffers, images);
+    heap::commit_image heap_image = h.encode_dirty();
+    for (const auto& m : heap_image.pages) images.push_back({m.page, m.bytes.data()});
+    auto root_bytes = heap_image.root.to_bytes();
+    std::memcpy(meta.heap, root_bytes.data(), root_bytes.size());
+
+    storage::meta_bytes raw{};
+    std::memcpy(raw.data(), &meta, sizeof meta);
+    try {
+        storage_->commit(images, raw);
+    } catch (...) {
+        pager_->allocator().mark_all_dirty();
+        catalog_dirty_ = roots_dirty_ = true;
+        throw;
+    }
+    pager_->committed();
+    live_.meta = meta;
+    committed_ = live_;
+    catalog_dirty_ = roots_dirty_ = false;
+    reuse_if_crowded("the commit");
+}
+
+// The committed state only, so nothing may have changed since the last
+// commit: pages a transaction spilled sit in the log after its last commit,
+// and the reset would lose them.
+void page_engine::checkpoint() {
+    if (options_.read_only)
+        throw error(errc::invalid_argument, "checkpoint: store " + path() + " is open read-only");
+    pager::pause p(*pager_);
+    std::size_t pages = pager_->uncommitted_pages();
+    if (pages || catalog_dirty_ || roots_dirty_)
+        throw error(errc::invalid_argument,
+                    "checkpoint: store " + path() + " has changes since the last commit (" + std::to_string(pages) +
+                        " pages written, made or freed" + (roots_dirty_ ? "; roots changed" : "") +
+                        (catalog_dirty_ ? "; new types" : "") + "); commit() or rollback() first");
+    storage_->checkpoint();
+}
+
+void page_engine::rollback() {
+    pager::pause p(*pager_);
+    pager_->rollback(load_committed_heap());
+    live_ = committed_;
+    catalog_dirty_ = roots_dirty_ = false;
+    sync_shapes(true);
+    reuse_if_crowded("the rollback");
+}
+
+// Starts an address-space reuse round if the reserved space is crowded. The
+// commit or rollback before it is complete whatever happens here; the error
+// says so, since commit() throwing otherwise means the commit failed.
+void page_engine::reuse_if_crowded(const char* after) {
+    try {
+        pager_->reuse_if_crowded();
+    } catch (const error& e) {
+        throw error(e.code(), path() + ": address-space reuse after " + after + " (which is complete) failed: " +
+                                  e.what());
+    }
+}
+
+void page_engine::reuse_address_space() {
+    pager::pause p(*pager_);
+    pager_->reuse_address_space();
+}
+
+store_stats page_engine::stats() const {
+    pager::pause paused(*pager_);
+    pager_stats p = pager_->stats();
+    const storage::stats& s = storage_->counters();
+    return {vm::to_string(pager_->backend()),
+            vm::to_string(pager_->tracking()),
+            p.faults,
+            p.pointers_swizzled,
+            s.commits,
+            p.pages_committed,
+            p.pointers_unswizzled,
+            s.bytes_written,
+            s.syncs,
+            storage_->page_count(),
+            pager_->allocator().free_pages().total_pages(),
+            p.resident_pages,
+            p.dirty_pages,
+            p.evictions,
+            budget_pages_,
+            p.spilled_pages,
+            p.prefetched_pages,
+            p.prefetch_hits,
+            p.address_space_limit,
+            p.reserved_virtual_pages,
+            p.reuse_rounds,
+            p.reclaimed_arenas,
+            p.reclaimed_pages};
+}
+
+std::vector<type_usage> page_engine::types() const {
+    std::vector<type_usage> out;
+    for (const auto& l : live_.catalog.entries()) out.push_back({l.name, l.size, 0, 0});
+    const heap& h = pager_->allocator();
+    for (std::uint64_t p = 0; p < h.page_count(); ++p) {
+        const heap::page_desc* d = h.describe(p);
+        if (!d->is_data() || d->type() >= out.size()) continue;
+        type_usage& u = out[d->type()];
+        ++u.pages;
+        if (d->kind() == heap::page_kind::small) u.objects += d->chunks_used();
+        if (d->kind() == heap::page_kind::large_head) ++u.objects;
+    }
+    return out;
+}
+
+// Committed state only: pages are read from the storage, not from memory.
+std::vector<std::string> page_engine::check() const {
+    pager::pause p(*pager_);
+    std::vector<std::string> findings = storage_->check();
+    std::unique_ptr<heap> committed_heap = load_committed_heap();  // not the live one: uncommitted changes are not findings
+    const heap& h = *committed_heap;
+    for (const auto& f : h.audit()) findings.push_back(path() + ": heap: " + f);
+    for (const auto& [name, e] : committed_.roots)
+        if (!h.find_chunk(e.address))
+            findings.push_back(path() + ": root '" + name + "' points to " + std::to_string(e.address) +
+                               ", which is not an allocated object");
+    std::vector<std::byte> page(storage::page_size);
+    storage::read_failure why;
+    for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
+        if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why, true)) continue;
+        check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), path() + ": ", findings);
+    }
+    return findings;
+}
+
+}  // namespace steppe::page
+
+namespace steppe {
+std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options) {
+    return std::make_unique<page::page_engine>(path, options);
+}
+}  // namespace steppe

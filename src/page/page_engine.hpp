@@ -1,0 +1,78 @@
+// The page engine behind the engine interface: it composes the storage
+// manager, the heap (through the pager), the type catalog, the roots table
+// and the vtable table, and keeps its committed state as one value.
+//
+// What one commit writes, all through one storage commit:
+//   - the data pages written (or handed out) since the last commit, unswizzled;
+//   - the type catalog, the roots table and the vtable table, each a blob on a
+//     chain of system pages, when they changed;
+//   - the heap's changed metadata pages;
+//   - the storage meta: engine_meta (page/engine_format.hpp), which pins the
+//     heap root and the blobs, so a commit's pieces can never mix with
+//     another's.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "page/engine_meta.hpp"
+#include "page/pager.hpp"
+#include "storage/storage.hpp"
+#include "types/types.hpp"
+#include "types/vtables.hpp"
+
+namespace steppe::page {
+
+class page_engine final : public engine {
+public:
+    page_engine(const std::string& path, const open_options& options);
+
+    void close() override;
+    bool holds(const void* p) const noexcept override { return pager_->holds(p); }
+    std::uint64_t persistent_address(const void* p) const override { return pager_->to_persistent(p, "pointer"); }
+    void* make(const types::layout& layout, std::size_t count) override;
+    void destroy(void* object) override;
+    void note_vtable(const void* object) override;
+    void* find_root(std::string_view name, const types::layout& layout) override;
+    void set_root(std::string_view name, const types::layout& layout, void* object) override;
+    bool remove_root(std::string_view name) override;
+    std::vector<root_info> roots() const override;
+    void commit() override;
+    void rollback() override;
+    void checkpoint() override;
+    void reuse_address_space() override;
+    store_stats stats() const override;
+    std::vector<type_usage> types() const override;
+    std::vector<std::string> check() const override;
+    const std::string& path() const override { return storage_->path(); }
+    const std::string& salvage_report() const override { return storage_->salvage_report(); }
+
+private:
+    // Everything one commit pins down, as one value: committed_ is live_ as
+    // of the last commit, so rollback restores all of it by one assignment.
+    struct state {
+        engine_meta meta{};
+        types::catalog catalog;
+        root_table roots;
+        std::vector<std::uint64_t> catalog_pages, roots_pages, vtables_pages;  // the blobs' chains
+        types::vtable_table vtables;  // the pager reads and learns it in place
+    };
+
+    std::unique_ptr<heap> load_committed_heap() const { return load_heap(*storage_, committed_.meta); }
+    types::catalog::index type_index(const types::layout& layout);
+    void sync_shapes(bool rebuild);
+    void validate() const;
+    void ensure_writable() const;
+    void reuse_if_crowded(const char* after);
+
+    open_options options_;
+    std::unique_ptr<storage::storage> storage_;
+    state live_, committed_;
+    std::unique_ptr<pager> pager_;  // after live_: it holds live_.vtables
+    bool catalog_dirty_ = false, roots_dirty_ = false;
+    std::uint64_t budget_pages_ = 0;
+};
+
+}  // namespace steppe::page

@@ -1,0 +1,188 @@
+// The page engine's pager: construction, allocation (the pages the heap
+// hands out or takes back get their address space), translation between
+// persistent addresses and pointers in normal context, address-space reuse
+// and stats. The fault path is in fault.cpp, commit and rollback in
+// commit.cpp, the eviction thread in evict.cpp.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "page/pager.hpp"
+#include "page/stored_pointer.hpp"
+#include "storage/fixed_message.hpp"
+
+namespace steppe::page {
+
+namespace {
+alignas(4096) const std::byte zero_page[translate::page_size] = {};
+}  // namespace
+
+pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_table& vtables,
+             const pager_options& opts)
+    : storage_(storage), heap_(std::move(h)), opts_(opts), vtables_(vtables) {
+    space_ = vm::fault_space::create(opts.backend, &pager::fill, this);
+    map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.address_space_limit);
+    vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
+    reuse_at_pages_ = map_->limit_pages() * 3 / 4;
+    if (opts.resident_budget_pages)
+        resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);
+    if (opts.prefetch) {
+        void* p = ::mmap(nullptr, heap::max_page_count, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) prefetch_.hinted = static_cast<std::atomic<std::uint8_t>*>(p);
+    }
+    if (resident_) start_evictor();
+}
+
+pager::~pager() {
+    stop_evictor();
+    vm::unregister_trap_page(map_->dead_page());
+    map_.reset();
+    space_.reset();
+    if (prefetch_.hinted) ::munmap(prefetch_.hinted, heap::max_page_count);
+}
+
+// Allocation ------------------------------------------------------------------
+
+void* pager::to_pointer(std::uint64_t persistent) {
+    if (persistent == 0) return nullptr;
+    const pointer_aim aim = aim_of(*heap_, persistent);
+    bool ok = aim.admitted();  // S1 (stored_pointer.hpp); swizzle_word accepts every such word
+    std::uintptr_t v = ok ? swizzle_word(persistent, ok) : 0;
+    if (!ok) {
+        char why[512];
+        storage::fixed_message m(why, sizeof why);
+        describe_aim(m, persistent, aim, *heap_);
+        throw error(errc::corrupt, storage_.path() + ": a stored persistent address " + why);
+    }
+    return reinterpret_cast<void*>(v);
+}
+
+std::uint64_t pager::to_persistent(const void* p, const std::string& what) const {
+    std::uint64_t w;
+    if (!translate::to_persistent(*map_, reinterpret_cast<std::uintptr_t>(p), w))
+        throw error(errc::transient_pointer,
+                    what + " " + hex(reinterpret_cast<std::uintptr_t>(p)) + " does not point into store " +
+                        storage_.path() + " (only objects made with store.make<T>() can be stored or named)");
+    return w;
+}
+
+// New pages get a fresh virtual range of their new shape, installed as zeros;
+// freed pages lose theirs, so stale pointers can never alias a new object.
+void pager::take_new_and_freed_pages() {
+    // Freed pages keep their range until the commit (retire_freed_pages), so
+    // that a rollback that revives their objects finds them where they were.
+    for (std::uint64_t page : heap_->take_freed_pages()) txn_freed_.push_back(page);
+    std::vector<std::uint64_t> fresh = heap_->take_new_pages();
+    for (std::uint64_t page : fresh) forget_contents(page, unit_of(page));
+    for (std::uint64_t page : fresh) {
+        translate::unit u = unit_of(page);
+        std::uintptr_t base = map_->reserve(u);
+        if (base == 0) throw no_address_space(u.pages);
+        space_->install(base + (page - u.head) * translate::page_size, zero_page);
+        txn_new_.push_back(page);
+    }
+}
+
+// The page is to show other contents (a new object, or the committed ones
+// after a rollback) in the unit `shape`. A range reserved in that same shape
+// is kept, so pointers the program holds into it stay valid; only its
+// contents go. A range of another shape is retired.
+void pager::forget_contents(std::uint64_t page, translate::unit shape) {
+    translate::unit reserved = map_->reserved_unit(page);
+    if (reserved.pages == 0) return;
+    if (reserved == shape) {
+        space_->discard(map_->virtual_of(page), 1);
+        return;
+    }
+    if (page < storage_.page_count()) retired_committed_ = true;
+    map_->retire(page);
+}
+
+error pager::no_address_space(std::uint64_t unit_pages) const {
+    char why[512], advice[512];
+    storage::fixed_message w(why, sizeof why), a(advice, sizeof advice);
+    explain_no_address_space(unit_pages, w, a);
+    return error(errc::no_space, "cannot make an object in store " + storage_.path() + ": " + why + "; " + advice);
+}
+
+void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align) {
+    // An object bigger than an arena could never be mapped: refuse it before
+    // the heap hands out its pages (a size that overflows is the heap's to refuse).
+    std::uint64_t bytes = 0;
+    if (!__builtin_mul_overflow(std::uint64_t{elem_size}, std::uint64_t{count}, &bytes)) {
+        std::uint64_t pages = (bytes + translate::page_size - 1) / translate::page_size;
+        if (pages + 1 > map_->arena_pages()) throw no_address_space(pages);
+    }
+    spill_if_over_budget();
+    std::uint64_t addr = heap_->allocate(type, elem_size, count, align);
+    std::size_t before = txn_new_.size();
+    take_new_and_freed_pages();
+    void* p = to_pointer(addr);
+    std::uint64_t page = addr / translate::page_size;
+    bool fresh = std::find(txn_new_.begin() + static_cast<long>(before), txn_new_.end(), page) != txn_new_.end();
+    if (!fresh) std::memset(p, 0, heap_->describe(page)->chunk_size());  // a reused chunk
+    return p;
+}
+
+void pager::free(void* object) {
+    std::uint64_t addr = to_persistent(object, "destroy: pointer");
+    auto chunk = heap_->find_chunk(addr);
+    heap_->free(addr);  // throws for anything but the start of an allocated chunk
+    // A freed small chunk is never swizzled or unswizzled again, but its page
+    // is written whole: zero it, so no raw address of this process reaches
+    // the file (and the chunk is ready for its next object).
+    if (!chunk->large) std::memset(object, 0, chunk->bytes);
+    take_new_and_freed_pages();
+}
+
+// Address-space reuse -------------------------------------------------------------
+
+std::size_t pager::uncommitted_pages() {
+    take_new_and_freed_pages();
+    note_written_pages();
+    return txn_new_.size() + txn_freed_.size() + spilled_.size() + unwritten_.size();
+}
+
+void pager::reuse_address_space() {
+    std::size_t changed = uncommitted_pages();
+    if (changed)
+        throw error(errc::invalid_argument,
+                    "reuse_address_space: store " + storage_.path() + " has " + std::to_string(changed) +
+                        " pages written, made or freed since the last commit; commit() or rollback() first");
+    start_epoch();
+}
+
+// Commit and rollback reuse by themselves once the reserved address space
+// passes reuse_at_pages_: 3/4 of the limit, or, after a round that left more
+// than half of it in use, halfway from what it left to the limit, so that a
+// working set that fills most of the limit is not dropped at every commit;
+// but never past 7/8, so a transaction may always reserve 1/8 of the limit.
+void pager::reuse_if_crowded() {
+    if (map_->reserved_virtual_pages() > reuse_at_pages_) start_epoch();
+}
+
+void pager::start_epoch() {
+    translate::page_map::reclaimed r = map_->start_epoch();
+    if (resident_) resident_->clear();  // every page was discarded
+    ++reuse_rounds_;
+    reclaimed_arenas_ += r.arenas;
+    reclaimed_pages_ += r.pages;
+    std::uint64_t limit = map_->limit_pages(), left = map_->reserved_virtual_pages();
+    reuse_at_pages_ = std::min(limit * 7 / 8, std::max(limit * 3 / 4, left + (limit - left) / 2));
+}
+
+pager_stats pager::stats() const {
+    vm::space_stats vs = space_->stats();
+    return {vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
+            pages_committed_, pointers_unswizzled_,
+            map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
+            space_->count_written() + unwritten_.size(),
+            vs.evictions,     spilled_pages_.load(std::memory_order_relaxed),
+            prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
+            map_->limit_pages() * translate::page_size, reuse_rounds_,
+            reclaimed_arenas_, reclaimed_pages_};
+}
+
+}  // namespace steppe::page
