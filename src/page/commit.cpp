@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/hex.hpp"
 #include "page/pager.hpp"
 #include "page/stored_pointer.hpp"
 
@@ -41,7 +42,7 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
                 std::uint64_t object = page * translate::page_size + at - field;
                 throw error(errc::transient_pointer,
                             "type " + layout.type->name + ": the pointer field at offset " + std::to_string(field) +
-                                " of the object at persistent address " + hex(object) + " points to " + hex(v) +
+                                " of the object at persistent address " + common::hex(object) + " points to " + common::hex(v) +
                                 ", which is not in store " + storage_.path() +
                                 " (transient memory, a destroyed object, or a store address kept in a program "
                                 "variable across two address-space reuse rounds); only pointers to objects made "

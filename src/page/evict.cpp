@@ -13,16 +13,15 @@
 // it waits on a futex (with a timeout) for the thread to catch up.
 //
 // Why no write is lost, whichever thread writes: pages are taken with vm
-// hold(), which makes them read-only; a write to one meanwhile faults and
-// waits until it is dropped (it then faults in again, from the log if it
-// was spilled) or kept.
+// hold(), which moves them aside with UFFDIO_MOVE where the kernel has it
+// (Linux >= 6.8) and makes them read-only otherwise; a write to one meanwhile
+// faults and waits until it is dropped (it then faults in again, from the
+// log if it was spilled) or kept.
 #include "page/pager.hpp"
 
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +30,7 @@
 #include <exception>
 #include <system_error>
 
+#include "common/sigsafe.hpp"
 #include "common/system_error.hpp"
 
 namespace steppe::page {
@@ -106,7 +106,7 @@ void pager::wait_for_evictor() noexcept {
         const std::uint32_t seen = evictor_->batches.load(std::memory_order_acquire);
         ask_evictor();
         timespec timeout{0, 20'000'000};
-        syscall(SYS_futex, futex_word(evictor_->batches), FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+        common::futex_wait(*futex_word(evictor_->batches), seen, &timeout);
     }
 }
 
@@ -135,7 +135,7 @@ void pager::evict_loop() {
 
 void pager::note_batch() noexcept {
     evictor_->batches.fetch_add(1, std::memory_order_acq_rel);
-    syscall(SYS_futex, futex_word(evictor_->batches), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+    common::futex_wake_all(*futex_word(evictor_->batches));
 }
 
 // Takes pages out of the residency ring, oldest first, a batch at a time,

@@ -14,7 +14,7 @@
 
 #include "page/pager.hpp"
 #include "page/stored_pointer.hpp"
-#include "storage/fixed_message.hpp"
+#include "common/sigsafe.hpp"
 
 namespace steppe::page {
 
@@ -121,7 +121,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         std::uintptr_t vtable = vtables_.address(id);
         if (vtable == 0) {
             static char why[512];
-            storage::fixed_message(why, sizeof why)
+            common::fixed_message(why, sizeof why)
                 << "this executable has no vtable " << (id < vtables_.size() ? vtables_.name(id).c_str() : "(unknown)")
                 << " for its objects (link in the code that defines the class, and do not strip the executable "
                    "or link it with -rdynamic)";
@@ -196,7 +196,7 @@ translate::page_layout pager::layout_of_page(const heap& h, std::uint64_t page) 
 
 void pager::fatal(const char* what, std::uint64_t page, const char* detail, const char* advice) const noexcept {
     static char buf[2048];
-    storage::fixed_message msg(buf, sizeof buf);
+    common::fixed_message msg(buf, sizeof buf);
     msg << "steppe: fatal: " << what << " page " << page << " of store " << storage_.path().c_str() << ": "
         << detail << ". The access that touched it cannot go on, so the process ends; ";
     if (advice)
@@ -205,16 +205,13 @@ void pager::fatal(const char* what, std::uint64_t page, const char* detail, cons
         msg << "run `steppe check " << storage_.path().c_str() << "` to see the damage";
     msg << ".\n";
     if (opts_.fatal_hook) opts_.fatal_hook(buf);
-    (void)!::write(2, buf, std::strlen(buf));
-    ::_exit(vm::fatal_exit_status);
+    common::fatal_exit(buf);
 }
 
 void pager::wild_access(std::uintptr_t address, translate::page_map::kind what) const noexcept {
     static char buf[1024];
-    storage::fixed_message msg(buf, sizeof buf);
-    char digits[17];
-    *std::to_chars(digits, digits + 16, address, 16).ptr = '\0';
-    msg << "steppe: fatal: the program touched 0x" << digits << " in the address space of store "
+    common::fixed_message msg(buf, sizeof buf);
+    msg << "steppe: fatal: the program touched " << common::in_hex{address} << " in the address space of store "
         << storage_.path().c_str() << ", where no object is: ";
     if (what == translate::page_map::kind::guard)
         msg << "the guard page after an object (a pointer past an object's end was followed, or a dangling pointer)";
@@ -225,14 +222,13 @@ void pager::wild_access(std::uintptr_t address, translate::page_map::kind what) 
         msg << "a range no object was given (a dangling or made-up pointer)";
     msg << ". The access cannot go on, so the process ends.\n";
     if (opts_.fatal_hook) opts_.fatal_hook(buf);
-    (void)!::write(2, buf, std::strlen(buf));
-    ::_exit(vm::fatal_exit_status);
+    common::fatal_exit(buf);
 }
 
 void pager::bad_pointer(std::uint64_t page, std::size_t at, std::uint32_t field, const translate::type_shape* type,
                         std::uint64_t word, const pointer_aim& aim) const noexcept {
     static char why[1024];
-    storage::fixed_message m(why, sizeof why);
+    common::fixed_message m(why, sizeof why);
     describe_field(m, at, field, type);
     m << " ";
     describe_aim(m, word, aim, *heap_);
@@ -242,8 +238,8 @@ void pager::bad_pointer(std::uint64_t page, std::size_t at, std::uint32_t field,
 
 // Why a unit of `unit_pages` got no address space, and what to do about it:
 // one text for the fault path (so no allocation) and for make().
-void pager::explain_no_address_space(std::uint64_t unit_pages, storage::fixed_message& why,
-                                     storage::fixed_message& advice) const noexcept {
+void pager::explain_no_address_space(std::uint64_t unit_pages, common::fixed_message& why,
+                                     common::fixed_message& advice) const noexcept {
     constexpr std::uint64_t mib = 1 << 20;
     const std::uint64_t arenas = translate::page_map::max_arenas, arena_pages = map_->arena_pages();
     if (unit_pages + 1 > arena_pages) {
@@ -263,7 +259,7 @@ void pager::explain_no_address_space(std::uint64_t unit_pages, storage::fixed_me
 
 void pager::address_space_exhausted(std::uint64_t page, translate::unit u) const noexcept {
     static char why[512], advice[512];
-    storage::fixed_message w(why, sizeof why), a(advice, sizeof advice);
+    common::fixed_message w(why, sizeof why), a(advice, sizeof advice);
     explain_no_address_space(u.pages, w, a);
     fatal("cannot reserve address space for", page, why, advice);
 }

@@ -316,6 +316,7 @@ std::vector<std::string> page_engine::check() const {
     std::unique_ptr<heap> committed_heap = load_committed_heap();  // not the live one: uncommitted changes are not findings
     const heap& h = *committed_heap;
     for (const auto& f : h.audit()) findings.push_back(path() + ": heap: " + f);
+    for (const auto& f : pager_->check_invariants()) findings.push_back(path() + ": " + f);
     for (const auto& [name, e] : committed_.roots)
         if (!h.find_chunk(e.address))
             findings.push_back(path() + ": root '" + name + "' points to " + std::to_string(e.address) +

@@ -8,9 +8,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/hex.hpp"
 #include "page/pager.hpp"
 #include "page/stored_pointer.hpp"
-#include "storage/fixed_message.hpp"
+#include "common/sigsafe.hpp"
 
 namespace steppe::page {
 
@@ -52,7 +53,7 @@ void* pager::to_pointer(std::uint64_t persistent) {
     std::uintptr_t v = ok ? swizzle_word(persistent, ok) : 0;
     if (!ok) {
         char why[512];
-        storage::fixed_message m(why, sizeof why);
+        common::fixed_message m(why, sizeof why);
         describe_aim(m, persistent, aim, *heap_);
         throw error(errc::corrupt, storage_.path() + ": a stored persistent address " + why);
     }
@@ -63,7 +64,7 @@ std::uint64_t pager::to_persistent(const void* p, const std::string& what) const
     std::uint64_t w;
     if (!translate::to_persistent(*map_, reinterpret_cast<std::uintptr_t>(p), w))
         throw error(errc::transient_pointer,
-                    what + " " + hex(reinterpret_cast<std::uintptr_t>(p)) + " does not point into store " +
+                    what + " " + common::hex(reinterpret_cast<std::uintptr_t>(p)) + " does not point into store " +
                         storage_.path() + " (only objects made with store.make<T>() can be stored or named)");
     return w;
 }
@@ -102,7 +103,7 @@ void pager::forget_contents(std::uint64_t page, translate::unit shape) {
 
 error pager::no_address_space(std::uint64_t unit_pages) const {
     char why[512], advice[512];
-    storage::fixed_message w(why, sizeof why), a(advice, sizeof advice);
+    common::fixed_message w(why, sizeof why), a(advice, sizeof advice);
     explain_no_address_space(unit_pages, w, a);
     return error(errc::no_space, "cannot make an object in store " + storage_.path() + ": " + why + "; " + advice);
 }
@@ -183,6 +184,13 @@ pager_stats pager::stats() const {
             prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
             map_->limit_pages() * translate::page_size, reuse_rounds_,
             reclaimed_arenas_, reclaimed_pages_};
+}
+
+std::vector<std::string> pager::check_invariants() const {
+    std::vector<std::string> findings;
+    for (auto& f : map_->check_invariants(heap_->page_count())) findings.push_back("page map: " + f);
+    for (auto& f : space_->check_invariants()) findings.push_back("fault space: " + f);
+    return findings;
 }
 
 }  // namespace steppe::page

@@ -51,7 +51,7 @@
 #include "heap/heap.hpp"
 #include "page/residency.hpp"
 #include "page/stored_pointer.hpp"
-#include "storage/fixed_message.hpp"
+#include "common/sigsafe.hpp"
 #include "storage/storage.hpp"
 #include "translate/page_map.hpp"
 #include "translate/swizzle.hpp"
@@ -156,6 +156,9 @@ public:
     translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
     // The same as `h` (another state of the heap, e.g. the committed one) has it.
     translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
+    // The page map's P1/P2 and the fault space's I1-I5, as seen between
+    // operations (call under a pause): one line per finding.
+    std::vector<std::string> check_invariants() const;
 
     // Keeps the eviction thread off while the caller changes or reads what it
     // uses (the heap, shapes, vtables, the transaction's page sets, storage).
@@ -187,8 +190,8 @@ private:
     // A touch of store address space that holds no page: a guard page, a
     // range a reuse round gave back, or none yet.
     [[noreturn]] void wild_access(std::uintptr_t address, translate::page_map::kind what) const noexcept;
-    void explain_no_address_space(std::uint64_t unit_pages, storage::fixed_message& why,
-                                  storage::fixed_message& advice) const noexcept;
+    void explain_no_address_space(std::uint64_t unit_pages, common::fixed_message& why,
+                                  common::fixed_message& advice) const noexcept;
     error no_address_space(std::uint64_t unit_pages) const;
     translate::unit unit_of(std::uint64_t page) const noexcept;
     std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;

@@ -4,26 +4,8 @@
 
 namespace steppe::page {
 
-void append_hex(storage::fixed_message& m, std::uint64_t v) noexcept {
-    char digits[19] = "0x";
-    int n = 0;
-    for (std::uint64_t rest = v; n == 0 || rest; rest >>= 4) ++n;
-    for (int i = n - 1; i >= 0; --i, v >>= 4) digits[2 + i] = "0123456789abcdef"[v & 15];
-    digits[2 + n] = '\0';
-    m << digits;
-}
-
-std::string hex(std::uint64_t v) {
-    char buf[24];
-    storage::fixed_message m(buf, sizeof buf);
-    append_hex(m, v);
-    return buf;
-}
-
-void describe_aim(storage::fixed_message& m, std::uint64_t word, const pointer_aim& aim, const heap& h) noexcept {
-    m << "holds ";
-    append_hex(m, word);
-    m << ", which aims ";
+void describe_aim(common::fixed_message& m, std::uint64_t word, const pointer_aim& aim, const heap& h) noexcept {
+    m << "holds " << common::in_hex{word} << ", which aims ";
     if (aim.off_boundary) {
         m << "one past the end of a unit but not at a page boundary (page " << aim.page << ")";
         return;
@@ -47,7 +29,7 @@ void describe_aim(storage::fixed_message& m, std::uint64_t word, const pointer_a
     }
 }
 
-void describe_field(storage::fixed_message& m, std::size_t at, std::uint32_t field,
+void describe_field(common::fixed_message& m, std::size_t at, std::uint32_t field,
                     const translate::type_shape* type) noexcept {
     m << "the pointer at offset " << at;
     if (type) m << " (offset " << field << " in type " << type->name.c_str() << ")";
@@ -62,7 +44,7 @@ void check_pointers(const heap& h, const translate::page_layout& layout, std::ui
         const pointer_aim aim = aim_of(h, word);
         if (aim.admitted()) return;
         char buf[512];
-        storage::fixed_message m(buf, sizeof buf);
+        common::fixed_message m(buf, sizeof buf);
         m << "page " << page << ": ";
         describe_field(m, at, field, layout.type);
         m << " ";

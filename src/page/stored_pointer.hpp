@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "heap/heap.hpp"
-#include "storage/fixed_message.hpp"
+#include "common/sigsafe.hpp"
 #include "translate/swizzle.hpp"
 
 namespace steppe::page {
@@ -73,16 +73,12 @@ inline pointer_aim aim_of(const heap& h, std::uint64_t word) noexcept {
 }
 
 // Appends "holds 0x..., which aims at <what>" (no allocation).
-void describe_aim(storage::fixed_message& m, std::uint64_t word, const pointer_aim& aim, const heap& h) noexcept;
+void describe_aim(common::fixed_message& m, std::uint64_t word, const pointer_aim& aim, const heap& h) noexcept;
 
 // Appends "the pointer at offset 40 (offset 8 in type T)" (no allocation).
-void describe_field(storage::fixed_message& m, std::size_t at, std::uint32_t field,
+void describe_field(common::fixed_message& m, std::size_t at, std::uint32_t field,
                     const translate::type_shape* type) noexcept;
 
-// Appends `v` as 0x... (no allocation).
-void append_hex(storage::fixed_message& m, std::uint64_t v) noexcept;
-// `v` as 0x..., for error messages in normal context.
-std::string hex(std::uint64_t v);
 
 // store::check's part: one finding, prefixed with `prefix`, for every pointer
 // of data page `page` (its stored image, laid out as `layout`) that breaks S1.
