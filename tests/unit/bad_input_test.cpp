@@ -36,6 +36,7 @@
 #include "storage/checksum.hpp"
 #include "storage/file_format.hpp"
 #include "storage/storage.hpp"
+#include "support/expect_error.hpp"
 #include "support/temp_dir.hpp"
 
 namespace bad_input {
@@ -50,6 +51,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using steppe::test::error_of;
+
 constexpr int kSkip = 77;
 
 steppe::open_options opts(bool read_only = false) {
@@ -60,22 +63,10 @@ steppe::open_options opts(bool read_only = false) {
     return o;
 }
 
-// The error store::open (or `f`) throws; fails the test if none.
-steppe::error error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const steppe::error& e) {
-        return e;
-    }
-    ADD_FAILURE() << "no steppe::error was thrown";
-    return steppe::error(steppe::errc::unsupported, "(nothing thrown)");
-}
 steppe::error open_error(const std::string& path, const steppe::open_options& o = opts()) {
     return error_of([&] { steppe::store::open(path, o); });
 }
 
-#define EXPECT_CONTAINS(text, part) \
-    EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
 
 // A store holding `n` parts on a list under root "parts", committed (and
 // checkpointed into the main file by the close).

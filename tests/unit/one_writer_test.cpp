@@ -24,6 +24,7 @@
 #include "storage/storage.hpp"
 #include "support/cli.hpp"
 #include "support/fault_env.hpp"
+#include "support/expect_error.hpp"
 #include "support/temp_dir.hpp"
 
 namespace one_writer {
@@ -38,8 +39,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#define EXPECT_CONTAINS(text, part) \
-    EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"
+using steppe::test::error_of;
+
 
 steppe::open_options opts(bool read_only = false) {
     steppe::open_options o;
@@ -48,15 +49,6 @@ steppe::open_options opts(bool read_only = false) {
     return o;
 }
 
-steppe::error error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const steppe::error& e) {
-        return e;
-    }
-    ADD_FAILURE() << "no steppe::error was thrown";
-    return steppe::error(steppe::errc::unsupported, "(nothing thrown)");
-}
 steppe::error open_error(const std::string& path, const steppe::open_options& o = opts()) {
     return error_of([&] { steppe::store::open(path, o); });
 }
