@@ -189,7 +189,6 @@ pager_stats pager::stats() const {
 std::vector<std::string> pager::check_invariants() const {
     std::vector<std::string> findings;
     for (auto& f : map_->check_invariants(heap_->page_count())) findings.push_back("page map: " + f);
-    for (auto& f : space_->check_invariants()) findings.push_back("fault space: " + f);
     return findings;
 }
 

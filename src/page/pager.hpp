@@ -156,8 +156,10 @@ public:
     translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
     // The same as `h` (another state of the heap, e.g. the committed one) has it.
     translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
-    // The page map's P1/P2 and the fault space's I1-I5, as seen between
-    // operations (call under a pause): one line per finding.
+    // The page map's P1/P2, as seen between operations (call under a pause):
+    // one line per finding. (The fault space's I1-I5 checker reads every
+    // page state of every arena, gigabytes of mostly untouched table in a
+    // store with the default address-space limit: vm_test runs it instead.)
     std::vector<std::string> check_invariants() const;
 
     // Keeps the eviction thread off while the caller changes or reads what it
