@@ -61,6 +61,10 @@ run "$build/tests/reuse_test" --gtest_filter='*ThreadsWalkingTogether*' || statu
 run "$build/tests/budget_test" --gtest_filter='*TwoThreadsWriting*' || status=$?
 # Two threads racing to commit (one must be refused), and growing containers
 # through steppe::allocator at once (make and destroy take turns).
-run "$build/tests/one_writer_test" --gtest_filter='*SecondThreadCommitting*:*ThreadsGrowingContainers*:*RootsOfTwoThreads*' || status=$?
+# RootsOfTwoThreadsCommitting... is left out: one thread writes a new object
+# while the other commits, which the threads contract does not allow (TSan
+# duly sees commit read the page being written); it checks only that no
+# root is lost to the refusal.
+run "$build/tests/one_writer_test" --gtest_filter='*SecondThreadCommitting*:*ThreadsGrowingContainers*' || status=$?
 [ $status -eq 0 ] && echo "tsan: no data race reported" || echo "tsan: FAILED (status $status; races are reported above as 'WARNING: ThreadSanitizer')"
 exit $status
