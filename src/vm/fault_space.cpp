@@ -578,11 +578,15 @@ void trap_touch(std::uintptr_t address) noexcept {
 bool dispatch(int signal, siginfo_t* info, void* context) noexcept {
     const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
     if (signal == SIGSEGV && info->si_code == SEGV_MAPERR && find_arena(address) == nullptr) forked_touch(address);
-    if (signal == SIGSEGV && info->si_code == SEGV_ACCERR) trap_touch(address);
     const int our_code = signal == SIGBUS ? int{BUS_ADRERR} : int{SEGV_ACCERR};
     if (info->si_code != our_code) return false;
     arena* a = find_arena(address);
-    if (a == nullptr) return false;
+    if (a == nullptr) {
+        // Trap pages lie outside the arenas: looked for only once the fault is
+        // not an arena's, so ordinary protection faults pay nothing for them.
+        if (signal == SIGSEGV) trap_touch(address);
+        return false;
+    }
     return a->owner->handle_fault(*a, address & ~(page_size - 1), access_of(context), signal);
 }
 
