@@ -22,6 +22,7 @@
 #include "storage/storage.hpp"
 #include "common/crc32c.hpp"
 #include "support/cli.hpp"
+#include "support/fault_env.hpp"
 #include "support/store_model.hpp"
 #include "support/temp_dir.hpp"
 
@@ -192,6 +193,50 @@ TEST_F(LogDamage, EveryFrameAndEveryCutIsTheLastCommitOrNamedCorrupt) {
     }
     EXPECT_GT(corrupt, 100);
     std::printf("%d damaged logs named corrupt and salvaged, %d damaged where nothing in use was hit\n", corrupt, intact);
+}
+
+// A crash (then a power loss: unsynced writes kept, lost, or torn) before any
+// I/O call of a salvage leaves the damaged store as it was, still refused as
+// corrupt, or the salvaged one: never a third state.
+TEST_F(LogDamage, ACrashDuringSalvageLeavesTheDamagedOrTheSalvagedStore) {
+    const frame_at& victim = frames[frames.size() / 2];
+    std::vector<char> damaged = wal_bytes;
+    damaged[victim.offset + 20] ^= 0x21;
+    const test::loss modes[] = {test::loss::keep_all, test::loss::drop_all, test::loss::random_subset, test::loss::torn};
+    long crash_points = 0;
+    for (long crash_at = 0;; ++crash_at) {
+        bool crashed = false;
+        for (test::loss mode : modes) {
+            SCOPED_TRACE("crash before I/O call " + std::to_string(crash_at) + ", loss " + std::to_string(int(mode)));
+            lay_out(damaged);
+            test::fault_env env;
+            env.crash_after(crash_at);
+            options o;
+            o.salvage = true;
+            o.io = &env;
+            try {
+                storage::storage::open(path, o);
+            } catch (const test::simulated_crash&) {
+                crashed = true;
+                env.power_loss(mode, static_cast<std::uint64_t>(crash_at));
+            }
+            try {
+                auto s = storage::storage::open(path, {.read_only = true});
+                EXPECT_EQ(workload::committed_txn(*s), victim.txn - 1);
+                EXPECT_EQ(workload::verify(*s), "");
+            } catch (const error& e) {
+                EXPECT_EQ(e.code(), errc::corrupt) << e.what();
+                EXPECT_NE(std::string(e.what()).find("damaged at byte " + std::to_string(victim.offset)),
+                          std::string::npos)
+                    << e.what();
+            }
+            if (!crashed) break;
+        }
+        if (!crashed) break;
+        ++crash_points;
+    }
+    EXPECT_GT(crash_points, 5);
+    std::printf("salvage crashed at %ld I/O calls, 4 loss patterns each\n", crash_points);
 }
 
 // If a power loss took the commit mark's last write, the log alone must still
