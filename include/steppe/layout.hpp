@@ -63,7 +63,8 @@ static_assert(sizeof(void*) == 8, "steppe needs 64-bit pointers");
 // ---- 1. Layout data ---------------------------------------------------------
 namespace steppe::types {
 
-enum class field_kind : std::uint8_t { scalar = 1, pointer = 2, nested = 3, array = 4, base = 5 };
+// reference: an object-engine reference (steppe::objects::ref<T>), one word.
+enum class field_kind : std::uint8_t { scalar = 1, pointer = 2, nested = 3, array = 4, base = 5, reference = 6 };
 const char* to_string(field_kind kind) noexcept;
 
 // One member or base of a type, for diagnostics and for the fingerprint.
@@ -88,6 +89,7 @@ struct layout {
     std::uint32_t align = 0;
     std::vector<std::uint32_t> pointers;  // every raw data pointer inside one object
     std::vector<std::uint32_t> vptrs;     // every vtable pointer (relinked, not swizzled)
+    std::vector<std::uint32_t> refs;      // every object-engine reference (steppe::objects::ref)
     std::vector<field> fields;            // direct members and bases, by offset
     std::uint64_t fingerprint = 0;        // of size, align, offsets and field types
     friend bool operator==(const layout&, const layout&) = default;
@@ -547,9 +549,12 @@ template<class T> inline constexpr bool is_scalar_value =
     std::is_same_v<T, int128> || std::is_same_v<T, uint128>;
 
 template<class T> inline constexpr bool has_description = requires { steppe::describe<T>::fields; };
+// A class naming its target type steppe_reference_word is one word the
+// object engine translates (steppe::objects::ref).
+template<class T> inline constexpr bool is_reference_word = requires { typename T::steppe_reference_word; };
 
 enum class how : std::uint8_t {
-    scalar, pointer, array, aggregate, declared, described, empty, union_bytes,
+    scalar, pointer, reference_word, array, aggregate, declared, described, empty, union_bytes,
     refused,  // everything below is refused
     reference, function, function_pointer, member_pointer, void_type, incomplete, unbounded_array,
     too_large, union_with_pointers, undeclared_union, aggregate_with_bases, too_many_members,
@@ -614,7 +619,7 @@ template<class... M> constexpr bool list_has_slots(type_list<M...>) { return (ha
 
 template<class T> consteval bool has_slots() {
     constexpr how h = classify<T>();
-    if constexpr (h == how::pointer) return true;
+    if constexpr (h == how::pointer || h == how::reference_word) return true;
     else if constexpr (h == how::array) return has_slots<typename array_traits<std::remove_cv_t<T>>::element>();
     else if constexpr (h == how::aggregate) return list_has_slots(typename aggregate_members<std::remove_cv_t<T>>::types{});
     else if constexpr (h == how::declared || h == how::described)
@@ -636,6 +641,7 @@ template<class T> consteval how classify() {
         else if constexpr (!requires { sizeof(U); }) return how::incomplete;
         else if constexpr (sizeof(U) > max_type_size) return how::too_large;
         else if constexpr (std::is_array_v<U>) return how::array;
+        else if constexpr (is_reference_word<U>) return how::reference_word;
         else if constexpr (has_description<U>) return how::described;
         else if constexpr (is_std_array<U>::value) return how::array;
         else if constexpr ((access::has_fields<U> && !access::owns_fields<U>()) ||
@@ -812,6 +818,7 @@ template<class M> constexpr field_kind kind_of() {
     constexpr how h = classify<M>();
     if constexpr (h == how::scalar) return field_kind::scalar;
     else if constexpr (h == how::pointer) return field_kind::pointer;
+    else if constexpr (h == how::reference_word) return field_kind::reference;
     else if constexpr (h == how::array) return field_kind::array;
     else return field_kind::nested;
 }
@@ -823,6 +830,8 @@ template<class M> std::uint64_t type_fp() {
         else return code_fp(scalar_code<M>(), sizeof(M));
     } else if constexpr (h == how::pointer) {
         return code_fp('p', sizeof(M));
+    } else if constexpr (h == how::reference_word) {
+        return code_fp('r', sizeof(M));
     } else if constexpr (h == how::array) {
         using A = array_traits<M>;
         return array_fp(type_fp<std::remove_cv_t<typename A::element>>(), A::count);
@@ -836,6 +845,9 @@ template<class M> void append_slots(layout& l, std::size_t offset) {
     constexpr how h = classify<M>();
     if constexpr (h == how::pointer) {
         l.pointers.push_back(static_cast<std::uint32_t>(offset));
+    } else if constexpr (h == how::reference_word) {
+        static_assert(sizeof(M) == sizeof(void*), "steppe: a reference word is one pointer-sized word");
+        l.refs.push_back(static_cast<std::uint32_t>(offset));
     } else if constexpr (h == how::array) {
         using A = array_traits<M>;
         using E = std::remove_cv_t<typename A::element>;
@@ -888,7 +900,7 @@ template<class T> layout build_nonvirtual(std::vector<extent>& extents) {
     constexpr how h = classify<T>();
     layout l;
     l.name = type_name<T>();
-    if constexpr (h == how::scalar || h == how::pointer || h == how::array) {
+    if constexpr (h == how::scalar || h == how::pointer || h == how::reference_word || h == how::array) {
         add_field<T>(l, 0, {}, kind_of<T>(), extents);  // a non-class type describes itself
     } else if constexpr (h == how::aggregate) {
         T& object = phantom<T>();

@@ -3,10 +3,9 @@
 //
 //   engine_meta    the storage meta (storage::meta_size bytes) of a page-engine
 //                  store: pins the heap root and the three blobs of one commit
-//   blob           a byte string on a chain of system pages of the heap, one
-//                  blob_page_header then payload per page: the type catalog
-//                  (owner 1), the roots table (owner 2), the vtable table
-//                  (owner 3)
+//   blobs          (storage/blob.hpp) on chains of system pages of the heap:
+//                  the type catalog (owner 1), the roots table (owner 2),
+//                  the vtable table (owner 3)
 //   roots table    the roots blob's bytes: u32 count, then per root in name
 //                  order: u32 name length, the name's bytes, u32 catalog
 //                  index of its type, u64 persistent address
@@ -18,6 +17,7 @@
 #include <cstdint>
 
 #include "heap/heap.hpp"
+#include "storage/blob.hpp"
 #include "storage/file_format.hpp"
 
 namespace steppe::page {
@@ -25,15 +25,7 @@ namespace steppe::page {
 inline constexpr char engine_magic[8] = {'s', 't', 'p', 'e', 'n', 'g', 'n', '1'};
 inline constexpr std::uint32_t catalog_owner = 1, roots_owner = 2, vtables_owner = 3;
 
-// Where a blob is; all zero for a blob never written.
-struct blob_ref {
-    std::uint64_t first_page;  //  0 first page of the chain, 0 for an empty blob
-    std::uint64_t length;      //  8 bytes
-    std::uint32_t crc;         // 16 crc32c of all the bytes
-    std::uint32_t pages;       // 20 pages in the chain
-};
-static_assert(sizeof(blob_ref) == 24);
-static_assert(offsetof(blob_ref, pages) == 20);
+using storage::blob_ref;
 
 // The storage meta of a page-engine store (the rest of the meta is zero; an
 // all-zero meta is a fresh store).
@@ -50,20 +42,5 @@ static_assert(offsetof(engine_meta, roots) == 96);
 static_assert(offsetof(engine_meta, vtables) == 120);
 static_assert(sizeof(engine_meta) == 144);
 static_assert(sizeof(engine_meta) <= storage::meta_size);
-
-// One page of a blob: this header, then payload (unused bytes zero).
-struct blob_page_header {
-    std::uint32_t magic;     //  0 blob_magic
-    std::uint32_t owner;     //  4 catalog_owner, roots_owner or vtables_owner
-    std::uint32_t index;     //  8 position in the chain, from 0
-    std::uint32_t used;      // 12 payload bytes in this page
-    std::uint64_t next;      // 16 next page of the chain, 0 at the end
-    std::uint32_t reserved;  // 24 zero
-    std::uint32_t crc;       // 28 crc32c of the page with this field zero
-};
-static_assert(sizeof(blob_page_header) == 32);
-static_assert(offsetof(blob_page_header, crc) == 28);
-inline constexpr std::uint32_t blob_magic = 0x424C4253;  // "SBLB"
-inline constexpr std::size_t blob_payload = storage::page_size - sizeof(blob_page_header);
 
 }  // namespace steppe::page

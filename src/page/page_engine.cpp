@@ -45,12 +45,12 @@ page_engine::page_engine(const std::string& path, const open_options& options) :
         // A blob never written (no types, roots or vtables yet) has no pages.
         if (c.meta.catalog.pages)
             c.catalog = types::catalog::decode(
-                read_blob(*storage_, c.meta.catalog, catalog_owner, "type catalog", c.catalog_pages));
+                storage::read_blob(*storage_, c.meta.catalog, catalog_owner, "type catalog", c.catalog_pages));
         if (c.meta.roots.pages)
-            c.roots = decode_roots(read_blob(*storage_, c.meta.roots, roots_owner, "roots table", c.roots_pages), path);
+            c.roots = decode_roots(storage::read_blob(*storage_, c.meta.roots, roots_owner, "roots table", c.roots_pages), path);
         if (c.meta.vtables.pages)
             c.vtables = types::vtable_table::decode(
-                read_blob(*storage_, c.meta.vtables, vtables_owner, "vtable table", c.vtables_pages));
+                storage::read_blob(*storage_, c.meta.vtables, vtables_owner, "vtable table", c.vtables_pages));
     } else {
         std::memcpy(c.meta.magic, engine_magic, sizeof engine_magic);
     }
@@ -195,13 +195,14 @@ void page_engine::commit() {
     std::vector<storage::page_image> images;
     engine_meta meta = committed_.meta;
     heap& h = pager_->allocator();
+    storage::page_source pages = system_pages(h);
     if (catalog_dirty_)
-        meta.catalog = write_blob(h, live_.catalog.encode(), catalog_owner, live_.catalog_pages, buffers, images);
-    if (roots_dirty_) meta.roots = write_blob(h, encode_roots(live_.roots), roots_owner, live_.roots_pages, buffers, images);
+        meta.catalog = storage::write_blob(live_.catalog.encode(), catalog_owner, live_.catalog_pages, pages, buffers, images);
+    if (roots_dirty_) meta.roots = storage::write_blob(encode_roots(live_.roots), roots_owner, live_.roots_pages, pages, buffers, images);
     pager::page_images data = pager_->collect();
     images.insert(images.end(), data.pages.begin(), data.pages.end());
     if (live_.vtables.size() != committed_.vtables.size())  // collect met new vtable symbols
-        meta.vtables = write_blob(h, live_.vtables.encode(), vtables_owner, live_.vtables_pages, buffers, images);
+        meta.vtables = storage::write_blob(live_.vtables.encode(), vtables_owner, live_.vtables_pages, pages, buffers, images);
     heap::commit_image heap_image = h.encode_dirty();
     for (const auto& m : heap_image.pages) images.push_back({m.page, m.bytes.data()});
     auto root_bytes = heap_image.root.to_bytes();

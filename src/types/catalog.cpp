@@ -62,6 +62,7 @@ std::string difference(const layout& stored, const layout& program) {
         return "alignment " + num(stored.align) + " in store, " + num(program.align) + " in program";
     std::string d = slot_difference("pointer field", stored, stored.pointers, program, program.pointers);
     if (d.empty()) d = slot_difference("vtable pointer", stored, stored.vptrs, program, program.vptrs);
+    if (d.empty()) d = slot_difference("reference field", stored, stored.refs, program, program.refs);
     if (!d.empty()) return d;
     const auto& sf = stored.fields;
     const auto& pf = program.fields;

@@ -3,7 +3,7 @@
 //
 // Header (16 bytes)
 //   0  u32  magic         "STYC" (bytes 53 54 59 43)
-//   4  u16  version       1
+//   4  u16  version       2 (1 is read too: it has no reference offsets)
 //   6  u16  reserved      0
 //   8  u32  length        bytes in the whole encoding, header and trailer included
 //   12 u32  entry count
@@ -13,13 +13,15 @@
 //   u64 fingerprint               types::fingerprint() of this entry
 //   u32 count, u32 offset[count]  pointer offsets
 //   u32 count, u32 offset[count]  vptr offsets
+//   u32 count, u32 offset[count]  reference offsets (objects::ref; version 2 only)
 //   u32 count, field[count]       fields, each:
-//       u32 offset, u32 size, u8 kind (1 scalar, 2 pointer, 3 nested, 4 array, 5 base),
+//       u32 offset, u32 size, u8 kind (1 scalar, 2 pointer, 3 nested, 4 array, 5 base, 6 reference),
 //       u64 type fingerprint, u32 length + type name (1..65536), u32 length + member name (0..65536)
 // Trailer (8 bytes)
 //   u64  FNV-1a 64 of every byte before it
 //
-// Example: a catalog holding `struct Node { Node* next; };` is 98 bytes:
+// Example: a version 1 catalog holding `struct Node { Node* next; };` is 98 bytes
+// (version 2 adds a reference count of 0 after the vptr count):
 //   0  header: 53 54 59 43 | 01 00 | 00 00 | 62 00 00 00 | 01 00 00 00
 //   16 name 04 00 00 00 "Node"; 24 size 8; 28 align 8; 32 fingerprint (8 bytes)
 //   40 pointer count 1; 44 pointer offset 0; 48 vptr count 0; 52 field count 1
@@ -33,10 +35,11 @@
 //  (2) every count fits in the bytes that remain, and the entries end exactly
 //      at the trailer;
 //  (3) names are unique, sizes and alignments are as above;
-//  (4) pointer and vptr offsets are strictly increasing, each slot lies within
-//      the type, and no two slots (pointer or vptr) overlap;
+//  (4) pointer, vptr and reference offsets are strictly increasing, each slot
+//      lies within the type, and no two slots (of any kind) overlap;
 //  (5) fields lie within the type, in non-decreasing offset order, with a
-//      known kind; a pointer field is 8 bytes at a listed pointer offset;
+//      known kind; a pointer field is 8 bytes at a listed pointer offset, a
+//      reference field 8 bytes at a listed reference offset;
 //  (6) the stored fingerprint equals the one recomputed from the entry.
 // The checksum alone catches damage; (2)-(6) make sure that even a catalog
 // written by a buggy program can never send the swizzler outside an object.
@@ -52,7 +55,7 @@ namespace steppe::types {
 namespace {
 
 constexpr std::uint32_t magic = 0x43595453;  // "STYC"
-constexpr std::uint16_t version = 1;
+constexpr std::uint16_t version = 2, first_version = 1;
 constexpr std::size_t header_size = 16;
 constexpr std::size_t trailer_size = 8;
 constexpr std::size_t min_entry_size = 4 + 1 + 4 + 4 + 8 + 4 + 4 + 4;
@@ -151,7 +154,7 @@ std::vector<std::uint32_t> read_slots(reader& r, const layout& l, const char* wh
     return v;
 }
 
-layout read_entry(reader& r) {
+layout read_entry(reader& r, std::uint16_t format) {
     layout l;
     l.name = r.text(1, "name");
     if (l.name.find('\0') != std::string::npos) r.fail("NUL in type name");
@@ -163,8 +166,10 @@ layout read_entry(reader& r) {
     std::uint64_t stored_fp = r.u64();
     l.pointers = read_slots(r, l, "pointer");
     l.vptrs = read_slots(r, l, "vptr");
+    if (format >= 2) l.refs = read_slots(r, l, "reference");
     std::vector<std::uint32_t> slots(l.pointers);
     slots.insert(slots.end(), l.vptrs.begin(), l.vptrs.end());
+    slots.insert(slots.end(), l.refs.begin(), l.refs.end());
     std::sort(slots.begin(), slots.end());
     for (std::size_t i = 1; i < slots.size(); ++i)
         if (slots[i] - slots[i - 1] < slot) r.fail("pointer and vptr slots overlap");
@@ -179,13 +184,16 @@ layout read_entry(reader& r) {
         f.type_fp = r.u64();
         f.type = r.text(1, "field type name");
         f.name = r.text(0, "field name");
-        if (kind < 1 || kind > 5) r.fail("unknown field kind " + std::to_string(kind));
+        if (kind < 1 || kind > 6) r.fail("unknown field kind " + std::to_string(kind));
         f.kind = static_cast<field_kind>(kind);
         if (f.size == 0 || std::uint64_t{f.offset} + f.size > l.size) r.fail("field " + std::to_string(i + 1) + " outside the type");
         if (i > 0 && f.offset < l.fields.back().offset) r.fail("fields not in offset order");
         if (f.kind == field_kind::pointer &&
             (f.size != slot || !std::binary_search(l.pointers.begin(), l.pointers.end(), f.offset)))
             r.fail("pointer field " + std::to_string(i + 1) + " not in the pointer list");
+        if (f.kind == field_kind::reference &&
+            (f.size != slot || !std::binary_search(l.refs.begin(), l.refs.end(), f.offset)))
+            r.fail("reference field " + std::to_string(i + 1) + " not in the reference list");
         l.fields.push_back(std::move(f));
     }
     l.fingerprint = fingerprint(l);
@@ -209,6 +217,7 @@ std::vector<std::byte> catalog::encode() const {
         w.u64(l.fingerprint);
         w.offsets(l.pointers);
         w.offsets(l.vptrs);
+        w.offsets(l.refs);
         w.u32(static_cast<std::uint32_t>(l.fields.size()));
         for (const field& f : l.fields) {
             w.u32(f.offset);
@@ -233,7 +242,8 @@ catalog catalog::decode(std::span<const std::byte> bytes) {
     std::size_t body_end = bytes.size() - trailer_size;
     reader r(bytes, bytes.size());
     if (r.u32() != magic) r.fail("bad magic");
-    if (std::uint16_t v = r.u16(); v != version) r.fail("unknown version " + std::to_string(v));
+    std::uint16_t format = r.u16();
+    if (format < first_version || format > version) r.fail("unknown version " + std::to_string(format));
     if (r.u16() != 0) r.fail("reserved field not zero");
     if (std::uint32_t len = r.u32(); len != bytes.size())
         r.fail("length " + std::to_string(len) + " recorded, " + std::to_string(bytes.size()) + " present");
@@ -250,7 +260,7 @@ catalog catalog::decode(std::span<const std::byte> bytes) {
     c.entries_.reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) {
         body.set_entry(i);
-        layout l = read_entry(body);
+        layout l = read_entry(body, format);
         if (c.find(l.name)) body.fail("duplicate type name " + l.name);
         c.add(std::move(l));
     }

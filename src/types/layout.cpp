@@ -20,6 +20,7 @@ const char* to_string(field_kind kind) noexcept {
     case field_kind::nested: return "nested";
     case field_kind::array: return "array";
     case field_kind::base: return "base";
+    case field_kind::reference: return "reference";
     }
     return "unknown";
 }
@@ -32,6 +33,13 @@ std::uint64_t fingerprint(const layout& l) noexcept {
     for (std::uint32_t p : l.pointers) h.u64(p, 4);
     h.u64(l.vptrs.size(), 4);
     for (std::uint32_t v : l.vptrs) h.u64(v, 4);
+    // Only types holding references hash them, so every type without any
+    // keeps the fingerprint it had before references existed.
+    if (!l.refs.empty()) {
+        h.u64('r', 1);
+        h.u64(l.refs.size(), 4);
+        for (std::uint32_t r : l.refs) h.u64(r, 4);
+    }
     h.u64(l.fields.size(), 4);
     for (const field& f : l.fields) {
         h.u64(f.offset, 4);
@@ -46,7 +54,7 @@ bool same_structure(const layout& a, const layout& b) noexcept {
     auto same_field = [](const field& x, const field& y) {
         return x.offset == y.offset && x.size == y.size && x.kind == y.kind && x.type_fp == y.type_fp;
     };
-    return a.size == b.size && a.align == b.align && a.pointers == b.pointers && a.vptrs == b.vptrs &&
+    return a.size == b.size && a.align == b.align && a.pointers == b.pointers && a.vptrs == b.vptrs && a.refs == b.refs &&
            std::equal(a.fields.begin(), a.fields.end(), b.fields.begin(), b.fields.end(), same_field);
 }
 
@@ -144,6 +152,7 @@ std::uint64_t array_fp(std::uint64_t element_fp, std::size_t count) noexcept {
 void append_shifted(layout& out, const layout& inner, std::size_t offset) {
     for (std::uint32_t p : inner.pointers) out.pointers.push_back(static_cast<std::uint32_t>(offset + p));
     for (std::uint32_t v : inner.vptrs) out.vptrs.push_back(static_cast<std::uint32_t>(offset + v));
+    for (std::uint32_t r : inner.refs) out.refs.push_back(static_cast<std::uint32_t>(offset + r));
 }
 
 void size_to(layout& l, const std::vector<extent>& parts) noexcept {
@@ -212,10 +221,12 @@ void finish(layout& l, const std::vector<extent>* declared) {
                           " ends beyond the type's " + std::to_string(l.size) + " bytes");
     std::sort(l.pointers.begin(), l.pointers.end());
     std::sort(l.vptrs.begin(), l.vptrs.end());
+    std::sort(l.refs.begin(), l.refs.end());
     // A derived class shares its primary base's vptr at offset 0.
     l.vptrs.erase(std::unique(l.vptrs.begin(), l.vptrs.end()), l.vptrs.end());
     std::vector<std::uint32_t> slots(l.pointers);
     slots.insert(slots.end(), l.vptrs.begin(), l.vptrs.end());
+    slots.insert(slots.end(), l.refs.begin(), l.refs.end());
     std::sort(slots.begin(), slots.end());
     for (std::size_t i = 1; i < slots.size(); ++i)
         if (slots[i] - slots[i - 1] < sizeof(void*))

@@ -1,0 +1,363 @@
+// steppe/objects.hpp — the object engine: persistent objects reached through
+// references, faulted in by software, persistent by reachability.
+//
+//   #include <steppe/objects.hpp>
+//   namespace so = steppe::objects;
+//   struct Part { int id; int x, y; so::ref<Part> to[3]; };
+//   auto s = so::store::open("parts.ods");
+//   so::ref<Part> first = s.root<Part>("first");    // find-or-create a named root
+//   so::ref<Part> p = s.make<Part>(7, 1, 2);        // transient until a root reaches it
+//   first.mut()->to[0] = p;                         // mut(): the write barrier
+//   int x = first->to[0]->x;                        // ->: the residency check, faults if needed
+//   s.commit();                                     // what the roots reach persists, atomically
+//
+// Objects live in the store file in segments (up to options::segment_objects
+// objects, clustered breadth-first from what reaches them at the commit that
+// first wrote them). A reference is one word: null, a direct pointer, or the
+// scheme's stand-in for an object not in memory yet. Dereferencing checks and,
+// if needed, reads the object's segment and copies its objects into the
+// engine's heap, translating their references (copy swizzling). `->` gives a
+// const T*; mut() gives a T* and records the write, so a forgotten barrier is
+// a compile error, not a lost update. Errors met while faulting (a damaged
+// segment) are steppe::error exceptions thrown from the dereference.
+//
+// The scheme is chosen when the program is compiled, as the thirteen builds
+// of Hosking & Moss 1993 were separate builds, so each build pays only its
+// own residency check and barrier (docs/objects.md):
+//   -DSTEPPE_OBJECTS_DETECTION=fault_block (default) | id | id_self_heal
+//   -DSTEPPE_OBJECTS_BARRIER=cards (default) | object_flag | remembered_set
+// A store records the scheme it was made with; opening it from a program
+// built for another is errc::unsupported naming both. Translation units of
+// one program must agree (the types live in a namespace named by the scheme,
+// so a mix fails to link instead of misreading).
+//
+// Stored types: trivially copyable, not polymorphic, with their layout known
+// to steppe as for the page engine (aggregates automatically, STEPPE_FIELDS
+// otherwise) and no raw pointers (a ref<T> instead).
+//
+// Threads: a store and its objects are used by one thread at a time.
+// Processes: one writer per store file or any number of readers (as the page
+// engine). fork: the child must not use the parent's store.
+#pragma once
+
+#include <steppe/error.hpp>
+#include <steppe/layout.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace steppe::objects {
+
+// How a reference to an object not in memory is represented and detected
+// (Hosking & Moss 1993, digest 000 §2.4).
+enum class detection : std::uint8_t {
+    id = 1,            // a tagged object identifier, looked up in the resident object table at every use
+    id_self_heal = 2,  // the same, the slot patched with the direct address on first use (PEVM)
+    fault_block = 3,   // a pointer to a small fault block; faulting turns it into an indirect block
+};
+// How writes are found at commit (Hosking 1995, digest 001 §4).
+enum class barrier : std::uint8_t {
+    object_flag = 1,     // mut() sets a header bit; commit scans the resident objects
+    remembered_set = 2,  // mut() records the object in a set once
+    cards = 3,           // mut() marks the card holding the object's header; commit looks at dirty cards
+};
+// What a fault reads into memory (Mneme, digest 000 §2.2).
+enum class granularity : std::uint8_t {
+    object = 1,           // the one object asked for
+    logical_segment = 2,  // every object of its segment
+};
+const char* to_string(detection d) noexcept;
+const char* to_string(barrier b) noexcept;
+const char* to_string(granularity g) noexcept;
+
+#ifndef STEPPE_OBJECTS_DETECTION
+#define STEPPE_OBJECTS_DETECTION fault_block
+#endif
+#ifndef STEPPE_OBJECTS_BARRIER
+#define STEPPE_OBJECTS_BARRIER cards
+#endif
+#define STEPPE_DETAIL_SCHEME_NS3(d, b) scheme_##d##_##b
+#define STEPPE_DETAIL_SCHEME_NS2(d, b) STEPPE_DETAIL_SCHEME_NS3(d, b)
+#define STEPPE_DETAIL_SCHEME_NS STEPPE_DETAIL_SCHEME_NS2(STEPPE_OBJECTS_DETECTION, STEPPE_OBJECTS_BARRIER)
+
+struct scheme {
+    detection detect;
+    barrier write;
+    friend bool operator==(const scheme&, const scheme&) = default;
+};
+
+struct options {
+    bool create = true;     // create the store if it does not exist
+    bool read_only = false; // shared with other readers; commit is refused
+    bool durable = true;    // fdatasync at commit; switch off only for tests and benchmarks
+    granularity fetch = granularity::logical_segment;
+    // Objects per segment when a commit clusters new objects (1..255; a new
+    // store records it). A segment also closes at segment_bytes unless it
+    // holds one object only.
+    std::uint32_t segment_objects = 255;
+    std::uint32_t segment_bytes = 64 << 10;
+    // Bytes per card for barrier::cards: a power of two from 16 to 4096. All
+    // object stores open in one process use the same.
+    std::uint32_t card_bytes = 256;
+    // Bytes of virtual address space for the engine's heap (objects in
+    // memory, fault blocks). 0 = 64 GiB. Memory is used only as objects are.
+    std::uint64_t heap_limit = 0;
+    std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
+    bool checkpoint_on_close = true;  // as steppe::open_options
+    bool salvage_damaged_log = false; // as steppe::open_options
+};
+
+struct stats {
+    std::string scheme;                   // e.g. "fault_block + cards-256, logical_segment"
+    std::uint64_t segment_faults = 0;     // segment reads caused by a dereference
+    std::uint64_t objects_faulted = 0;    // objects copied into the heap
+    std::uint64_t fault_blocks = 0;       // made for objects not in memory
+    std::uint64_t refs_swizzled = 0;      // references translated while faulting
+    std::uint64_t commits = 0;
+    std::uint64_t new_objects = 0;        // made persistent by commits (reached from a root)
+    std::uint64_t unreached_objects = 0;  // made, not reached at a commit, so not written
+    std::uint64_t objects_written = 0;    // new and changed objects written by commits
+    std::uint64_t segments_written = 0;
+    std::uint64_t pages_committed = 0;
+    std::uint64_t bytes_logged = 0;
+    std::uint64_t syncs = 0;
+    std::uint64_t resident_objects = 0;   // in the resident object table now
+    std::uint64_t heap_bytes = 0;         // of the engine's heap in use
+    std::uint64_t store_pages = 0;
+};
+std::string to_string(const stats& s);
+
+struct root_info {
+    std::string name;
+    std::string type;
+};
+
+template<class T> class ref;
+template<class T> class array;
+
+namespace detail {
+
+// The 16 bytes before every object and fault block in an object-engine heap.
+struct header {
+    // oid << 16 | store slot << 8 | flags. oid 0: made since the last commit
+    // and not yet persistent.
+    std::uint64_t word;
+    std::uint32_t type;   // catalog index; fault_block_type for a fault block
+    std::uint32_t count;  // elements: 1 for an object, n for an array
+    static constexpr std::uint64_t proxy = 1;     // a fault block
+    static constexpr std::uint64_t indirect = 2;  // a fault block whose object is in memory (body = its address)
+    static constexpr std::uint64_t dirty = 4;     // written since the last commit (object_flag, remembered_set)
+    static constexpr std::uint64_t marked = 8;    // reached by the commit's gather pass
+    static constexpr std::uint32_t fault_block_type = 0xFFFFFFFF;
+    std::uint64_t oid() const noexcept { return word >> 16; }
+    unsigned store() const noexcept { return static_cast<unsigned>(word >> 8) & 0xFF; }
+};
+static_assert(sizeof(header) == 16);
+
+inline header* header_of(const void* body) noexcept {
+    return reinterpret_cast<header*>(const_cast<char*>(static_cast<const char*>(body)) - sizeof(header));
+}
+
+// What the inline barriers need of each open store, by the header's store slot.
+struct barrier_state {
+    std::uintptr_t heap_base;
+    std::uint8_t* cards;
+    unsigned card_shift;
+};
+extern barrier_state open_stores[256];
+
+// The residency checks' slow paths (src/objects/fault.cpp). They throw
+// steppe::error when the object cannot be read.
+void* resolve_fault_block(std::uint64_t& slot);  // faults or follows an indirect block; patches the slot
+void* resolve_id(std::uint64_t word);            // looks up (faulting if needed); never patches
+void remember(header* h);                        // remembered_set: the first write since the commit
+bool same_object(std::uint64_t a, std::uint64_t b);
+
+inline namespace STEPPE_DETAIL_SCHEME_NS {
+inline constexpr scheme compiled_scheme{detection::STEPPE_OBJECTS_DETECTION, barrier::STEPPE_OBJECTS_BARRIER};
+}
+
+template<class T> inline constexpr bool storable =
+    std::is_trivially_copyable_v<T> && !std::is_polymorphic_v<T> && std::is_trivially_destructible_v<T>;
+
+class engine_handle;
+
+}  // namespace detail
+
+inline namespace STEPPE_DETAIL_SCHEME_NS {
+
+// A reference to a persistent (or soon persistent) T: one word.
+template<class T> class ref {
+public:
+    using steppe_reference_word = T;  // layouts record it as a reference field
+
+    ref() noexcept = default;
+    ref(std::nullptr_t) noexcept {}
+
+    // The residency check: the object, faulted in if it was not in memory.
+    const T* get() const { return static_cast<const T*>(resolve()); }
+    const T* operator->() const { return get(); }
+    const T& operator*() const { return *get(); }
+    // The object for writing; records the write (the barrier in force).
+    T* mut() const {
+        T* p = static_cast<T*>(resolve());
+        note_write(detail::header_of(p));
+        return p;
+    }
+
+    explicit operator bool() const noexcept { return word_ != 0; }
+    friend bool operator==(const ref& a, const ref& b) {
+        return a.word_ == b.word_ || (a.word_ && b.word_ && detail::same_object(a.word_, b.word_));
+    }
+    friend bool operator==(const ref& a, std::nullptr_t) noexcept { return a.word_ == 0; }
+
+    // For the library: a reference to the object at `body`.
+    static ref from_body(const void* body) noexcept {
+        ref r;
+        r.word_ = reinterpret_cast<std::uintptr_t>(body);
+        return r;
+    }
+
+private:
+    void* resolve() const {
+        std::uint64_t w = word_;
+        if constexpr (detail::compiled_scheme.detect == detection::fault_block) {
+            void* p = reinterpret_cast<void*>(w);
+            if (p && (detail::header_of(p)->word & detail::header::proxy)) p = detail::resolve_fault_block(word_);
+            return p;
+        } else if constexpr (detail::compiled_scheme.detect == detection::id) {
+            return (w & 1) ? detail::resolve_id(w) : reinterpret_cast<void*>(w);
+        } else {
+            if (w & 1) word_ = reinterpret_cast<std::uintptr_t>(detail::resolve_id(w));
+            return reinterpret_cast<void*>(word_);
+        }
+    }
+    static void note_write(detail::header* h) noexcept(detail::compiled_scheme.write != barrier::remembered_set) {
+        if constexpr (detail::compiled_scheme.write == barrier::cards) {
+            const detail::barrier_state& s = detail::open_stores[h->store()];
+            s.cards[(reinterpret_cast<std::uintptr_t>(h) - s.heap_base) >> s.card_shift] = 1;
+        } else if constexpr (detail::compiled_scheme.write == barrier::object_flag) {
+            h->word |= detail::header::dirty;
+        } else {
+            if (!(h->word & detail::header::dirty)) detail::remember(h);
+        }
+    }
+
+    // Patched by the residency check (a translation, not a change: the word
+    // means the same object before and after).
+    mutable std::uint64_t word_ = 0;
+};
+
+}  // namespace STEPPE_DETAIL_SCHEME_NS
+
+// The body of an array object (store::make_array): its elements, counted by
+// its header. Reached only through a ref<array<T>>.
+template<class T> class array {
+public:
+    array() = delete;
+    array(const array&) = delete;
+    array& operator=(const array&) = delete;
+
+    std::size_t size() const noexcept { return detail::header_of(this)->count; }
+    const T* data() const noexcept { return std::launder(reinterpret_cast<const T*>(this)); }
+    T* data() noexcept { return std::launder(reinterpret_cast<T*>(this)); }
+    const T& operator[](std::size_t i) const noexcept { return data()[i]; }
+    T& operator[](std::size_t i) noexcept { return data()[i]; }
+    const T* begin() const noexcept { return data(); }
+    const T* end() const noexcept { return data() + size(); }
+    T* begin() noexcept { return data(); }
+    T* end() noexcept { return data() + size(); }
+};
+
+class store {
+public:
+    // Opens the store at `path` with this program's scheme. Throws what
+    // steppe::store::open does, and unsupported if the store was made by the
+    // page engine or with another scheme.
+    // (`compiled` is this translation unit's scheme: leave it.)
+    static store open(const std::string& path, const options& o = {}, scheme compiled = detail::compiled_scheme);
+
+    store(store&&) noexcept;
+    store& operator=(store&&) noexcept;
+    ~store();  // as close(), errors printed to stderr
+    // Discards uncommitted changes, checkpoints (options::checkpoint_on_close),
+    // releases the files.
+    void close();
+
+    // The root named `name`, made value-initialized and registered if absent.
+    // type_mismatch if it holds another type or T's layout changed.
+    template<class T> ref<T> root(std::string_view name) {
+        if (ref<T> r = find_root<T>(name)) return r;
+        ref<T> r = make<T>();
+        set_root(name, r);
+        return r;
+    }
+    template<class T> ref<T> find_root(std::string_view name) {
+        static_assert(detail::storable<T>, "steppe::objects: roots are stored objects");
+        const void* body = find_root_raw(name, types::layout_of<T>());
+        return body ? ref<T>::from_body(body) : ref<T>();
+    }
+    template<class T> void set_root(std::string_view name, const ref<T>& object) {
+        set_root_raw(name, types::layout_of<T>(), object ? object.get() : nullptr);
+    }
+    bool remove_root(std::string_view name);
+    std::vector<root_info> roots() const;
+
+    // A new T (T(args...), T{args...} for an aggregate, value-initialized with
+    // none). Transient until a commit finds it reachable from a root.
+    template<class T, class... Args> ref<T> make(Args&&... args) {
+        static_assert(detail::storable<T>, "steppe::objects stores trivially copyable, non-polymorphic types "
+                                           "(references as steppe::objects::ref, no raw pointers)");
+        void* memory = allocate(types::layout_of<T>(), 1);
+        T* object;
+        if constexpr (sizeof...(Args) == 0) object = ::new (memory) T();
+        else if constexpr (std::is_constructible_v<T, Args&&...>) object = ::new (memory) T(std::forward<Args>(args)...);
+        else object = ::new (memory) T{std::forward<Args>(args)...};
+        return ref<T>::from_body(object);
+    }
+    // An array object of `count` value-initialized Ts (count >= 1).
+    template<class T> ref<array<T>> make_array(std::size_t count) {
+        static_assert(detail::storable<T>, "steppe::objects stores trivially copyable, non-polymorphic types");
+        void* memory = allocate(types::layout_of<T>(), count);
+        T* first = static_cast<T*>(memory);
+        for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
+        return ref<array<T>>::from_body(memory);
+    }
+
+    // Finds what the roots reach, gives new objects identifiers, writes new
+    // and changed objects, all in one atomic, durable commit. Objects nothing
+    // reaches are not written. Throws transient_pointer (a reference to
+    // another store's object; nothing written), no_space / io (the store stays
+    // at the previous commit), poisoned.
+    void commit();
+    // Back to the last commit: changed objects get their committed contents
+    // again, the roots are the committed ones. References the program holds
+    // stay valid (to objects made since, too: they are transient again).
+    void rollback();
+    // As steppe::store::checkpoint.
+    void checkpoint();
+
+    objects::stats stats() const;
+    // Every finding of the store: the storage manager's checks, every segment,
+    // every reference in every object, the roots and the catalog. Empty when sound.
+    std::vector<std::string> check() const;
+    const std::string& path() const;
+    const std::string& salvage_report() const;
+
+private:
+    explicit store(std::unique_ptr<detail::engine_handle> engine);
+    void* allocate(const types::layout& layout, std::size_t count);
+    const void* find_root_raw(std::string_view name, const types::layout& layout);
+    void set_root_raw(std::string_view name, const types::layout& layout, const void* body);
+
+    std::unique_ptr<detail::engine_handle> engine_;
+};
+
+}  // namespace steppe::objects

@@ -1,0 +1,139 @@
+// The object engine behind the engine interface (engine/engine.hpp) and
+// steppe::objects::store: the storage manager below, the object heap, the
+// resident object table (ROT), the type catalog and the roots.
+//
+// Where things are done:
+//   object_engine.cpp  open, close, roots, make, stats, check
+//   fault.cpp          the residency checks' slow paths; reading a segment,
+//                      copying its objects into the heap and swizzling them
+//   commit.cpp         persistence by reachability: gather, cluster, write;
+//                      rollback
+//
+// Object states (each object in the heap is in one):
+//   transient     made since the last commit, oid 0, not in the ROT
+//   persistent    oid != 0, in the ROT, its committed bytes in its segment
+//   fault block   a header standing for an oid not (or not yet) in memory
+//                 (detection::fault_block only); in the ROT until its object
+//                 comes in, then `indirect` with the object's address
+// Transitions: make -> transient; commit reaching it -> persistent (assign_oids);
+// fault (materialize) -> persistent; fault_block_for -> fault block;
+// materialize of its oid -> fault block indirect.
+//
+// Invariants (check_memory()):
+//  R1 the ROT maps each oid to the one header in the heap with that oid:
+//     a persistent object, or a fault block that is not indirect;
+//  R2 a live root's word names a persistent object, a transient one, or a
+//     fault block (never anything outside the heap);
+//  plus the heap's H1-H3 (object_heap.hpp).
+#pragma once
+
+#include <steppe/objects.hpp>
+
+#include <array>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "engine/roots.hpp"
+#include "objects/object_format.hpp"
+#include "objects/object_heap.hpp"
+#include "storage/storage.hpp"
+#include "types/types.hpp"
+
+namespace steppe::objects::detail {
+
+class engine_handle final : public steppe::engine {
+public:
+    // `compiled`: the program's scheme; nullopt for tools that only inspect.
+    engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled);
+    ~engine_handle() override;
+
+    void close() override;
+    bool holds(const void* p) const noexcept override { return heap_ && heap_->contains(p); }
+    std::uint64_t persistent_address(const void* p) const override;
+    void* make(const types::layout& layout, std::size_t count) override;
+    void destroy(void* object) override;
+    void note_vtable(const void*) override {}
+    void* find_root(std::string_view name, const types::layout& layout) override;
+    void set_root(std::string_view name, const types::layout& layout, void* object) override;
+    bool remove_root(std::string_view name) override;
+    std::vector<steppe::root_info> roots() const override;
+    void commit() override;
+    void rollback() override;
+    void checkpoint() override;
+    void reuse_address_space() override {}
+    store_stats stats() const override;
+    std::vector<type_usage> types() const override;
+    std::vector<std::string> check() const override;
+    const std::string& path() const override { return storage_->path(); }
+    const std::string& salvage_report() const override { return storage_->salvage_report(); }
+
+    objects::stats object_stats() const;
+    // R1, R2 and the heap's invariants, as seen between operations.
+    std::vector<std::string> check_memory() const;
+
+    // fault.cpp: the body of the object `oid`, read in if it is not resident.
+    void* fault_in(std::uint64_t oid);
+    void* follow(std::uint64_t word);  // a word of any form -> the object's body, faulting if needed
+    void remember(header* h) { remembered_.push_back(h); }
+    std::uint64_t oid_of_word(std::uint64_t word) const;  // 0 for a transient object
+
+private:
+    struct segment_view;
+    struct commit_plan;
+
+    // object_engine.cpp
+    void load_committed();
+    void ensure_writable(const char* call) const;
+    types::catalog::index type_index(const types::layout& layout);
+    std::uint64_t word_for_oid(std::uint64_t oid);  // as the scheme swizzles a reference
+    std::uint64_t object_bytes(std::uint32_t type, std::uint64_t count) const;
+
+    // fault.cpp
+    segment_view read_segment(std::uint64_t page, std::vector<std::byte>& buffer, const char* why) const;
+    header* materialize(const segment_view& s, std::uint32_t slot);
+    void swizzle(header* h);
+    header* fault_block_for(std::uint64_t oid);
+
+    // commit.cpp
+    std::vector<header*> written_objects();
+    void gather(commit_plan& plan, const std::vector<header*>& written);
+    void cluster(commit_plan& plan);
+    void unswizzle(const header* h, std::byte* out, const char* what) const;
+    std::uint64_t unswizzle_word(std::uint64_t word, const header* from, std::uint32_t offset) const;
+    void write_segments(commit_plan& plan);
+    void write_changed(commit_plan& plan, const std::vector<header*>& written);
+    void restore(header* h);
+    void forget_writes();
+
+    options options_;
+    scheme scheme_{};
+    unsigned slot_ = 0;  // in open_stores
+    std::unique_ptr<storage::storage> storage_;
+    std::unique_ptr<object_heap> heap_;
+    format::object_meta meta_{};
+    types::catalog catalog_;
+    bool catalog_dirty_ = false;
+    root_table committed_roots_;
+    struct live_root {
+        std::uint32_t type;
+        std::uint64_t word;
+    };
+    std::map<std::string, live_root, std::less<>> roots_;
+    bool roots_dirty_ = false;
+    std::vector<storage::page_no> catalog_pages_, roots_pages_;
+    std::unordered_map<std::uint64_t, header*> rot_;
+    std::vector<header*> remembered_;
+    std::vector<std::byte> segment_buffer_;
+    objects::stats stats_;
+};
+
+// The engine of a store slot (a header's store byte), for the slow paths.
+engine_handle& engine_at(unsigned slot);
+
+}  // namespace steppe::objects::detail

@@ -1,0 +1,86 @@
+// The object engine's heap: one reserved range of virtual memory where objects
+// (copied in from segments, or made by the program) and fault blocks live,
+// each behind a detail::header, allocated by bumping (the heap only grows in
+// this version: objects are not evicted, and a rollback leaves the objects it
+// made unreachable in place).
+//
+// With barrier::cards it also keeps the card table the inline barrier marks
+// (one byte per card of card_bytes, indexed by header address) and, per card,
+// the first header that starts in it, so a commit can walk the objects of a
+// dirty card.
+//
+// Invariants (check()):
+//  H1 headers tile [base, top): each object's extent (header + body, rounded
+//     to 16) starts where the previous one ends;
+//  H2 first_in_card[c] is the lowest header in card c, or none if none starts there;
+//  H3 every marked card holds the start of a header.
+#pragma once
+
+#include <steppe/objects.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace steppe::objects {
+
+class object_heap {
+public:
+    using header = detail::header;
+
+    // Reserves `limit` bytes of address space (MAP_NORESERVE: memory is used
+    // as objects are made). card_bytes: a power of two, 16..4096.
+    object_heap(std::uint64_t limit, std::uint32_t card_bytes);
+    ~object_heap();
+    object_heap(const object_heap&) = delete;
+    object_heap& operator=(const object_heap&) = delete;
+
+    // A header followed by `body_bytes` of zeros, 16-byte aligned; no_space
+    // naming the limit when the heap is full. The type sizes must know the
+    // header's type (set_type_size) before the heap is walked.
+    header* allocate(std::uint64_t body_bytes);
+    void set_type_size(std::uint32_t type, std::uint32_t size);
+    // Bytes an object's or fault block's extent takes, header included.
+    std::uint64_t extent_of(const header* h) const noexcept;
+
+    bool contains(const void* p) const noexcept {
+        auto a = reinterpret_cast<std::uintptr_t>(p);
+        return a >= base_ && a < top_;
+    }
+    std::uintptr_t base() const noexcept { return base_; }
+    std::uint8_t* cards() const noexcept { return cards_; }
+    unsigned card_shift() const noexcept { return card_shift_; }
+    std::uint64_t bytes_used() const noexcept { return top_ - base_; }
+
+    // Every header, in address order.
+    void for_each(const std::function<void(header*)>& visit) const;
+    // Every header that starts in a marked card, each once, in address order;
+    // then clears the marks if `clear`.
+    void for_each_in_dirty_cards(const std::function<void(header*)>& visit);
+    void clear_cards() noexcept;
+    std::vector<std::string> check() const;
+
+    // Fault blocks: a header and one word (the object's address once it is in memory).
+    static constexpr std::uint64_t fault_block_body = 16;
+
+private:
+    // first_in_card_ holds 1 + the offset in its card of the card's first
+    // header, so the zeros of fresh memory say "none".
+    static constexpr std::uint32_t no_header = 0;
+    std::uint64_t card_of(std::uintptr_t a) const noexcept { return (a - base_) >> card_shift_; }
+    std::uint32_t offset_in_card(std::uintptr_t a) const noexcept {
+        return static_cast<std::uint32_t>((a - base_) & ((std::uintptr_t{1} << card_shift_) - 1));
+    }
+
+    std::uintptr_t base_ = 0, top_ = 0, limit_ = 0;
+    std::uint8_t* cards_ = nullptr;
+    std::uint64_t card_count_ = 0;
+    std::uint32_t* first_in_card_ = nullptr;
+    unsigned card_shift_ = 0;
+    std::uint64_t limit_bytes_ = 0;
+    std::vector<std::uint32_t> type_sizes_;
+};
+
+}  // namespace steppe::objects
