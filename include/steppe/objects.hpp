@@ -139,7 +139,6 @@ struct root_info {
     std::string type;
 };
 
-template<class T> class ref;
 template<class T> class array;
 
 namespace detail {
@@ -188,6 +187,7 @@ template<class T> inline constexpr bool storable =
     std::is_trivially_copyable_v<T> && !std::is_polymorphic_v<T> && std::is_trivially_destructible_v<T>;
 
 class engine_handle;
+struct store_access;  // src/objects/object_engine.hpp: opens with a test's I/O layer
 
 }  // namespace detail
 
@@ -352,6 +352,7 @@ public:
     const std::string& salvage_report() const;
 
 private:
+    friend struct detail::store_access;
     explicit store(std::unique_ptr<detail::engine_handle> engine);
     void* allocate(const types::layout& layout, std::size_t count);
     const void* find_root_raw(std::string_view name, const types::layout& layout);

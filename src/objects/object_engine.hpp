@@ -3,7 +3,8 @@
 // resident object table (ROT), the type catalog and the roots.
 //
 // Where things are done:
-//   object_engine.cpp  open, close, roots, make, stats, check
+//   object_engine.cpp  open, close, roots, make, stats; the public store
+//   check.cpp          check, types: every segment, reference and root
 //   fault.cpp          the residency checks' slow paths; reading a segment,
 //                      copying its objects into the heap and swizzling them
 //   commit.cpp         persistence by reachability: gather, cluster, write;
@@ -50,7 +51,9 @@ namespace steppe::objects::detail {
 class engine_handle final : public steppe::engine {
 public:
     // `compiled`: the program's scheme; nullopt for tools that only inspect.
-    engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled);
+    // `io`: the storage manager's file system (nullptr: the real one).
+    engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled,
+                  storage::env* io = nullptr);
     ~engine_handle() override;
 
     void close() override;
@@ -84,11 +87,16 @@ public:
     std::uint64_t oid_of_word(std::uint64_t word) const;  // 0 for a transient object
 
 private:
-    struct segment_view;
+    struct segment_view {  // a segment read and checked (read_segment)
+        std::uint64_t page;
+        format::segment_header head;
+        std::vector<format::object_entry> entries;
+        const std::byte* bytes;  // the whole segment
+    };
     struct commit_plan;
 
     // object_engine.cpp
-    void load_committed();
+    void load_committed(std::optional<scheme> compiled);
     void ensure_writable(const char* call) const;
     types::catalog::index type_index(const types::layout& layout);
     std::uint64_t word_for_oid(std::uint64_t oid);  // as the scheme swizzles a reference
@@ -104,7 +112,7 @@ private:
     std::vector<header*> written_objects();
     void gather(commit_plan& plan, const std::vector<header*>& written);
     void cluster(commit_plan& plan);
-    void unswizzle(const header* h, std::byte* out, const char* what) const;
+    void unswizzle(const header* h, std::byte* out) const;
     std::uint64_t unswizzle_word(std::uint64_t word, const header* from, std::uint32_t offset) const;
     void write_segments(commit_plan& plan);
     void write_changed(commit_plan& plan, const std::vector<header*>& written);
@@ -131,6 +139,14 @@ private:
     std::vector<header*> remembered_;
     std::vector<std::byte> segment_buffer_;
     objects::stats stats_;
+    std::uint64_t made_since_commit_ = 0;
+};
+
+// For tests: a public store over the file system `io` (fault injection).
+struct store_access {
+    static store open(const std::string& path, const options& o, scheme compiled, storage::env* io) {
+        return store(std::make_unique<engine_handle>(path, o, compiled, io));
+    }
 };
 
 // The engine of a store slot (a header's store byte), for the slow paths.

@@ -86,7 +86,6 @@ void object_heap::for_each_in_dirty_cards(const std::function<void(header*)>& vi
     std::uint64_t used = top_ == base_ ? 0 : card_of(top_ - 1) + 1;
     for (std::uint64_t c = 0; c < used; ++c) {
         if (!cards_[c]) continue;
-        cards_[c] = 0;
         if (first_in_card_[c] == no_header) continue;
         std::uintptr_t card_end = base_ + ((c + 1) << card_shift_);
         for (std::uintptr_t a = base_ + (c << card_shift_) + first_in_card_[c] - 1; a < card_end && a < top_;) {

@@ -56,8 +56,7 @@ public:
 
     // Every header, in address order.
     void for_each(const std::function<void(header*)>& visit) const;
-    // Every header that starts in a marked card, each once, in address order;
-    // then clears the marks if `clear`.
+    // Every header that starts in a marked card, each once, in address order.
     void for_each_in_dirty_cards(const std::function<void(header*)>& visit);
     void clear_cards() noexcept;
     std::vector<std::string> check() const;
