@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "objects/object_engine.hpp"
 #include "storage/storage.hpp"
@@ -275,11 +276,35 @@ TEST_P(ObjectsTest, ADamagedSegmentIsAnErrorAtTheDereferenceAndInCheck) {
         }
         ASSERT_TRUE(damaged);
     }
+    auto cli = steppe::test::run_cli("check " + path);
+    EXPECT_EQ(cli.exit_code, 1) << cli.out;
+    EXPECT_CONTAINS(cli.out, "segment at page");
     auto s = open();
     auto findings = s.check();
     ASSERT_FALSE(findings.empty());
     EXPECT_NE(findings[0].find("segment at page"), std::string::npos) << findings[0];
     EXPECT_THROW(verify(s, 100), steppe::error);
+}
+
+TEST_P(ObjectsTest, TheCommandLineToolReadsObjectStores) {
+    {
+        auto s = open();
+        build(s, 100);
+        s.commit();
+    }
+    auto info = steppe::test::run_cli("info " + path);
+    EXPECT_EQ(info.exit_code, 0) << info.out;
+    EXPECT_CONTAINS(info.out, "engine       objects: ");
+    EXPECT_CONTAINS(info.out, "102 objects");
+    auto check = steppe::test::run_cli("check " + path);
+    EXPECT_EQ(check.exit_code, 0) << check.out;
+    EXPECT_CONTAINS(check.out, "0 findings");
+    auto roots = steppe::test::run_cli("roots " + path);
+    EXPECT_CONTAINS(roots.out, "list");
+    auto stats = steppe::test::run_cli("stats " + path);
+    EXPECT_CONTAINS(stats.out, "Node");
+    EXPECT_CONTAINS(stats.out, "100");
+    EXPECT_EQ(steppe::test::run_cli("checkpoint " + path).exit_code, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fetch, ObjectsTest,
