@@ -57,7 +57,7 @@ template<class F> void for_each_ref(const types::layout& l, header* h, F&& f) {
 std::vector<header*> engine_handle::written_objects() {
     std::vector<header*> out;
     auto keep = [&](header* h) {
-        if (!(h->word & header::proxy) && h->oid() != 0) out.push_back(h);
+        if (h->type != header::fault_block_type && h->type != header::free_type && h->oid() != 0) out.push_back(h);
     };
     switch (scheme_.write) {
     case barrier::cards: heap_->for_each_in_dirty_cards(keep); break;
@@ -266,6 +266,7 @@ void engine_handle::commit() {
     for (header* h : plan.reached) {
         h->word &= ~header::marked;
         rot_.emplace(h->oid(), h);
+        resident_bytes_ += heap_->extent_of(h);
     }
     forget_writes();
     catalog_dirty_ = roots_dirty_ = false;
@@ -275,6 +276,7 @@ void engine_handle::commit() {
     made_since_commit_ = 0;
     stats_.segments_written += plan.segments.size();
     stats_.pages_committed += plan.images.size();
+    enforce_budget();
 }
 
 void engine_handle::forget_writes() {
@@ -304,6 +306,7 @@ void engine_handle::rollback() {
     for (const auto& [name, r] : committed_roots_) roots_[name] = {r.type, r.address ? word_for_oid(r.address) : 0};
     roots_dirty_ = false;
     made_since_commit_ = 0;
+    enforce_budget();
 }
 
 }  // namespace steppe::objects::detail

@@ -30,13 +30,7 @@ std::uint64_t tagged(std::uint64_t oid, unsigned slot) { return oid << 16 | std:
 }  // namespace
 
 void* resolve_fault_block(std::uint64_t& slot) {
-    header* block = header_of(reinterpret_cast<void*>(slot));
-    void* body;
-    if (block->word & header::indirect) {
-        std::memcpy(&body, block + 1, sizeof body);
-    } else {
-        body = engine_at(block->store()).fault_in(block->oid());
-    }
+    void* body = engine_at(header_of(reinterpret_cast<void*>(slot))->store()).follow(slot);
     slot = reinterpret_cast<std::uintptr_t>(body);  // indirection bypassed from now on
     return body;
 }
@@ -55,30 +49,32 @@ namespace {
 std::pair<std::uint64_t, std::uint64_t> identity(std::uint64_t word) {
     if (word & 1) return {(word >> 8) & 0xFF, word >> 16};
     const header* h = header_of(reinterpret_cast<void*>(word));
-    if ((h->word & header::proxy) && (h->word & header::indirect)) {
-        void* body;
-        std::memcpy(&body, h + 1, sizeof body);
-        h = header_of(body);
-        word = reinterpret_cast<std::uintptr_t>(body);
-    }
-    if (h->oid() == 0) return {0, word};
+    if (h->oid() == 0) return {0, word};  // transient: never behind a fault block
     return {h->store(), h->oid()};
 }
 }  // namespace
 
 bool same_object(std::uint64_t a, std::uint64_t b) { return identity(a) == identity(b); }
 
+// Through indirect blocks (whose object may have been evicted since and be a
+// fault block again) to the object; a victim gets its second chance.
 void* engine_handle::follow(std::uint64_t word) {
     if (word == 0) return nullptr;
     if (word & 1) return fault_in(word >> 16);
-    header* h = header_of(reinterpret_cast<void*>(word));
-    if (!(h->word & header::proxy)) return h + 1;
-    if (h->word & header::indirect) {
+    for (header* h = header_of(reinterpret_cast<void*>(word));; ) {
+        if (!(h->word & header::proxy)) return h + 1;
+        if (h->word & header::victim) return rescue(h);
+        if (!(h->word & header::indirect)) return fault_in(h->oid());
         void* body;
         std::memcpy(&body, h + 1, sizeof body);
-        return body;
+        h = header_of(body);
     }
-    return fault_in(h->oid());
+}
+
+void* engine_handle::rescue(header* h) {
+    h->word &= ~(header::proxy | header::victim);
+    ++stats_.rescued_victims;
+    return h + 1;
 }
 
 std::uint64_t engine_handle::oid_of_word(std::uint64_t word) const {
@@ -89,7 +85,8 @@ std::uint64_t engine_handle::oid_of_word(std::uint64_t word) const {
 void* engine_handle::fault_in(std::uint64_t oid) {
     if (!storage_) throw error(errc::invalid_argument, "object store: a reference followed after its store closed");
     auto it = rot_.find(oid);
-    if (it != rot_.end() && !(it->second->word & header::proxy)) return it->second + 1;
+    if (it != rot_.end() && it->second->type != header::fault_block_type)
+        return it->second->word & header::victim ? rescue(it->second) : it->second + 1;
     ++stats_.segment_faults;
     segment_view s = read_segment(format::page_of(oid), segment_buffer_, "a reference");
     std::uint32_t slot = format::slot_of(oid);
@@ -105,7 +102,7 @@ void* engine_handle::fault_in(std::uint64_t oid) {
     } else {
         for (std::uint32_t i = 0; i < s.head.objects; ++i) {
             auto r = rot_.find(format::make_oid(s.page, i));
-            if (r == rot_.end() || (r->second->word & header::proxy)) copied.push_back(materialize(s, i));
+            if (r == rot_.end() || r->second->type == header::fault_block_type) copied.push_back(materialize(s, i));
         }
     }
     for (header* h : copied) swizzle(h);
@@ -172,6 +169,7 @@ header* engine_handle::materialize(const segment_view& s, std::uint32_t slot) {
         it->second = h;
     }
     ++stats_.objects_faulted;
+    resident_bytes_ += heap_->extent_of(h);
     return h;
 }
 

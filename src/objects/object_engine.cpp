@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <unistd.h>
 
 #include "storage/blob.hpp"
 
@@ -45,6 +46,8 @@ std::string to_string(const stats& s) {
     line("objects_faulted", s.objects_faulted);
     line("fault_blocks", s.fault_blocks);
     line("refs_swizzled", s.refs_swizzled);
+    line("evicted_objects", s.evicted_objects);
+    line("rescued_victims", s.rescued_victims);
     line("commits", s.commits);
     line("new_objects", s.new_objects);
     line("unreached_objects", s.unreached_objects);
@@ -55,6 +58,8 @@ std::string to_string(const stats& s) {
     line("syncs", s.syncs);
     line("resident_objects", s.resident_objects);
     line("heap_bytes", s.heap_bytes);
+    line("resident_bytes", s.resident_bytes);
+    line("resident_budget", s.resident_budget);
     line("store_pages", s.store_pages);
     return out;
 }
@@ -118,6 +123,9 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
     so.io = io;
     storage_ = storage::storage::open(path, so);
     heap_ = std::make_unique<object_heap>(o.heap_limit ? o.heap_limit : std::uint64_t{64} << 30, o.card_bytes);
+    budget_ = o.resident_budget ? o.resident_budget
+                                : static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                                      static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
     load_committed(compiled);
     slot_ = take_slot(this, o.card_bytes);
     open_stores[slot_] = {heap_->base(), heap_->cards(), heap_->card_shift()};
@@ -223,7 +231,9 @@ void* engine_handle::make(const types::layout& layout, std::size_t count) {
     if (count == 0 || count > UINT32_MAX) refuse("an array of " + std::to_string(count) + " elements");
     types::catalog::index type = type_index(layout);
     header* h = heap_->allocate(object_bytes(type, count));
-    h->word = std::uint64_t{slot_} << 8;
+    // Under id the program holds this object's address (no check can catch
+    // its eviction); under fault_block the proxy bit would.
+    h->word = std::uint64_t{slot_} << 8 | (scheme_.detect == detection::id ? header::pinned : 0);
     h->type = type;
     h->count = static_cast<std::uint32_t>(count);
     ++made_since_commit_;
@@ -249,7 +259,9 @@ void* engine_handle::find_root(std::string_view name, const types::layout& layou
         throw error(errc::type_mismatch, storage_->path() + ": root '" + std::string(name) + "' holds a " +
                                              stored.name + ", not a " + layout.name);
     type_index(layout);  // type_mismatch if the program's layout differs from the store's
-    return follow(it->second.word);
+    void* body = follow(it->second.word);
+    if (scheme_.detect == detection::id) header_of(body)->word |= header::pinned;  // the program gets its address
+    return body;
 }
 
 void engine_handle::set_root(std::string_view name, const types::layout& layout, void* object) {
@@ -264,6 +276,7 @@ void engine_handle::set_root(std::string_view name, const types::layout& layout,
             throw error(errc::type_mismatch, "object store: set_root('" + std::string(name) + "'): the object is a " +
                                                  catalog_.at(h->type).name + ", not a " + layout.name);
     }
+    if (object && scheme_.detect == detection::id) header_of(object)->word |= header::pinned;  // a direct word
     roots_[std::string(name)] = {type, reinterpret_cast<std::uintptr_t>(object)};
     roots_dirty_ = true;
 }
@@ -295,6 +308,8 @@ objects::stats engine_handle::object_stats() const {
                to_string(options_.fetch);
     s.resident_objects = rot_.size();
     s.heap_bytes = heap_->bytes_used();
+    s.resident_bytes = resident_bytes();
+    s.resident_budget = budget_;
     if (storage_) {
         s.bytes_logged = storage_->counters().bytes_written;
         s.syncs = storage_->counters().syncs;
@@ -336,6 +351,9 @@ std::vector<std::string> engine_handle::check_memory() const {
     if (indexed != rot_.size())
         findings.push_back("object engine: R1: the resident object table holds " + std::to_string(rot_.size()) +
                            " oids, the heap " + std::to_string(indexed));
+    for (const auto& [oid, h] : rot_)
+        if ((h->word & header::victim) && (h->word & (header::dirty | header::pinned)))
+            findings.push_back("object engine: R3: victim " + std::to_string(oid) + " is dirty or pinned");
     for (const auto& [name, r] : roots_) {
         bool tagged = r.word & 1;
         if (r.word && !tagged && !heap_->contains(reinterpret_cast<void*>(r.word)))

@@ -9,6 +9,7 @@
 //                      copying its objects into the heap and swizzling them
 //   commit.cpp         persistence by reachability: gather, cluster, write;
 //                      rollback
+//   evict.cpp          the resident budget: second chance at safe points
 //
 // Object states (each object in the heap is in one):
 //   transient     made since the last commit, oid 0, not in the ROT
@@ -16,13 +17,18 @@
 //   fault block   a header standing for an oid not (or not yet) in memory
 //                 (detection::fault_block only); in the ROT until its object
 //                 comes in, then `indirect` with the object's address
-// Transitions: make -> transient; commit reaching it -> persistent (assign_oids);
+//   victim        persistent, marked by enforce_budget; `proxy` is set so its
+//                 next use takes the slow path (rescue)
+// Transitions: make -> transient; commit reaching it -> persistent (cluster);
 // fault (materialize) -> persistent; fault_block_for -> fault block;
-// materialize of its oid -> fault block indirect.
+// materialize of its oid -> fault block indirect; enforce_budget -> victim;
+// rescue: victim -> persistent; evict: victim -> fault block (fault_block:
+// in place, the rest of its memory freed) or gone (id: all of it freed).
 //
 // Invariants (check_memory()):
 //  R1 the ROT maps each oid to the one header in the heap with that oid:
-//     a persistent object, or a fault block that is not indirect;
+//     a persistent object (maybe a victim), or a fault block that is not indirect;
+//  R3 no victim is dirty or pinned;
 //  R2 a live root's word names a persistent object, a transient one, or a
 //     fault block (never anything outside the heap);
 //  plus the heap's H1-H3 (object_heap.hpp).
@@ -83,6 +89,7 @@ public:
     // fault.cpp: the body of the object `oid`, read in if it is not resident.
     void* fault_in(std::uint64_t oid);
     void* follow(std::uint64_t word);  // a word of any form -> the object's body, faulting if needed
+    void* rescue(header* victim);      // a victim used again stays
     void remember(header* h) { remembered_.push_back(h); }
     std::uint64_t oid_of_word(std::uint64_t word) const;  // 0 for a transient object
 
@@ -119,6 +126,12 @@ private:
     void restore(header* h);
     void forget_writes();
 
+    // eviction (evict.cpp)
+    std::uint64_t resident_bytes() const noexcept { return resident_bytes_; }
+    bool evictable(const header* h) const noexcept;
+    void evict(header* h);
+    void enforce_budget();
+
     options options_;
     scheme scheme_{};
     unsigned slot_ = 0;  // in open_stores
@@ -140,6 +153,8 @@ private:
     std::vector<std::byte> segment_buffer_;
     objects::stats stats_;
     std::uint64_t made_since_commit_ = 0;
+    std::uint64_t budget_ = 0;
+    std::uint64_t resident_bytes_ = 0;  // heap extents of persistent objects (not fault blocks)
 };
 
 // For tests: a public store over the file system `io` (fault injection).
