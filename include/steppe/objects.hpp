@@ -70,8 +70,9 @@ enum class barrier : std::uint8_t {
 };
 // What a fault reads into memory (Mneme, digest 000 §2.2).
 enum class granularity : std::uint8_t {
-    object = 1,           // the one object asked for
-    logical_segment = 2,  // every object of its segment
+    object = 1,            // the one object asked for
+    logical_segment = 2,   // every object of its segment
+    physical_segment = 3,  // its segment and those after it, at least 32 KiB of pages in all
 };
 const char* to_string(detection d) noexcept;
 const char* to_string(barrier b) noexcept;

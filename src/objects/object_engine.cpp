@@ -35,6 +35,7 @@ const char* to_string(granularity g) noexcept {
     switch (g) {
     case granularity::object: return "object";
     case granularity::logical_segment: return "logical_segment";
+    case granularity::physical_segment: return "physical_segment";
     }
     return "unknown";
 }

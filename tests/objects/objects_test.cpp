@@ -97,8 +97,10 @@ TEST_P(ObjectsTest, WhatARootReachesPersistsAcrossReopen) {
     auto st = s.stats();
     if (GetParam() == so::granularity::object)
         EXPECT_GE(st.segment_faults, 1000u);  // one read per object
-    else
+    else if (GetParam() == so::granularity::logical_segment)
         EXPECT_LE(st.segment_faults, 1000u / 16 + 80);  // one read per segment (16 objects)
+    else
+        EXPECT_LE(st.segment_faults, 1000u / 16 / 8 + 20);  // 8 pages (of one segment each here) per read
     EXPECT_TRUE(s.check().empty());
 }
 
@@ -340,7 +342,8 @@ TEST_P(ObjectsTest, ASmallBudgetEvictsAtSafePointsAndEverythingComesBack) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fetch, ObjectsTest,
-                         ::testing::Values(so::granularity::logical_segment, so::granularity::object),
+                         ::testing::Values(so::granularity::logical_segment, so::granularity::object,
+                                           so::granularity::physical_segment),
                          [](const auto& info) { return std::string(so::to_string(info.param)); });
 
 }  // namespace
