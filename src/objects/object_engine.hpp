@@ -104,6 +104,7 @@ private:
 
     // object_engine.cpp
     void load_committed(std::optional<scheme> compiled);
+    void make_heap();  // once the scheme is known
     void ensure_writable(const char* call) const;
     types::catalog::index type_index(const types::layout& layout);
     std::uint64_t word_for_oid(std::uint64_t oid);  // as the scheme swizzles a reference
