@@ -75,6 +75,13 @@ enum class granularity : std::uint8_t {
     logical_segment = 2,   // every object of its segment
     physical_segment = 3,  // its segment and those after it, at least 32 KiB of pages in all
 };
+// Where objects live in memory (Moss 1990, digest 003 §2).
+enum class placement : std::uint8_t {
+    copy = 1,      // each object copied out of the segment read into its own place in the heap
+    in_place = 2,  // the segment's pages read into the heap and used where they are (no copy);
+                   // with granularity::object, as copy
+};
+const char* to_string(placement p) noexcept;
 const char* to_string(detection d) noexcept;
 const char* to_string(barrier b) noexcept;
 const char* to_string(granularity g) noexcept;
@@ -100,6 +107,7 @@ struct options {
     bool read_only = false; // shared with other readers; commit is refused
     bool durable = true;    // fdatasync at commit; switch off only for tests and benchmarks
     granularity fetch = granularity::logical_segment;
+    objects::placement place = placement::copy;
     // Objects per segment when a commit clusters new objects (1..255; a new
     // store records it). A segment also closes at segment_bytes unless it
     // holds one object only.

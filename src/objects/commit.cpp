@@ -109,14 +109,15 @@ void engine_handle::cluster(commit_plan& plan) {
     for (header* h : plan.reached) {
         std::uint64_t size = object_bytes(h->type, h->count);
         bool full = open && (open->objects.size() >= meta_.segment_objects ||
-                             open->bytes + sizeof(format::object_entry) + round16(size) > options_.segment_bytes);
+                             open->bytes + sizeof(format::object_entry) + sizeof(header) + round16(size) >
+                                 options_.segment_bytes);
         if (full) close();
         if (!open) {
             open = &plan.segments.emplace_back();
             open->bytes = sizeof(format::segment_header);
         }
         open->objects.push_back(h);
-        open->bytes += static_cast<std::uint32_t>(sizeof(format::object_entry));
+        open->bytes += static_cast<std::uint32_t>(sizeof(format::object_entry) + sizeof(header));
         if (size > UINT32_MAX - open->bytes)
             throw error(errc::invalid_argument, storage_->path() + ": an object of " + std::to_string(size) +
                                                     " bytes is larger than a segment can hold (4 GiB)");
@@ -124,11 +125,13 @@ void engine_handle::cluster(commit_plan& plan) {
     }
     close();
     for (auto& seg : plan.segments) {
-        // Bodies go after the whole table, which is only now known.
+        // Bodies go after the whole table, which is only now known, each
+        // after 16 bytes its header takes in memory (placement::in_place).
         std::uint64_t offset = sizeof(format::segment_header) + seg.objects.size() * sizeof(format::object_entry);
         offset = round16(offset);
         for (std::uint32_t i = 0; i < seg.objects.size(); ++i) {
             header* h = seg.objects[i];
+            offset += sizeof(header);
             seg.offsets.push_back(static_cast<std::uint32_t>(offset));
             offset += round16(object_bytes(h->type, h->count));
             h->word = (h->word & 0xFFFF) | format::make_oid(seg.first_page, i) << 16;

@@ -27,6 +27,7 @@ namespace steppe::objects::detail {
 
 namespace {
 std::uint64_t tagged(std::uint64_t oid, unsigned slot) { return oid << 16 | std::uint64_t{slot} << 8 | 1; }
+std::uint64_t round16(std::uint64_t n) { return (n + 15) & ~std::uint64_t{15}; }
 }  // namespace
 
 void* resolve_fault_block(std::uint64_t& slot) {
@@ -88,104 +89,167 @@ void* engine_handle::fault_in(std::uint64_t oid) {
     if (it != rot_.end() && it->second->type != header::fault_block_type)
         return it->second->word & header::victim ? rescue(it->second) : it->second + 1;
     ++stats_.segment_faults;
-    segment_view s = read_segment(format::page_of(oid), segment_buffer_, "a reference");
-    std::uint32_t slot = format::slot_of(oid);
-    if (slot >= s.head.objects)
-        throw error(errc::corrupt, storage_->path() + ": a reference names object " + std::to_string(oid) +
-                                       " (slot " + std::to_string(slot) + " of the segment at page " +
-                                       std::to_string(s.page) + "), which holds " +
-                                       std::to_string(s.head.objects) + " objects; run `steppe check " +
-                                       storage_->path() + "`");
+    std::uint64_t page = format::page_of(oid);
     std::vector<header*> copied;
     if (options_.fetch == granularity::object) {
-        copied.push_back(materialize(s, slot));
+        segment_view s = read_segment(page, segment_buffer_, "a reference");
+        if (format::slot_of(oid) < s.head.objects) copied.push_back(materialize(s, format::slot_of(oid)));
     } else {
-        materialize_all(s, copied);
-        if (options_.fetch == granularity::physical_segment) read_neighbours(s, copied);
+        std::uint64_t read = bring_in(page, copied, "a reference");
+        // physical_segment: the segments after it until 32 KiB of pages are read (blob pages skipped)
+        for (std::uint64_t p = page + read;
+             options_.fetch == granularity::physical_segment && read < physical_segment_pages && p < meta_.next_page;) {
+            std::uint64_t n = is_blob_page(p) ? 0 : bring_in(p, copied, "a physical segment");
+            read += n;
+            p += std::max<std::uint64_t>(n, 1);
+        }
     }
     for (header* h : copied) swizzle(h);
-    return rot_.at(oid) + 1;
+    auto found = rot_.find(oid);
+    if (found == rot_.end() || found->second->type == header::fault_block_type)
+        throw error(errc::corrupt, storage_->path() + ": a reference names object " + std::to_string(oid) +
+                                       " (slot " + std::to_string(format::slot_of(oid)) + " of the segment at page " +
+                                       std::to_string(page) + "), which the segment does not hold; run `steppe check " +
+                                       storage_->path() + "`");
+    return found->second + 1;
 }
 
-// Every object of `s` not in memory yet.
-void engine_handle::materialize_all(const segment_view& s, std::vector<header*>& copied) {
+bool engine_handle::is_blob_page(std::uint64_t page) {
+    segment_buffer_.resize(storage::page_size);
+    storage_->read_page(page, segment_buffer_.data());
+    std::uint32_t magic;
+    std::memcpy(&magic, segment_buffer_.data(), sizeof magic);
+    return magic == storage::blob_magic;
+}
+
+// Every object of the segment at `page` not in memory yet, copied
+// (placement::copy) or in place; returns the segment's pages.
+std::uint64_t engine_handle::bring_in(std::uint64_t page, std::vector<header*>& copied, const char* why) {
+    if (options_.place == placement::in_place) return bring_in_place(page, copied, why);
+    segment_view s = read_segment(page, segment_buffer_, why);
     for (std::uint32_t i = 0; i < s.head.objects; ++i) {
         auto r = rot_.find(format::make_oid(s.page, i));
         if (r == rot_.end() || r->second->type == header::fault_block_type) copied.push_back(materialize(s, i));
     }
+    return s.head.pages;
 }
 
-// The segments after `s` until a physical segment's worth of pages is read
-// (blob pages between them are skipped, not counted).
-void engine_handle::read_neighbours(const segment_view& s, std::vector<header*>& copied) {
-    std::vector<std::byte> page(storage::page_size), buffer;
-    std::uint64_t read = s.head.pages;
-    for (std::uint64_t p = s.page + s.head.pages; read < physical_segment_pages && p < meta_.next_page;) {
-        storage_->read_page(p, page.data());
-        std::uint32_t magic;
-        std::memcpy(&magic, page.data(), sizeof magic);
-        if (magic == storage::blob_magic) {
-            ++p;
+// placement::in_place: the segment's pages are read straight into one block
+// of the heap, whose bytes then become the objects: each one's header is
+// written into the 16 bytes the format leaves before it, and what is not an
+// object (the segment header and table, gaps, the tail, objects already in
+// memory) becomes free blocks. No object is copied.
+std::uint64_t engine_handle::bring_in_place(std::uint64_t page, std::vector<header*>& copied, const char* why) {
+    format::segment_header head = read_segment_header(page, segment_buffer_, why);
+    std::uint64_t bytes = std::uint64_t{head.pages} * storage::page_size;
+    header* block = heap_->allocate(bytes - sizeof(header));
+    auto* base = reinterpret_cast<std::byte*>(block);
+    segment_view s;
+    heap_->make_resident(base, bytes);
+    try {
+        for (std::uint32_t i = 0; i < head.pages; ++i) storage_->read_page(page + i, base + i * storage::page_size);
+        s = view_segment(page, base, why);
+    } catch (...) {
+        heap_->free_range(reinterpret_cast<std::uintptr_t>(block), bytes);
+        throw;
+    }
+    auto at = reinterpret_cast<std::uintptr_t>(base);
+    std::uint64_t done = 0;  // bytes of the block already made objects or free blocks
+    for (std::uint32_t i = 0; i < s.head.objects; ++i) {
+        const format::object_entry& e = s.entries[i];
+        std::uint64_t slot_at = e.offset - sizeof(header), extent = sizeof(header) + round16(object_bytes(e.type, e.count));
+        if (slot_at > done) heap_->free_range(at + done, slot_at - done);
+        done = slot_at + extent;
+        std::uint64_t oid = format::make_oid(page, i);
+        auto r = rot_.find(oid);
+        if (r != rot_.end() && r->second->type != header::fault_block_type) {
+            heap_->free_range(at + slot_at, extent);  // in memory already
             continue;
         }
-        segment_view next = read_segment(p, buffer, "a physical segment");
-        materialize_all(next, copied);
-        read += next.head.pages;
-        p += next.head.pages;
+        auto* h = reinterpret_cast<header*>(at + slot_at);
+        heap_->note_object(h);
+        copied.push_back(enter(h, oid, e));
     }
+    if (done < bytes) heap_->free_range(at + done, bytes - done);
+    return head.pages;
 }
 
-engine_handle::segment_view engine_handle::read_segment(std::uint64_t page, std::vector<std::byte>& buffer,
-                                                        const char* why) const {
-    const std::string& path = storage_->path();
-    auto damaged = [&](const std::string& what) {
-        return error(errc::corrupt, path + ": the segment at page " + std::to_string(page) + " (read for " + why +
-                                        ") is damaged: " + what + "; run `steppe check " + path + "`");
-    };
+format::segment_header engine_handle::read_segment_header(std::uint64_t page, std::vector<std::byte>& buffer,
+                                                          const char* why) const {
     if (page < 1 || page >= meta_.next_page)
-        throw damaged("the page is outside the object pages (1.." + std::to_string(meta_.next_page - 1) + ")");
+        throw segment_damage(page, why, "the page is outside the object pages (1.." +
+                                            std::to_string(meta_.next_page - 1) + ")");
     buffer.resize(storage::page_size);
     storage_->read_page(page, buffer.data());
-    segment_view s;
-    s.page = page;
-    std::memcpy(&s.head, buffer.data(), sizeof s.head);
-    const auto& h = s.head;
-    if (h.magic != format::segment_magic || h.first_page != page) throw damaged("no segment header");
+    format::segment_header h;
+    std::memcpy(&h, buffer.data(), sizeof h);
+    if (h.magic != format::segment_magic || h.first_page != page) throw segment_damage(page, why, "no segment header");
     std::uint64_t table_end = sizeof h + std::uint64_t{h.objects} * sizeof(format::object_entry);
     if (h.objects < 1 || h.objects > format::max_segment_objects || h.pages < 1 ||
         page + h.pages > meta_.next_page || h.bytes < table_end ||
         h.bytes > std::uint64_t{h.pages} * storage::page_size)
-        throw damaged(std::to_string(h.objects) + " objects in " + std::to_string(h.pages) + " pages and " +
-                      std::to_string(h.bytes) + " bytes do not fit");
+        throw segment_damage(page, why, std::to_string(h.objects) + " objects in " + std::to_string(h.pages) +
+                                            " pages and " + std::to_string(h.bytes) + " bytes do not fit");
+    return h;
+}
+
+error engine_handle::segment_damage(std::uint64_t page, const char* why, const std::string& what) const {
+    const std::string& path = storage_->path();
+    return error(errc::corrupt, path + ": the segment at page " + std::to_string(page) + " (read for " + why +
+                                    ") is damaged: " + what + "; run `steppe check " + path + "`");
+}
+
+engine_handle::segment_view engine_handle::read_segment(std::uint64_t page, std::vector<std::byte>& buffer,
+                                                        const char* why) const {
+    format::segment_header h = read_segment_header(page, buffer, why);
     buffer.resize(std::uint64_t{h.pages} * storage::page_size);
     for (std::uint32_t i = 1; i < h.pages; ++i) storage_->read_page(page + i, buffer.data() + i * storage::page_size);
+    return view_segment(page, buffer.data(), why);
+}
+
+// The segment whose pages are at `bytes`, its header (read_segment_header
+// checked it) and object table checked against the catalog: each object
+// after the table and the previous object, with the 16 bytes before it free
+// for its header in memory.
+engine_handle::segment_view engine_handle::view_segment(std::uint64_t page, const std::byte* bytes,
+                                                        const char* why) const {
+    segment_view s;
+    s.page = page;
+    std::memcpy(&s.head, bytes, sizeof s.head);
+    const auto& h = s.head;
+    auto damaged = [&](const std::string& what) { return segment_damage(page, why, what); };
     s.entries.resize(h.objects);
-    std::memcpy(s.entries.data(), buffer.data() + sizeof h, h.objects * sizeof(format::object_entry));
-    std::uint64_t end = table_end;
+    std::memcpy(s.entries.data(), bytes + sizeof h, h.objects * sizeof(format::object_entry));
+    std::uint64_t end = sizeof h + std::uint64_t{h.objects} * sizeof(format::object_entry);
     for (std::uint32_t i = 0; i < h.objects; ++i) {
         const auto& e = s.entries[i];
         std::string which = "object " + std::to_string(i);
-        if (e.offset % format::object_alignment != 0 || e.offset < end) throw damaged(which + " overlaps another");
+        if (e.offset % format::object_alignment != 0 || e.offset < end + sizeof(header))
+            throw damaged(which + " overlaps another");
         if (e.type >= catalog_.size()) throw damaged(which + " has type " + std::to_string(e.type) + ", not in the catalog");
         std::uint64_t size = object_bytes(e.type, e.count);
         if (e.count == 0 || e.offset + size > h.bytes)
             throw damaged(which + " (" + catalog_.at(e.type).name + " x " + std::to_string(e.count) +
                           ") ends past the segment");
-        end = e.offset + size;
+        end = round16(e.offset + size);
     }
-    s.bytes = buffer.data();
+    s.bytes = bytes;
     return s;
 }
 
 // Copies object `slot` of `s` into the heap, its references still oids.
 header* engine_handle::materialize(const segment_view& s, std::uint32_t slot) {
     const format::object_entry& e = s.entries[slot];
-    std::uint64_t oid = format::make_oid(s.page, slot);
     header* h = heap_->allocate(object_bytes(e.type, e.count));
+    std::memcpy(h + 1, s.bytes + e.offset, object_bytes(e.type, e.count));
+    return enter(h, format::make_oid(s.page, slot), e);
+}
+
+// `h` (its body in place) becomes object `oid` of the resident object table.
+header* engine_handle::enter(header* h, std::uint64_t oid, const format::object_entry& e) {
     h->word = oid << 16 | std::uint64_t{slot_} << 8;
     h->type = e.type;
     h->count = e.count;
-    std::memcpy(h + 1, s.bytes + e.offset, object_bytes(e.type, e.count));
     auto [it, fresh] = rot_.try_emplace(oid, h);
     if (!fresh) {  // a fault block stood for it: now it leads here
         header* block = it->second;

@@ -112,9 +112,15 @@ private:
 
     // fault.cpp
     segment_view read_segment(std::uint64_t page, std::vector<std::byte>& buffer, const char* why) const;
+    format::segment_header read_segment_header(std::uint64_t page, std::vector<std::byte>& buffer,
+                                               const char* why) const;
+    segment_view view_segment(std::uint64_t page, const std::byte* bytes, const char* why) const;
+    error segment_damage(std::uint64_t page, const char* why, const std::string& what) const;
+    bool is_blob_page(std::uint64_t page);
+    std::uint64_t bring_in(std::uint64_t page, std::vector<header*>& copied, const char* why);
+    std::uint64_t bring_in_place(std::uint64_t page, std::vector<header*>& copied, const char* why);
     header* materialize(const segment_view& s, std::uint32_t slot);
-    void materialize_all(const segment_view& s, std::vector<header*>& copied);
-    void read_neighbours(const segment_view& s, std::vector<header*>& copied);
+    header* enter(header* h, std::uint64_t oid, const format::object_entry& e);
     // granularity::physical_segment reads at least this many pages (32 KiB, Mneme's unit of I/O).
     static constexpr std::uint64_t physical_segment_pages = 8;
     void swizzle(header* h);

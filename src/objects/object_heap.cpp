@@ -95,11 +95,11 @@ object_heap::header* object_heap::take_free(std::uint64_t extent) {
     it->second.pop_back();
     if (it->second.empty()) free_.erase(it);
     free_bytes_ -= size;
-    if (size > extent) make_free(at + extent, size - extent);
+    if (size > extent) free_range(at + extent, size - extent);
     return reinterpret_cast<header*>(at);
 }
 
-void object_heap::make_free(std::uintptr_t at, std::uint64_t extent) {
+void object_heap::free_block(std::uintptr_t at, std::uint64_t extent) {
     auto* h = reinterpret_cast<header*>(at);
     h->word = 0;
     h->type = header::free_type;
@@ -112,12 +112,25 @@ void object_heap::make_free(std::uintptr_t at, std::uint64_t extent) {
     give_back((at + sizeof(header) + page - 1) & ~(page - 1), (at + extent) & ~(page - 1));
 }
 
+void object_heap::free_range(std::uintptr_t at, std::uint64_t extent) {
+    // A free block's size is a u32: bigger ranges free in pieces.
+    constexpr std::uint64_t piece = std::uint64_t{1} << 31;
+    for (std::uint64_t done = 0; done < extent; done += piece) free_block(at + done, std::min(piece, extent - done));
+}
+
 void object_heap::give_back(std::uintptr_t from, std::uintptr_t to) {
     if (to <= from) return;
     if (pages_)
         pages_->discard(from, (to - from) / vm::page_size);  // missing again: zeros at the next touch
     else
         ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
+void object_heap::make_resident(std::byte* at, std::uint64_t bytes) const noexcept {
+    if (!pages_ || bytes == 0) return;
+    auto first = reinterpret_cast<std::uintptr_t>(at);
+    for (std::uintptr_t page = first & ~(vm::page_size - 1); page < first + bytes; page += vm::page_size)
+        *reinterpret_cast<volatile std::byte*>(std::max(page, first)) = std::byte{0};
 }
 
 void object_heap::mark_written_pages() {
@@ -146,10 +159,7 @@ object_heap::header* object_heap::covering(std::uint64_t card) const noexcept {
 
 void object_heap::release(header* h, std::uint64_t keep) {
     std::uint64_t extent = extent_of(h);
-    // A free block's size is a u32: bigger extents free in pieces.
-    constexpr std::uint64_t piece = std::uint64_t{1} << 31;
-    for (std::uint64_t at = keep; at < extent; at += piece)
-        make_free(reinterpret_cast<std::uintptr_t>(h) + at, std::min(piece, extent - at));
+    if (extent > keep) free_range(reinterpret_cast<std::uintptr_t>(h) + keep, extent - keep);
 }
 
 void object_heap::set_type_size(std::uint32_t type, std::uint32_t size) {

@@ -59,6 +59,14 @@ public:
     // Frees h's extent past its first `keep` bytes (0: all of it; else a
     // multiple of 16 that leaves h a smaller block the caller re-describes).
     void release(header* h, std::uint64_t keep);
+    // placement::in_place carves a block it allocated into objects and free
+    // blocks: the range [at, at + extent) becomes a free block; an object's
+    // header placed inside the block is noted (H2).
+    void free_range(std::uintptr_t at, std::uint64_t extent);
+    void note_object(const header* h) noexcept { note_header(reinterpret_cast<std::uintptr_t>(h)); }
+    // Before a system call writes into [at, at + bytes): a vm arena's pages
+    // must be resident, or the call fails with EFAULT (barrier::pages).
+    void make_resident(std::byte* at, std::uint64_t bytes) const noexcept;
     void set_type_size(std::uint32_t type, std::uint32_t size);
     // Bytes an object's or fault block's extent takes, header included.
     std::uint64_t extent_of(const header* h) const noexcept;
@@ -107,7 +115,7 @@ private:
     void give_back(std::uintptr_t from, std::uintptr_t to);
 
     header* take_free(std::uint64_t extent);
-    void make_free(std::uintptr_t at, std::uint64_t extent);
+    void free_block(std::uintptr_t at, std::uint64_t extent);
     void note_header(std::uintptr_t at) noexcept;
     unsigned card_shift_ = 0;
     std::uint64_t limit_bytes_ = 0;

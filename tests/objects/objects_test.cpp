@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
@@ -40,16 +41,20 @@ struct Raw {
     int* p;
 };
 
-class ObjectsTest : public ::testing::TestWithParam<so::granularity> {
+using fetch_and_place = std::tuple<so::granularity, so::placement>;
+
+class ObjectsTest : public ::testing::TestWithParam<fetch_and_place> {
 protected:
     so::options opts() const {
         so::options o;
         o.durable = false;
-        o.fetch = GetParam();
+        o.fetch = fetch();
+        o.place = std::get<1>(GetParam());
         o.segment_objects = 16;
         return o;
     }
     so::store open() { return so::store::open(path, opts()); }
+    so::granularity fetch() const { return std::get<0>(GetParam()); }
 
     // A list of n nodes (values 0..n-1), each `other` pointing k ahead, and an index array.
     static void build(so::store& s, std::int64_t n) {
@@ -95,9 +100,9 @@ TEST_P(ObjectsTest, WhatARootReachesPersistsAcrossReopen) {
     auto s = open();
     verify(s, 1000);
     auto st = s.stats();
-    if (GetParam() == so::granularity::object)
+    if (fetch() == so::granularity::object)
         EXPECT_GE(st.segment_faults, 1000u);  // one read per object
-    else if (GetParam() == so::granularity::logical_segment)
+    else if (fetch() == so::granularity::logical_segment)
         EXPECT_LE(st.segment_faults, 1000u / 16 + 80);  // one read per segment (16 objects)
     else
         EXPECT_LE(st.segment_faults, 1000u / 16 / 8 + 20);  // 8 pages (of one segment each here) per read
@@ -360,9 +365,15 @@ TEST_P(ObjectsTest, ThePagesBarrierSeesWritesMadeWithoutMut) {
     EXPECT_EQ(s.stats().scheme.find("pages ("), s.stats().scheme.find("pages"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fetch, ObjectsTest,
-                         ::testing::Values(so::granularity::logical_segment, so::granularity::object,
-                                           so::granularity::physical_segment),
-                         [](const auto& info) { return std::string(so::to_string(info.param)); });
+INSTANTIATE_TEST_SUITE_P(
+    Fetch, ObjectsTest,
+    ::testing::Values(fetch_and_place{so::granularity::logical_segment, so::placement::copy},
+                      fetch_and_place{so::granularity::object, so::placement::copy},
+                      fetch_and_place{so::granularity::physical_segment, so::placement::copy},
+                      fetch_and_place{so::granularity::logical_segment, so::placement::in_place},
+                      fetch_and_place{so::granularity::physical_segment, so::placement::in_place}),
+    [](const auto& info) {
+        return std::string(so::to_string(std::get<0>(info.param))) + "_" + so::to_string(std::get<1>(info.param));
+    });
 
 }  // namespace
