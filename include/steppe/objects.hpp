@@ -139,7 +139,6 @@ struct root_info {
     std::string type;
 };
 
-template<class T> class ref;
 template<class T> class array;
 
 namespace detail {
