@@ -13,13 +13,19 @@
 //                        the log (a writable open: not while a program has
 //                        the store open)
 //
+// Every command reads stores of both engines (the page engine's and the
+// object engine's): the storage meta says which made the store.
+//
 // Exit codes: 0 fine, 1 findings, 2 usage or the store could not be opened.
+#include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "engine/engine.hpp"
+#include "objects/object_format.hpp"
 #include "storage/storage.hpp"
 
 namespace {
@@ -43,10 +49,32 @@ std::unique_ptr<steppe::storage::storage> open_read_only(const std::string& path
     return steppe::storage::storage::open(path, o);
 }
 
+bool made_by_object_engine(const steppe::storage::storage& s) {
+    return std::memcmp(s.meta().data(), steppe::objects::format::engine_magic,
+                       sizeof steppe::objects::format::engine_magic) == 0;
+}
+
+// The engine that made the store, on it.
+std::unique_ptr<steppe::engine> open_engine(const std::string& path, const steppe::open_options& o) {
+    bool objects = made_by_object_engine(*open_read_only(path));
+    return objects ? steppe::open_object_engine(path, o) : steppe::open_page_engine(path, o);
+}
+
 int info(const std::string& path) {
     auto s = open_read_only(path);
     auto i = s->describe();
     std::printf("store        %s\n", path.c_str());
+    if (made_by_object_engine(*s)) {
+        steppe::objects::format::object_meta m;
+        std::memcpy(&m, s->meta().data(), sizeof m);
+        std::printf("engine       objects: %s + %s, %llu objects in %llu segments of up to %u\n",
+                    steppe::objects::to_string(static_cast<steppe::objects::detection>(m.detection)),
+                    steppe::objects::to_string(static_cast<steppe::objects::barrier>(m.barrier)),
+                    static_cast<unsigned long long>(m.objects), static_cast<unsigned long long>(m.segments),
+                    m.segment_objects);
+    } else {
+        std::printf("engine       pages\n");
+    }
     std::printf("format       version %u, page size %u\n", i.version, i.page_size);
     std::printf("store id     %s\n", i.store_id.c_str());
     std::printf("pages        %llu (%.1f MiB)\n", static_cast<unsigned long long>(i.page_count),
@@ -82,11 +110,11 @@ int recover(const std::string& path) {
     return 0;
 }
 
-steppe::store open_store(const std::string& path) {
+std::unique_ptr<steppe::engine> open_store(const std::string& path) {
     steppe::open_options o;
     o.read_only = true;
     o.create = false;
-    return steppe::store::open(path, o);
+    return open_engine(path, o);
 }
 
 int check(const std::string& path) {
@@ -94,8 +122,8 @@ int check(const std::string& path) {
     std::uint64_t pages = 0;
     try {
         auto s = open_store(path);
-        findings = s.check();
-        pages = s.stats().store_pages;
+        findings = s->check();
+        pages = s->stats().store_pages;
     } catch (const steppe::error& e) {
         if (e.code() == steppe::errc::locked || e.code() == steppe::errc::not_found) throw;
         findings.push_back(std::string(steppe::to_string(e.code())) + ": " + e.what() +
@@ -109,17 +137,17 @@ int check(const std::string& path) {
 
 int roots(const std::string& path) {
     auto s = open_store(path);
-    for (const auto& r : s.roots()) std::printf("%-24s %s\n", r.name.c_str(), r.type.c_str());
+    for (const auto& r : s->roots()) std::printf("%-24s %s\n", r.name.c_str(), r.type.c_str());
     return 0;
 }
 
 int stats(const std::string& path) {
     auto s = open_store(path);
-    auto st = s.stats();
+    auto st = s->stats();
     std::printf("pages        %llu (%llu free)\n", static_cast<unsigned long long>(st.store_pages),
                 static_cast<unsigned long long>(st.free_pages));
     std::printf("%-40s %8s %12s %10s\n", "type", "size", "objects", "pages");
-    for (const auto& t : s.types())
+    for (const auto& t : s->types())
         std::printf("%-40s %8u %12llu %10llu\n", t.name.c_str(), t.size, static_cast<unsigned long long>(t.objects),
                     static_cast<unsigned long long>(t.pages));
     std::printf("(faults, resident, written, evicted, spilled and prefetched pages are counted per process: run a\n"
@@ -132,10 +160,10 @@ int stats(const std::string& path) {
 int checkpoint(const std::string& path) {
     steppe::open_options o;
     o.create = false;
-    auto s = steppe::store::open(path, o);
-    s.checkpoint();
-    std::uint64_t pages = s.stats().store_pages;
-    s.close();
+    auto s = open_engine(path, o);
+    s->checkpoint();
+    std::uint64_t pages = s->stats().store_pages;
+    s->close();
     std::printf("%s: checkpointed: the main file alone holds the store (%llu pages)\n", path.c_str(),
                 static_cast<unsigned long long>(pages));
     return 0;

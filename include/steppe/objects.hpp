@@ -109,6 +109,18 @@ struct options {
     // Bytes of virtual address space for the engine's heap (objects in
     // memory, fault blocks). 0 = 64 GiB. Memory is used only as objects are.
     std::uint64_t heap_limit = 0;
+    // Bytes of persistent objects kept in memory (0 = half the machine's RAM;
+    // fault blocks and objects not yet committed are not counted).
+    // Past it, second-chance eviction over the resident object table runs at
+    // the safe points, the end of commit() and of rollback(): objects not used
+    // since the previous safe point leave memory (the next use faults them in
+    // again), the others become victims and leave at the next safe point
+    // unless used before it. Under id_self_heal no object leaves (its slots
+    // hold direct addresses that cannot be re-pointed); under id, objects made
+    // or named as roots in this process stay (the program may hold their
+    // direct address). A T* from get() or mut() stays valid until the next
+    // safe point.
+    std::uint64_t resident_budget = 0;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
     bool checkpoint_on_close = true;  // as steppe::open_options
     bool salvage_damaged_log = false; // as steppe::open_options
@@ -120,6 +132,8 @@ struct stats {
     std::uint64_t objects_faulted = 0;    // objects copied into the heap
     std::uint64_t fault_blocks = 0;       // made for objects not in memory
     std::uint64_t refs_swizzled = 0;      // references translated while faulting
+    std::uint64_t evicted_objects = 0;    // left memory at a safe point (resident_budget)
+    std::uint64_t rescued_victims = 0;    // victims used again before the next safe point
     std::uint64_t commits = 0;
     std::uint64_t new_objects = 0;        // made persistent by commits (reached from a root)
     std::uint64_t unreached_objects = 0;  // made, not reached at a commit, so not written
@@ -129,7 +143,10 @@ struct stats {
     std::uint64_t bytes_logged = 0;
     std::uint64_t syncs = 0;
     std::uint64_t resident_objects = 0;   // in the resident object table now
-    std::uint64_t heap_bytes = 0;         // of the engine's heap in use
+    std::uint64_t heap_bytes = 0;         // of the engine's heap in use (objects, fault blocks, free blocks)
+    std::uint64_t resident_bytes = 0;     // of those, in persistent objects (what the budget bounds; fault
+                                          // blocks, 32 bytes per object referenced, and transient objects not)
+    std::uint64_t resident_budget = 0;
     std::uint64_t store_pages = 0;
 };
 std::string to_string(const stats& s);
@@ -154,7 +171,12 @@ struct header {
     static constexpr std::uint64_t indirect = 2;  // a fault block whose object is in memory (body = its address)
     static constexpr std::uint64_t dirty = 4;     // written since the last commit (object_flag, remembered_set)
     static constexpr std::uint64_t marked = 8;    // reached by the commit's gather pass
+    // An eviction victim (with `proxy`, so the fault block check sends its
+    // next use to the slow path, which clears both: its second chance).
+    static constexpr std::uint64_t victim = 16;
+    static constexpr std::uint64_t pinned = 32;   // never evicted (see options::resident_budget)
     static constexpr std::uint32_t fault_block_type = 0xFFFFFFFF;
+    static constexpr std::uint32_t free_type = 0xFFFFFFFE;  // free memory; count = its bytes
     std::uint64_t oid() const noexcept { return word >> 16; }
     unsigned store() const noexcept { return static_cast<unsigned>(word >> 8) & 0xFF; }
 };
@@ -187,6 +209,7 @@ template<class T> inline constexpr bool storable =
     std::is_trivially_copyable_v<T> && !std::is_polymorphic_v<T> && std::is_trivially_destructible_v<T>;
 
 class engine_handle;
+struct store_access;  // src/objects/object_engine.hpp: opens with a test's I/O layer
 
 }  // namespace detail
 
@@ -351,6 +374,7 @@ public:
     const std::string& salvage_report() const;
 
 private:
+    friend struct detail::store_access;
     explicit store(std::unique_ptr<detail::engine_handle> engine);
     void* allocate(const types::layout& layout, std::size_t count);
     const void* find_root_raw(std::string_view name, const types::layout& layout);

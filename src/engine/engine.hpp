@@ -58,5 +58,8 @@ public:
 
 // The page engine (src/page/page_engine.cpp) on the store at `path`.
 std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options);
+// The object engine (src/objects/) on the store at `path`, whatever scheme
+// made it, for tools that inspect stores (steppe info, check, roots, stats).
+std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options);
 
 }  // namespace steppe

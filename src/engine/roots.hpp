@@ -18,6 +18,7 @@ namespace steppe {
 struct root_entry {
     std::uint32_t type;     // catalog index
     std::uint64_t address;  // persistent
+    friend bool operator==(const root_entry&, const root_entry&) = default;
 };
 using root_table = std::map<std::string, root_entry, std::less<>>;
 

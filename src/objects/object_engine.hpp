@@ -3,11 +3,13 @@
 // resident object table (ROT), the type catalog and the roots.
 //
 // Where things are done:
-//   object_engine.cpp  open, close, roots, make, stats, check
+//   object_engine.cpp  open, close, roots, make, stats; the public store
+//   check.cpp          check, types: every segment, reference and root
 //   fault.cpp          the residency checks' slow paths; reading a segment,
 //                      copying its objects into the heap and swizzling them
 //   commit.cpp         persistence by reachability: gather, cluster, write;
 //                      rollback
+//   evict.cpp          the resident budget: second chance at safe points
 //
 // Object states (each object in the heap is in one):
 //   transient     made since the last commit, oid 0, not in the ROT
@@ -15,13 +17,18 @@
 //   fault block   a header standing for an oid not (or not yet) in memory
 //                 (detection::fault_block only); in the ROT until its object
 //                 comes in, then `indirect` with the object's address
-// Transitions: make -> transient; commit reaching it -> persistent (assign_oids);
+//   victim        persistent, marked by enforce_budget; `proxy` is set so its
+//                 next use takes the slow path (rescue)
+// Transitions: make -> transient; commit reaching it -> persistent (cluster);
 // fault (materialize) -> persistent; fault_block_for -> fault block;
-// materialize of its oid -> fault block indirect.
+// materialize of its oid -> fault block indirect; enforce_budget -> victim;
+// rescue: victim -> persistent; evict: victim -> fault block (fault_block:
+// in place, the rest of its memory freed) or gone (id: all of it freed).
 //
 // Invariants (check_memory()):
 //  R1 the ROT maps each oid to the one header in the heap with that oid:
-//     a persistent object, or a fault block that is not indirect;
+//     a persistent object (maybe a victim), or a fault block that is not indirect;
+//  R3 no victim is dirty or pinned;
 //  R2 a live root's word names a persistent object, a transient one, or a
 //     fault block (never anything outside the heap);
 //  plus the heap's H1-H3 (object_heap.hpp).
@@ -50,7 +57,9 @@ namespace steppe::objects::detail {
 class engine_handle final : public steppe::engine {
 public:
     // `compiled`: the program's scheme; nullopt for tools that only inspect.
-    engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled);
+    // `io`: the storage manager's file system (nullptr: the real one).
+    engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled,
+                  storage::env* io = nullptr);
     ~engine_handle() override;
 
     void close() override;
@@ -80,15 +89,21 @@ public:
     // fault.cpp: the body of the object `oid`, read in if it is not resident.
     void* fault_in(std::uint64_t oid);
     void* follow(std::uint64_t word);  // a word of any form -> the object's body, faulting if needed
+    void* rescue(header* victim);      // a victim used again stays
     void remember(header* h) { remembered_.push_back(h); }
     std::uint64_t oid_of_word(std::uint64_t word) const;  // 0 for a transient object
 
 private:
-    struct segment_view;
+    struct segment_view {  // a segment read and checked (read_segment)
+        std::uint64_t page;
+        format::segment_header head;
+        std::vector<format::object_entry> entries;
+        const std::byte* bytes;  // the whole segment
+    };
     struct commit_plan;
 
     // object_engine.cpp
-    void load_committed();
+    void load_committed(std::optional<scheme> compiled);
     void ensure_writable(const char* call) const;
     types::catalog::index type_index(const types::layout& layout);
     std::uint64_t word_for_oid(std::uint64_t oid);  // as the scheme swizzles a reference
@@ -104,12 +119,18 @@ private:
     std::vector<header*> written_objects();
     void gather(commit_plan& plan, const std::vector<header*>& written);
     void cluster(commit_plan& plan);
-    void unswizzle(const header* h, std::byte* out, const char* what) const;
+    void unswizzle(const header* h, std::byte* out) const;
     std::uint64_t unswizzle_word(std::uint64_t word, const header* from, std::uint32_t offset) const;
     void write_segments(commit_plan& plan);
     void write_changed(commit_plan& plan, const std::vector<header*>& written);
     void restore(header* h);
     void forget_writes();
+
+    // eviction (evict.cpp)
+    std::uint64_t resident_bytes() const noexcept { return resident_bytes_; }
+    bool evictable(const header* h) const noexcept;
+    void evict(header* h);
+    void enforce_budget();
 
     options options_;
     scheme scheme_{};
@@ -131,6 +152,16 @@ private:
     std::vector<header*> remembered_;
     std::vector<std::byte> segment_buffer_;
     objects::stats stats_;
+    std::uint64_t made_since_commit_ = 0;
+    std::uint64_t budget_ = 0;
+    std::uint64_t resident_bytes_ = 0;  // heap extents of persistent objects (not fault blocks)
+};
+
+// For tests: a public store over the file system `io` (fault injection).
+struct store_access {
+    static store open(const std::string& path, const options& o, scheme compiled, storage::env* io) {
+        return store(std::make_unique<engine_handle>(path, o, compiled, io));
+    }
 };
 
 // The engine of a store slot (a header's store byte), for the slow paths.

@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -56,12 +57,53 @@ object_heap::header* object_heap::allocate(std::uint64_t body_bytes) {
         throw error(errc::no_space, "object store: the heap is full (" + std::to_string(limit_bytes_ >> 20) +
                                         " MiB, options::heap_limit); an object of " + std::to_string(body_bytes) +
                                         " bytes does not fit");
+    if (header* reused = take_free(extent)) return reused;
     auto* h = reinterpret_cast<header*>(top_);
-    // H2: allocation goes up, so the first header made in a card is its lowest.
-    std::uint64_t c = card_of(top_);
-    if (first_in_card_[c] == no_header) first_in_card_[c] = offset_in_card(top_) + 1;
+    note_header(top_);
     top_ += extent;
     return h;
+}
+
+// H2: the first header in a card is its lowest one.
+void object_heap::note_header(std::uintptr_t at) noexcept {
+    std::uint64_t c = card_of(at);
+    std::uint32_t offset = offset_in_card(at) + 1;
+    if (first_in_card_[c] == no_header || first_in_card_[c] > offset) first_in_card_[c] = offset;
+}
+
+// An exact fit, or a block at least one header larger, split.
+object_heap::header* object_heap::take_free(std::uint64_t extent) {
+    auto it = free_.find(extent);
+    if (it == free_.end()) it = free_.lower_bound(extent + sizeof(header));
+    if (it == free_.end()) return nullptr;
+    std::uint64_t size = it->first;
+    std::uintptr_t at = it->second.back();
+    it->second.pop_back();
+    if (it->second.empty()) free_.erase(it);
+    free_bytes_ -= size;
+    if (size > extent) make_free(at + extent, size - extent);
+    return reinterpret_cast<header*>(at);
+}
+
+void object_heap::make_free(std::uintptr_t at, std::uint64_t extent) {
+    auto* h = reinterpret_cast<header*>(at);
+    h->word = 0;
+    h->type = header::free_type;
+    h->count = static_cast<std::uint32_t>(extent);
+    note_header(at);
+    free_[extent].push_back(at);
+    free_bytes_ += extent;
+    // Whole pages past the free block's header go back to the kernel.
+    std::uintptr_t page = 4096, from = (at + sizeof(header) + page - 1) & ~(page - 1), to = (at + extent) & ~(page - 1);
+    if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
+void object_heap::release(header* h, std::uint64_t keep) {
+    std::uint64_t extent = extent_of(h);
+    // A free block's size is a u32: bigger extents free in pieces.
+    constexpr std::uint64_t piece = std::uint64_t{1} << 31;
+    for (std::uint64_t at = keep; at < extent; at += piece)
+        make_free(reinterpret_cast<std::uintptr_t>(h) + at, std::min(piece, extent - at));
 }
 
 void object_heap::set_type_size(std::uint32_t type, std::uint32_t size) {
@@ -71,6 +113,7 @@ void object_heap::set_type_size(std::uint32_t type, std::uint32_t size) {
 
 std::uint64_t object_heap::extent_of(const header* h) const noexcept {
     if (h->type == header::fault_block_type) return sizeof(header) + fault_block_body;
+    if (h->type == header::free_type) return h->count;
     return sizeof(header) + round16(std::uint64_t{type_sizes_[h->type]} * h->count);
 }
 
@@ -86,7 +129,6 @@ void object_heap::for_each_in_dirty_cards(const std::function<void(header*)>& vi
     std::uint64_t used = top_ == base_ ? 0 : card_of(top_ - 1) + 1;
     for (std::uint64_t c = 0; c < used; ++c) {
         if (!cards_[c]) continue;
-        cards_[c] = 0;
         if (first_in_card_[c] == no_header) continue;
         std::uintptr_t card_end = base_ + ((c + 1) << card_shift_);
         for (std::uintptr_t a = base_ + (c << card_shift_) + first_in_card_[c] - 1; a < card_end && a < top_;) {
@@ -109,7 +151,8 @@ std::vector<std::string> object_heap::check() const {
     std::uintptr_t a = base_;
     for (; a < top_;) {
         auto* h = reinterpret_cast<const header*>(a);
-        if (h->type != header::fault_block_type && (h->type >= type_sizes_.size() || type_sizes_[h->type] == 0)) {
+        bool special = h->type == header::fault_block_type || h->type == header::free_type;
+        if (!special && (h->type >= type_sizes_.size() || type_sizes_[h->type] == 0)) {
             findings.push_back("object heap: H1: the header at offset " + std::to_string(a - base_) +
                                " names type " + std::to_string(h->type) + ", which the heap does not know");
             return findings;
@@ -119,6 +162,21 @@ std::vector<std::string> object_heap::check() const {
         a += extent_of(h);
     }
     if (a != top_) findings.push_back("object heap: H1: the last extent ends past the top");
+    std::uint64_t listed = 0, walked = 0;
+    for (const auto& [extent, blocks] : free_)
+        for (std::uintptr_t b : blocks) {
+            auto* h = reinterpret_cast<const header*>(b);
+            listed += extent;
+            if (h->type != header::free_type || h->count != extent)
+                findings.push_back("object heap: H4: the free list names offset " + std::to_string(b - base_) +
+                                   ", which is not a free block of " + std::to_string(extent) + " bytes");
+        }
+    for_each([&](header* h) {
+        if (h->type == header::free_type) walked += h->count;
+    });
+    if (listed != free_bytes_ || walked != free_bytes_)
+        findings.push_back("object heap: H4: free bytes " + std::to_string(free_bytes_) + ", the lists hold " +
+                           std::to_string(listed) + ", the heap " + std::to_string(walked));
     for (std::uint64_t c = 0; c < used; ++c) {
         if (first_in_card_[c] != expected[c])
             findings.push_back("object heap: H2: card " + std::to_string(c) + " records its first header at " +

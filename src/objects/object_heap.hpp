@@ -1,8 +1,11 @@
 // The object engine's heap: one reserved range of virtual memory where objects
 // (copied in from segments, or made by the program) and fault blocks live,
-// each behind a detail::header, allocated by bumping (the heap only grows in
-// this version: objects are not evicted, and a rollback leaves the objects it
-// made unreachable in place).
+// each behind a detail::header. Allocation takes a free block of the size
+// (or splits a larger one) and otherwise bumps the top. Memory is freed by
+// eviction only (release); transient objects nothing reaches stay where they
+// are (there is no collector), and so do the objects a rollback made
+// unreachable. Free blocks keep a header (free_type) so the heap stays
+// walkable; their whole pages are given back to the kernel.
 //
 // With barrier::cards it also keeps the card table the inline barrier marks
 // (one byte per card of card_bytes, indexed by header address) and, per card,
@@ -13,7 +16,8 @@
 //  H1 headers tile [base, top): each object's extent (header + body, rounded
 //     to 16) starts where the previous one ends;
 //  H2 first_in_card[c] is the lowest header in card c, or none if none starts there;
-//  H3 every marked card holds the start of a header.
+//  H3 every marked card holds the start of a header;
+//  H4 the free lists name exactly the free blocks, and free_bytes is their sum.
 #pragma once
 
 #include <steppe/objects.hpp>
@@ -21,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,10 +42,13 @@ public:
     object_heap(const object_heap&) = delete;
     object_heap& operator=(const object_heap&) = delete;
 
-    // A header followed by `body_bytes` of zeros, 16-byte aligned; no_space
-    // naming the limit when the heap is full. The type sizes must know the
-    // header's type (set_type_size) before the heap is walked.
+    // A header followed by `body_bytes` (not zeroed), 16-byte aligned;
+    // no_space naming the limit when the heap is full. The type sizes must
+    // know the header's type (set_type_size) before the heap is walked.
     header* allocate(std::uint64_t body_bytes);
+    // Frees h's extent past its first `keep` bytes (0: all of it; else a
+    // multiple of 16 that leaves h a smaller block the caller re-describes).
+    void release(header* h, std::uint64_t keep);
     void set_type_size(std::uint32_t type, std::uint32_t size);
     // Bytes an object's or fault block's extent takes, header included.
     std::uint64_t extent_of(const header* h) const noexcept;
@@ -53,11 +61,11 @@ public:
     std::uint8_t* cards() const noexcept { return cards_; }
     unsigned card_shift() const noexcept { return card_shift_; }
     std::uint64_t bytes_used() const noexcept { return top_ - base_; }
+    std::uint64_t free_bytes() const noexcept { return free_bytes_; }
 
     // Every header, in address order.
     void for_each(const std::function<void(header*)>& visit) const;
-    // Every header that starts in a marked card, each once, in address order;
-    // then clears the marks if `clear`.
+    // Every header that starts in a marked card, each once, in address order.
     void for_each_in_dirty_cards(const std::function<void(header*)>& visit);
     void clear_cards() noexcept;
     std::vector<std::string> check() const;
@@ -78,6 +86,12 @@ private:
     std::uint8_t* cards_ = nullptr;
     std::uint64_t card_count_ = 0;
     std::uint32_t* first_in_card_ = nullptr;
+    std::map<std::uint64_t, std::vector<std::uintptr_t>> free_;  // extent -> free blocks of it
+    std::uint64_t free_bytes_ = 0;
+
+    header* take_free(std::uint64_t extent);
+    void make_free(std::uintptr_t at, std::uint64_t extent);
+    void note_header(std::uintptr_t at) noexcept;
     unsigned card_shift_ = 0;
     std::uint64_t limit_bytes_ = 0;
     std::vector<std::uint32_t> type_sizes_;

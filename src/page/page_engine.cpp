@@ -40,6 +40,9 @@ page_engine::page_engine(const std::string& path, const open_options& options) :
     state& c = committed_;
     if (!fresh) {
         std::memcpy(&c.meta, raw.data(), sizeof(engine_meta));
+        if (std::memcmp(c.meta.magic, "stobjng", 7) == 0)
+            throw error(errc::unsupported,
+                        path + " was made by the object engine; open it with steppe::objects::store::open");
         if (std::memcmp(c.meta.magic, engine_magic, sizeof engine_magic) != 0)
             throw error(errc::version, path + " holds no page-engine data of a version this build reads");
         // A blob never written (no types, roots or vtables yet) has no pages.
@@ -135,6 +138,11 @@ void* page_engine::make(const types::layout& layout, std::size_t count) {
     ensure_writable();
     pager::pause p(*pager_);
     if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
+    if (!layout.refs.empty())
+        throw error(errc::invalid_argument, "type " + layout.name + " holds a steppe::objects::ref at offset " +
+                                                std::to_string(layout.refs[0]) +
+                                                "; the page engine stores raw pointers (objects::ref is the object "
+                                                "engine's: steppe::objects::store)");
     return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
 }
 

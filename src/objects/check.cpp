@@ -1,0 +1,119 @@
+// check and types for the object engine (object_engine.hpp): a walk over the
+// committed store's object pages.
+//
+// Pages 1 .. next_page-1 are segments and blob pages, in allocation order; a
+// page that starts neither is a finding. Checked (invariants of the format,
+// docs/format.md "Object engine"):
+//  O1 every segment's header and object table fit its pages and the catalog
+//     (read_segment's checks);
+//  O2 every stored reference is 0 or names an object that exists (a slot
+//     below its segment's object count);
+//  O3 every root names an existing object of the root's type;
+//  O4 meta.objects and meta.segments count what the walk finds;
+// plus the storage manager's checks and this process's R1, R2, H1-H3.
+#include <steppe/error.hpp>
+
+#include <cstring>
+#include <map>
+
+#include "objects/object_engine.hpp"
+
+namespace steppe::objects::detail {
+
+namespace {
+struct walked_segment {
+    std::vector<format::object_entry> entries;
+    std::vector<std::byte> bytes;
+};
+}  // namespace
+
+std::vector<std::string> engine_handle::check() const {
+    if (!storage_) throw error(errc::invalid_argument, "object store: check on a closed store");
+    std::vector<std::string> findings = storage_->check();
+    const std::string& path = storage_->path();
+    std::map<std::uint64_t, walked_segment> segments;
+    std::vector<std::byte> buffer;
+    std::uint64_t objects = 0;
+    for (std::uint64_t page = 1; page < meta_.next_page;) {
+        std::uint32_t magic = 0;
+        try {
+            buffer.resize(storage::page_size);
+            storage_->read_page(page, buffer.data());
+            std::memcpy(&magic, buffer.data(), sizeof magic);
+            if (magic == storage::blob_magic) {
+                ++page;
+                continue;
+            }
+            segment_view s = read_segment(page, buffer, "steppe check");
+            objects += s.head.objects;
+            segments[page] = walked_segment{s.entries, std::vector<std::byte>(s.bytes, s.bytes + s.head.bytes)};
+            page += s.head.pages;
+        } catch (const error& e) {
+            findings.push_back(std::string("O1: ") + e.what());
+            ++page;
+        }
+    }
+    auto exists = [&](std::uint64_t oid) -> const format::object_entry* {
+        auto it = segments.find(format::page_of(oid));
+        if (it == segments.end() || format::slot_of(oid) >= it->second.entries.size()) return nullptr;
+        return &it->second.entries[format::slot_of(oid)];
+    };
+    for (const auto& [page, seg] : segments)
+        for (std::uint32_t i = 0; i < seg.entries.size(); ++i) {
+            const auto& e = seg.entries[i];
+            const types::layout& l = catalog_.at(e.type);
+            for (std::uint32_t k = 0; k < e.count; ++k)
+                for (std::uint32_t offset : l.refs) {
+                    std::uint64_t oid;
+                    std::memcpy(&oid, seg.bytes.data() + e.offset + std::uint64_t{k} * l.size + offset, sizeof oid);
+                    if (oid != 0 && !exists(oid))
+                        findings.push_back(path + ": O2: object " + std::to_string(format::make_oid(page, i)) + " (" +
+                                           l.name + "), element " + std::to_string(k) + ", reference at offset " +
+                                           std::to_string(offset) + " names object " + std::to_string(oid) +
+                                           ", which does not exist");
+                }
+        }
+    for (const auto& [name, r] : committed_roots_) {
+        if (r.address == 0) continue;
+        const format::object_entry* e = exists(r.address);
+        if (!e)
+            findings.push_back(path + ": O3: root '" + name + "' names object " + std::to_string(r.address) +
+                               ", which does not exist");
+        else if (e->type != r.type || e->count != 1)
+            findings.push_back(path + ": O3: root '" + name + "' is a " + catalog_.at(r.type).name +
+                               " but names a " + catalog_.at(e->type).name);
+    }
+    if (objects != meta_.objects || segments.size() != meta_.segments)
+        findings.push_back(path + ": O4: the meta counts " + std::to_string(meta_.objects) + " objects in " +
+                           std::to_string(meta_.segments) + " segments, the pages hold " + std::to_string(objects) +
+                           " in " + std::to_string(segments.size()));
+    for (std::string& f : check_memory()) findings.push_back(path + ": " + f);
+    return findings;
+}
+
+std::vector<type_usage> engine_handle::types() const {
+    std::vector<type_usage> out;
+    for (const types::layout& l : catalog_.entries()) out.push_back({l.name, l.size, 0, 0});
+    std::vector<std::byte> buffer;
+    for (std::uint64_t page = 1; page < meta_.next_page;) {
+        buffer.resize(storage::page_size);
+        storage_->read_page(page, buffer.data());
+        std::uint32_t magic;
+        std::memcpy(&magic, buffer.data(), sizeof magic);
+        if (magic == storage::blob_magic) {
+            ++page;
+            continue;
+        }
+        segment_view s = read_segment(page, buffer, "steppe types");
+        std::vector<bool> seen(out.size(), false);
+        for (const auto& e : s.entries) {
+            ++out[e.type].objects;
+            if (!seen[e.type]) out[e.type].pages += s.head.pages;
+            seen[e.type] = true;
+        }
+        page += s.head.pages;
+    }
+    return out;
+}
+
+}  // namespace steppe::objects::detail

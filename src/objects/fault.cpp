@@ -1,0 +1,215 @@
+// Object faulting (object_engine.hpp): the residency checks' slow paths, and
+// reading a segment into the heap.
+//
+// The fault path, as numbered steps:
+//   1. a check finds the word is not a resident object's address: a fault
+//      block not yet indirect (resolve_fault_block) or a tagged oid
+//      (resolve_id) -> engine_handle::fault_in(oid)
+//   2. the object is in the resident object table: done (id schemes)
+//   3. read_segment: the segment's pages through the storage manager, its
+//      header and object table checked against the store
+//   4. materialize: copy the object (granularity::object) or every object of
+//      the segment not in memory yet (logical_segment) into the heap, enter it
+//      in the table, and turn a fault block standing for it into an indirect
+//      block
+//   5. swizzle each copied object's references: null stays null; an oid
+//      becomes what the scheme keeps in a slot (word_for_oid): under
+//      fault_block the address of the resident object or of its fault block
+//      (made if there is none), under id and id_self_heal the tagged oid
+//   6. the check returns the body; fault_block and id_self_heal patch the slot.
+#include <steppe/error.hpp>
+
+#include <cstring>
+
+#include "objects/object_engine.hpp"
+
+namespace steppe::objects::detail {
+
+namespace {
+std::uint64_t tagged(std::uint64_t oid, unsigned slot) { return oid << 16 | std::uint64_t{slot} << 8 | 1; }
+}  // namespace
+
+void* resolve_fault_block(std::uint64_t& slot) {
+    void* body = engine_at(header_of(reinterpret_cast<void*>(slot))->store()).follow(slot);
+    slot = reinterpret_cast<std::uintptr_t>(body);  // indirection bypassed from now on
+    return body;
+}
+
+void* resolve_id(std::uint64_t word) {
+    return engine_at(static_cast<unsigned>(word >> 8) & 0xFF).fault_in(word >> 16);
+}
+
+void remember(header* h) {
+    h->word |= header::dirty;
+    engine_at(h->store()).remember(h);
+}
+
+namespace {
+// (store slot, oid) for a persistent object, (0, address) for a transient one.
+std::pair<std::uint64_t, std::uint64_t> identity(std::uint64_t word) {
+    if (word & 1) return {(word >> 8) & 0xFF, word >> 16};
+    const header* h = header_of(reinterpret_cast<void*>(word));
+    if (h->oid() == 0) return {0, word};  // transient: never behind a fault block
+    return {h->store(), h->oid()};
+}
+}  // namespace
+
+bool same_object(std::uint64_t a, std::uint64_t b) { return identity(a) == identity(b); }
+
+// Through indirect blocks (whose object may have been evicted since and be a
+// fault block again) to the object; a victim gets its second chance.
+void* engine_handle::follow(std::uint64_t word) {
+    if (word == 0) return nullptr;
+    if (word & 1) return fault_in(word >> 16);
+    for (header* h = header_of(reinterpret_cast<void*>(word));; ) {
+        if (!(h->word & header::proxy)) return h + 1;
+        if (h->word & header::victim) return rescue(h);
+        if (!(h->word & header::indirect)) return fault_in(h->oid());
+        void* body;
+        std::memcpy(&body, h + 1, sizeof body);
+        h = header_of(body);
+    }
+}
+
+void* engine_handle::rescue(header* h) {
+    h->word &= ~(header::proxy | header::victim);
+    ++stats_.rescued_victims;
+    return h + 1;
+}
+
+std::uint64_t engine_handle::oid_of_word(std::uint64_t word) const {
+    if (word & 1) return word >> 16;
+    return header_of(reinterpret_cast<void*>(word))->oid();
+}
+
+void* engine_handle::fault_in(std::uint64_t oid) {
+    if (!storage_) throw error(errc::invalid_argument, "object store: a reference followed after its store closed");
+    auto it = rot_.find(oid);
+    if (it != rot_.end() && it->second->type != header::fault_block_type)
+        return it->second->word & header::victim ? rescue(it->second) : it->second + 1;
+    ++stats_.segment_faults;
+    segment_view s = read_segment(format::page_of(oid), segment_buffer_, "a reference");
+    std::uint32_t slot = format::slot_of(oid);
+    if (slot >= s.head.objects)
+        throw error(errc::corrupt, storage_->path() + ": a reference names object " + std::to_string(oid) +
+                                       " (slot " + std::to_string(slot) + " of the segment at page " +
+                                       std::to_string(s.page) + "), which holds " +
+                                       std::to_string(s.head.objects) + " objects; run `steppe check " +
+                                       storage_->path() + "`");
+    std::vector<header*> copied;
+    if (options_.fetch == granularity::object) {
+        copied.push_back(materialize(s, slot));
+    } else {
+        for (std::uint32_t i = 0; i < s.head.objects; ++i) {
+            auto r = rot_.find(format::make_oid(s.page, i));
+            if (r == rot_.end() || r->second->type == header::fault_block_type) copied.push_back(materialize(s, i));
+        }
+    }
+    for (header* h : copied) swizzle(h);
+    return rot_.at(oid) + 1;
+}
+
+engine_handle::segment_view engine_handle::read_segment(std::uint64_t page, std::vector<std::byte>& buffer,
+                                                        const char* why) const {
+    const std::string& path = storage_->path();
+    auto damaged = [&](const std::string& what) {
+        return error(errc::corrupt, path + ": the segment at page " + std::to_string(page) + " (read for " + why +
+                                        ") is damaged: " + what + "; run `steppe check " + path + "`");
+    };
+    if (page < 1 || page >= meta_.next_page)
+        throw damaged("the page is outside the object pages (1.." + std::to_string(meta_.next_page - 1) + ")");
+    buffer.resize(storage::page_size);
+    storage_->read_page(page, buffer.data());
+    segment_view s;
+    s.page = page;
+    std::memcpy(&s.head, buffer.data(), sizeof s.head);
+    const auto& h = s.head;
+    if (h.magic != format::segment_magic || h.first_page != page) throw damaged("no segment header");
+    std::uint64_t table_end = sizeof h + std::uint64_t{h.objects} * sizeof(format::object_entry);
+    if (h.objects < 1 || h.objects > format::max_segment_objects || h.pages < 1 ||
+        page + h.pages > meta_.next_page || h.bytes < table_end ||
+        h.bytes > std::uint64_t{h.pages} * storage::page_size)
+        throw damaged(std::to_string(h.objects) + " objects in " + std::to_string(h.pages) + " pages and " +
+                      std::to_string(h.bytes) + " bytes do not fit");
+    buffer.resize(std::uint64_t{h.pages} * storage::page_size);
+    for (std::uint32_t i = 1; i < h.pages; ++i) storage_->read_page(page + i, buffer.data() + i * storage::page_size);
+    s.entries.resize(h.objects);
+    std::memcpy(s.entries.data(), buffer.data() + sizeof h, h.objects * sizeof(format::object_entry));
+    std::uint64_t end = table_end;
+    for (std::uint32_t i = 0; i < h.objects; ++i) {
+        const auto& e = s.entries[i];
+        std::string which = "object " + std::to_string(i);
+        if (e.offset % format::object_alignment != 0 || e.offset < end) throw damaged(which + " overlaps another");
+        if (e.type >= catalog_.size()) throw damaged(which + " has type " + std::to_string(e.type) + ", not in the catalog");
+        std::uint64_t size = object_bytes(e.type, e.count);
+        if (e.count == 0 || e.offset + size > h.bytes)
+            throw damaged(which + " (" + catalog_.at(e.type).name + " x " + std::to_string(e.count) +
+                          ") ends past the segment");
+        end = e.offset + size;
+    }
+    s.bytes = buffer.data();
+    return s;
+}
+
+// Copies object `slot` of `s` into the heap, its references still oids.
+header* engine_handle::materialize(const segment_view& s, std::uint32_t slot) {
+    const format::object_entry& e = s.entries[slot];
+    std::uint64_t oid = format::make_oid(s.page, slot);
+    header* h = heap_->allocate(object_bytes(e.type, e.count));
+    h->word = oid << 16 | std::uint64_t{slot_} << 8;
+    h->type = e.type;
+    h->count = e.count;
+    std::memcpy(h + 1, s.bytes + e.offset, object_bytes(e.type, e.count));
+    auto [it, fresh] = rot_.try_emplace(oid, h);
+    if (!fresh) {  // a fault block stood for it: now it leads here
+        header* block = it->second;
+        void* body = h + 1;
+        std::memcpy(block + 1, &body, sizeof body);
+        block->word |= header::indirect;
+        it->second = h;
+    }
+    ++stats_.objects_faulted;
+    resident_bytes_ += heap_->extent_of(h);
+    return h;
+}
+
+void engine_handle::swizzle(header* h) {
+    const types::layout& l = catalog_.at(h->type);
+    auto* body = reinterpret_cast<std::byte*>(h + 1);
+    for (std::uint32_t i = 0; i < h->count; ++i) {
+        for (std::uint32_t offset : l.refs) {
+            std::byte* slot = body + std::uint64_t{i} * l.size + offset;
+            std::uint64_t oid;
+            std::memcpy(&oid, slot, sizeof oid);
+            if (oid == 0) continue;
+            if (format::page_of(oid) < 1 || format::page_of(oid) >= meta_.next_page)
+                throw error(errc::corrupt, storage_->path() + ": object " + std::to_string(h->oid()) + " (" + l.name +
+                                               "), reference at offset " + std::to_string(offset) + " of element " +
+                                               std::to_string(i) + ", names object " + std::to_string(oid) +
+                                               ", outside the store's object pages; run `steppe check " +
+                                               storage_->path() + "`");
+            std::uint64_t word = word_for_oid(oid);
+            std::memcpy(slot, &word, sizeof word);
+            ++stats_.refs_swizzled;
+        }
+    }
+}
+
+std::uint64_t engine_handle::word_for_oid(std::uint64_t oid) {
+    if (scheme_.detect != detection::fault_block) return tagged(oid, slot_);
+    auto it = rot_.find(oid);
+    header* h = it != rot_.end() ? it->second : fault_block_for(oid);
+    return reinterpret_cast<std::uintptr_t>(h + 1);
+}
+
+header* engine_handle::fault_block_for(std::uint64_t oid) {
+    header* block = heap_->allocate(object_heap::fault_block_body);
+    block->word = oid << 16 | std::uint64_t{slot_} << 8 | header::proxy;
+    block->type = header::fault_block_type;
+    block->count = 0;
+    rot_.emplace(oid, block);
+    ++stats_.fault_blocks;
+    return block;
+}
+
+}  // namespace steppe::objects::detail

@@ -1,0 +1,413 @@
+// The object engine (object_engine.hpp): open, close, the store slots, roots,
+// make, stats, check, and the public steppe::objects::store over it.
+#include "objects/object_engine.hpp"
+
+#include <steppe/error.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <unistd.h>
+
+#include "storage/blob.hpp"
+
+namespace steppe::objects {
+
+const char* to_string(detection d) noexcept {
+    switch (d) {
+    case detection::id: return "id";
+    case detection::id_self_heal: return "id_self_heal";
+    case detection::fault_block: return "fault_block";
+    }
+    return "unknown";
+}
+const char* to_string(barrier b) noexcept {
+    switch (b) {
+    case barrier::object_flag: return "object_flag";
+    case barrier::remembered_set: return "remembered_set";
+    case barrier::cards: return "cards";
+    }
+    return "unknown";
+}
+const char* to_string(granularity g) noexcept {
+    switch (g) {
+    case granularity::object: return "object";
+    case granularity::logical_segment: return "logical_segment";
+    }
+    return "unknown";
+}
+
+std::string to_string(const stats& s) {
+    std::string out = "scheme " + s.scheme + "\n";
+    auto line = [&](const char* name, std::uint64_t v) { out += std::string(name) + " " + std::to_string(v) + "\n"; };
+    line("segment_faults", s.segment_faults);
+    line("objects_faulted", s.objects_faulted);
+    line("fault_blocks", s.fault_blocks);
+    line("refs_swizzled", s.refs_swizzled);
+    line("evicted_objects", s.evicted_objects);
+    line("rescued_victims", s.rescued_victims);
+    line("commits", s.commits);
+    line("new_objects", s.new_objects);
+    line("unreached_objects", s.unreached_objects);
+    line("objects_written", s.objects_written);
+    line("segments_written", s.segments_written);
+    line("pages_committed", s.pages_committed);
+    line("bytes_logged", s.bytes_logged);
+    line("syncs", s.syncs);
+    line("resident_objects", s.resident_objects);
+    line("heap_bytes", s.heap_bytes);
+    line("resident_bytes", s.resident_bytes);
+    line("resident_budget", s.resident_budget);
+    line("store_pages", s.store_pages);
+    return out;
+}
+
+namespace detail {
+
+barrier_state open_stores[256];
+
+namespace {
+// Slot 0 is never used, so a zeroed header never names a store.
+engine_handle* engines[256];
+std::mutex engines_lock;
+
+unsigned take_slot(engine_handle* e, std::uint32_t card_bytes) {
+    std::lock_guard<std::mutex> hold(engines_lock);
+    for (unsigned s = 1; s < 256; ++s) {
+        if (engines[s]) continue;
+        engines[s] = e;
+        return s;
+    }
+    (void)card_bytes;
+    throw error(errc::invalid_argument, "object stores: 255 are open in this process already; close one first");
+}
+
+void give_back_slot(unsigned slot) {
+    std::lock_guard<std::mutex> hold(engines_lock);
+    engines[slot] = nullptr;
+    open_stores[slot] = {};
+}
+
+bool is_zero(const storage::meta_bytes& raw) {
+    return std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
+}
+
+const char* scheme_flags(scheme s) {
+    static thread_local char text[96];
+    std::snprintf(text, sizeof text, "-DSTEPPE_OBJECTS_DETECTION=%s -DSTEPPE_OBJECTS_BARRIER=%s",
+                  to_string(s.detect), to_string(s.write));
+    return text;
+}
+}  // namespace
+
+engine_handle& engine_at(unsigned slot) {
+    engine_handle* e = slot < 256 ? engines[slot] : nullptr;
+    if (!e) throw error(errc::invalid_argument, "object store: a reference to an object of a store that is closed");
+    return *e;
+}
+
+engine_handle::engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled,
+                             storage::env* io)
+    : options_(o) {
+    if (o.segment_objects < 1 || o.segment_objects > format::max_segment_objects)
+        throw error(errc::invalid_argument, "object store " + path + ": segment_objects " +
+                                                std::to_string(o.segment_objects) + " is not within 1..255");
+    storage::options so;
+    so.create = o.create;
+    so.read_only = o.read_only;
+    so.durable = o.durable;
+    so.checkpoint_bytes = o.checkpoint_bytes;
+    so.salvage = o.salvage_damaged_log;
+    so.io = io;
+    storage_ = storage::storage::open(path, so);
+    heap_ = std::make_unique<object_heap>(o.heap_limit ? o.heap_limit : std::uint64_t{64} << 30, o.card_bytes);
+    budget_ = o.resident_budget ? o.resident_budget
+                                : static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                                      static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+    load_committed(compiled);
+    slot_ = take_slot(this, o.card_bytes);
+    open_stores[slot_] = {heap_->base(), heap_->cards(), heap_->card_shift()};
+    try {
+        for (const auto& [name, r] : committed_roots_)
+            roots_[name] = {r.type, r.address ? word_for_oid(r.address) : 0};
+    } catch (...) {
+        give_back_slot(slot_);
+        throw;
+    }
+}
+
+engine_handle::~engine_handle() {
+    try {
+        close();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "steppe: closing object store: %s\n", e.what());
+    }
+}
+
+void engine_handle::load_committed(std::optional<scheme> compiled) {
+    const std::string& path = storage_->path();
+    const auto& raw = storage_->meta();
+    if (is_zero(raw)) {
+        scheme s = compiled.value_or(scheme{detection::fault_block, barrier::cards});
+        std::memcpy(meta_.magic, format::engine_magic, sizeof meta_.magic);
+        meta_.detection = static_cast<std::uint8_t>(s.detect);
+        meta_.barrier = static_cast<std::uint8_t>(s.write);
+        meta_.segment_objects = options_.segment_objects;
+        meta_.next_page = std::max<storage::page_no>(storage_->page_count(), 1);
+        scheme_ = s;
+        return;
+    }
+    std::memcpy(&meta_, raw.data(), sizeof meta_);
+    if (std::memcmp(meta_.magic, format::engine_magic, sizeof meta_.magic) != 0) {
+        bool page_engine = std::memcmp(meta_.magic, "stpengn", 7) == 0;
+        throw error(page_engine ? errc::unsupported : errc::version,
+                    path + (page_engine ? " was made by the page engine; open it with steppe::store::open"
+                                        : " holds no object-engine data of a version this build reads"));
+    }
+    scheme_ = {static_cast<detection>(meta_.detection), static_cast<barrier>(meta_.barrier)};
+    if (compiled && *compiled != scheme_)
+        throw error(errc::unsupported, path + " was made with scheme " + to_string(scheme_.detect) + " + " +
+                                           to_string(scheme_.write) + ", this program is built for " +
+                                           to_string(compiled->detect) + " + " + to_string(compiled->write) +
+                                           "; build it with " + scheme_flags(scheme_));
+    if (meta_.segment_objects < 1 || meta_.segment_objects > format::max_segment_objects ||
+        meta_.next_page < 1 || meta_.next_page > storage_->page_count())
+        throw error(errc::corrupt, path + ": the object engine's meta is damaged (segment capacity " +
+                                       std::to_string(meta_.segment_objects) + ", next page " +
+                                       std::to_string(meta_.next_page) + " of " +
+                                       std::to_string(storage_->page_count()) + "); run `steppe check " + path + "`");
+    if (meta_.catalog.pages)
+        catalog_ = types::catalog::decode(
+            storage::read_blob(*storage_, meta_.catalog, format::catalog_owner, "type catalog", catalog_pages_));
+    for (std::uint32_t t = 0; t < catalog_.size(); ++t) heap_->set_type_size(t, catalog_.at(t).size);
+    if (meta_.roots.pages)
+        committed_roots_ = decode_roots(
+            storage::read_blob(*storage_, meta_.roots, format::roots_owner, "roots table", roots_pages_), path);
+    for (const auto& [name, r] : committed_roots_)
+        if (r.type >= catalog_.size())
+            throw error(errc::corrupt, path + ": root '" + name + "' names type " + std::to_string(r.type) +
+                                           ", which the catalog does not have");
+}
+
+void engine_handle::close() {
+    if (!storage_) return;
+    std::unique_ptr<storage::storage> files = std::move(storage_);
+    give_back_slot(slot_);
+    if (!options_.read_only && options_.checkpoint_on_close) files->checkpoint();
+}
+
+void engine_handle::ensure_writable(const char* call) const {
+    if (!storage_) throw error(errc::invalid_argument, std::string("object store: ") + call + " on a closed store");
+    if (options_.read_only)
+        throw error(errc::invalid_argument, storage_->path() + ": " + call + " on a store opened read-only");
+}
+
+types::catalog::index engine_handle::type_index(const types::layout& layout) {
+    std::size_t before = catalog_.size();
+    types::catalog::index i = catalog_.find_or_add(layout);
+    if (catalog_.size() != before) {
+        heap_->set_type_size(i, layout.size);
+        catalog_dirty_ = true;
+    }
+    return i;
+}
+
+std::uint64_t engine_handle::object_bytes(std::uint32_t type, std::uint64_t count) const {
+    return std::uint64_t{catalog_.at(type).size} * count;
+}
+
+void* engine_handle::make(const types::layout& layout, std::size_t count) {
+    ensure_writable("make");
+    auto refuse = [&](const std::string& why) {
+        throw error(errc::invalid_argument, "object store: type " + layout.name + ": " + why);
+    };
+    if (!layout.pointers.empty())
+        refuse("holds a raw pointer at offset " + std::to_string(layout.pointers[0]) +
+               "; the object engine stores references (steppe::objects::ref<T>)");
+    if (!layout.vptrs.empty()) refuse("is polymorphic; the object engine stores no vtable pointers");
+    if (layout.align > format::object_alignment) refuse("is aligned to more than 16 bytes");
+    if (count == 0 || count > UINT32_MAX) refuse("an array of " + std::to_string(count) + " elements");
+    types::catalog::index type = type_index(layout);
+    header* h = heap_->allocate(object_bytes(type, count));
+    // Under id the program holds this object's address (no check can catch
+    // its eviction); under fault_block the proxy bit would.
+    h->word = std::uint64_t{slot_} << 8 | (scheme_.detect == detection::id ? header::pinned : 0);
+    h->type = type;
+    h->count = static_cast<std::uint32_t>(count);
+    ++made_since_commit_;
+    return h + 1;
+}
+
+void engine_handle::destroy(void*) {
+    throw error(errc::invalid_argument,
+                "object store: objects are not destroyed one by one; what no root reaches at a commit is not kept");
+}
+
+std::uint64_t engine_handle::persistent_address(const void* p) const {
+    if (!holds(p)) return 0;
+    return header_of(p)->oid();
+}
+
+void* engine_handle::find_root(std::string_view name, const types::layout& layout) {
+    if (!storage_) throw error(errc::invalid_argument, "object store: find_root on a closed store");
+    auto it = roots_.find(name);
+    if (it == roots_.end() || it->second.word == 0) return nullptr;
+    const types::layout& stored = catalog_.at(it->second.type);
+    if (stored.name != layout.name)
+        throw error(errc::type_mismatch, storage_->path() + ": root '" + std::string(name) + "' holds a " +
+                                             stored.name + ", not a " + layout.name);
+    type_index(layout);  // type_mismatch if the program's layout differs from the store's
+    void* body = follow(it->second.word);
+    if (scheme_.detect == detection::id) header_of(body)->word |= header::pinned;  // the program gets its address
+    return body;
+}
+
+void engine_handle::set_root(std::string_view name, const types::layout& layout, void* object) {
+    ensure_writable("set_root");
+    types::catalog::index type = type_index(layout);
+    if (object) {
+        if (!holds(object))
+            throw error(errc::invalid_argument, "object store: set_root('" + std::string(name) +
+                                                    "'): the object was not made by this store");
+        const header* h = header_of(object);
+        if (h->type != type || h->count != 1)
+            throw error(errc::type_mismatch, "object store: set_root('" + std::string(name) + "'): the object is a " +
+                                                 catalog_.at(h->type).name + ", not a " + layout.name);
+    }
+    if (object && scheme_.detect == detection::id) header_of(object)->word |= header::pinned;  // a direct word
+    roots_[std::string(name)] = {type, reinterpret_cast<std::uintptr_t>(object)};
+    roots_dirty_ = true;
+}
+
+bool engine_handle::remove_root(std::string_view name) {
+    ensure_writable("remove_root");
+    auto it = roots_.find(name);
+    if (it == roots_.end()) return false;
+    roots_.erase(it);
+    roots_dirty_ = true;
+    return true;
+}
+
+std::vector<steppe::root_info> engine_handle::roots() const {
+    std::vector<steppe::root_info> out;
+    for (const auto& [name, r] : roots_) out.push_back({name, catalog_.at(r.type).name});
+    return out;
+}
+
+void engine_handle::checkpoint() {
+    ensure_writable("checkpoint");
+    storage_->checkpoint();
+}
+
+objects::stats engine_handle::object_stats() const {
+    objects::stats s = stats_;
+    s.scheme = std::string(to_string(scheme_.detect)) + " + " + to_string(scheme_.write) +
+               (scheme_.write == barrier::cards ? "-" + std::to_string(1u << heap_->card_shift()) : "") + ", " +
+               to_string(options_.fetch);
+    s.resident_objects = rot_.size();
+    s.heap_bytes = heap_->bytes_used();
+    s.resident_bytes = resident_bytes();
+    s.resident_budget = budget_;
+    if (storage_) {
+        s.bytes_logged = storage_->counters().bytes_written;
+        s.syncs = storage_->counters().syncs;
+        s.store_pages = storage_->page_count();
+    }
+    return s;
+}
+
+store_stats engine_handle::stats() const {
+    objects::stats o = object_stats();
+    store_stats s;
+    s.backend = "objects (" + o.scheme + ")";
+    s.write_tracking = to_string(scheme_.write);
+    s.faults = o.segment_faults;
+    s.pointers_swizzled = o.refs_swizzled;
+    s.commits = o.commits;
+    s.pages_committed = o.pages_committed;
+    s.bytes_logged = o.bytes_logged;
+    s.syncs = o.syncs;
+    s.store_pages = o.store_pages;
+    s.resident_pages = (o.heap_bytes + storage::page_size - 1) / storage::page_size;
+    return s;
+}
+
+std::vector<std::string> engine_handle::check_memory() const {
+    std::vector<std::string> findings = heap_->check();
+    if (!findings.empty()) return findings;
+    std::size_t indexed = 0;
+    heap_->for_each([&](header* h) {
+        std::uint64_t oid = h->oid();
+        bool indirect_block = (h->word & header::proxy) && (h->word & header::indirect);
+        if (oid == 0 || indirect_block) return;
+        ++indexed;
+        auto it = rot_.find(oid);
+        if (it == rot_.end() || it->second != h)
+            findings.push_back("object engine: R1: oid " + std::to_string(oid) +
+                               " has a header in the heap that the resident object table does not map to");
+    });
+    if (indexed != rot_.size())
+        findings.push_back("object engine: R1: the resident object table holds " + std::to_string(rot_.size()) +
+                           " oids, the heap " + std::to_string(indexed));
+    for (const auto& [oid, h] : rot_)
+        if ((h->word & header::victim) && (h->word & (header::dirty | header::pinned)))
+            findings.push_back("object engine: R3: victim " + std::to_string(oid) + " is dirty or pinned");
+    for (const auto& [name, r] : roots_) {
+        bool tagged = r.word & 1;
+        if (r.word && !tagged && !heap_->contains(reinterpret_cast<void*>(r.word)))
+            findings.push_back("object engine: R2: root '" + name + "' points outside the heap");
+    }
+    return findings;
+}
+
+}  // namespace detail
+
+// ---- the public store --------------------------------------------------------
+
+store store::open(const std::string& path, const options& o, scheme compiled) {
+    return store(std::make_unique<detail::engine_handle>(path, o, compiled));
+}
+store::store(std::unique_ptr<detail::engine_handle> engine) : engine_(std::move(engine)) {}
+store::store(store&&) noexcept = default;
+store& store::operator=(store&&) noexcept = default;
+store::~store() = default;
+
+void store::close() {
+    if (engine_) engine_->close();
+}
+bool store::remove_root(std::string_view name) { return engine_->remove_root(name); }
+std::vector<root_info> store::roots() const {
+    std::vector<root_info> out;
+    for (auto& r : engine_->roots()) out.push_back({r.name, r.type});
+    return out;
+}
+void store::commit() { engine_->commit(); }
+void store::rollback() { engine_->rollback(); }
+void store::checkpoint() { engine_->checkpoint(); }
+objects::stats store::stats() const { return engine_->object_stats(); }
+std::vector<std::string> store::check() const { return engine_->check(); }
+const std::string& store::path() const { return engine_->path(); }
+const std::string& store::salvage_report() const { return engine_->salvage_report(); }
+void* store::allocate(const types::layout& layout, std::size_t count) { return engine_->make(layout, count); }
+const void* store::find_root_raw(std::string_view name, const types::layout& layout) {
+    return engine_->find_root(name, layout);
+}
+void store::set_root_raw(std::string_view name, const types::layout& layout, const void* body) {
+    engine_->set_root(name, layout, const_cast<void*>(body));
+}
+
+}  // namespace steppe::objects
+
+namespace steppe {
+std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options) {
+    objects::options o;
+    o.create = options.create;
+    o.read_only = options.read_only;
+    o.durable = options.durable;
+    o.checkpoint_on_close = options.checkpoint_on_close;
+    o.salvage_damaged_log = options.salvage_damaged_log;
+    return std::make_unique<objects::detail::engine_handle>(path, o, std::nullopt);
+}
+}  // namespace steppe
