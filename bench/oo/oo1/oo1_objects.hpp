@@ -86,6 +86,7 @@ inline std::map<std::string, std::int64_t> object_counters(const so::store& s) {
             {"objects_faulted", i(st.objects_faulted)},
             {"fault_blocks", i(st.fault_blocks)},
             {"refs_swizzled", i(st.refs_swizzled)},
+            {"evicted_objects", i(st.evicted_objects)},
             {"commits", i(st.commits)},
             {"new_objects", i(st.new_objects)},
             {"objects_written", i(st.objects_written)},
@@ -161,7 +162,12 @@ public:
     }
 
     // ---- reading ----
-    handle find(std::int64_t id) const { return find_ref(id).get(); }
+    // Dereferences the index slot in place (not a copy of it), so that
+    // id_self_heal patches the slot as it would any stored reference.
+    handle find(std::int64_t id) const {
+        const so::ref<OPart>* slot = find_slot(id);
+        return slot ? slot->get() : nullptr;
+    }
     const OPart& part(handle h) const { return *h; }
     handle out(const OPart& p, int c) const { return p.to[c].to.get(); }
     template <class F>
@@ -185,8 +191,9 @@ public:
         so::ref<OPart> pp = make_part(s);
         OPart* p = pp.mut();
         for (int c = 0; c < fanout; ++c) {
-            so::ref<OPart> target = find_ref(s.conn[c].to);
-            bench::check(static_cast<bool>(target), "insert: connection target missing");
+            const so::ref<OPart>* slot = find_slot(s.conn[c].to);
+            bench::check(slot != nullptr, "insert: connection target missing");
+            so::ref<OPart> target = *slot;
             p->to[c].to = target;
             std::memcpy(p->to[c].type, s.conn[c].type, 10);
             p->to[c].length = s.conn[c].length;
@@ -249,15 +256,16 @@ private:
         return pp;
     }
 
-    so::ref<OPart> find_ref(std::int64_t id) const {
+    // The index slot holding part `id`'s reference, null if absent.
+    const so::ref<OPart>* find_slot(std::int64_t id) const {
         const ODb* d = db_.get();
         std::uint64_t mask = d->index_cap - 1, per = chunk_slots(d->index_cap);
         unsigned shift = static_cast<unsigned>(__builtin_ctzll(per));
         const so::array<so::ref<OChunk>>& dir = *d->index;
         for (std::uint64_t h = slot_hash(id) & mask;; h = (h + 1) & mask) {
             const OSlot& s = (*dir[h >> shift])[h & (per - 1)];
-            if (s.id == id) return s.part;
-            if (s.id == 0) return {};
+            if (s.id == id) return &s.part;
+            if (s.id == 0) return nullptr;
         }
     }
     void index_put(std::int64_t id, const so::ref<OPart>& part) {
