@@ -529,7 +529,7 @@ def report_bench(bench, summary, gens, lines, goals):
                     x = ops.get(op, {}).get(s)
                     if not x:
                         continue
-                    for phase in ('open', 'cold', 'warm', 'hot'):
+                    for phase in ('cold', 'warm', 'hot'):  # the open records no engine counters
                         c = x['counters_per_iteration'].get(phase) or {}
                         if not c or (phase == 'hot' and op in bench.update_ops):
                             continue
