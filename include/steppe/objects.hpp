@@ -25,7 +25,7 @@
 // of Hosking & Moss 1993 were separate builds, so each build pays only its
 // own residency check and barrier (docs/objects.md):
 //   -DSTEPPE_OBJECTS_DETECTION=fault_block (default) | id | id_self_heal
-//   -DSTEPPE_OBJECTS_BARRIER=cards (default) | object_flag | remembered_set
+//   -DSTEPPE_OBJECTS_BARRIER=cards (default) | object_flag | remembered_set | pages
 // A store records the scheme it was made with; opening it from a program
 // built for another is errc::unsupported naming both. Translation units of
 // one program must agree (the types live in a namespace named by the scheme,
@@ -67,11 +67,13 @@ enum class barrier : std::uint8_t {
     object_flag = 1,     // mut() sets a header bit; commit scans the resident objects
     remembered_set = 2,  // mut() records the object in a set once
     cards = 3,           // mut() marks the card holding the object's header; commit looks at dirty cards
+    pages = 4,           // mut() does nothing: write protection of the heap finds the pages written (vm module)
 };
 // What a fault reads into memory (Mneme, digest 000 §2.2).
 enum class granularity : std::uint8_t {
-    object = 1,           // the one object asked for
-    logical_segment = 2,  // every object of its segment
+    object = 1,            // the one object asked for
+    logical_segment = 2,   // every object of its segment
+    physical_segment = 3,  // its segment and those after it, at least 32 KiB of pages in all
 };
 const char* to_string(detection d) noexcept;
 const char* to_string(barrier b) noexcept;
@@ -267,6 +269,8 @@ private:
             s.cards[(reinterpret_cast<std::uintptr_t>(h) - s.heap_base) >> s.card_shift] = 1;
         } else if constexpr (detail::compiled_scheme.write == barrier::object_flag) {
             h->word |= detail::header::dirty;
+        } else if constexpr (detail::compiled_scheme.write == barrier::pages) {
+            (void)h;  // the heap's pages are write-protected: the kernel sees the write
         } else {
             if (!(h->word & detail::header::dirty)) detail::remember(h);
         }

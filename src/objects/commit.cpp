@@ -60,6 +60,7 @@ std::vector<header*> engine_handle::written_objects() {
         if (h->type != header::fault_block_type && h->type != header::free_type && h->oid() != 0) out.push_back(h);
     };
     switch (scheme_.write) {
+    case barrier::pages: heap_->mark_written_pages(); [[fallthrough]];
     case barrier::cards: heap_->for_each_in_dirty_cards(keep); break;
     case barrier::object_flag:
         heap_->for_each([&](header* h) {
@@ -281,6 +282,7 @@ void engine_handle::commit() {
 
 void engine_handle::forget_writes() {
     switch (scheme_.write) {
+    case barrier::pages:  // take_dirty re-armed the tracking
     case barrier::cards: heap_->clear_cards(); break;
     case barrier::object_flag: heap_->for_each([](header* h) { h->word &= ~header::dirty; }); break;
     case barrier::remembered_set:

@@ -100,13 +100,39 @@ void* engine_handle::fault_in(std::uint64_t oid) {
     if (options_.fetch == granularity::object) {
         copied.push_back(materialize(s, slot));
     } else {
-        for (std::uint32_t i = 0; i < s.head.objects; ++i) {
-            auto r = rot_.find(format::make_oid(s.page, i));
-            if (r == rot_.end() || r->second->type == header::fault_block_type) copied.push_back(materialize(s, i));
-        }
+        materialize_all(s, copied);
+        if (options_.fetch == granularity::physical_segment) read_neighbours(s, copied);
     }
     for (header* h : copied) swizzle(h);
     return rot_.at(oid) + 1;
+}
+
+// Every object of `s` not in memory yet.
+void engine_handle::materialize_all(const segment_view& s, std::vector<header*>& copied) {
+    for (std::uint32_t i = 0; i < s.head.objects; ++i) {
+        auto r = rot_.find(format::make_oid(s.page, i));
+        if (r == rot_.end() || r->second->type == header::fault_block_type) copied.push_back(materialize(s, i));
+    }
+}
+
+// The segments after `s` until a physical segment's worth of pages is read
+// (blob pages between them are skipped, not counted).
+void engine_handle::read_neighbours(const segment_view& s, std::vector<header*>& copied) {
+    std::vector<std::byte> page(storage::page_size), buffer;
+    std::uint64_t read = s.head.pages;
+    for (std::uint64_t p = s.page + s.head.pages; read < physical_segment_pages && p < meta_.next_page;) {
+        storage_->read_page(p, page.data());
+        std::uint32_t magic;
+        std::memcpy(&magic, page.data(), sizeof magic);
+        if (magic == storage::blob_magic) {
+            ++p;
+            continue;
+        }
+        segment_view next = read_segment(p, buffer, "a physical segment");
+        materialize_all(next, copied);
+        read += next.head.pages;
+        p += next.head.pages;
+    }
 }
 
 engine_handle::segment_view engine_handle::read_segment(std::uint64_t page, std::vector<std::byte>& buffer,

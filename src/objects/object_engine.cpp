@@ -28,6 +28,7 @@ const char* to_string(barrier b) noexcept {
     case barrier::object_flag: return "object_flag";
     case barrier::remembered_set: return "remembered_set";
     case barrier::cards: return "cards";
+    case barrier::pages: return "pages";
     }
     return "unknown";
 }
@@ -35,6 +36,7 @@ const char* to_string(granularity g) noexcept {
     switch (g) {
     case granularity::object: return "object";
     case granularity::logical_segment: return "logical_segment";
+    case granularity::physical_segment: return "physical_segment";
     }
     return "unknown";
 }
@@ -122,7 +124,6 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
     so.salvage = o.salvage_damaged_log;
     so.io = io;
     storage_ = storage::storage::open(path, so);
-    heap_ = std::make_unique<object_heap>(o.heap_limit ? o.heap_limit : std::uint64_t{64} << 30, o.card_bytes);
     budget_ = o.resident_budget ? o.resident_budget
                                 : static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                                       static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
@@ -157,6 +158,7 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
         meta_.segment_objects = options_.segment_objects;
         meta_.next_page = std::max<storage::page_no>(storage_->page_count(), 1);
         scheme_ = s;
+        make_heap();
         return;
     }
     std::memcpy(&meta_, raw.data(), sizeof meta_);
@@ -178,6 +180,7 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
                                        std::to_string(meta_.segment_objects) + ", next page " +
                                        std::to_string(meta_.next_page) + " of " +
                                        std::to_string(storage_->page_count()) + "); run `steppe check " + path + "`");
+    make_heap();
     if (meta_.catalog.pages)
         catalog_ = types::catalog::decode(
             storage::read_blob(*storage_, meta_.catalog, format::catalog_owner, "type catalog", catalog_pages_));
@@ -189,6 +192,11 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
         if (r.type >= catalog_.size())
             throw error(errc::corrupt, path + ": root '" + name + "' names type " + std::to_string(r.type) +
                                            ", which the catalog does not have");
+}
+
+void engine_handle::make_heap() {
+    std::uint64_t limit = options_.heap_limit ? options_.heap_limit : std::uint64_t{64} << 30;
+    heap_ = std::make_unique<object_heap>(limit, options_.card_bytes, scheme_.write == barrier::pages);
 }
 
 void engine_handle::close() {
@@ -304,7 +312,8 @@ void engine_handle::checkpoint() {
 objects::stats engine_handle::object_stats() const {
     objects::stats s = stats_;
     s.scheme = std::string(to_string(scheme_.detect)) + " + " + to_string(scheme_.write) +
-               (scheme_.write == barrier::cards ? "-" + std::to_string(1u << heap_->card_shift()) : "") + ", " +
+               (scheme_.write == barrier::cards ? "-" + std::to_string(1u << heap_->card_shift()) : "") +
+               (scheme_.write == barrier::pages ? std::string(" (") + heap_->write_tracking() + ")" : "") + ", " +
                to_string(options_.fetch);
     s.resident_objects = rot_.size();
     s.heap_bytes = heap_->bytes_used();

@@ -104,6 +104,7 @@ private:
 
     // object_engine.cpp
     void load_committed(std::optional<scheme> compiled);
+    void make_heap();  // once the scheme is known
     void ensure_writable(const char* call) const;
     types::catalog::index type_index(const types::layout& layout);
     std::uint64_t word_for_oid(std::uint64_t oid);  // as the scheme swizzles a reference
@@ -112,6 +113,10 @@ private:
     // fault.cpp
     segment_view read_segment(std::uint64_t page, std::vector<std::byte>& buffer, const char* why) const;
     header* materialize(const segment_view& s, std::uint32_t slot);
+    void materialize_all(const segment_view& s, std::vector<header*>& copied);
+    void read_neighbours(const segment_view& s, std::vector<header*>& copied);
+    // granularity::physical_segment reads at least this many pages (32 KiB, Mneme's unit of I/O).
+    static constexpr std::uint64_t physical_segment_pages = 8;
     void swizzle(header* h);
     header* fault_block_for(std::uint64_t oid);
 

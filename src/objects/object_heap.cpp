@@ -9,11 +9,18 @@
 #include <cstring>
 
 #include "common/system_error.hpp"
+#include "vm/vm.hpp"
 
 namespace steppe::objects {
 
 namespace {
 std::uint64_t round16(std::uint64_t n) { return (n + 15) & ~std::uint64_t{15}; }
+
+// A page of the heap's arena never touched: zeros (async-signal-safe).
+bool zero_page(void*, std::uintptr_t, std::byte* out) noexcept {
+    for (std::size_t i = 0; i < vm::page_size; ++i) out[i] = std::byte{0};
+    return true;
+}
 
 void* reserve(std::uint64_t bytes, const char* what) {
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -25,12 +32,18 @@ void* reserve(std::uint64_t bytes, const char* what) {
 }
 }  // namespace
 
-object_heap::object_heap(std::uint64_t limit, std::uint32_t card_bytes) : limit_bytes_(limit) {
+object_heap::object_heap(std::uint64_t limit, std::uint32_t card_bytes, bool track_pages) : limit_bytes_(limit) {
+    if (track_pages) card_bytes = vm::page_size;
     if (!std::has_single_bit(card_bytes) || card_bytes < 16 || card_bytes > 4096)
         throw error(errc::invalid_argument, "object store: card_bytes " + std::to_string(card_bytes) +
                                                 " is not a power of two from 16 to 4096");
     card_shift_ = static_cast<unsigned>(std::countr_zero(card_bytes));
-    base_ = top_ = reinterpret_cast<std::uintptr_t>(reserve(limit, "objects"));
+    if (track_pages) {
+        pages_ = vm::fault_space::create(vm::choose_backend(vm::backend_kind::uffd), zero_page, nullptr);
+        base_ = top_ = pages_->reserve(limit);
+    } else {
+        base_ = top_ = reinterpret_cast<std::uintptr_t>(reserve(limit, "objects"));
+    }
     limit_ = base_ + limit;
     card_count_ = (limit >> card_shift_) + 1;
     try {
@@ -43,7 +56,8 @@ object_heap::object_heap(std::uint64_t limit, std::uint32_t card_bytes) : limit_
 }
 
 object_heap::~object_heap() {
-    if (base_) ::munmap(reinterpret_cast<void*>(base_), limit_bytes_);
+    if (base_ && !pages_) ::munmap(reinterpret_cast<void*>(base_), limit_bytes_);
+    pages_.reset();
     if (cards_) ::munmap(cards_, card_count_);
     if (first_in_card_) ::munmap(first_in_card_, card_count_ * sizeof(std::uint32_t));
     base_ = 0;
@@ -94,8 +108,40 @@ void object_heap::make_free(std::uintptr_t at, std::uint64_t extent) {
     free_[extent].push_back(at);
     free_bytes_ += extent;
     // Whole pages past the free block's header go back to the kernel.
-    std::uintptr_t page = 4096, from = (at + sizeof(header) + page - 1) & ~(page - 1), to = (at + extent) & ~(page - 1);
-    if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    std::uintptr_t page = 4096;
+    give_back((at + sizeof(header) + page - 1) & ~(page - 1), (at + extent) & ~(page - 1));
+}
+
+void object_heap::give_back(std::uintptr_t from, std::uintptr_t to) {
+    if (to <= from) return;
+    if (pages_)
+        pages_->discard(from, (to - from) / vm::page_size);  // missing again: zeros at the next touch
+    else
+        ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
+void object_heap::mark_written_pages() {
+    for (std::uintptr_t page : pages_->take_dirty())
+        if (page >= base_ && page < top_) cards_[card_of(page)] = 1;
+}
+
+const char* object_heap::write_tracking() const noexcept {
+    return pages_ ? vm::to_string(pages_->tracking()) : "none";
+}
+
+// The object whose extent covers the start of `card` from an earlier card, if any.
+object_heap::header* object_heap::covering(std::uint64_t card) const noexcept {
+    std::uint64_t c = card;
+    while (c > 0 && first_in_card_[c - 1] == no_header) --c;
+    if (c == 0) return nullptr;
+    std::uintptr_t start = base_ + (card << card_shift_);
+    header* last = nullptr;
+    for (std::uintptr_t a = base_ + ((c - 1) << card_shift_) + first_in_card_[c - 1] - 1; a < start;) {
+        last = reinterpret_cast<header*>(a);
+        a += extent_of(last);
+        if (a <= start) last = nullptr;
+    }
+    return last;
 }
 
 void object_heap::release(header* h, std::uint64_t keep) {
@@ -127,14 +173,19 @@ void object_heap::for_each(const std::function<void(header*)>& visit) const {
 
 void object_heap::for_each_in_dirty_cards(const std::function<void(header*)>& visit) {
     std::uint64_t used = top_ == base_ ? 0 : card_of(top_ - 1) + 1;
+    header* last = nullptr;
     for (std::uint64_t c = 0; c < used; ++c) {
         if (!cards_[c]) continue;
+        if (pages_) {
+            header* h = covering(c);
+            if (h && h > last) visit(last = h);
+        }
         if (first_in_card_[c] == no_header) continue;
         std::uintptr_t card_end = base_ + ((c + 1) << card_shift_);
         for (std::uintptr_t a = base_ + (c << card_shift_) + first_in_card_[c] - 1; a < card_end && a < top_;) {
             auto* h = reinterpret_cast<header*>(a);
             a += extent_of(h);
-            visit(h);
+            if (h > last) visit(last = h);
         }
     }
 }
@@ -181,7 +232,7 @@ std::vector<std::string> object_heap::check() const {
         if (first_in_card_[c] != expected[c])
             findings.push_back("object heap: H2: card " + std::to_string(c) + " records its first header at " +
                                std::to_string(first_in_card_[c]) + ", the heap has it at " + std::to_string(expected[c]));
-        if (cards_[c] && expected[c] == no_header)
+        if (cards_[c] && expected[c] == no_header && !pages_)
             findings.push_back("object heap: H3: card " + std::to_string(c) + " is marked but holds no header");
     }
     return findings;

@@ -10,7 +10,10 @@
 // With barrier::cards it also keeps the card table the inline barrier marks
 // (one byte per card of card_bytes, indexed by header address) and, per card,
 // the first header that starts in it, so a commit can walk the objects of a
-// dirty card.
+// dirty card. With barrier::pages the heap is an arena of the vm module
+// (src/vm/vm.hpp) whose write tracking (userfaultfd write-protect or
+// mprotect) reports the pages written; they mark 4 KiB cards, and a card's
+// objects then include the one that covers its start.
 //
 // Invariants (check()):
 //  H1 headers tile [base, top): each object's extent (header + body, rounded
@@ -26,8 +29,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace steppe::vm {
+class fault_space;
+}
 
 namespace steppe::objects {
 
@@ -37,7 +45,9 @@ public:
 
     // Reserves `limit` bytes of address space (MAP_NORESERVE: memory is used
     // as objects are made). card_bytes: a power of two, 16..4096.
-    object_heap(std::uint64_t limit, std::uint32_t card_bytes);
+    // track_pages: the memory comes from a vm arena with write tracking, and
+    // cards are pages.
+    object_heap(std::uint64_t limit, std::uint32_t card_bytes, bool track_pages = false);
     ~object_heap();
     object_heap(const object_heap&) = delete;
     object_heap& operator=(const object_heap&) = delete;
@@ -65,7 +75,11 @@ public:
 
     // Every header, in address order.
     void for_each(const std::function<void(header*)>& visit) const;
-    // Every header that starts in a marked card, each once, in address order.
+    // barrier::pages: marks the cards of the pages written since the last call.
+    void mark_written_pages();
+    const char* write_tracking() const noexcept;
+    // Every header that starts in a marked card (with page tracking, or
+    // covers its start), each once, in address order.
     void for_each_in_dirty_cards(const std::function<void(header*)>& visit);
     void clear_cards() noexcept;
     std::vector<std::string> check() const;
@@ -88,6 +102,9 @@ private:
     std::uint32_t* first_in_card_ = nullptr;
     std::map<std::uint64_t, std::vector<std::uintptr_t>> free_;  // extent -> free blocks of it
     std::uint64_t free_bytes_ = 0;
+    std::unique_ptr<vm::fault_space> pages_;  // barrier::pages only
+    header* covering(std::uint64_t card) const noexcept;
+    void give_back(std::uintptr_t from, std::uintptr_t to);
 
     header* take_free(std::uint64_t extent);
     void make_free(std::uintptr_t at, std::uint64_t extent);

@@ -54,6 +54,7 @@ TEST_F(CliTest, InfoShowsFormatSizesAndLogState) {
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(masked(r.out),
               "store        STORE\n"
+              "engine       pages\n"
               "format       version 2, page size 4096\n"
               "store id     ID\n"
               "pages        10 (0.0 MiB)\n"
@@ -70,6 +71,7 @@ TEST_F(CliTest, InfoAfterACleanCloseShowsAnEmptyLog) {
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(masked(r.out),
               "store        STORE\n"
+              "engine       pages\n"
               "format       version 2, page size 4096\n"
               "store id     ID\n"
               "pages        10 (0.0 MiB)\n"

@@ -653,7 +653,7 @@ TEST(types_catalog_damage, every_bit_flip_is_corrupt) {
 struct Node {
     Node* next;
 };
-constexpr std::size_t entry_count_at = 12, pointer_count_at = 40, pointer_at = 44, field_kind_at = 64,
+constexpr std::size_t entry_count_at = 12, pointer_count_at = 40, pointer_at = 44, ref_count_at = 52, field_kind_at = 68,
                       fingerprint_at = 32, size_at = 24, align_at = 28;
 
 std::vector<std::byte> node_catalog() {
@@ -676,9 +676,18 @@ std::vector<std::byte> reseal(std::vector<std::byte> b) {
 }
 
 TEST(types_catalog_damage, node_catalog_has_the_documented_size) {
-    // The worked example in catalog_format.cpp (clang cannot name the member "next").
-    EXPECT_EQ(node_catalog().size(), member_names_known ? 98u : 94u);
+    // The worked example in catalog_format.cpp, plus version 2's reference
+    // count (clang cannot name the member "next").
+    EXPECT_EQ(node_catalog().size(), member_names_known ? 102u : 98u);
     EXPECT_NO_THROW(catalog::decode(reseal(node_catalog())));
+}
+
+TEST(types_catalog_damage, version_1_catalogs_are_read) {
+    auto b = node_catalog();
+    b[4] = std::byte{1};
+    b.erase(b.begin() + ref_count_at, b.begin() + ref_count_at + 4);  // version 1 has no reference offsets
+    catalog c = catalog::decode(reseal(b));
+    EXPECT_EQ(c.at(0), layout_of<Node>());
 }
 
 TEST(types_catalog_damage, header_fields) {
@@ -686,8 +695,8 @@ TEST(types_catalog_damage, header_fields) {
     b[0] = std::byte{'X'};
     expect_corrupt(reseal(b), "bad magic");
     b = node_catalog();
-    b[4] = std::byte{2};
-    expect_corrupt(reseal(b), "unknown version 2");
+    b[4] = std::byte{3};
+    expect_corrupt(reseal(b), "unknown version 3");
     b = node_catalog();
     b[6] = std::byte{1};
     expect_corrupt(reseal(b), "reserved");
@@ -709,6 +718,9 @@ TEST(types_catalog_damage, entry_fields) {
     b = node_catalog();
     put_u32(b, pointer_count_at, 0x40000000);
     expect_corrupt(reseal(b), "pointer count 1073741824 exceeds the data");
+    b = node_catalog();
+    put_u32(b, ref_count_at, 0x40000000);
+    expect_corrupt(reseal(b), "reference count 1073741824 exceeds the data");
     b = node_catalog();
     b[field_kind_at] = std::byte{9};
     expect_corrupt(reseal(b), "unknown field kind 9");
