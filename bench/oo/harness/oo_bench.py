@@ -30,21 +30,31 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))                  # bench/oo/harness
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))    # the repository
 
-SYSTEMS = ['transient', 'steppe-uffd', 'steppe-mprotect', 'bip', 'pmem', 'pmem-nd', 'lmdb']
+# objects-*: steppe's object engine, one scheme per executable (oo1_objects_fb, _id,
+# _idsh; the oo1 executable hands these systems to them). A store records the
+# scheme it was made with, so each scheme is its own store family.
+OBJECT_SYSTEMS = ['objects-fb', 'objects-id', 'objects-idsh']
+SYSTEMS = ['transient', 'steppe-uffd', 'steppe-mprotect'] + OBJECT_SYSTEMS + ['bip', 'pmem', 'pmem-nd', 'lmdb']
 FAMILY = {'transient': None, 'steppe-uffd': 'steppe', 'steppe-mprotect': 'steppe', 'bip': 'bip',
-          'pmem': 'pmem', 'pmem-nd': 'pmem', 'lmdb': 'lmdb'}
-GEN_SYSTEM = {'steppe': 'steppe-uffd', 'bip': 'bip', 'pmem': 'pmem', 'lmdb': 'lmdb'}
-FAMILY_SUFFIXES = {'steppe': ['', '-wal'], 'bip': [''], 'pmem': [''], 'lmdb': ['', '-lock']}
+          'pmem': 'pmem', 'pmem-nd': 'pmem', 'lmdb': 'lmdb', **{s: s for s in OBJECT_SYSTEMS}}
+GEN_SYSTEM = {'steppe': 'steppe-uffd', 'bip': 'bip', 'pmem': 'pmem', 'lmdb': 'lmdb',
+              **{s: s for s in OBJECT_SYSTEMS}}
+FAMILY_SUFFIXES = {'steppe': ['', '-wal'], 'bip': [''], 'pmem': [''], 'lmdb': ['', '-lock'],
+                   **{s: ['', '-wal'] for s in OBJECT_SYSTEMS}}
 LABEL = {
     'transient': 'transient (std::allocator)',
     'steppe-uffd': 'steppe (uffd)',
     'steppe-mprotect': 'steppe (mprotect)',
+    'objects-fb': 'steppe objects (fault_block + cards)',
+    'objects-id': 'steppe objects (id + cards)',
+    'objects-idsh': 'steppe objects (id_self_heal + cards)',
     'bip': 'Boost.Interprocess',
     'pmem': 'libpmemobj (durable)',
     'pmem-nd': 'libpmemobj (PMEM_IS_PMEM_FORCE=1, NOT durable)',
     'lmdb': 'LMDB',
 }
 SHORT = {'transient': 'transient', 'steppe-uffd': 'steppe-uffd', 'steppe-mprotect': 'steppe-mprot',
+         'objects-fb': 'objects-fb', 'objects-id': 'objects-id', 'objects-idsh': 'objects-idsh',
          'bip': 'BIP', 'pmem': 'pmemobj', 'pmem-nd': 'pmemobj-ND', 'lmdb': 'LMDB'}
 PEERS = ['bip', 'pmem', 'lmdb']  # durable peers for the goals (pmem-nd is reported, not a goal peer)
 
@@ -81,7 +91,8 @@ OO7 = Bench(
     {'t1': 'T1 full traversal', 't2a': 'T2a (update roots) + commit', 't2b': 'T2b (update all) + commit',
      't2c': 'T2c (update all x4) + commit', 't6': 'T6 sparse traversal', 'q1': 'Q1 10 lookups',
      'q4': 'Q4 document lookups', 'insert': 'insert 5 composites + commit',
-     'delete': 'delete 5 composites + commit'})
+     'delete': 'delete 5 composites + commit'},
+    {s: 'not run: OO7 is not ported to the object engine yet (OO1 only)' for s in OBJECT_SYSTEMS})
 
 
 # ---- environment ------------------------------------------------------------------------
@@ -477,7 +488,8 @@ def report_bench(bench, summary, gens, lines, goals):
                 lines.append('| %s | %s | %s |' % (bench.labels[op], phase, ' | '.join(row)))
         # counters
         lines.append('\n**counters per iteration** (median; warm = per warm iteration): minor/major page faults, '
-                     'steppe page faults (pages swizzled in), storage bytes read / written (/proc/self/io), '
+                     'store faults (steppe page engine: page faults, pages swizzled in; object engine: segment '
+                     'faults, segments read by a dereference), storage bytes read / written (/proc/self/io), '
                      'syncs (fsync + fdatasync + msync(MS_SYNC) calls), peak RSS, store size on disk\n')
         lines.append('| op | system | phase | minflt | majflt | store faults | read | written | syncs | peak RSS | store |')
         lines.append('|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
@@ -495,11 +507,35 @@ def report_bench(bench, summary, gens, lines, goals):
                     files = x['files'] or {}
                     lines.append('| %s | %s | %s | %.0f | %.0f | %s | %s | %s | %s | %s | %s |' % (
                         op, SHORT[s], phase, c.get('minflt', 0), c.get('majflt', 0),
-                        '%.0f' % c['store_faults'] if 'store_faults' in c else '–',
+                        '%.0f' % c['store_faults'] if 'store_faults' in c else
+                        '%.0f' % c['segment_faults'] if 'segment_faults' in c else '–',
                         fmt_bytes(c.get('read_bytes', 0)), fmt_bytes(c.get('write_bytes', 0)),
                         '%.1f' % c.get('syncs', 0) if c.get('syncs', 0) % 1 else '%.0f' % c.get('syncs', 0),
                         fmt_bytes(x['peak_rss_kib']['median'] * 1024) if x.get('peak_rss_kib') else '–',
                         fmt_bytes(files.get('file_allocated_bytes')) if files else '–'))
+        # the object engine's own counters (so::store::stats())
+        osys = [s for s in syss if s in OBJECT_SYSTEMS]
+        if osys:
+            keys = [('segment_faults', 'segment faults'), ('objects_faulted', 'objects faulted'),
+                    ('fault_blocks', 'fault blocks'), ('refs_swizzled', 'refs swizzled'), ('commits', 'commits'),
+                    ('objects_written', 'objects written'), ('segments_written', 'segments written'),
+                    ('bytes_logged', 'logged')]
+            lines.append('\n**object engine counters per iteration** (median; `so::store::stats()`; warm = per warm '
+                         'iteration)\n')
+            lines.append('| op | system | phase | ' + ' | '.join(k[1] for k in keys) + ' |')
+            lines.append('|---|---|---|' + '---:|' * len(keys))
+            for op in bench.ops:
+                for s in osys:
+                    x = ops.get(op, {}).get(s)
+                    if not x:
+                        continue
+                    for phase in ('cold', 'warm', 'hot'):  # the open records no engine counters
+                        c = x['counters_per_iteration'].get(phase) or {}
+                        if not c or (phase == 'hot' and op in bench.update_ops):
+                            continue
+                        lines.append('| %s | %s | %s | %s |' % (op, SHORT[s], phase, ' | '.join(
+                            fmt_bytes(c.get(k, 0)) if k == 'bytes_logged' else
+                            ('%.1f' % c.get(k, 0) if c.get(k, 0) % 1 else '%.0f' % c.get(k, 0)) for k, _ in keys)))
         # open and commit
         upd = [op for op in bench.ops if op in bench.update_ops and op in ops]
         if upd:
