@@ -196,18 +196,28 @@ inline header* header_of(const void* body) noexcept {
     return reinterpret_cast<header*>(const_cast<char*>(static_cast<const char*>(body)) - sizeof(header));
 }
 
-// What the inline barriers need of each open store, by the header's store slot.
+// The id schemes' resident object table lookup starts in this direct-mapped
+// cache of (tagged id, address); a miss goes to the table (resolve_id).
+struct rot_cache_entry {
+    std::uint64_t word;
+    void* body;
+};
+
+// What the inline checks and barriers need of each open store, by the
+// header's (or tagged id's) store slot.
 struct barrier_state {
     std::uintptr_t heap_base;
     std::uint8_t* cards;
     unsigned card_shift;
+    rot_cache_entry* rot_cache;  // id schemes only
+    std::uint64_t rot_cache_mask;
 };
 extern barrier_state open_stores[256];
 
 // The residency checks' slow paths (src/objects/fault.cpp). They throw
 // steppe::error when the object cannot be read.
 void* resolve_fault_block(std::uint64_t& slot);  // faults or follows an indirect block; patches the slot
-void* resolve_id(std::uint64_t word);            // looks up (faulting if needed); never patches
+void* resolve_id(std::uint64_t word);            // looks up (faulting if needed), caches; never patches
 void remember(header* h);                        // remembered_set: the first write since the commit
 bool same_object(std::uint64_t a, std::uint64_t b);
 
@@ -265,11 +275,16 @@ private:
             if (p && (detail::header_of(p)->word & detail::header::proxy)) p = detail::resolve_fault_block(word_);
             return p;
         } else if constexpr (detail::compiled_scheme.detect == detection::id) {
-            return (w & 1) ? detail::resolve_id(w) : reinterpret_cast<void*>(w);
+            return (w & 1) ? lookup(w) : reinterpret_cast<void*>(w);
         } else {
-            if (w & 1) word_ = reinterpret_cast<std::uintptr_t>(detail::resolve_id(w));
+            if (w & 1) word_ = reinterpret_cast<std::uintptr_t>(lookup(w));
             return reinterpret_cast<void*>(word_);
         }
+    }
+    static void* lookup(std::uint64_t w) {
+        const detail::barrier_state& s = detail::open_stores[(w >> 8) & 0xFF];
+        const detail::rot_cache_entry& e = s.rot_cache[(w >> 16) & s.rot_cache_mask];
+        return e.word == w ? e.body : detail::resolve_id(w);
     }
     static void note_write(detail::header* h) noexcept(detail::compiled_scheme.write != barrier::remembered_set) {
         if constexpr (detail::compiled_scheme.write == barrier::cards) {

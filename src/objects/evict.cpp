@@ -53,6 +53,7 @@ void engine_handle::enforce_budget() {
         else if (evictable(h)) candidates.push_back(h);
     }
     for (header* h : victims) evict(h);
+    clear_rot_cache();  // evicted objects, and victims whose next use must reach the table
     if (resident_bytes() <= budget_) return;
     for (header* h : candidates) h->word |= header::proxy | header::victim;
     for (std::size_t i = 0; i < candidates.size() && resident_bytes() > 2 * budget_; ++i) evict(candidates[i]);

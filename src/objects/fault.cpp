@@ -37,7 +37,11 @@ void* resolve_fault_block(std::uint64_t& slot) {
 }
 
 void* resolve_id(std::uint64_t word) {
-    return engine_at(static_cast<unsigned>(word >> 8) & 0xFF).fault_in(word >> 16);
+    unsigned slot = static_cast<unsigned>(word >> 8) & 0xFF;
+    void* body = engine_at(slot).fault_in(word >> 16);
+    const barrier_state& s = open_stores[slot];
+    s.rot_cache[(word >> 16) & s.rot_cache_mask] = {word, body};
+    return body;
 }
 
 void remember(header* h) {

@@ -78,6 +78,15 @@ namespace detail {
 barrier_state open_stores[256];
 
 namespace {
+// What a slot without a store looks up in: one entry no tagged word matches,
+// so a use goes to resolve_id, which says the store is closed.
+rot_cache_entry no_cache[1];
+
+[[maybe_unused]] const bool slots_start_closed = [] {
+    for (barrier_state& s : open_stores) s = {0, nullptr, 0, no_cache, 0};
+    return true;
+}();
+
 // Slot 0 is never used, so a zeroed header never names a store.
 engine_handle* engines[256];
 std::mutex engines_lock;
@@ -96,7 +105,7 @@ unsigned take_slot(engine_handle* e, std::uint32_t card_bytes) {
 void give_back_slot(unsigned slot) {
     std::lock_guard<std::mutex> hold(engines_lock);
     engines[slot] = nullptr;
-    open_stores[slot] = {};
+    open_stores[slot] = {0, nullptr, 0, no_cache, 0};
 }
 
 bool is_zero(const storage::meta_bytes& raw) {
@@ -136,7 +145,10 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
                                       static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
     load_committed(compiled);
     slot_ = take_slot(this, o.card_bytes);
-    open_stores[slot_] = {heap_->base(), heap_->cards(), heap_->card_shift()};
+    // A cache of one entry that never matches (a tagged word is odd) for fault_block.
+    rot_cache_.assign(scheme_.detect == detection::fault_block ? 1 : rot_cache_entries, rot_cache_entry{0, nullptr});
+    open_stores[slot_] = {heap_->base(), heap_->cards(), heap_->card_shift(), rot_cache_.data(),
+                          rot_cache_.size() - 1};
     try {
         for (const auto& [name, r] : committed_roots_)
             roots_[name] = {r.type, r.address ? word_for_oid(r.address) : 0};
@@ -211,6 +223,10 @@ void engine_handle::close() {
     std::unique_ptr<storage::storage> files = std::move(storage_);
     give_back_slot(slot_);
     if (!options_.read_only && options_.checkpoint_on_close) files->checkpoint();
+}
+
+void engine_handle::clear_rot_cache() noexcept {
+    std::fill(rot_cache_.begin(), rot_cache_.end(), rot_cache_entry{0, nullptr});
 }
 
 void engine_handle::ensure_writable(const char* call) const {

@@ -166,6 +166,12 @@ private:
     std::uint64_t made_since_commit_ = 0;
     std::uint64_t budget_ = 0;
     std::uint64_t resident_bytes_ = 0;  // heap extents of persistent objects (not fault blocks)
+    // The id schemes' lookup cache (barrier_state::rot_cache): emptied
+    // whenever an object leaves or becomes a victim (its uses must reach the
+    // table again).
+    std::vector<rot_cache_entry> rot_cache_;
+    static constexpr std::size_t rot_cache_entries = 1 << 16;
+    void clear_rot_cache() noexcept;
 };
 
 // For tests: a public store over the file system `io` (fault injection).
