@@ -11,6 +11,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "engine/storage_options.hpp"
 #include "storage/blob.hpp"
 
 namespace steppe::objects {
@@ -132,14 +133,7 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
     if (o.segment_objects < 1 || o.segment_objects > format::max_segment_objects)
         throw error(errc::invalid_argument, "object store " + path + ": segment_objects " +
                                                 std::to_string(o.segment_objects) + " is not within 1..255");
-    storage::options so;
-    so.create = o.create;
-    so.read_only = o.read_only;
-    so.durable = o.durable;
-    so.checkpoint_bytes = o.checkpoint_bytes;
-    so.salvage = o.salvage_damaged_log;
-    so.io = io;
-    storage_ = storage::storage::open(path, so);
+    storage_ = storage::storage::open(path, storage_options(o, io));
     budget_ = o.resident_budget ? o.resident_budget
                                 : static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                                       static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 
+#include "engine/storage_options.hpp"
 #include "page/stored_pointer.hpp"
 
 namespace steppe::page {
@@ -27,13 +28,7 @@ vm::backend_kind backend_for(fault_backend b) {
 }  // namespace
 
 page_engine::page_engine(const std::string& path, const open_options& options) : options_(options) {
-    storage::options so;
-    so.create = options.create;
-    so.read_only = options.read_only;
-    so.durable = options.durable;
-    so.checkpoint_bytes = options.checkpoint_bytes;
-    so.salvage = options.salvage_damaged_log;
-    storage_ = storage::storage::open(path, so);
+    storage_ = storage::storage::open(path, storage_options(options));
 
     const auto& raw = storage_->meta();
     bool fresh = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });

@@ -117,8 +117,6 @@ TEST_P(ObjectsTest, ObjectsNothingReachesAreNotWritten) {
     auto st = s.stats();
     EXPECT_EQ(st.new_objects, 1u + 1u + 10u);  // the list, the index array, the nodes
     EXPECT_EQ(st.unreached_objects, 50u);
-    std::uint64_t nodes = 0;
-    (void)nodes;
     s.close();
     auto again = open();
     verify(again, 10);

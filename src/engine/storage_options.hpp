@@ -1,0 +1,20 @@
+// The storage manager's options from an engine's open options (both
+// engines' option structs name these fields alike).
+#pragma once
+
+#include "storage/storage.hpp"
+
+namespace steppe {
+
+template<class Options> storage::options storage_options(const Options& o, storage::env* io = nullptr) {
+    storage::options so;
+    so.create = o.create;
+    so.read_only = o.read_only;
+    so.durable = o.durable;
+    so.checkpoint_bytes = o.checkpoint_bytes;
+    so.salvage = o.salvage_damaged_log;
+    so.io = io;
+    return so;
+}
+
+}  // namespace steppe
