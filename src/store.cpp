@@ -277,14 +277,15 @@ std::string to_string(const store_stats& st) {
     std::snprintf(buf, sizeof buf,
                   "  backend             %s, write tracking %s\n"
                   "  faults              %llu pages loaded on first touch, %llu pointers swizzled\n"
-                  "  resident pages      %llu (budget %llu), %llu written since the last commit\n"
+                  "  resident pages      %llu (budget %llu: %s), %llu written since the last commit\n"
                   "  evictions           %llu pages dropped to keep the budget, %llu of them spilled to the log first\n"
                   "  prefetched pages    %llu read-ahead hints, %llu then faulted in\n"
                   "  commits             %llu: %llu data pages, %llu pointers unswizzled, %llu bytes logged, %llu syncs\n"
                   "  store pages         %llu (%llu free)\n"
                   "  address space       %llu virtual pages reserved of %llu MiB; %llu reuse rounds gave back %llu arenas\n",
                   st.backend.c_str(), st.write_tracking.c_str(), u(st.faults), u(st.pointers_swizzled),
-                  u(st.resident_pages), u(st.resident_budget_pages), u(st.dirty_pages), u(st.evictions),
+                  u(st.resident_pages), u(st.resident_budget_pages), st.resident_budget_source.c_str(),
+                  u(st.dirty_pages), u(st.evictions),
                   u(st.spilled_pages), u(st.prefetched_pages), u(st.prefetch_hits), u(st.commits),
                   u(st.pages_committed), u(st.pointers_unswizzled), u(st.bytes_logged), u(st.syncs), u(st.store_pages),
                   u(st.free_pages), u(st.reserved_virtual_pages), u(st.address_space_limit >> 20), u(st.reuse_rounds),

@@ -119,8 +119,9 @@ struct options {
     // Bytes of virtual address space for the engine's heap (objects in
     // memory, fault blocks). 0 = 64 GiB. Memory is used only as objects are.
     std::uint64_t heap_limit = 0;
-    // Bytes of persistent objects kept in memory (0 = half the machine's RAM;
-    // fault blocks and objects not yet committed are not counted).
+    // Bytes of persistent objects kept in memory (0 = half of the memory the
+    // process may still use, as steppe::open_options::resident_budget; fault
+    // blocks and objects not yet committed are not counted).
     // Past it, second-chance eviction over the resident object table runs at
     // the safe points, the end of commit() and of rollback(): objects not used
     // since the previous safe point leave memory (the next use faults them in
@@ -157,6 +158,7 @@ struct stats {
     std::uint64_t resident_bytes = 0;     // of those, in persistent objects (what the budget bounds; fault
                                           // blocks, 32 bytes per object referenced, and transient objects not)
     std::uint64_t resident_budget = 0;
+    std::string resident_budget_source;   // "option", or the limit it is half of
     std::uint64_t store_pages = 0;
 };
 std::string to_string(const stats& s);

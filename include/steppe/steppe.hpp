@@ -81,7 +81,10 @@ struct open_options {
     // Past it, a background thread evicts the oldest pages (the next touch
     // loads them again); pages the transaction wrote go to the log first, as
     // its uncommitted frames. A fault more than 1/8 past the budget waits for
-    // that thread. 0 = half the machine's RAM.
+    // that thread. 0 = half of the memory this process may still use: the
+    // tightest of RAM, its memory cgroup's limit (v1 or v2, up the
+    // hierarchy), RLIMIT_AS and RLIMIT_DATA, less what is used against it
+    // (store_stats::resident_budget_source says which).
     std::uint64_t resident_budget = 0;
     // Read ahead the pages a faulted page points to. It turns itself off for
     // a while when most of its guesses go unused.
@@ -136,6 +139,7 @@ struct store_stats {
     std::uint64_t reuse_rounds = 0;         // address-space reuse rounds (automatic or asked for)
     std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
+    std::string resident_budget_source;     // "option", or the limit the budget is half of
 };
 // store_stats as lines of "name value", for people.
 std::string to_string(const store_stats& stats);

@@ -11,6 +11,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "common/memory_limit.hpp"
 #include "engine/storage_options.hpp"
 #include "storage/blob.hpp"
 
@@ -70,6 +71,7 @@ std::string to_string(const stats& s) {
     line("heap_bytes", s.heap_bytes);
     line("resident_bytes", s.resident_bytes);
     line("resident_budget", s.resident_budget);
+    out += "resident_budget_source " + s.resident_budget_source + "\n";
     line("store_pages", s.store_pages);
     return out;
 }
@@ -134,9 +136,13 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
         throw error(errc::invalid_argument, "object store " + path + ": segment_objects " +
                                                 std::to_string(o.segment_objects) + " is not within 1..255");
     storage_ = storage::storage::open(path, storage_options(o, io));
-    budget_ = o.resident_budget ? o.resident_budget
-                                : static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
-                                      static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+    budget_ = o.resident_budget;
+    budget_source_ = "option";
+    if (budget_ == 0) {
+        common::memory_limit m = common::available_memory();
+        budget_ = m.available / 2;
+        budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
+    }
     load_committed(compiled);
     slot_ = take_slot(this, o.card_bytes);
     // A cache of one entry that never matches (a tagged word is odd) for fault_block.
@@ -340,6 +346,7 @@ objects::stats engine_handle::object_stats() const {
     s.heap_bytes = heap_->bytes_used();
     s.resident_bytes = resident_bytes();
     s.resident_budget = budget_;
+    s.resident_budget_source = budget_source_;
     if (storage_) {
         s.bytes_logged = storage_->counters().bytes_written;
         s.syncs = storage_->counters().syncs;
@@ -361,6 +368,8 @@ store_stats engine_handle::stats() const {
     s.syncs = o.syncs;
     s.store_pages = o.store_pages;
     s.resident_pages = (o.heap_bytes + storage::page_size - 1) / storage::page_size;
+    s.resident_budget_pages = o.resident_budget / storage::page_size;
+    s.resident_budget_source = o.resident_budget_source;
     return s;
 }
 

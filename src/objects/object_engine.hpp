@@ -165,6 +165,7 @@ private:
     objects::stats stats_;
     std::uint64_t made_since_commit_ = 0;
     std::uint64_t budget_ = 0;
+    std::string budget_source_;
     std::uint64_t resident_bytes_ = 0;  // heap extents of persistent objects (not fault blocks)
     // The id schemes' lookup cache (barrier_state::rot_cache): emptied
     // whenever an object leaves or becomes a victim (its uses must reach the

@@ -22,8 +22,10 @@ bool zero_page(void*, std::uintptr_t, std::byte* out) noexcept {
     return true;
 }
 
+// Address space only (PROT_NONE is not counted against RLIMIT_DATA or the
+// overcommit heuristic); grow() makes it usable as the heap grows.
 void* reserve(std::uint64_t bytes, const char* what) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         common::throw_system_error("mmap", errno, "object heap",
                                    std::string("reserving its ") + what + ": " + std::to_string(bytes >> 20) +
@@ -72,10 +74,32 @@ object_heap::header* object_heap::allocate(std::uint64_t body_bytes) {
                                         " MiB, options::heap_limit); an object of " + std::to_string(body_bytes) +
                                         " bytes does not fit");
     if (header* reused = take_free(extent)) return reused;
+    grow(top_ + extent);
     auto* h = reinterpret_cast<header*>(top_);
     note_header(top_);
     top_ += extent;
     return h;
+}
+
+// Opens the heap up to `end` (and the card tables for it) in steps of
+// grow_step, so memory limits count what the heap uses, not what it reserved.
+void object_heap::grow(std::uintptr_t end) {
+    if (end <= open_end_) return;
+    std::uintptr_t from = open_end_ ? open_end_ : base_;
+    std::uintptr_t to = std::min(limit_, (end + grow_step - 1) & ~(grow_step - 1));
+    auto open = [&](void* at, std::uint64_t bytes, const char* what) {
+        if (bytes && ::mprotect(at, bytes, PROT_READ | PROT_WRITE) != 0)
+            common::throw_system_error("mprotect", errno, "object heap", std::string("growing its ") + what);
+    };
+    if (!pages_) open(reinterpret_cast<void*>(from), to - from, "objects");  // a vm arena is open already
+    auto card_range = [&](std::uintptr_t a) { return ((a - base_) >> card_shift_); };
+    std::uint64_t c0 = card_range(from), c1 = card_range(to) + 1;
+    auto page_down = [](std::uint64_t x) { return x & ~std::uint64_t{4095}; };
+    auto page_up = [](std::uint64_t x) { return (x + 4095) & ~std::uint64_t{4095}; };
+    open(cards_ + page_down(c0), page_up(c1) - page_down(c0), "card table");
+    auto* starts = reinterpret_cast<std::byte*>(first_in_card_);
+    open(starts + page_down(c0 * 4), page_up(c1 * 4) - page_down(c0 * 4), "card starts");
+    open_end_ = to;
 }
 
 // H2: the first header in a card is its lowest one.

@@ -115,6 +115,9 @@ private:
     void give_back(std::uintptr_t from, std::uintptr_t to);
 
     header* take_free(std::uint64_t extent);
+    void grow(std::uintptr_t end);
+    static constexpr std::uintptr_t grow_step = std::uintptr_t{16} << 20;
+    std::uintptr_t open_end_ = 0;  // [base, open_end) and its cards are readable and writable
     void free_block(std::uintptr_t at, std::uint64_t extent);
     void note_header(std::uintptr_t at) noexcept;
     unsigned card_shift_ = 0;

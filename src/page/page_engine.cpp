@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 
+#include "common/memory_limit.hpp"
 #include "engine/storage_options.hpp"
 #include "page/stored_pointer.hpp"
 
@@ -60,8 +61,12 @@ page_engine::page_engine(const std::string& path, const open_options& options) :
     po.prefetch = options.prefetch;
     po.address_space_limit = options.address_space_limit;
     std::uint64_t budget = options.resident_budget;
-    if (budget == 0)
-        budget = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+    budget_source_ = "option";
+    if (budget == 0) {
+        common::memory_limit m = common::available_memory();
+        budget = m.available / 2;
+        budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
+    }
     po.resident_budget_pages = std::max<std::uint64_t>(budget / storage::page_size, 256);
     pager_ = std::make_unique<pager>(*storage_, load_committed_heap(), live_.vtables, po);
     budget_pages_ = po.resident_budget_pages;
@@ -273,7 +278,7 @@ store_stats page_engine::stats() const {
     pager::pause paused(*pager_);
     pager_stats p = pager_->stats();
     const storage::stats& s = storage_->counters();
-    return {vm::to_string(pager_->backend()),
+    store_stats out{vm::to_string(pager_->backend()),
             vm::to_string(pager_->tracking()),
             p.faults,
             p.pointers_swizzled,
@@ -295,7 +300,9 @@ store_stats page_engine::stats() const {
             p.reserved_virtual_pages,
             p.reuse_rounds,
             p.reclaimed_arenas,
-            p.reclaimed_pages};
+            p.reclaimed_pages,
+            budget_source_};
+    return out;
 }
 
 std::vector<type_usage> page_engine::types() const {

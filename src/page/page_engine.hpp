@@ -73,6 +73,7 @@ private:
     std::unique_ptr<pager> pager_;  // after live_: it holds live_.vtables
     bool catalog_dirty_ = false, roots_dirty_ = false;
     std::uint64_t budget_pages_ = 0;
+    std::string budget_source_;
 };
 
 }  // namespace steppe::page

@@ -1,0 +1,24 @@
+// How much memory this process may use: the tightest of physical RAM, its
+// memory cgroup's limit (v1 memory.limit_in_bytes or v2 memory.max, in its
+// own group and every group above it), RLIMIT_AS and RLIMIT_DATA, less what
+// is already used against each (the group's usage, the process's size).
+// The engines' default resident budgets are half of it, so a store in a
+// container with a memory cap sizes itself to the cap, not to the machine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace steppe::common {
+
+struct memory_limit {
+    std::uint64_t available = 0;  // bytes still free under the tightest limit
+    std::uint64_t limit = 0;      // that limit
+    std::string source;           // which: "physical RAM", "cgroup v1 <file>", "cgroup v2 <file>", "RLIMIT_AS", "RLIMIT_DATA"
+};
+
+// `root` prefixes /proc and /sys paths (tests give a fake tree; "" is the
+// real system). Reading errors leave that limit out; never throws.
+memory_limit available_memory(const std::string& root = "");
+
+}  // namespace steppe::common
