@@ -1,0 +1,166 @@
+// The default resident budget comes from the tightest memory limit the
+// process is under (common/memory_limit.hpp): fake /proc and /sys trees for
+// cgroup v1, v2 and a container's view, RLIMIT_DATA in a child, and a real
+// cgroup v1 group capped at 256 MiB where the machine has one we may create.
+#include <gtest/gtest.h>
+#include <steppe/objects.hpp>
+#include <steppe/steppe.hpp>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/memory_limit.hpp"
+#include "support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using steppe::common::available_memory;
+
+namespace {
+
+void write(const fs::path& file, const std::string& text) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+}
+
+constexpr std::uint64_t MiB = 1 << 20;
+
+TEST(MemoryLimit, CgroupV1LimitOfAParentGroupCounts) {
+    steppe::test::temp_dir dir;
+    fs::path root = dir.dir();
+    write(root / "proc/self/cgroup", "5:devices:/\n4:memory:/jobs/job7\n0::/\n");
+    write(root / "proc/self/mountinfo",
+          "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+          "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n");
+    write(root / "sys/fs/cgroup/memory/jobs/job7/memory.limit_in_bytes", "9223372036854771712\n");
+    write(root / "sys/fs/cgroup/memory/jobs/memory.limit_in_bytes", std::to_string(128 * MiB) + "\n");
+    write(root / "sys/fs/cgroup/memory/jobs/memory.usage_in_bytes", std::to_string(28 * MiB) + "\n");
+    auto m = available_memory(root.string());
+    EXPECT_EQ(m.limit, 128 * MiB);
+    EXPECT_EQ(m.available, 100 * MiB);
+    EXPECT_EQ(m.source, "cgroup v1 /sys/fs/cgroup/memory/jobs/memory.limit_in_bytes");
+}
+
+TEST(MemoryLimit, CgroupV2MemoryMaxUpTheHierarchy) {
+    steppe::test::temp_dir dir;
+    fs::path root = dir.dir();
+    write(root / "proc/self/cgroup", "0::/user.slice/app.scope\n");
+    write(root / "proc/self/mountinfo", "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n");
+    write(root / "sys/fs/cgroup/user.slice/app.scope/memory.max", "max\n");
+    write(root / "sys/fs/cgroup/user.slice/memory.max", std::to_string(64 * MiB) + "\n");
+    write(root / "sys/fs/cgroup/user.slice/memory.current", std::to_string(4 * MiB) + "\n");
+    auto m = available_memory(root.string());
+    EXPECT_EQ(m.available, 60 * MiB);
+    EXPECT_EQ(m.source, "cgroup v2 /sys/fs/cgroup/user.slice/memory.max");
+}
+
+TEST(MemoryLimit, AContainerSeesItsOwnGroupAsTheMountRoot) {
+    steppe::test::temp_dir dir;
+    fs::path root = dir.dir();
+    write(root / "proc/self/cgroup", "4:memory:/docker/abc\n");
+    write(root / "proc/self/mountinfo",
+          "35 31 0:32 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory\n");
+    write(root / "sys/fs/cgroup/memory/memory.limit_in_bytes", std::to_string(256 * MiB) + "\n");
+    write(root / "sys/fs/cgroup/memory/memory.usage_in_bytes", "0\n");
+    auto m = available_memory(root.string());
+    EXPECT_EQ(m.available, 256 * MiB);
+    EXPECT_EQ(m.source, "cgroup v1 /sys/fs/cgroup/memory/memory.limit_in_bytes");
+}
+
+TEST(MemoryLimit, WithNoLimitsItIsTheMachinesRam) {
+    steppe::test::temp_dir dir;  // no /proc, no /sys: only RAM and the real rlimits
+    auto m = available_memory(dir.dir().string());
+    EXPECT_GT(m.available, 0u);
+    EXPECT_FALSE(m.source.empty());
+}
+
+// A child under RLIMIT_DATA: the budget of a store opened with default
+// options follows it, and stats say so.
+TEST(MemoryLimit, RlimitDataSetsTheDefaultBudgetOfBothEngines) {
+    steppe::test::temp_dir dir;
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(fds[0]);
+        struct rlimit r{512 * MiB, 512 * MiB};
+        ::setrlimit(RLIMIT_DATA, &r);
+        std::string report;
+        try {
+            auto objects = steppe::objects::store::open(dir.path("o.ods"));
+            auto st = objects.stats();
+            report = std::to_string(st.resident_budget) + "|" + st.resident_budget_source;
+        } catch (const std::exception& e) {
+            report = std::string("0|") + e.what();
+        }
+        if (::write(fds[1], report.data(), report.size()) < 0) ::_exit(2);
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    char buf[512] = {};
+    ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_GT(n, 0);
+    std::string report(buf, static_cast<std::size_t>(n));
+    std::uint64_t budget = std::stoull(report.substr(0, report.find('|')));
+    EXPECT_GT(budget, 0u) << report;
+    EXPECT_LE(budget, 256 * MiB) << report;
+    EXPECT_NE(report.find("RLIMIT_DATA"), std::string::npos) << report;
+}
+
+// A real cgroup v1 group of 256 MiB (this machine has the v1 memory
+// controller and runs tests as root); skipped where it cannot be made.
+TEST(MemoryLimit, ARealCgroupV1CapSetsTheDefaultBudget) {
+    std::ifstream self("/proc/self/cgroup");
+    std::string line, group;
+    while (std::getline(self, line))
+        if (line.find(":memory:") != std::string::npos) group = line.substr(line.find(":memory:") + 8);
+    fs::path dir = fs::path("/sys/fs/cgroup/memory") / fs::path(group).relative_path() /
+                   ("steppe-test-" + std::to_string(::getpid()));
+    std::error_code ec;
+    if (group.empty() || !fs::create_directory(dir, ec)) GTEST_SKIP() << "cannot create a memory cgroup here: " << dir;
+    { std::ofstream(dir / "memory.limit_in_bytes") << 256 * MiB; }
+    steppe::test::temp_dir stores;
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(fds[0]);
+        { std::ofstream(dir / "cgroup.procs") << ::getpid(); }
+        std::string report;
+        try {
+            auto page = steppe::store::open(stores.path("p.db"));
+            auto objects = steppe::objects::store::open(stores.path("o.ods"));
+            report = std::to_string(page.stats().resident_budget_pages * 4096) + "|" +
+                     std::to_string(objects.stats().resident_budget) + "|" + page.stats().resident_budget_source;
+        } catch (const std::exception& e) {
+            report = std::string("0|0|") + e.what();
+        }
+        if (::write(fds[1], report.data(), report.size()) < 0) ::_exit(2);
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    char buf[512] = {};
+    ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    fs::remove(dir, ec);
+    ASSERT_GT(n, 0);
+    std::string report(buf, static_cast<std::size_t>(n));
+    std::uint64_t page_budget = std::stoull(report.substr(0, report.find('|')));
+    std::uint64_t object_budget = std::stoull(report.substr(report.find('|') + 1));
+    EXPECT_GT(page_budget, 0u) << report;
+    EXPECT_LE(page_budget, 128 * MiB) << report;
+    EXPECT_LE(object_budget, 128 * MiB) << report;
+    EXPECT_NE(report.find("cgroup v1"), std::string::npos) << report;
+}
+
+}  // namespace
