@@ -31,8 +31,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))                  # bench/oo/ha
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))    # the repository
 
 # objects-*: steppe's object engine, one scheme per executable (oo1_objects_fb, _id,
-# _idsh; the oo1 executable hands these systems to them). A store records the
-# scheme it was made with, so each scheme is its own store family.
+# _idsh, oo7_objects_fb, _id, _idsh; the oo1 and oo7 executables hand these
+# systems to them). A store records the scheme it was made with, so each scheme
+# is its own store family.
 OBJECT_SYSTEMS = ['objects-fb', 'objects-id', 'objects-idsh']
 SYSTEMS = ['transient', 'steppe-uffd', 'steppe-mprotect'] + OBJECT_SYSTEMS + ['bip', 'pmem', 'pmem-nd', 'lmdb']
 FAMILY = {'transient': None, 'steppe-uffd': 'steppe', 'steppe-mprotect': 'steppe', 'bip': 'bip',
@@ -91,8 +92,7 @@ OO7 = Bench(
     {'t1': 'T1 full traversal', 't2a': 'T2a (update roots) + commit', 't2b': 'T2b (update all) + commit',
      't2c': 'T2c (update all x4) + commit', 't6': 'T6 sparse traversal', 'q1': 'Q1 10 lookups',
      'q4': 'Q4 document lookups', 'insert': 'insert 5 composites + commit',
-     'delete': 'delete 5 composites + commit'},
-    {s: 'not run: OO7 is not ported to the object engine yet (OO1 only)' for s in OBJECT_SYSTEMS})
+     'delete': 'delete 5 composites + commit'})
 
 
 # ---- environment ------------------------------------------------------------------------

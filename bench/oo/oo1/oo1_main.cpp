@@ -26,20 +26,15 @@
 // a user run `oo1 ... --system objects-id` alike.
 // transient builds its database in the measuring process (nothing to open).
 // A self-check failure prints FAIL: ... and exits 3.
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <functional>
 #include <string>
-#include <system_error>
 
 #include "harness.hpp"
 #include "lmdb_oo1.hpp"
 #include "oo1.hpp"
 #include "policies.hpp"
+#include "objects_support.hpp"
 #ifdef OO1_OBJECTS_SYSTEM
 #include "oo1_objects.hpp"
 #endif
@@ -76,29 +71,6 @@ void with_model(const std::string& sys, const std::string& path, bool create, st
     bench::fail("unknown system " + sys +
                 " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb, objects-fb, objects-id, "
                 "objects-idsh)");
-}
-
-// The object-engine systems and the executables built for them.
-const char* objects_executable(const std::string& sys) {
-    if (sys == "objects-fb") return "oo1_objects_fb";
-    if (sys == "objects-id") return "oo1_objects_id";
-    if (sys == "objects-idsh") return "oo1_objects_idsh";
-    return nullptr;
-}
-
-// Runs an objects-* system's executable (beside this one) in this process's place.
-void exec_objects_build(const std::string& sys, char** argv) {
-    const char* exe = objects_executable(sys);
-    if (!exe) return;  // not an object-engine system
-#ifdef OO1_OBJECTS_SYSTEM
-    if (sys == OO1_OBJECTS_SYSTEM) return;  // this is its build
-#endif
-    std::error_code ec;
-    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    bench::check(!ec, "readlink /proc/self/exe: " + ec.message());
-    std::string target = (self.parent_path() / exe).string();
-    ::execv(target.c_str(), argv);
-    bench::fail("execv " + target + ": " + std::strerror(errno) + " (build the oo1 target: it builds " + exe + ")");
 }
 
 oo1::op parse_op(const std::string& s) {
@@ -288,7 +260,11 @@ int cmd_verify(const bench::args& a) {
 int main(int argc, char** argv) {
     bench::args a(argc, argv);
     std::string sys = a.get("system");
-    exec_objects_build(sys, argv);
+#ifdef OO1_OBJECTS_SYSTEM
+    bench::exec_objects_build("oo1", sys, OO1_OBJECTS_SYSTEM, argv);
+#else
+    bench::exec_objects_build("oo1", sys, nullptr, argv);
+#endif
     // libpmem decides at load time whether flushes are msync (durable) or cache flushes.
     if (sys == "pmem-nd") bench::ensure_env("PMEM_IS_PMEM_FORCE", "1", argv);
     else if (sys == "pmem" && a.command == "generate") bench::ensure_env("PMEM_IS_PMEM_FORCE", "1", argv);  // bulk load; fsynced after

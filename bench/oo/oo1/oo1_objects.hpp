@@ -36,12 +36,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "harness.hpp"
+#include "objects_support.hpp"
 #include "oo1.hpp"
 
 namespace oo1 {
@@ -77,26 +77,6 @@ struct ODb {
     so::ref<so::array<so::ref<OChunk>>> index;  // the directory: index_cap / chunk slots chunks
     std::uint64_t index_cap;                    // slots, a power of two
 };
-
-// The object engine's counters, as the harness reports them per phase.
-inline std::map<std::string, std::int64_t> object_counters(const so::store& s) {
-    so::stats st = s.stats();
-    auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
-    return {{"segment_faults", i(st.segment_faults)},
-            {"objects_faulted", i(st.objects_faulted)},
-            {"fault_blocks", i(st.fault_blocks)},
-            {"refs_swizzled", i(st.refs_swizzled)},
-            {"evicted_objects", i(st.evicted_objects)},
-            {"commits", i(st.commits)},
-            {"new_objects", i(st.new_objects)},
-            {"objects_written", i(st.objects_written)},
-            {"segments_written", i(st.segments_written)},
-            {"pages_committed", i(st.pages_committed)},
-            {"bytes_logged", i(st.bytes_logged)},
-            {"store_syncs", i(st.syncs)},
-            {"resident_objects", i(st.resident_objects)},
-            {"heap_bytes", i(st.heap_bytes)}};
-}
 
 class object_model {
 public:
@@ -206,7 +186,7 @@ public:
     }
 
     // ---- the system ----
-    std::map<std::string, std::int64_t> counters() const { return object_counters(store_); }
+    std::map<std::string, std::int64_t> counters() const { return bench::object_counters(store_); }
     std::vector<std::string> files() const { return {path_, path_ + "-wal"}; }
     std::vector<std::string> check() const { return store_.check(); }
     std::string describe() const {
@@ -217,16 +197,7 @@ public:
     std::string scheme() const { return store_.stats().scheme; }
 
 private:
-    static so::store open(const std::string& path, bool create) {
-        if (create) {
-            std::filesystem::remove(path);
-            std::filesystem::remove(path + "-wal");
-        }
-        so::options o;
-        o.create = create;
-        o.durable = true;
-        return so::store::open(path, o);
-    }
+    static so::store open(const std::string& path, bool create) { return bench::open_object_store(path, create); }
 
     static std::uint64_t chunk_slots(std::uint64_t cap) { return std::min(cap, chunk_slots_max); }
 

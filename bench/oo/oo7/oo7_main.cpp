@@ -15,15 +15,25 @@
 //
 // Systems: transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb
 // (pmem-nd is libpmemobj with PMEM_IS_PMEM_FORCE=1: not durable here; lmdb
-// keeps the objects as records keyed by id, lmdb_oo7.hpp).
+// keeps the objects as records keyed by id, lmdb_oo7.hpp), and steppe's
+// object engine in three schemes (oo7_objects.hpp): objects-fb (fault_block +
+// cards), objects-id (id + cards), objects-idsh (id_self_heal + cards). The
+// scheme is compiled in, so each is its own executable, this source built with
+// OO7_OBJECTS_SYSTEM and the scheme's -D flags (oo7_objects_fb, _id, _idsh,
+// beside oo7); any oo7 executable asked for an objects-* system it was not
+// built for re-executes itself as that system's executable.
 #include <cstdio>
 #include <functional>
 #include <string>
 
 #include "harness.hpp"
 #include "lmdb_oo7.hpp"
+#include "objects_support.hpp"
 #include "oo7.hpp"
 #include "policies.hpp"
+#ifdef OO7_OBJECTS_SYSTEM
+#include "oo7_objects.hpp"
+#endif
 
 namespace {
 
@@ -51,7 +61,17 @@ void with_model(const std::string& sys, const std::string& path, bool create, co
         f(m, system_info{m.describe(), "", [&] { return m.counters(); }, m.files(), {}});
         return;
     }
-    bench::fail("unknown system " + sys + " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb)");
+#ifdef OO7_OBJECTS_SYSTEM
+    if (sys == OO7_OBJECTS_SYSTEM) {
+        oo7::object_model m(path, create);
+        f(m, system_info{m.describe(), m.scheme(), [&] { return m.counters(); }, m.files(),
+                         [&] { return m.check(); }});
+        return;
+    }
+#endif
+    bench::fail("unknown system " + sys +
+                " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb, objects-fb, objects-id, "
+                "objects-idsh)");
 }
 
 oo7::op parse_op(const std::string& s) {
@@ -260,6 +280,11 @@ int cmd_verify(const bench::args& a) {
 int main(int argc, char** argv) {
     bench::args a(argc, argv);
     std::string sys = a.get("system");
+#ifdef OO7_OBJECTS_SYSTEM
+    bench::exec_objects_build("oo7", sys, OO7_OBJECTS_SYSTEM, argv);
+#else
+    bench::exec_objects_build("oo7", sys, nullptr, argv);
+#endif
     if (sys == "pmem-nd") bench::ensure_env("PMEM_IS_PMEM_FORCE", "1", argv);
     else if (sys == "pmem" && a.command == "generate") bench::ensure_env("PMEM_IS_PMEM_FORCE", "1", argv);
     else if (sys == "pmem") bench::ensure_env("PMEM_IS_PMEM_FORCE", nullptr, argv);

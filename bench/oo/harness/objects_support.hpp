@@ -1,0 +1,88 @@
+// objects_support.hpp — what the OO1 and OO7 ports to steppe's object engine
+// (<steppe/objects.hpp>) share: opening the store, the engine's counters as
+// the harness reports them, and running the executable of an objects-* system.
+//
+// The object engine's scheme is chosen when the program is compiled
+// (-DSTEPPE_OBJECTS_DETECTION=..., -DSTEPPE_OBJECTS_BARRIER=...), so each
+// scheme is its own executable: <bench>_objects_fb, _id, _idsh beside <bench>
+// (bench/oo/oo1/CMakeLists.txt, bench/oo/oo7/CMakeLists.txt). Any of a
+// benchmark's executables asked for an objects-* system it was not built for
+// re-executes itself as that system's executable, so the driver and a user run
+// `oo7 ... --system objects-id` alike.
+#pragma once
+
+#include <steppe/objects.hpp>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <system_error>
+
+#include "harness.hpp"
+
+namespace bench {
+
+// The object engine's counters, as the harness reports them per phase.
+inline std::map<std::string, std::int64_t> object_counters(const steppe::objects::store& s) {
+    steppe::objects::stats st = s.stats();
+    auto i = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+    return {{"segment_faults", i(st.segment_faults)},
+            {"objects_faulted", i(st.objects_faulted)},
+            {"fault_blocks", i(st.fault_blocks)},
+            {"refs_swizzled", i(st.refs_swizzled)},
+            {"evicted_objects", i(st.evicted_objects)},
+            {"commits", i(st.commits)},
+            {"new_objects", i(st.new_objects)},
+            {"objects_written", i(st.objects_written)},
+            {"segments_written", i(st.segments_written)},
+            {"pages_committed", i(st.pages_committed)},
+            {"bytes_logged", i(st.bytes_logged)},
+            {"store_syncs", i(st.syncs)},
+            {"resident_objects", i(st.resident_objects)},
+            {"heap_bytes", i(st.heap_bytes)}};
+}
+
+// Opens the benchmark's store at `path` (with `create`: anew, removing any old
+// one), durable commits, the engine's defaults otherwise.
+inline steppe::objects::store open_object_store(const std::string& path, bool create) {
+    if (create) {
+        std::filesystem::remove(path);
+        std::filesystem::remove(path + "-wal");
+    }
+    steppe::objects::options o;
+    o.create = create;
+    o.durable = true;
+    return steppe::objects::store::open(path, o);
+}
+
+// The executable suffix of an object-engine system, null for any other system.
+inline const char* objects_suffix(const std::string& sys) {
+    if (sys == "objects-fb") return "fb";
+    if (sys == "objects-id") return "id";
+    if (sys == "objects-idsh") return "idsh";
+    return nullptr;
+}
+
+// Runs `sys`'s executable (<bench>_objects_<suffix>, beside this one) in this
+// process's place, unless `sys` is no object-engine system or is the one this
+// executable was built for (`compiled_system`, null in the plain build).
+inline void exec_objects_build(const char* bench_name, const std::string& sys, const char* compiled_system,
+                               char** argv) {
+    const char* suffix = objects_suffix(sys);
+    if (!suffix) return;
+    if (compiled_system && sys == compiled_system) return;
+    std::error_code ec;
+    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    check(!ec, "readlink /proc/self/exe: " + ec.message());
+    std::string exe = std::string(bench_name) + "_objects_" + suffix;
+    std::string target = (self.parent_path() / exe).string();
+    ::execv(target.c_str(), argv);
+    fail("execv " + target + ": " + std::strerror(errno) + " (build the " + bench_name + " target: it builds " +
+         exe + ")");
+}
+
+}  // namespace bench
