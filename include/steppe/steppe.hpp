@@ -281,8 +281,9 @@ public:
     // Verifies every invariant of the committed store: checksums of every page
     // and the log, the heap's page accounting, the type catalog, the roots, and
     // that every pointer in a committed page resolves inside the store, and
-    // this process's page map (its invariants, as seen between operations:
-    // call it while no other thread touches the store).
+    // this process's page map, fault space and page residency (their
+    // invariants, as seen between operations: call it while no other thread
+    // touches the store).
     // One line per finding; empty when sound.
     std::vector<std::string> check() const;
     const std::string& path() const;

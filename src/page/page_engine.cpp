@@ -324,7 +324,7 @@ std::vector<std::string> page_engine::check() const {
     std::vector<std::byte> page(storage::page_size);
     storage::read_failure why;
     for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
-        if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why, true)) continue;
+        if (!h.describe(p)->is_data() || !storage_->read_committed_page_nothrow(p, page.data(), &why, true)) continue;
         check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), path() + ": ", findings);
     }
     return findings;
