@@ -151,6 +151,7 @@ struct type_usage {
 
 namespace detail {
 class store_impl;
+struct store_access;  // the library's own way in (an internal open path)
 }
 
 class store {
@@ -293,6 +294,7 @@ public:
 
 private:
     friend class use_store;
+    friend struct detail::store_access;
     explicit store(std::unique_ptr<detail::store_impl> impl);
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object);

@@ -56,7 +56,13 @@ public:
     virtual const std::string& salvage_report() const = 0;
 };
 
-// The page engine (src/page/page_engine.cpp) on the store at `path`.
-std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options);
+namespace storage {
+class env;
+}
+
+// The page engine (src/page/page_engine.cpp) on the store at `path`, its
+// files opened through `io` (nullptr: the real file system).
+std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options,
+                                         storage::env* io = nullptr);
 
 }  // namespace steppe

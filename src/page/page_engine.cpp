@@ -26,8 +26,10 @@ vm::backend_kind backend_for(fault_backend b) {
 }
 }  // namespace
 
-page_engine::page_engine(const std::string& path, const open_options& options) : options_(options) {
+page_engine::page_engine(const std::string& path, const open_options& options, storage::env* io)
+    : options_(options) {
     storage::options so;
+    so.io = io;
     so.create = options.create;
     so.read_only = options.read_only;
     so.durable = options.durable;
@@ -333,7 +335,7 @@ std::vector<std::string> page_engine::check() const {
 }  // namespace steppe::page
 
 namespace steppe {
-std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options) {
-    return std::make_unique<page::page_engine>(path, options);
+std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options, storage::env* io) {
+    return std::make_unique<page::page_engine>(path, options, io);
 }
 }  // namespace steppe

@@ -84,7 +84,8 @@ using common::hex;
 //      take_dirty() clears the bit and then protects. A write between the two
 //      steps of take_dirty() lands in a page that call reports; a write after
 //      faults again. (wp_async: the kernel keeps the write-protect bit in the
-//      PTE, and PAGEMAP_SCAN reports and re-protects each page atomically.)
+//      PTE, and PAGEMAP_SCAN reports and re-protects each page atomically;
+//      no dirty bit is set.)
 // (I3) A registry slot is live from the end of reserve() until its space's
 //      destructor; while live its fields do not change.
 // (I4) Dirty bits come in two levels: one bit per page, and one summary bit
@@ -100,18 +101,16 @@ using common::hex;
 //      before the move is compared with its CRC32C as last known clean
 //      (taken when it was mapped, and when take_dirty() re-armed it).
 // (I6) Pages of an arena at or past its `touched` mark have never left the
-//      missing state: the mark is raised (note_touched) by the thread whose
-//      CAS moved a page from missing to filling, before it maps the page
+//      missing state: the thread whose CAS moved a page from missing to
+//      filling raises the mark (note_touched) before it maps the page
 //      (fill_and_map, install), and nothing else makes a page leave missing.
-//      So a checker reads the side table only below the mark, not the
-//      gigabytes of untouched table an arena of the default address-space
-//      limit has.
-// (I7) The counters agree with the page states: installs - discards -
-//      evictions = resident pages. Each change of a page into or out of
-//      resident counts once, in the operation that makes it (fill_and_map,
-//      install; discard() counts the pages it found resident; release(drop)
-//      and evict_clean() count the pages they drop). Its check also finds a
-//      resident page past the touched mark (I6): it would not be counted.
+//      So a checker reads the side table below the mark only, not the
+//      gigabytes of table an arena of the default address-space limit has.
+// (I7) installs - discards - evictions = resident pages: each change into or
+//      out of resident counts once where it is made (fill_and_map, install;
+//      discard() counts the pages it found resident, release(drop) and
+//      evict_clean() those they drop). Its check also finds a resident page
+//      past the touched mark (I6), which it would not count.
 // space::check_invariants() (section 6) checks what of I1-I7 shows between
 // operations; vm_test runs it, and so does store::check() through the page
 // engine's pager.
@@ -676,7 +675,8 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     if (!writable) note_clean(a, page, out);
     const char* call = nullptr;
     if (const int err = map_page(page, out, writable, call)) fatal(call, err, page);
-    if (writable) mark_dirty(a, a.index_of(page));  // after the page became writable (I2)
+    // After the page became writable (I2); not for wp_async, whose take_dirty() never clears the bits.
+    if (writable && tracking_ != tracking_kind::wp_async) mark_dirty(a, a.index_of(page));
     faults_.fetch_add(1, std::memory_order_relaxed);
     installs_.fetch_add(1, std::memory_order_relaxed);
     finish(state, page_resident);
