@@ -72,6 +72,7 @@ public:
     }
     void write_at(std::uint64_t offset, std::span<const std::byte> data) override {
         env_.before_call(path(), "pwrite");
+        env_.load_durable(path(), state_);
         real_->write_at(offset, data);
         state_.pending.push_back({offset, {data.begin(), data.end()}});
     }
@@ -85,6 +86,7 @@ public:
     }
     void truncate(std::uint64_t size) override {
         env_.before_call(path(), "ftruncate");
+        env_.load_durable(path(), state_);
         real_->truncate(size);
         state_.pending.push_back({size, {}, true});
     }
@@ -129,23 +131,25 @@ void fault_env::before_call(const std::string& path, const char* call) {
     if (fail_countdown_ > 0) --fail_countdown_;
 }
 
-fault_env::file_state& fault_env::state_of(const std::string& path) {
-    auto [it, fresh] = files_.try_emplace(path);
-    if (fresh && posix_env().exists(path)) {
-        auto f = posix_env().open(path, storage::open_mode::read_only, 0600);
-        it->second.durable.resize(f->size());
-        f->read_at(0, it->second.durable);
-    }
-    return it->second;
+// A file is read only before its first change: one that is only read (most
+// of a reader's) costs nothing, and is left alone by power_loss().
+void fault_env::load_durable(const std::string& path, file_state& state) {
+    if (state.loaded) return;
+    state.loaded = true;
+    if (!posix_env().exists(path)) return;
+    auto f = posix_env().open(path, storage::open_mode::read_only, 0600);
+    state.durable.resize(f->size());
+    f->read_at(0, state.durable);
 }
 
 std::unique_ptr<storage::file> fault_env::open(const std::string& path, storage::open_mode mode, mode_t create_mode) {
-    if (mode == storage::open_mode::create_new) {
-        before_call(path, "create");
-        files_.erase(path);
-    }
+    const bool create = mode == storage::open_mode::create_new;
+    if (create) before_call(path, "create");
     auto real = posix_env().open(path, mode, create_mode);
-    return std::make_unique<fault_file>(*this, std::move(real), state_of(path));
+    if (create) files_.erase(path);
+    file_state& state = files_[path];
+    if (create) state.loaded = true;  // empty, and durable so (creates are)
+    return std::make_unique<fault_file>(*this, std::move(real), state);
 }
 
 bool fault_env::exists(const std::string& path) { return posix_env().exists(path); }
@@ -183,17 +187,22 @@ std::size_t fault_env::unsynced_writes() const {
     return n;
 }
 
+// Each file is rewritten in place, as a disk would leave it (recreated if it
+// is gone: a test that threw simulated_crash ran destructors a real crash
+// would not have).
 void fault_env::power_loss(loss mode, std::uint64_t seed) {
     std::mt19937_64 rng(seed);
     for (auto& [path, state] : files_) {
+        if (!state.loaded) continue;  // never changed: the disk holds what it did
         std::vector<std::byte> image = state.durable;
         for (std::size_t i = 0; i < state.pending.size(); ++i) {
             const auto& w = state.pending[i];
             if (std::size_t keep = kept_bytes(mode, w, i + 1 == state.pending.size(), rng)) apply(image, w, keep);
         }
-        posix_env().remove(path);
-        auto f = posix_env().open(path, storage::open_mode::create_new, 0600);
+        const bool there = posix_env().exists(path);
+        auto f = posix_env().open(path, there ? storage::open_mode::read_write : storage::open_mode::create_new, 0600);
         f->write_at(0, image);
+        f->truncate(image.size());
         state.durable = std::move(image);
         state.pending.clear();
     }

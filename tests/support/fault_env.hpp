@@ -2,8 +2,8 @@
 // VFS (src/test6.c) and LevelDB's fault_injection_test: writes reach the real
 // file at once (as they reach the OS page cache), but the env remembers what
 // was durable at each file's last sync. power_loss() then rewrites every file
-// as the disk could have left it: the durable image plus all, none, a random
-// subset, or a torn prefix of the writes made since.
+// it changed, in place, as the disk could have left it: the durable image
+// plus all, none, a random subset, or a torn prefix of the writes made since.
 //
 // Every call that changes the file system is an I/O call, counted by calls()
 // and a point where a fault can be injected: write, sync and truncate of a
@@ -86,14 +86,15 @@ public:
         bool truncate = false;  // cut the file at `offset` instead of writing
     };
     struct file_state {
-        std::vector<std::byte> durable;  // contents as of the last sync
+        std::vector<std::byte> durable;  // contents as of the last sync, once loaded
         std::vector<pending_write> pending;
+        bool loaded = false;  // durable read yet: at the first change (until then the file is as found)
     };
     // Called before each I/O call: counts it, and may kill, throw or fail.
     void before_call(const std::string& path, const char* call);
 
 private:
-    file_state& state_of(const std::string& path);
+    void load_durable(const std::string& path, file_state& state);
 
     std::map<std::string, file_state> files_;
     long calls_ = 0, crash_countdown_ = -1, kill_countdown_ = -1, fail_countdown_ = -1;
