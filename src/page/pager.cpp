@@ -33,13 +33,13 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
     : storage_(storage), heap_(std::move(h)), opts_(opts), vtables_(vtables) {
     space_ = vm::fault_space::create(opts.backend, &pager::fill, this);
     map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.address_space_limit);
-    vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
-    reuse_at_pages_ = map_->limit_pages() * 3 / 4;
-    if (opts.resident_budget_pages) {
+    if (opts.resident_budget_pages) {  // before anything a throw would leave behind
         resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);
         fresh_ = map_page_bytes();
         if (!fresh_) common::throw_system_error("mmap", errno, storage_.path() + ": the table of new pages");
     }
+    vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
+    reuse_at_pages_ = map_->limit_pages() * 3 / 4;
     if (opts.prefetch) prefetch_.hinted = map_page_bytes();
     if (resident_) start_evictor();
 }

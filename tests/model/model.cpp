@@ -29,7 +29,6 @@
 
 namespace steppe_model {
 
-
 std::uint64_t fill_word(std::uint64_t id, std::uint64_t ver, std::size_t i) {
     std::uint64_t z = id * 0x9E3779B97F4A7C15ull ^ (ver << 21) ^ (i * 0xBF58476D1CE4E5B9ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
