@@ -1,5 +1,7 @@
 // steppe::store — the public API over an engine (engine/engine.hpp; today
 // the page engine), plus what every engine shares:
+//   - the internal open path (engine/open_internal.hpp): store::open with
+//     the storage layer's file system given, for tests
 //   - the fork check: a forked child may not use its parent's store
 //   - exclusive_call: the calls one thread at a time may make
 //   - the open-stores registry: steppe::allocator's current store, and which
@@ -18,13 +20,14 @@
 
 #include "common/system_error.hpp"
 #include "engine/engine.hpp"
+#include "engine/open_internal.hpp"
 
 namespace steppe {
 namespace detail {
 
 class store_impl {
 public:
-    store_impl(const std::string& path, const open_options& options);
+    store_impl(const std::string& path, const open_options& options, storage::env* io);
     ~store_impl();
     bool holds(const void* p) const { return engine_->holds(p); }
     bool opened_here() const noexcept;  // false in a child forked since
@@ -159,8 +162,8 @@ std::vector<void*>& forsaken() {
 }
 }  // namespace
 
-store_impl::store_impl(const std::string& path, const open_options& options)
-    : opener_(current_pid()), engine_(open_page_engine(path, options)) {
+store_impl::store_impl(const std::string& path, const open_options& options, storage::env* io)
+    : opener_(current_pid()), engine_(open_page_engine(path, options, io)) {
     std::lock_guard lock(g_open_mutex);
     g_open.push_back(this);
     t_current = this;
@@ -238,6 +241,17 @@ void deallocate_anywhere(void* object) noexcept {
     if (owner) owner->deallocate(object);
 }
 
+// The one way into store's private constructor besides store::open.
+struct store_access {
+    static store open(const std::string& path, const open_options& options, storage::env* io) {
+        return store(std::make_unique<store_impl>(path, options, io));
+    }
+};
+
+store open_with_env(const std::string& path, const open_options& options, storage::env* io) {
+    return store_access::open(path, options, io);
+}
+
 }  // namespace detail
 
 store::store(std::unique_ptr<detail::store_impl> impl) : impl_(std::move(impl)) {}
@@ -246,7 +260,7 @@ store& store::operator=(store&&) noexcept = default;
 store::~store() = default;
 
 store store::open(const std::string& path, const open_options& options) {
-    return store(std::make_unique<detail::store_impl>(path, options));
+    return detail::open_with_env(path, options, nullptr);
 }
 
 void* store::allocate(const types::layout& layout, std::size_t count) { return impl_->allocate(layout, count); }

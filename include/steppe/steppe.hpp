@@ -155,6 +155,7 @@ struct type_usage {
 
 namespace detail {
 class store_impl;
+struct store_access;  // the library's own way in (an internal open path)
 }
 
 class store {
@@ -285,8 +286,9 @@ public:
     // Verifies every invariant of the committed store: checksums of every page
     // and the log, the heap's page accounting, the type catalog, the roots, and
     // that every pointer in a committed page resolves inside the store, and
-    // this process's page map (its invariants, as seen between operations:
-    // call it while no other thread touches the store).
+    // this process's page map, fault space and page residency (their
+    // invariants, as seen between operations: call it while no other thread
+    // touches the store).
     // One line per finding; empty when sound.
     std::vector<std::string> check() const;
     const std::string& path() const;
@@ -296,6 +298,7 @@ public:
 
 private:
     friend class use_store;
+    friend struct detail::store_access;
     explicit store(std::unique_ptr<detail::store_impl> impl);
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object);

@@ -56,8 +56,14 @@ public:
     virtual const std::string& salvage_report() const = 0;
 };
 
-// The page engine (src/page/page_engine.cpp) on the store at `path`.
-std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options);
+namespace storage {
+class env;
+}
+
+// The page engine (src/page/page_engine.cpp) on the store at `path`, its
+// files opened through `io` (nullptr: the real file system).
+std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options,
+                                         storage::env* io = nullptr);
 // The object engine (src/objects/) on the store at `path`, whatever scheme
 // made it, for tools that inspect stores (steppe info, check, roots, stats).
 std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options);

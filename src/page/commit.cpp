@@ -3,9 +3,13 @@
 //   - unswizzle_pages: the one unswizzler of written pages into images, used
 //     by collect (commit), spill_if_over_budget (spill) and evict_batch
 //     (evict.cpp); unswizzle_into does one page
-//   - collect, committed: a commit's data pages, and adopting them
-//   - spill_if_over_budget: a transaction's pages to the log ahead of commit
-//   - rollback: forget every change since the last commit
+//   - collect, committed (admit_new_pages, retire_freed_pages): a commit's
+//     data pages, and adopting them
+//   - spill_if_over_budget, drop_spilled: a transaction's pages to the log
+//     ahead of commit
+//   - rollback (discard_spilled, discard_written, forget_new_pages,
+//     discard_all_resident): forget every change since the last commit
+// Each names the transitions of the residency diagram (pager.hpp) it makes.
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -131,14 +135,15 @@ pager::page_images pager::collect() {
     // goes, as frames of the transaction (storage::spill), so it needs a
     // chunk's memory rather than twice its size (the images and the log
     // write). A later error leaves them there, as spilled pages, until the
-    // transaction commits or rolls back.
+    // transaction commits or rolls back. (T6 and T11 in pager.hpp; the pages
+    // stay resident.)
     constexpr std::size_t chunk = 1024;
     page_images out;
     out.bytes.resize(std::min(sources.size(), chunk) * translate::page_size);
     for (std::size_t from = 0; from < sources.size(); from += chunk) {
         if (from > 0) {
             storage_.spill(out.pages);
-            for (const auto& written : out.pages) spilled_.insert(written.page);
+            note_spilled(out.pages);
             out.pages.clear();
         }
         const std::size_t n = std::min(chunk, sources.size() - from);
@@ -148,15 +153,12 @@ pager::page_images pager::collect() {
     return out;
 }
 
+// T4, T7, T10 and T13 (pager.hpp): what the commit wrote is the committed
+// state now, written and spilled pages are clean, new pages ordinary ones.
 void pager::committed() {
-    // New pages were kept resident (the file may hold a former life of them);
-    // committed, they may be evicted like any other.
-    if (resident_)
-        for (std::uint64_t page : txn_new_)
-            if (std::uintptr_t v = map_->virtual_of(page)) resident_->record(v);
+    admit_new_pages();
     pages_committed_ += collected_pages_ + spilled_.size();
-    for (std::uint64_t page : txn_freed_)
-        if (!heap_->describe(page)->is_data()) map_->retire(page);
+    retire_freed_pages();
     unwritten_.clear();
     txn_new_.clear();
     spilled_.clear();
@@ -164,6 +166,32 @@ void pager::committed() {
     retired_committed_ = false;
     forget_spill_failure();
     keep_within_budget();
+}
+
+// T10: new pages were kept resident (the file may hold a former life of
+// them, R3); committed, they may be evicted like any other (R6).
+void pager::admit_new_pages() {
+    if (!resident_) return;
+    for (std::uint64_t page : txn_new_) {
+        mark_new(page, false);
+        if (std::uintptr_t v = map_->virtual_of(page)) resident_->record(v);
+    }
+}
+
+// T13 at the commit: a page freed in the transaction kept its range until
+// now, so that a rollback could revive its objects where they were.
+void pager::retire_freed_pages() {
+    for (std::uint64_t page : txn_freed_)
+        if (!heap_->describe(page)->is_data()) map_->retire(page);
+}
+
+// R4: spilled_ follows what storage::spill took. R3: a new page the log
+// holds may be evicted (its next fill reads it from there).
+void pager::note_spilled(const std::vector<storage::page_image>& images) {
+    for (const auto& image : images) {
+        spilled_.insert(image.page);
+        mark_new(image.page, false);
+    }
 }
 
 // A transaction that makes more new pages than the budget holds writes them
@@ -184,44 +212,68 @@ void pager::spill_if_over_budget() {
     for (std::size_t i = 0; i < sources.size(); ++i)
         if (how[i] == unswizzled::kept) kept.push_back(reinterpret_cast<std::uintptr_t>(sources[i].contents));
     storage_.spill(images);
-    for (const auto& img : images) {
-        space_->discard(map_->virtual_of(img.page), 1);
-        spilled_.insert(img.page);
-    }
-    spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
+    drop_spilled(images);
     unwritten_ = std::move(kept);
     std::sort(unwritten_.begin(), unwritten_.end());
 }
 
+// T6 and T11 (pager.hpp) at an allocation: the spilled pages go; a touch
+// reads them back from the log.
+void pager::drop_spilled(const std::vector<storage::page_image>& images) {
+    for (const auto& img : images) space_->discard(map_->virtual_of(img.page), 1);
+    note_spilled(images);
+    spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
+}
+
 void pager::rollback(std::unique_ptr<heap> committed_heap) {
     take_new_and_freed_pages();
-    storage_.discard_pending();
-    for (std::uint64_t page : spilled_)
-        if (std::uintptr_t v = map_->virtual_of(page)) space_->discard(v, 1);
-    spilled_.clear();
-    note_written_pages();
-    for (std::uintptr_t v : unwritten_)
-        if (map_->lookup(v).what == translate::page_map::kind::page) space_->discard(v, 1);
+    discard_spilled();
+    discard_written();
     heap_ = std::move(committed_heap);
-    for (std::uint64_t page : txn_new_) {
-        const heap::page_desc* d = heap_->describe(page);
-        if (d && d->is_data()) forget_contents(page, unit_of(page));  // a committed page again
-        else map_->retire(page);
-    }
-    if (retired_committed_) {
-        // Committed pages were reused in another shape (and their ranges
-        // retired); clean resident pages may hold pointers into those ranges,
-        // so every page reloads.
-        for (std::uint64_t page = 1; page < heap_->page_count(); ++page) {
-            std::uintptr_t v = map_->virtual_of(page);
-            if (v && space_->is_resident(v)) space_->discard(v, 1);
-        }
-    }
+    forget_new_pages();
+    if (retired_committed_) discard_all_resident();
     unwritten_.clear();
     txn_new_.clear();
     txn_freed_.clear();
     retired_committed_ = false;
     forget_spill_failure();
+}
+
+// T8 (pager.hpp): the log forgets the transaction's frames (R4), and pages
+// read back from them are dropped, to show their committed contents.
+void pager::discard_spilled() {
+    storage_.discard_pending();
+    for (std::uint64_t page : spilled_)
+        if (std::uintptr_t v = map_->virtual_of(page)) space_->discard(v, 1);
+    spilled_.clear();
+}
+
+// T8: written pages are dropped, to show their committed contents.
+void pager::discard_written() {
+    note_written_pages();
+    for (std::uintptr_t v : unwritten_)
+        if (map_->lookup(v).what == translate::page_map::kind::page) space_->discard(v, 1);
+}
+
+// T12, with the committed heap in place: a new page that is a committed
+// page again shows its committed contents in its range; any other is retired.
+void pager::forget_new_pages() {
+    for (std::uint64_t page : txn_new_) {
+        mark_new(page, false);
+        const heap::page_desc* d = heap_->describe(page);
+        if (d && d->is_data()) forget_contents(page, unit_of(page));
+        else map_->retire(page);
+    }
+}
+
+// T5 at a rollback that retired committed pages (they were reused in another
+// shape): clean resident pages may hold pointers into those ranges, so every
+// page reloads.
+void pager::discard_all_resident() {
+    for (std::uint64_t page = 1; page < heap_->page_count(); ++page) {
+        std::uintptr_t v = map_->virtual_of(page);
+        if (v && space_->is_resident(v)) space_->discard(v, 1);
+    }
 }
 
 }  // namespace steppe::page

@@ -13,10 +13,12 @@
 // it waits on a futex (with a timeout) for the thread to catch up.
 //
 // Why no write is lost, whichever thread writes: pages are taken with vm
-// hold(), which moves them aside with UFFDIO_MOVE where the kernel has it
-// (Linux >= 6.8) and makes them read-only otherwise; a write to one meanwhile
-// faults and waits until it is dropped (it then faults in again, from the
-// log if it was spilled) or kept.
+// hold(), which claims each page and moves it aside with UFFDIO_MOVE where
+// it can (uffd with userfaultfd write-protect tracking, Linux >= 6.8) or
+// makes it read-only otherwise; a write to one meanwhile faults and waits
+// until it is dropped (it then faults in again, from the log if it was
+// spilled) or kept. (The faulting thread's own eviction, drop_oldest_clean,
+// takes clean pages only, through vm evict_clean: see fault.cpp.)
 #include "page/pager.hpp"
 
 #include <pthread.h>
@@ -158,60 +160,80 @@ bool pager::evict_oldest() {
     }
 }
 
-// Holds the pages (ascending), drops the clean ones, and writes the written
-// ones to the log before dropping them; returns how many it dropped. Pages a failed commit collected
-// (unwritten_: written, but their tracking re-armed), pages that cannot be
-// unswizzled yet and, after a failed spill, all written pages stay
-// resident, recorded again.
+// T5 and T6 (pager.hpp) on the eviction thread: holds the pages (ascending),
+// drops the clean ones, and writes the written ones to the log before
+// dropping them; returns how many it dropped.
 std::size_t pager::evict_batch(std::span<const std::uintptr_t> pages) {
-    std::vector<vm::fault_space::held> how(pages.size());
-    std::vector<const std::byte*> contents(pages.size());
-    space_->hold(pages, how, contents);
-    std::vector<bool> keep(pages.size());
-    std::vector<page_source> sources;  // the written pages to spill, and where in `pages` they are
-    std::vector<std::size_t> source_of;
-    for (std::size_t i = 0; i < pages.size(); ++i) {
-        if (how[i] == vm::fault_space::held::none) {
-            if (space_->is_resident(pages[i])) resident_->record(pages[i]);  // busy: next time
-            continue;
-        }
-        if (std::binary_search(unwritten_.begin(), unwritten_.end(), pages[i]) ||
-            (how[i] == vm::fault_space::held::written && evictor_->spill_failed.load(std::memory_order_acquire)))
-            keep[i] = true;
-        if (how[i] == vm::fault_space::held::clean || keep[i]) continue;
-        auto where = map_->lookup(pages[i]);
-        if (where.what != translate::page_map::kind::page) {
-            keep[i] = true;
-            continue;
-        }
-        sources.push_back({where.page, contents[i]});
-        source_of.push_back(i);
-    }
+    held_batch b{pages, std::vector<vm::fault_space::held>(pages.size()),
+                 std::vector<const std::byte*>(pages.size()), std::vector<bool>(pages.size())};
+    space_->hold(pages, b.how, b.contents);
+    spill_written(b);
+    return release_batch(b);
+}
+
+// The written pages of the batch go to the log as frames of the transaction
+// in progress (T6); those that cannot are kept.
+void pager::spill_written(held_batch& b) {
+    std::vector<std::size_t> source_of;  // where in the batch each source is
+    const std::vector<page_source> sources = spill_sources(b, source_of);
     evict_buffer_.resize(sources.size() * translate::page_size);
     std::vector<storage::page_image> images;
     const std::vector<unswizzled> done = unswizzle_pages(sources, evict_buffer_.data(), false, true, images);
     // Freed in this transaction (nothing to save, no reason to write it), or
     // a transient pointer or a new vtable (the commit reports or learns it).
     for (std::size_t k = 0; k < sources.size(); ++k)
-        if (done[k] != unswizzled::image) keep[source_of[k]] = true;
+        if (done[k] != unswizzled::image) b.keep[source_of[k]] = true;
     try {
         if (!images.empty()) storage_.spill(images);
     } catch (const std::exception&) {
         // A full disk, say: the commit meets it again and reports it. Until
         // the transaction ends, written pages stay and only clean ones go.
         evictor_->spill_failed.store(true, std::memory_order_release);
-        for (std::size_t i = 0; i < pages.size(); ++i)
-            if (how[i] == vm::fault_space::held::written) keep[i] = true;
-        images.clear();
+        for (std::size_t i = 0; i < b.pages.size(); ++i)
+            if (b.how[i] == vm::fault_space::held::written) b.keep[i] = true;
+        return;
     }
+    note_spilled(images);
+    spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
+}
+
+// The written pages of the batch that may go to the log. Pages a failed
+// commit collected (unwritten_: written, but their tracking re-armed; R2),
+// clean new pages (R3) and, after a failed spill, all written pages are
+// kept; a page hold() could not take is recorded again (R6).
+std::vector<pager::page_source> pager::spill_sources(held_batch& b, std::vector<std::size_t>& source_of) {
+    using held = vm::fault_space::held;
+    std::vector<page_source> sources;
+    for (std::size_t i = 0; i < b.pages.size(); ++i) {
+        if (b.how[i] == held::none) {
+            record_again(b.pages[i]);  // busy: next time
+            continue;
+        }
+        b.keep[i] = std::binary_search(unwritten_.begin(), unwritten_.end(), b.pages[i]) ||
+                    (b.how[i] == held::written && evictor_->spill_failed.load(std::memory_order_acquire)) ||
+                    (b.how[i] == held::clean && is_new(b.pages[i]));
+        if (b.how[i] == held::clean || b.keep[i]) continue;
+        auto where = map_->lookup(b.pages[i]);
+        if (where.what != translate::page_map::kind::page) {
+            b.keep[i] = true;
+            continue;
+        }
+        sources.push_back({where.page, b.contents[i]});
+        source_of.push_back(i);
+    }
+    return sources;
+}
+
+// The end of T5 and T6: dropped pages become missing (the next touch fills
+// them again, from the log if spilled); kept ones go back as they were, and
+// into the ring (R6).
+std::size_t pager::release_batch(const held_batch& b) {
     std::vector<std::uintptr_t> dropped, kept;
-    for (std::size_t i = 0; i < pages.size(); ++i)
-        if (how[i] != vm::fault_space::held::none) (keep[i] ? kept : dropped).push_back(pages[i]);
+    for (std::size_t i = 0; i < b.pages.size(); ++i)
+        if (b.how[i] != vm::fault_space::held::none) (b.keep[i] ? kept : dropped).push_back(b.pages[i]);
     space_->release(dropped, true);
     space_->release(kept, false);
     for (std::uintptr_t v : kept) resident_->record(v);
-    for (const auto& image : images) spilled_.insert(image.page);
-    spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
     return dropped.size();
 }
 

@@ -1,9 +1,10 @@
 // The page engine's fault path (async-signal-safe, run by the fault space
 // for the first touch of a page):
-//   - keep_within_budget: drop the oldest clean pages past the budget
+//   - keep_within_budget, drop_oldest_clean: drop the oldest clean pages
+//     past the budget (T5 in pager.hpp)
 //   - read-ahead: note_fault_for_prefetch, prefetch_targets
 //   - fill_page: read the page, check and swizzle its pointers (swizzle_word),
-//     relink its vtable pointers, record it as resident
+//     relink its vtable pointers, record it as resident (T2)
 //   - unit_of, layout_of_page: what lies on a page, from the heap
 //   - fatal errors: fatal, wild_access, bad_pointer, address_space_exhausted
 #include <unistd.h>
@@ -23,21 +24,35 @@ namespace steppe::page {
 // pages go at once if they are clean (on this thread, no other CPU is
 // interrupted: cheaper than the eviction thread's batches); written ones go
 // back to the ring for the eviction thread, which is woken, and waited for
-// far past the budget. Pages a failed commit collected are written but no
-// longer tracked as such: never dropped here (unwritten_ only changes in
-// calls no other thread may overlap).
+// far past the budget.
 void pager::keep_within_budget() noexcept {
     if (!resident_ || resident_->size() <= opts_.resident_budget_pages) return;
+    drop_oldest_clean();
+    if (resident_->size() <= opts_.resident_budget_pages) return;
+    ask_evictor();
+    wait_for_evictor();
+}
+
+// T5 (pager.hpp) on the faulting thread: the two oldest pages of the ring go
+// if clean. Pages a failed commit collected are written but no longer
+// tracked as such, and new pages are clean until written: never dropped
+// here (R2, R3).
+void pager::drop_oldest_clean() noexcept {
     std::uintptr_t oldest[2];
     const std::size_t n = resident_->take_oldest(oldest, std::size(oldest));
     for (std::size_t i = 0; i < n; ++i) {
         const bool kept = std::binary_search(unwritten_.begin(), unwritten_.end(), oldest[i]) ||
-                          !space_->evict_clean(oldest[i]);
-        if (kept && space_->is_resident(oldest[i])) resident_->record(oldest[i]);
+                          is_new(oldest[i]) || !space_->evict_clean(oldest[i]);
+        if (kept) record_again(oldest[i]);
     }
-    if (resident_->size() <= opts_.resident_budget_pages) return;
-    ask_evictor();
-    wait_for_evictor();
+}
+
+// A page taken out of the ring and kept goes back to it (R6), unless it is
+// missing (its next fill records it). A page another thread is filling,
+// writing to or holding just now counts as kept: only resident ones would
+// leave it out of the ring for good.
+void pager::record_again(std::uintptr_t page) noexcept {
+    if (!space_->is_missing(page)) resident_->record(page);
 }
 
 

@@ -28,8 +28,9 @@ vm::backend_kind backend_for(fault_backend b) {
 }
 }  // namespace
 
-page_engine::page_engine(const std::string& path, const open_options& options) : options_(options) {
-    storage_ = storage::storage::open(path, storage_options(options));
+page_engine::page_engine(const std::string& path, const open_options& options, storage::env* io)
+    : options_(options) {
+    storage_ = storage::storage::open(path, storage_options(options, io));
 
     const auto& raw = storage_->meta();
     bool fresh = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
@@ -335,7 +336,7 @@ std::vector<std::string> page_engine::check() const {
     std::vector<std::byte> page(storage::page_size);
     storage::read_failure why;
     for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
-        if (!h.describe(p)->is_data() || !storage_->read_page_nothrow(p, page.data(), &why, true)) continue;
+        if (!h.describe(p)->is_data() || !storage_->read_committed_page_nothrow(p, page.data(), &why, true)) continue;
         check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), path() + ": ", findings);
     }
     return findings;
@@ -344,7 +345,7 @@ std::vector<std::string> page_engine::check() const {
 }  // namespace steppe::page
 
 namespace steppe {
-std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options) {
-    return std::make_unique<page::page_engine>(path, options);
+std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options, storage::env* io) {
+    return std::make_unique<page::page_engine>(path, options, io);
 }
 }  // namespace steppe

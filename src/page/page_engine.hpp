@@ -27,7 +27,9 @@ namespace steppe::page {
 
 class page_engine final : public engine {
 public:
-    page_engine(const std::string& path, const open_options& options);
+    // `io`: the file system the storage opens the store's files through
+    // (nullptr: the real one).
+    page_engine(const std::string& path, const open_options& options, storage::env* io);
 
     void close() override;
     bool holds(const void* p) const noexcept override { return pager_->holds(p); }

@@ -6,9 +6,11 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "common/hex.hpp"
+#include "common/system_error.hpp"
 #include "page/pager.hpp"
 #include "page/stored_pointer.hpp"
 #include "common/sigsafe.hpp"
@@ -17,6 +19,13 @@ namespace steppe::page {
 
 namespace {
 alignas(4096) const std::byte zero_page[translate::page_size] = {};
+
+// A byte per persistent page, NORESERVE: only the parts touched cost memory.
+std::atomic<std::uint8_t>* map_page_bytes() noexcept {
+    void* p = ::mmap(nullptr, heap::max_page_count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<std::atomic<std::uint8_t>*>(p);
+}
 }  // namespace
 
 pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_table& vtables,
@@ -24,15 +33,14 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
     : storage_(storage), heap_(std::move(h)), opts_(opts), vtables_(vtables) {
     space_ = vm::fault_space::create(opts.backend, &pager::fill, this);
     map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.address_space_limit);
+    if (opts.resident_budget_pages) {  // before anything a throw would leave behind
+        resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);
+        fresh_ = map_page_bytes();
+        if (!fresh_) common::throw_system_error("mmap", errno, storage_.path() + ": the table of new pages");
+    }
     vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
-    if (opts.resident_budget_pages)
-        resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);
-    if (opts.prefetch) {
-        void* p = ::mmap(nullptr, heap::max_page_count, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p != MAP_FAILED) prefetch_.hinted = static_cast<std::atomic<std::uint8_t>*>(p);
-    }
+    if (opts.prefetch) prefetch_.hinted = map_page_bytes();
     if (resident_) start_evictor();
 }
 
@@ -42,6 +50,7 @@ pager::~pager() {
     map_.reset();
     space_.reset();
     if (prefetch_.hinted) ::munmap(prefetch_.hinted, heap::max_page_count);
+    if (fresh_) ::munmap(fresh_, heap::max_page_count);
 }
 
 // Allocation ------------------------------------------------------------------
@@ -69,7 +78,7 @@ std::uint64_t pager::to_persistent(const void* p, const std::string& what) const
     return w;
 }
 
-// New pages get a fresh virtual range of their new shape, installed as zeros;
+// New pages get a virtual range of their new shape, installed as zeros;
 // freed pages lose theirs, so stale pointers can never alias a new object.
 void pager::take_new_and_freed_pages() {
     // Freed pages keep their range until the commit (retire_freed_pages), so
@@ -77,13 +86,31 @@ void pager::take_new_and_freed_pages() {
     for (std::uint64_t page : heap_->take_freed_pages()) txn_freed_.push_back(page);
     std::vector<std::uint64_t> fresh = heap_->take_new_pages();
     for (std::uint64_t page : fresh) forget_contents(page, unit_of(page));
-    for (std::uint64_t page : fresh) {
-        translate::unit u = unit_of(page);
-        std::uintptr_t base = map_->reserve(u);
-        if (base == 0) throw no_address_space(u.pages);
-        space_->install(base + (page - u.head) * translate::page_size, zero_page);
-        txn_new_.push_back(page);
-    }
+    for (std::uint64_t page : fresh) install_new_page(page);
+}
+
+// T9 (pager.hpp): the page shows zeros, and stays resident until the commit
+// or a spill (R3): it is marked new before it is installed, so an evictor
+// that meets its address (the ring may name it from before it was freed)
+// keeps it.
+void pager::install_new_page(std::uint64_t page) {
+    translate::unit u = unit_of(page);
+    std::uintptr_t base = map_->reserve(u);
+    if (base == 0) throw no_address_space(u.pages);
+    mark_new(page, true);
+    space_->install(base + (page - u.head) * translate::page_size, zero_page);
+    txn_new_.push_back(page);
+}
+
+void pager::mark_new(std::uint64_t page, bool fresh) noexcept {
+    if (fresh_) fresh_[page].store(fresh ? 1 : 0, std::memory_order_release);
+}
+
+// Async-signal-safe: the evictors ask it of the pages they take.
+bool pager::is_new(std::uintptr_t v) const noexcept {
+    if (!fresh_) return false;
+    const auto where = map_->lookup(v);
+    return where.what == translate::page_map::kind::page && fresh_[where.page].load(std::memory_order_acquire);
 }
 
 // The page is to show other contents (a new object, or the committed ones
@@ -164,6 +191,9 @@ void pager::reuse_if_crowded() {
     if (map_->reserved_virtual_pages() > reuse_at_pages_) start_epoch();
 }
 
+// T14 (pager.hpp): every resident page goes (T5), then the arenas not used
+// for a whole epoch; the ring is emptied before they are handed out again
+// (R5).
 void pager::start_epoch() {
     translate::page_map::reclaimed r = map_->start_epoch();
     if (resident_) resident_->clear();  // every page was discarded
@@ -184,12 +214,6 @@ pager_stats pager::stats() const {
             prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
             map_->limit_pages() * translate::page_size, reuse_rounds_,
             reclaimed_arenas_, reclaimed_pages_};
-}
-
-std::vector<std::string> pager::check_invariants() const {
-    std::vector<std::string> findings;
-    for (auto& f : map_->check_invariants(heap_->page_count())) findings.push_back("page map: " + f);
-    return findings;
 }
 
 }  // namespace steppe::page

@@ -3,17 +3,93 @@
 // storage manager (page images), the heap (what lies on each page), the page
 // map and the fault space.
 //
-// Page residency (per persistent page of a reserved unit):
+// Residency: the states of a store page p as the page engine keeps it (the
+// fault space's own page life cycle is in vm.hpp, the page map's in
+// page_map.hpp). "Evicted" is not a state of its own: an evicted page is
+// reserved again, at the same address.
 //
-//   reserved (virtual range assigned, missing) --touch: fill()--> resident clean
-//   resident clean --write--> resident dirty --commit--> resident clean
-//   resident dirty --rollback: discard--> reserved
-//   any --the page is freed or changes shape--> retired (virtual range dead)
-//   resident clean --reuse_address_space: discard--> reserved (same address)
-//   resident clean --past the budget: evicted--> reserved (same address)
-//   resident dirty --past the budget: spilled to the log, evicted--> reserved
-//                  (the next touch reads the spilled version)
-//   reserved --its arena unused for a whole epoch, at reuse--> unmapped
+//   S0 unmapped   no virtual range: never named since its arena was reclaimed
+//   S1 reserved   a virtual range (page_map::reserve), nothing mapped there:
+//                 the next touch fills it
+//   S2 clean      resident, unchanged since the last commit or its fill
+//   S3 written    resident, written since the last commit (the fault space's
+//                 dirty bit, or unwritten_ once note_written_pages took it)
+//   S4 new        handed out by the heap since the last commit: installed as
+//                 zeros and kept resident (the file may hold a former life of
+//                 it), written at the commit even if untouched
+//   S5 spilled    its image of the transaction in progress is in the log
+//                 (spilled_, storage::spill): missing, or S2/S3 again after a
+//                 touch reads it back
+//   S6 retired    its range is dead (page_map::retire): a touch ends the
+//                 process; named again, the page gets a new range
+//
+//   T1  S0 -> S1      page_map::reserve, from swizzle_word (a pointer to p
+//                     met in the fault path), to_pointer, install_new_page
+//   T2  S1 -> S2      fill_page on the first touch (from the log if S5);
+//                     residency::record puts it in the ring
+//   T3  S2 -> S3      the program writes: the fault space's write tracking
+//                     notes it; note_written_pages moves it to unwritten_
+//   T4  S3 -> S2      commit: collect unswizzles it (take_dirty re-arms the
+//                     tracking), committed() forgets unwritten_
+//   T5  S2 -> S1      eviction: drop_oldest_clean (fault path), evict_batch
+//                     (eviction thread); start_epoch (reuse);
+//                     discard_all_resident (rollback)
+//   T6  S3 -> S5      spill: evict_batch then release_batch,
+//                     spill_if_over_budget then drop_spilled (both leave it
+//                     missing), collect past 1,024 pages (it stays resident)
+//   T7  S5 -> S2      committed(): the commit record covers its frame
+//   T8  S3, S5 -> S1  rollback: discard_written, discard_spilled
+//   T9  S0-S3 -> S4   install_new_page (take_new_and_freed_pages);
+//                     forget_contents first discards a range of the same
+//                     shape (kept, so pointers into it stay valid) or
+//                     retires one of another shape
+//   T10 S4 -> S2      committed(): admit_new_pages records it in the ring
+//   T11 S4 -> S5      spill_if_over_budget, collect
+//   T12 S4 -> S1, S6  rollback: forget_new_pages (a committed page again:
+//                     discarded; else retired)
+//   T13 any -> S6     page_map::retire: forget_contents (a new shape),
+//                     retire_freed_pages (commit), forget_new_pages
+//   T14 S1, S6 -> S0  start_epoch: page_map::start_epoch discards every
+//                     resident page (T5) and reclaims the arenas not used
+//                     for a whole epoch
+//
+// Invariants, as seen between operations (under a pause, no other thread
+// touching the store); check_residency() (residency_check.cpp) checks them,
+// and check_invariants() runs it with the page map's (P1-P2), the fault
+// space's (I1-I7) and the ring's (Q1) checkers:
+// (R1) Every resident page of the fault space is a page of a unit the page
+//      map holds, never a guard, a retired range or space a reuse round
+//      gave back: fill_page ends the process for those (wild_access), and
+//      page_map::retire and start_epoch discard before the map forgets.
+// (R2) unwritten_ is sorted and unique (the evictors search it), and names
+//      pages that are resident or whose range was retired since: the
+//      evictors never take them (drop_oldest_clean, spill_sources), a
+//      spill keeps in it only what it could not write (spill_if_over_budget),
+//      and a rollback discards them (discard_written). No write is lost.
+//      (drop_oldest_clean reads it in the fault path without a lock: it
+//      changes in calls that run while no other thread touches the store,
+//      but also in a make that spills, which faults on other threads may
+//      overlap: a gap, not closed yet.)
+// (R3) A new page that is still a data page and not in the log is resident,
+//      and marked new: install_new_page marks it before it installs it,
+//      nothing records it in the ring before admit_new_pages, and the
+//      evictors keep a page marked new (drop_oldest_clean, spill_sources)
+//      when they meet it through an entry from its former life at the same
+//      address (a page freed and handed out again in the same shape in one
+//      transaction keeps its range). Dropped, it would read that former
+//      life back from the file. A spill (note_spilled), the commit
+//      (admit_new_pages) and a rollback (forget_new_pages) clear the mark.
+// (R4) spilled_ is exactly the storage's pending pages: every spill adds
+//      to spilled_ what storage::spill took (note_spilled, collect), and
+//      committed() and discard_spilled() clear both.
+// (R5) The ring names only pages of the map or retired ranges, never a
+//      guard or unreserved space: it records the pages fill_page filled,
+//      admit_new_pages admitted and the evictors took from it, and
+//      start_epoch empties it before arenas are reclaimed.
+// (R6) Every resident data page that is not new is named by the ring (unless
+//      the ring was full: residency::unrecorded()), or it could never be
+//      evicted: fill_page records what it fills, and a page taken out and
+//      kept goes back (record_again, release_batch).
 //
 // New pages (handed out by the heap since the last commit) are installed as
 // zeros at once, because the storage may still hold a previous life of the
@@ -156,11 +232,12 @@ public:
     translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
     // The same as `h` (another state of the heap, e.g. the committed one) has it.
     translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
-    // The page map's P1/P2, as seen between operations (call under a pause):
-    // one line per finding. (The fault space's I1-I5 checker reads every
-    // page state of every arena, gigabytes of mostly untouched table in a
-    // store with the default address-space limit: vm_test runs it instead.)
+    // The page map's P1-P2, the fault space's I1-I7, the ring's Q1 and the
+    // residency invariants R1-R6 above, as seen between operations (call
+    // under a pause): one line per finding. Cheap: the fault space reads
+    // only the part of its arenas ever touched (I6).
     std::vector<std::string> check_invariants() const;
+    std::vector<std::string> check_residency() const;
 
     // Keeps the eviction thread off while the caller changes or reads what it
     // uses (the heap, shapes, vtables, the transaction's page sets, storage).
@@ -198,8 +275,26 @@ private:
     translate::unit unit_of(std::uint64_t page) const noexcept;
     std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;
     void take_new_and_freed_pages();
+    void install_new_page(std::uint64_t page);
+    void mark_new(std::uint64_t page, bool fresh) noexcept;
+    bool is_new(std::uintptr_t v) const noexcept;
     void forget_contents(std::uint64_t page, translate::unit shape);
     void spill_if_over_budget();
+    void drop_spilled(const std::vector<storage::page_image>& images);
+    void note_spilled(const std::vector<storage::page_image>& images);
+    void admit_new_pages();
+    void retire_freed_pages();
+    void discard_spilled();
+    void discard_written();
+    void forget_new_pages();
+    void discard_all_resident();
+    // The checkers of R1-R6 (residency_check.cpp).
+    void check_resident(const std::vector<std::uintptr_t>& resident, const std::vector<std::uintptr_t>& ring,
+                        std::vector<std::string>& findings) const;
+    void check_written(const std::vector<std::uintptr_t>& resident, std::vector<std::string>& findings) const;
+    void check_new(const std::vector<std::uintptr_t>& resident, std::vector<std::string>& findings) const;
+    void check_spilled(std::vector<std::string>& findings) const;
+    void check_ring(const std::vector<std::uintptr_t>& ring, std::vector<std::string>& findings) const;
     // The one unswizzler of written pages, for commit, spill and eviction:
     // each source still a data page is unswizzled into the next free page of
     // `buffer` (room for every source) and appended to `images`. A page that
@@ -230,6 +325,8 @@ private:
     std::unique_ptr<translate::page_map> map_;
     std::unique_ptr<residency> resident_;
     void keep_within_budget() noexcept;
+    void drop_oldest_clean() noexcept;
+    void record_again(std::uintptr_t page) noexcept;
     // The eviction thread (evict.cpp).
     struct evictor {
         int wake_fd = -1;
@@ -251,6 +348,17 @@ private:
     bool evict_oldest();
     void note_batch() noexcept;
     std::size_t evict_batch(std::span<const std::uintptr_t> pages);
+    // A batch the eviction thread holds: what hold() said of each page,
+    // where its contents are, and whether it stays.
+    struct held_batch {
+        std::span<const std::uintptr_t> pages;
+        std::vector<vm::fault_space::held> how;
+        std::vector<const std::byte*> contents;
+        std::vector<bool> keep;
+    };
+    void spill_written(held_batch& b);
+    std::vector<page_source> spill_sources(held_batch& b, std::vector<std::size_t>& source_of);
+    std::size_t release_batch(const held_batch& b);
     std::vector<std::byte> evict_buffer_;  // the eviction thread's page images
     void forget_spill_failure() noexcept;  // a failed spill is retried in the next transaction
     // Read-ahead state, all touched in the fault path.
@@ -261,6 +369,7 @@ private:
     void note_fault_for_prefetch(std::uint64_t page) noexcept;
     void prefetch_targets(const std::uint64_t* pages, int count) noexcept;
     std::vector<std::uint64_t> txn_new_;        // pages handed out since the last commit
+    std::atomic<std::uint8_t>* fresh_ = nullptr;  // per persistent page: new and not in the log (R3)
     std::vector<std::uint64_t> txn_freed_;      // pages freed since the last commit (ranges kept until it)
     bool retired_committed_ = false;            // a committed page's range was retired since the last commit
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write

@@ -3,16 +3,27 @@
 // again what it keeps).
 //
 // Lock-free and async-signal-safe, because pages are recorded from the fault
-// handler: producers claim a slot with one fetch_add on the head; one evictor
-// at a time (a try-lock flag; others get nothing) consumes from the tail. A
-// slot still 0 has not been written by its producer yet: the evictor stops
-// there. When the ring is full a page goes unrecorded (it stays
-// resident); the ring is sized with slack so that does not happen in practice.
+// handler: producers claim a slot with a CAS on the head; one evictor at a
+// time (a try-lock flag; others get nothing) consumes from the tail. A slot
+// still 0 has not been written by its producer yet: the evictor stops there.
+// When the ring is full a page goes unrecorded (it stays resident, and
+// unrecorded() counts it); the ring is sized with slack so that does not
+// happen in practice.
+//
+// (Q1) Between operations (no record or take under way), every slot from
+//      the tail to the head holds a page, and there are at most `capacity`
+//      of them: record() claims a slot only while the ring has room and
+//      writes it right after; pop_oldest() empties a slot before it moves
+//      the tail past it; clear() empties the slots it skips. Checked by
+//      check_invariants(); the page engine's own invariants on what the
+//      ring names (R5, R6) are in pager.hpp.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace steppe::page {
 
@@ -37,6 +48,13 @@ public:
     // keeps; 0 while another evictor runs.
     std::size_t take_oldest(std::uintptr_t* out, std::size_t max) noexcept;
 
+    // For checkers, between operations: the recorded pages, oldest first;
+    // how many pages record() turned away since the last clear() (the ring
+    // was full); and Q1, one line per finding.
+    std::vector<std::uintptr_t> recorded() const;
+    std::uint64_t unrecorded() const noexcept { return unrecorded_.load(std::memory_order_relaxed); }
+    std::vector<std::string> check_invariants() const;
+
 private:
     // The evictor's: the oldest page, or 0 if its producer has not written it yet.
     std::uintptr_t pop_oldest() noexcept {
@@ -49,6 +67,7 @@ private:
     std::atomic<std::uintptr_t>* slots_;
     std::uint64_t capacity_;
     std::atomic<std::uint64_t> head_{0}, tail_{0};
+    std::atomic<std::uint64_t> unrecorded_{0};
     std::atomic_flag evicting_ = ATOMIC_FLAG_INIT;
 };
 

@@ -532,11 +532,21 @@ bool storage::find_pending(page_no page, wal_entry& out) const noexcept {
 }
 
 bool storage::read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around) const noexcept {
+    return read_version(page, out, why, read_around, true);
+}
+
+bool storage::read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
+                                          bool read_around) const noexcept {
+    return read_version(page, out, why, read_around, false);
+}
+
+bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
+                           bool with_pending) const noexcept {
     common::fixed_message msg(why->message, sizeof why->message);
     why->code = errc::corrupt;
     wal_entry spilled;
     const wal_entry* logged = nullptr;  // the transaction in progress's spilled pages come first
-    if (find_pending(page, spilled)) logged = &spilled;
+    if (with_pending && find_pending(page, spilled)) logged = &spilled;
     else if (auto it = wal_index_.find(page); it != wal_index_.end()) logged = &it->second;
     if (!logged && page >= page_count_) {
         why->code = errc::invalid_argument;
@@ -679,6 +689,11 @@ void storage::spill(std::span<const page_image> pages) {
     tail_ = append(pages, nullptr, entries);
     std::lock_guard<const spin_lock> hold(pending_lock_);
     for (auto& [page, entry] : entries) pending_[page] = entry;
+}
+
+std::size_t storage::pending_count() const noexcept {
+    std::lock_guard<const spin_lock> hold(pending_lock_);
+    return pending_.size();
 }
 
 void storage::discard_pending() noexcept {

@@ -110,6 +110,10 @@ public:
     // a main-file page that is not in the page cache comes with the aligned
     // cluster of pages around it in one I/O (for data pages, used together).
     bool read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around = false) const noexcept;
+    // The same as of the last commit, leaving out what spill() holds for the
+    // transaction in progress (for checkers of the committed store).
+    bool read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
+                                     bool read_around = false) const noexcept;
 
     // Asks the OS to start reading `page`'s newest version (read-ahead for the
     // page engine). Async-signal-safe, like read_page_nothrow.
@@ -135,6 +139,8 @@ public:
         wal_entry unused;
         return find_pending(page, unused);
     }
+    // How many pages spill() holds for the transaction in progress.
+    std::size_t pending_count() const noexcept;
     // Copies the log's pages into the main file and resets the log.
     void checkpoint();
 
@@ -206,6 +212,8 @@ private:
     bool read_group_slot(std::uint64_t group, int slot, checksum_page& out) const;
     std::uint32_t expected_sum(page_no page) const noexcept;
     bool find_pending(page_no page, wal_entry& out) const noexcept;
+    bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
+                      bool with_pending) const noexcept;
 
     // Guards pending_ between spill() and the readers in the fault path: a
     // spin lock (readers are signal handlers), held only for the map access.

@@ -7,7 +7,7 @@
 //   4. The space: kernel operations shared by the handler and normal code
 //   5. The fault handler
 //   6. Normal-code operations: create, reserve, install, discard, take_dirty,
-//      check_invariants
+//      check_invariants, resident_pages
 //
 // Async-signal safety (sections 2, 4 and 5 run in the handler): the handler
 // makes system calls (ioctl, mprotect, futex, write, sigaction, all safe),
@@ -63,8 +63,10 @@ using common::hex;
 //
 // (filling_waited is filling with a sleeper on the futex.) hold() claims a
 // resident page the same way (resident -> filling), so a touch meanwhile
-// waits as it would for a fill; a held page stays claimed, and read-only,
-// until release() makes it missing or resident again.
+// waits as it would for a fill; a held page stays claimed until release()
+// makes it missing or resident again, and meanwhile it is out of the
+// program's reach: moved to the staging area (I5), or read-only where pages
+// cannot be moved. evict_clean() claims a page the same way while it decides.
 //
 // (I1) Only the thread whose CAS moved a page from missing to filling produces
 //      and maps it, and it maps the whole page with one kernel operation before
@@ -82,7 +84,8 @@ using common::hex;
 //      take_dirty() clears the bit and then protects. A write between the two
 //      steps of take_dirty() lands in a page that call reports; a write after
 //      faults again. (wp_async: the kernel keeps the write-protect bit in the
-//      PTE, and PAGEMAP_SCAN reports and re-protects each page atomically.)
+//      PTE, and PAGEMAP_SCAN reports and re-protects each page atomically;
+//      no dirty bit is set.)
 // (I3) A registry slot is live from the end of reserve() until its space's
 //      destructor; while live its fields do not change.
 // (I4) Dirty bits come in two levels: one bit per page, and one summary bit
@@ -97,8 +100,20 @@ using common::hex;
 //      waits); wp_async writes do not trap, so a page that looked clean
 //      before the move is compared with its CRC32C as last known clean
 //      (taken when it was mapped, and when take_dirty() re-armed it).
-// space::check_invariants() (section 6) checks what of I1-I5 shows between
-// operations; vm_test runs it.
+// (I6) Pages of an arena at or past its `touched` mark have never left the
+//      missing state: the thread whose CAS moved a page from missing to
+//      filling raises the mark (note_touched) before it maps the page
+//      (fill_and_map, install), and nothing else makes a page leave missing.
+//      So a checker reads the side table below the mark only, not the
+//      gigabytes of table an arena of the default address-space limit has.
+// (I7) installs - discards - evictions = resident pages: each change into or
+//      out of resident counts once where it is made (fill_and_map, install;
+//      discard() counts the pages it found resident, release(drop) and
+//      evict_clean() those they drop). Its check also finds a resident page
+//      past the touched mark (I6), which it would not count.
+// space::check_invariants() (section 6) checks what of I1-I7 shows between
+// operations; vm_test runs it, and so does store::check() through the page
+// engine's pager.
 
 enum page_state : std::uint32_t {
     page_missing = 0,  // the side table is fresh anonymous memory: zero = missing
@@ -199,6 +214,7 @@ struct arena {
     std::uint64_t* dirty_summary = nullptr;  // one bit per word of `dirty` (I4)
     std::uint32_t* sums = nullptr;           // CRC32C of each page as last known clean (I5)
     std::size_t summary_words = 0;
+    std::atomic<std::size_t> touched{0};     // pages at or past it have always been missing (I6)
     std::byte* alias = nullptr;  // mprotect backend: the writable view of the same memfd
     void* side = nullptr;
     std::size_t side_bytes = 0;
@@ -210,6 +226,14 @@ struct arena {
     std::byte* alias_of(std::uintptr_t page) const noexcept { return alias + (page - first()); }
     bool contains(std::uintptr_t address) const noexcept { return address >= first() && address < last(); }
 };
+
+// Raises the touched mark past page `index`, whose claim the caller just
+// won (I6). Async-signal-safe: a CAS loop on a lock-free atomic.
+void note_touched(arena& a, std::size_t index) noexcept {
+    std::size_t seen = a.touched.load(std::memory_order_relaxed);
+    while (seen <= index && !a.touched.compare_exchange_weak(seen, index + 1, std::memory_order_relaxed)) {
+    }
+}
 
 arena g_arenas[max_arenas];
 std::atomic<std::size_t> g_arena_high_water{0};
@@ -304,6 +328,8 @@ public:
     void discard(std::uintptr_t page, std::size_t npages) override;
     std::vector<std::uintptr_t> take_dirty() override;
     bool is_resident(std::uintptr_t page) const override;
+    bool is_missing(std::uintptr_t page) const override;
+    std::vector<std::uintptr_t> resident_pages() const override;
     std::uint64_t count_written() const override;
     void hold(std::span<const std::uintptr_t> pages, std::span<held> out,
               std::span<const std::byte*> contents) noexcept override;
@@ -334,6 +360,8 @@ private:
     void move_back(std::uintptr_t page, std::uintptr_t from) noexcept;
     template <class F>
     void for_each_own_arena(F&& f) const;
+    std::uint64_t check_arena(const arena& a, std::vector<std::string>& findings) const;
+    static std::size_t touched_pages(const arena& a) noexcept;
 
     // Kernel operations. Async-signal-safe; each returns 0 or an errno and sets
     // `call` to the name of the failed call.
@@ -637,6 +665,7 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     // hidden alias view (I1).
     alignas(page_size) std::byte buffer[page_size];
     std::byte* out = backend_ == backend_kind::mprotect ? a.alias_of(page) : buffer;
+    note_touched(a, a.index_of(page));  // before the page can leave missing (I6)
     if (!fill_(ctx_, page, out)) {
         finish(state, page_missing);
         return false;  // no contents: a wild access after all
@@ -646,7 +675,8 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     if (!writable) note_clean(a, page, out);
     const char* call = nullptr;
     if (const int err = map_page(page, out, writable, call)) fatal(call, err, page);
-    if (writable) mark_dirty(a, a.index_of(page));  // after the page became writable (I2)
+    // After the page became writable (I2); not for wp_async, whose take_dirty() never clears the bits.
+    if (writable && tracking_ != tracking_kind::wp_async) mark_dirty(a, a.index_of(page));
     faults_.fetch_add(1, std::memory_order_relaxed);
     installs_.fetch_add(1, std::memory_order_relaxed);
     finish(state, page_resident);
@@ -806,6 +836,7 @@ reserve_result space::try_reserve(std::size_t bytes) noexcept {
     a->dirty_summary = reinterpret_cast<std::uint64_t*>(side_bytes + layout.summary_offset);
     a->sums = reinterpret_cast<std::uint32_t*>(side_bytes + layout.sums_offset);
     a->summary_words = layout.summary_words;
+    a->touched.store(0, std::memory_order_relaxed);  // a fresh side table: every page missing (I6)
     void* const alias_view = alias.keep();
     a->alias = alias_view == MAP_FAILED ? nullptr : static_cast<std::byte*>(alias_view);
     a->side = side.keep();
@@ -861,6 +892,7 @@ bool space::install(std::uintptr_t page, const std::byte* content) {
     std::uint32_t& state = a.states[a.index_of(page)];
     std::uint32_t seen = page_missing;
     if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) return false;
+    note_touched(a, a.index_of(page));  // I6
     if (backend_ == backend_kind::mprotect) {
         std::memcpy(a.alias_of(page), content, page_size);  // hidden until map_page opens it (I1)
         content = a.alias_of(page);
@@ -1038,38 +1070,27 @@ bool space::is_resident(std::uintptr_t page) const {
     return a != nullptr && state_ref(a->states[a->index_of(page)]).load(std::memory_order_acquire) == page_resident;
 }
 
-// What of I1-I5 can be seen between operations (no fill, hold or take_dirty
-// under way): every page is missing or resident (I1: a claim lasts only as
-// long as its fill or hold); only resident pages have dirty bits, as
-// discard() clears them with the state (I2); each arena's slot is live, ours,
-// a page-aligned range and overlaps none of the space's other arenas (I3); a page bit
-// always has its summary bit (I4); every fault slot of the staging area is
-// free (I5; a page still held is still claimed, which I1 finds).
+bool space::is_missing(std::uintptr_t page) const {
+    const arena* a = arena_of(page);
+    return a == nullptr || state_ref(a->states[a->index_of(page)]).load(std::memory_order_acquire) == page_missing;
+}
+
+// What of I1-I7 can be seen between operations (no fill, hold or take_dirty
+// under way), reading each arena's side table below its touched mark only
+// (I6): every page is missing or resident (I1: a claim lasts only as long as
+// its fill or hold); only resident pages have dirty bits, as discard()
+// clears them with the state (I2); each arena's slot is live, ours, a
+// page-aligned range and overlaps none of the space's other arenas (I3); a
+// page bit always has its summary bit (I4); every fault slot of the staging
+// area is free (I5; a page still held is still claimed, which I1 finds); the
+// counters agree with the resident pages found (I7).
 std::vector<std::string> space::check_invariants() const {
     std::vector<std::string> findings;
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+    std::uint64_t resident = 0;
     for_each_own_arena([&](arena& a) {
-        const std::string name = "arena " + hex(a.first()) + "-" + hex(a.last());
-        if (a.first() % page_size != 0 || a.last() % page_size != 0 || a.first() >= a.last())
-            findings.push_back("I3: " + name + " is not a page-aligned, non-empty range");
         ranges.emplace_back(a.first(), a.last());
-        const std::size_t npages = (a.last() - a.first()) / page_size;
-        for (std::size_t i = 0; i < npages; ++i) {
-            const std::uint32_t state = state_ref(a.states[i]).load(std::memory_order_acquire);
-            if (state != page_missing && state != page_resident)
-                findings.push_back("I1: page " + hex(a.page_at(i)) + " of " + name + " is still claimed (state " +
-                                   std::to_string(state) + ") with no fill or hold under way");
-            if (dirty_bit(a, i) && state != page_resident)
-                findings.push_back("I2: page " + hex(a.page_at(i)) + " of " + name + " is dirty but not resident");
-        }
-        for (std::size_t w = 0; w < (npages + 63) / 64; ++w) {
-            const bool page_bits = bits_ref(a.dirty[w]).load(std::memory_order_acquire) != 0;
-            const bool summary =
-                (bits_ref(a.dirty_summary[w / 64]).load(std::memory_order_acquire) >> (w % 64)) & 1;
-            if (page_bits && !summary)
-                findings.push_back("I4: dirty word " + std::to_string(w) + " of " + name +
-                                   " has page bits but no summary bit");
-        }
+        resident += check_arena(a, findings);
     });
     std::sort(ranges.begin(), ranges.end());
     for (std::size_t i = 1; i < ranges.size(); ++i)
@@ -1078,7 +1099,55 @@ std::vector<std::string> space::check_invariants() const {
                                " overlap");
     if (free_fault_slots_.load(std::memory_order_acquire) != ~std::uint64_t{0})
         findings.push_back("I5: a staging slot of evict_clean() is still in use with no eviction under way");
+    const space_stats counted = stats();
+    if (counted.installs != counted.discards + counted.evictions + resident)
+        findings.push_back("I7: " + std::to_string(resident) + " pages are resident, but the counters say " +
+                           std::to_string(counted.installs) + " installed - " + std::to_string(counted.discards) +
+                           " discarded - " + std::to_string(counted.evictions) + " evicted");
     return findings;
+}
+
+// I1-I4 over one arena, below its touched mark (I6); returns its resident pages.
+std::uint64_t space::check_arena(const arena& a, std::vector<std::string>& findings) const {
+    const std::string name = "arena " + hex(a.first()) + "-" + hex(a.last());
+    if (a.first() % page_size != 0 || a.last() % page_size != 0 || a.first() >= a.last())
+        findings.push_back("I3: " + name + " is not a page-aligned, non-empty range");
+    const std::size_t npages = touched_pages(a);
+    if (npages < a.touched.load(std::memory_order_relaxed))
+        findings.push_back("I6: the touched mark of " + name + " is past its end");
+    std::uint64_t resident = 0;
+    for (std::size_t i = 0; i < npages; ++i) {
+        const std::uint32_t state = state_ref(a.states[i]).load(std::memory_order_acquire);
+        if (state == page_resident) ++resident;
+        if (state != page_missing && state != page_resident)
+            findings.push_back("I1: page " + hex(a.page_at(i)) + " of " + name + " is still claimed (state " +
+                               std::to_string(state) + ") with no fill or hold under way");
+        if (dirty_bit(a, i) && state != page_resident)
+            findings.push_back("I2: page " + hex(a.page_at(i)) + " of " + name + " is dirty but not resident");
+    }
+    for (std::size_t w = 0; w < (npages + 63) / 64; ++w) {
+        const bool page_bits = bits_ref(a.dirty[w]).load(std::memory_order_acquire) != 0;
+        const bool summary = (bits_ref(a.dirty_summary[w / 64]).load(std::memory_order_acquire) >> (w % 64)) & 1;
+        if (page_bits && !summary)
+            findings.push_back("I4: dirty word " + std::to_string(w) + " of " + name +
+                               " has page bits but no summary bit");
+    }
+    return resident;
+}
+
+// The pages of `a` a checker reads: those below its touched mark (I6).
+std::size_t space::touched_pages(const arena& a) noexcept {
+    return std::min(a.touched.load(std::memory_order_relaxed), (a.last() - a.first()) / page_size);
+}
+
+std::vector<std::uintptr_t> space::resident_pages() const {
+    std::vector<std::uintptr_t> pages;
+    for_each_own_arena([&](arena& a) {
+        for (std::size_t i = 0, n = touched_pages(a); i < n; ++i)
+            if (state_ref(a.states[i]).load(std::memory_order_acquire) == page_resident) pages.push_back(a.page_at(i));
+    });
+    std::sort(pages.begin(), pages.end());
+    return pages;
 }
 
 space_stats space::stats() const {

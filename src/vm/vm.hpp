@@ -13,6 +13,9 @@
 //        ^                                     ^                               |
 //        +-------------- discard() ------------+---------- take_dirty() -------+
 //        +------------------ hold() + release(drop) -------- resident clean or dirty
+//        +------------------ evict_clean() ----------------- resident clean
+//
+// (hold() + release(keep) leaves a page as it was.)
 //
 // Backends:
 //   uffd      arenas registered with userfaultfd (UFFD_FEATURE_SIGBUS): a touch of a
@@ -208,15 +211,25 @@ public:
 
     // False for addresses outside this space's arenas.
     virtual bool is_resident(std::uintptr_t page) const = 0;
+    // Missing, or outside this space's arenas: neither resident nor claimed
+    // (by a fill, a first write, a hold or an evict_clean that may leave it
+    // resident). Async-signal-safe.
+    virtual bool is_missing(std::uintptr_t page) const = 0;
+
+    // Every resident page of this space, ascending; for checkers, between
+    // operations (it reads only the part of each arena ever touched).
+    virtual std::vector<std::uintptr_t> resident_pages() const = 0;
 
     virtual backend_kind backend() const = 0;
     virtual tracking_kind tracking() const = 0;
     virtual space_stats stats() const = 0;
 
-    // Checks the invariants I1-I5 (fault_space.cpp) as far as they show
+    // Checks the invariants I1-I7 (fault_space.cpp) as far as they show
     // between operations: call it while no thread touches, installs, holds,
     // releases or discards pages of this space. Returns one line per broken
-    // rule, naming the page or arena; empty when all hold.
+    // rule, naming the page or arena; empty when all hold. It reads only the
+    // part of each arena ever touched, so it is cheap however large the
+    // arenas are.
     virtual std::vector<std::string> check_invariants() const = 0;
 };
 

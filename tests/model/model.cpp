@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -21,12 +22,12 @@
 
 #include <steppe/containers.hpp>
 
-#include "crash_io.hpp"
+#include "crash_mode.hpp"
+#include "engine/open_internal.hpp"
+#include "support/fault_env.hpp"
 #include "support/temp_dir.hpp"
 
 namespace steppe_model {
-
-using crash_io::mode;
 
 std::uint64_t fill_word(std::uint64_t id, std::uint64_t ver, std::size_t i) {
     std::uint64_t z = id * 0x9E3779B97F4A7C15ull ^ (ver << 21) ^ (i * 0xBF58476D1CE4E5B9ull);
@@ -158,7 +159,7 @@ struct bytes_in {
 };
 
 struct session_params {
-    std::string dir, path;
+    std::string path;
     config cfg;
     bool read_only = false;
     long arm_calls = -1;
@@ -182,8 +183,9 @@ public:
 
     [[noreturn]] void main(const session_params& p) {
         sabotage_ = p.cfg.sabotage;
-        crash_io::track_directory(p.dir);
-        if (p.arm_calls >= 0) crash_io::arm(p.arm_calls, p.arm_mode, p.arm_seed);
+        const char* real_fsync = std::getenv("STEPPE_MODEL_REAL_FSYNC");
+        env_.sync_for_real(real_fsync && *real_fsync == '1');
+        if (p.arm_calls >= 0) arm(p.arm_calls, p.arm_mode, p.arm_seed);
         try {
             steppe::open_options o;
             o.backend = p.cfg.backend;
@@ -191,7 +193,7 @@ public:
             o.read_only = p.read_only;
             o.create = !p.read_only;
             o.durable = true;
-            s_.emplace(steppe::store::open(p.path, o));
+            s_.emplace(steppe::detail::open_with_env(p.path, o, &env_));
         } catch (const steppe::error& e) {
             reply(st_steppe_error, static_cast<int>(e.code()), e.what());
             ::_exit(0);
@@ -199,7 +201,7 @@ public:
             reply(st_other_error, 0, e.what());
             ::_exit(0);
         }
-        crash_io::disarm();
+        env_.clear_faults();
         reply(st_ok, 0, "");
         for (;;) {
             command c;
@@ -217,6 +219,10 @@ public:
     }
 
 private:
+    // The n-th I/O call from now (0: the next) does not happen: the worker
+    // dies there, its files left as `m` says.
+    void arm(long calls, mode m, std::uint64_t seed) { env_.kill_after(calls, loss_of(m), seed); }
+
     void reply(std::int32_t status, std::int32_t code, const void* data, std::size_t len) {
         reply_header h{status, code, static_cast<std::uint32_t>(len), 0};
         if (!write_all(out_, &h, sizeof h) || (len && !write_all(out_, data, len))) ::_exit(0);
@@ -402,9 +408,9 @@ private:
         case sk::set_root: s_->set_root(name, handle(c.a)); break;
         case sk::remove_root: b.put(static_cast<std::uint64_t>(s_->remove_root(name))); break;
         case sk::commit: {
-            long before = crash_io::calls();
+            long before = env_.calls();
             if (sabotage_ != 2) s_->commit();  // self-test 2: a commit that does nothing
-            b.put(static_cast<std::uint64_t>(crash_io::calls() - before));  // proves the interposers see the I/O
+            b.put(static_cast<std::uint64_t>(env_.calls() - before));  // proves the fault env sees the I/O
             break;
         }
         case sk::rollback: s_->rollback(); break;
@@ -456,8 +462,8 @@ private:
             reply_ok(b);
             ::_exit(0);
         case sk::exit_now: ::_exit(0);
-        case sk::crash_now: crash_io::crash_now(static_cast<mode>(c.a), c.b);
-        case sk::arm: crash_io::arm(static_cast<long>(c.a), static_cast<mode>(c.b), c.c); break;
+        case sk::crash_now: env_.kill_now(loss_of(static_cast<mode>(c.a)), c.b);
+        case sk::arm: arm(static_cast<long>(c.a), static_cast<mode>(c.b), c.c); break;
         case sk::transient_commit: {
             static Node transient{};  // ordinary memory, not the store's
             Node* p = handle(c.a);
@@ -484,6 +490,7 @@ private:
     }
 
     int in_, out_, sabotage_ = 0;
+    steppe::test::fault_env env_;  // the store's file system: it outlives the store
     std::optional<steppe::store> s_;
     std::unordered_map<std::uint64_t, Node*> table_;
 };
@@ -593,7 +600,7 @@ int reply_timeout_ms() {
 class runner {
 public:
     runner(const config& cfg, const std::string& dir, run_stats* stats, bool verbose)
-        : cfg_(cfg), dir_(dir), path_(dir + "/s.db"), stats_(stats ? *stats : own_stats_), verbose_(verbose) {}
+        : cfg_(cfg), path_(dir + "/s.db"), stats_(stats ? *stats : own_stats_), verbose_(verbose) {}
 
     outcome run(const std::vector<op>& ops) {
         outcome out;
@@ -729,7 +736,6 @@ private:
 
     session_params params(bool read_only = false) {
         session_params p;
-        p.dir = dir_;
         p.path = path_;
         p.cfg = cfg_;
         p.read_only = read_only;
@@ -1159,7 +1165,7 @@ private:
         case opk::power_loss_now: {
             mode m = crash_mode(o.b);
             if (m == mode::kill) m = mode::drop_all;
-            trace("power_loss();  // " + std::string(crash_io::to_string(m)) + ", seed " + std::to_string(o.c) +
+            trace("power_loss();  // " + std::string(to_string(m)) + ", seed " + std::to_string(o.c) +
                   "; reopen in a fresh process");
             send(main_, sk::crash_now, static_cast<std::uint64_t>(m), o.c);
             if (receive(main_)) throw failure{"harness", "the worker survived its power loss"};
@@ -1176,9 +1182,9 @@ private:
             bool twice = o.d % 4 == 0;
             long n2 = static_cast<long>(o.d / 4 % 40);
             mode m2 = crash_mode(o.d / 256);
-            trace("s.commit();  // CRASH (" + std::string(crash_io::to_string(m)) + ", seed " + std::to_string(o.c) +
-                  ") before tracked I/O call " + std::to_string(n) + " of this commit" +
-                  (twice ? "; then a second crash (" + std::string(crash_io::to_string(m2)) +
+            trace("s.commit();  // CRASH (" + std::string(to_string(m)) + ", seed " + std::to_string(o.c) +
+                  ") before I/O call " + std::to_string(n) + " of this commit" +
+                  (twice ? "; then a second crash (" + std::string(to_string(m2)) +
                                ") before I/O call " + std::to_string(n2) + " of the recovering open"
                          : std::string()));
             ok(main_, "arm", sk::arm, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(m), o.c);
@@ -1210,8 +1216,8 @@ private:
             mode m = crash_mode(o.b);
             // No destructor: a clean close would checkpoint, and the open is
             // to find the commits in the log.
-            trace("_exit(0); reopen;  // CRASH (" + std::string(crash_io::to_string(m)) +
-                  ") before tracked I/O call " + std::to_string(n) + " of the open (recovery, checkpoint)");
+            trace("_exit(0); reopen;  // CRASH (" + std::string(to_string(m)) +
+                  ") before I/O call " + std::to_string(n) + " of the open (recovery, checkpoint)");
             if (main_.pid > 0) {
                 send(main_, sk::exit_now);
                 reap(main_);
@@ -1380,7 +1386,7 @@ private:
     }
 
     config cfg_;
-    std::string dir_, path_;
+    std::string path_;
     run_stats own_stats_;
     run_stats& stats_;
     bool verbose_;
@@ -1549,10 +1555,10 @@ std::string run_stats::summary() const {
       << " right after a commit, " << crash_in_open << " inside a recovering open, " << idle_crashes
       << " between steps, " << timed_kills << " timed kill -9\n  by kind:";
     for (int i = 0; i < static_cast<int>(mode::count_); ++i)
-        o << " [" << crash_io::to_string(static_cast<mode>(i)) << ": " << by_mode[i] << "]";
+        o << " [" << to_string(static_cast<mode>(i)) << ": " << by_mode[i] << "]";
     o << "\n  " << reader_checks << " two-reader checks, " << lock_checks << " second-writer lock checks, "
       << transient_checks << " transient-pointer checks, " << store_checks << " store::check() runs, "
-      << tracked_io << " pwrite/fdatasync calls seen by crash_io in plain commits";
+      << tracked_io << " I/O calls seen by the fault env in plain commits";
     return o.str();
 }
 

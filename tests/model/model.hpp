@@ -73,7 +73,7 @@ struct run_stats {
     std::uint64_t by_mode[8] = {};
     std::uint64_t max_io_call = 0;           // largest crash point index that was hit
     std::uint8_t points_hit[128] = {};       // which crash points (I/O call index in a commit) were hit
-    std::uint64_t tracked_io = 0;            // pwrite/fdatasync calls crash_io saw in plain commits
+    std::uint64_t tracked_io = 0;            // I/O calls the fault env saw in plain commits
     std::uint64_t reader_checks = 0, lock_checks = 0, transient_checks = 0, store_checks = 0;
     void add(const run_stats& o);
     std::string summary() const;

@@ -9,13 +9,12 @@
 //   STEPPE_MODEL_NO_SHRINK=1   report a failure without shrinking it
 //   STEPPE_MODEL_KEEP_GOING=1  go on after a failure
 //   STEPPE_MODEL_REPLAY=...    run exactly the op list a failure printed (Model.Replay)
-//   STEPPE_MODEL_REAL_FSYNC=1  call the real fdatasync (durability is otherwise simulated)
+//   STEPPE_MODEL_REAL_FSYNC=1  call the real fdatasync too (durability is otherwise simulated by the fault env)
 //   STEPPE_MODEL_TIMEOUT_MS=T  how long a worker may take to answer one step (default 120000)
 //   STEPPE_EXPOSE_KNOWN_BUGS=1 no workaround for open engine bugs (docs/guarantees.md, "Known bugs")
 // A long run is one command, e.g.
 //   STEPPE_MODEL_SEEDS=5000 STEPPE_MODEL_OPS=300 build/debug/tests/model/model_test --gtest_filter=Model.RandomSequences
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,14 +22,21 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <optional>
+#include <span>
+#include <string_view>
 
-#include "crash_io.hpp"
 #include "model.hpp"
+#include "support/fault_env.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace steppe_model;
+using steppe::test::fault_env;
+using steppe::test::loss;
 
 namespace {
 
@@ -84,9 +90,9 @@ TEST(Model, RandomSequences) {
     std::printf("model: %s\n  %ld failing sequences; %.1f s\n", total.summary().c_str(), failures, elapsed);
     RecordProperty("sequences", static_cast<int>(total.runs));
     // Crash points and power loss are only real if the store's writes go
-    // through the interposed pwrite/fdatasync (see crash_io.hpp).
+    // through the fault env its workers open it with (open_with_env).
     EXPECT_GE(total.tracked_io, 2 * total.commits / 3)
-        << "steppe's commits no longer write through pwrite/fdatasync: crash_io sees nothing";
+        << "steppe's commits no longer write through the storage env: the fault env sees nothing";
 }
 
 TEST(Model, Replay) {
@@ -125,57 +131,68 @@ void expect_caught(int sabotage, std::size_t max_ops) {
 TEST(ModelSelfTest, CatchesALostWriteAndShrinksIt) { expect_caught(1, 5); }
 TEST(ModelSelfTest, CatchesACommitThatDoesNothingAndShrinksIt) { expect_caught(2, 5); }
 
-// The harness itself: a simulated power loss keeps synced writes and loses
-// unsynced ones; kill -9 keeps both.
+// The harness itself: the fault env's kill mode, which the workers die by.
+// A simulated power loss keeps synced writes and loses unsynced ones; kill
+// -9 keeps both; an armed crash stops the process before the n-th I/O call.
 std::string contents(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-void write_then_crash(const std::string& dir, crash_io::mode m) {
+void put(steppe::storage::file& f, std::uint64_t at, std::string_view text) {
+    f.write_at(at, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+// Runs `body` in a child, which must die by SIGKILL.
+void in_child_killed(const std::function<void()>& body) {
     pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        crash_io::track_directory(dir);
-        int fd = ::open((dir + "/f").c_str(), O_RDWR | O_CREAT, 0600);
-        if (::pwrite(fd, "durable.", 8, 0) != 8 || ::fdatasync(fd) != 0) ::_exit(1);
-        if (::pwrite(fd, "LOST", 4, 0) != 4 || ::pwrite(fd, "-and-more", 9, 8) != 9) ::_exit(1);
-        crash_io::crash_now(m, 1);
+        body();
+        ::_exit(2);
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
 }
 
-TEST(CrashIo, PowerLossLosesOnlyUnsyncedWrites) {
+void write_then_crash(const std::string& dir, std::optional<loss> how) {
+    in_child_killed([&] {
+        fault_env env;
+        auto f = env.open(dir + "/f", steppe::storage::open_mode::create_new, 0600);
+        put(*f, 0, "durable.");
+        f->sync();
+        put(*f, 0, "LOST");
+        put(*f, 8, "-and-more");
+        env.kill_now(how, 1);
+    });
+}
+
+TEST(FaultEnvKill, PowerLossLosesOnlyUnsyncedWrites) {
     steppe::test::temp_dir dir;
-    write_then_crash(dir.dir().string(), crash_io::mode::drop_all);
+    write_then_crash(dir.dir().string(), loss::drop_all);
     EXPECT_EQ(contents(dir.path("f")), "durable.");
-    write_then_crash(dir.dir().string(), crash_io::mode::keep_all);
+    std::filesystem::remove(dir.path("f"));
+    write_then_crash(dir.dir().string(), loss::keep_all);
     EXPECT_EQ(contents(dir.path("f")), "LOSTble.-and-more");
 }
 
-TEST(CrashIo, KillKeepsWhatWasWritten) {
+TEST(FaultEnvKill, KillKeepsWhatWasWritten) {
     steppe::test::temp_dir dir;
-    write_then_crash(dir.dir().string(), crash_io::mode::kill);
+    write_then_crash(dir.dir().string(), std::nullopt);
     EXPECT_EQ(contents(dir.path("f")), "LOSTble.-and-more");
 }
 
-TEST(CrashIo, ArmedCrashStopsBeforeTheNthCall) {
+TEST(FaultEnvKill, ArmedCrashStopsBeforeTheNthCall) {
     steppe::test::temp_dir dir;
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        crash_io::track_directory(dir.dir().string());
-        int fd = ::open(dir.path("f").c_str(), O_RDWR | O_CREAT, 0600);
-        crash_io::arm(2, crash_io::mode::drop_all, 0);
-        if (::pwrite(fd, "a", 1, 0) != 1 || ::fdatasync(fd) != 0) ::_exit(1);  // calls 0 and 1
-        (void)!::pwrite(fd, "b", 1, 1);  // call 2: never happens
-        ::_exit(2);
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << status;
+    in_child_killed([&] {
+        fault_env env;
+        auto f = env.open(dir.path("f"), steppe::storage::open_mode::create_new, 0600);
+        env.kill_after(2, loss::drop_all, 0);
+        put(*f, 0, "a");  // call 0
+        f->sync();        // call 1
+        put(*f, 1, "b");  // call 2: never happens
+    });
     EXPECT_EQ(contents(dir.path("f")), "a");
 }
 
