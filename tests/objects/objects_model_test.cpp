@@ -38,6 +38,7 @@
 // Seeds are deterministic. Environment variables for long or replayed runs:
 //   STEPPE_OBJECTS_MODEL_SEED=n     run only seed n (replay a failure)
 //   STEPPE_OBJECTS_MODEL_SEEDS=n    seeds per test (default: a few, for CI)
+//   STEPPE_OBJECTS_MODEL_SEED_OFFSET=k  start k seeds further (other seeds than CI's)
 //   STEPPE_OBJECTS_MODEL_STEPS=n    operations per seed
 //   STEPPE_OBJECTS_MODEL_VERBOSE=1  print every operation as it runs (for a
 //                                   crash of the test program itself)
@@ -492,7 +493,7 @@ enum op : int {
     op_set_ref_element, op_copy_ref_elements, op_set_values, op_set_edge, op_set_blob,
     op_set_root, op_set_root_null, op_remove_root, op_root_or_make,
     op_commit, op_rollback, op_reopen, op_read_only_view, op_power_cut,
-    op_crash_commit, op_fail_commit, op_crash_checkpoint, op_checkpoint, op_check, op_verify,
+    op_crash_commit, op_fail_commit, op_crash_checkpoint, op_foreign_ref, op_checkpoint, op_check, op_verify,
     op_count
 };
 
@@ -510,7 +511,8 @@ constexpr profile mixed_profile{"mixed", {
     /*set_ref_element*/ 5, /*copy_ref_elements*/ 2, /*set_values*/ 4, /*set_edge*/ 3, /*set_blob*/ 2,
     /*set_root*/ 3, /*set_root_null*/ 1, /*remove_root*/ 1, /*root_or_make*/ 2,
     /*commit*/ 8, /*rollback*/ 3, /*reopen*/ 2, /*read_only_view*/ 1, /*power_cut*/ 1,
-    /*crash_commit*/ 2, /*fail_commit*/ 2, /*crash_checkpoint*/ 1, /*checkpoint*/ 1, /*check*/ 1, /*verify*/ 4},
+    /*crash_commit*/ 2, /*fail_commit*/ 2, /*crash_checkpoint*/ 1, /*foreign_ref*/ 1, /*checkpoint*/ 1, /*check*/ 1,
+    /*verify*/ 4},
     3, 600};
 constexpr profile fault_profile{"faults", {
     /*make_node*/ 10, /*make_tree*/ 2, /*make_refs*/ 2, /*make_values*/ 2, /*make_edges*/ 2, /*make_blob*/ 1,
@@ -518,7 +520,8 @@ constexpr profile fault_profile{"faults", {
     /*set_ref_element*/ 4, /*copy_ref_elements*/ 2, /*set_values*/ 3, /*set_edge*/ 3, /*set_blob*/ 2,
     /*set_root*/ 3, /*set_root_null*/ 1, /*remove_root*/ 1, /*root_or_make*/ 2,
     /*commit*/ 4, /*rollback*/ 2, /*reopen*/ 1, /*read_only_view*/ 1, /*power_cut*/ 2,
-    /*crash_commit*/ 8, /*fail_commit*/ 6, /*crash_checkpoint*/ 2, /*checkpoint*/ 1, /*check*/ 1, /*verify*/ 2},
+    /*crash_commit*/ 8, /*fail_commit*/ 6, /*crash_checkpoint*/ 2, /*foreign_ref*/ 1, /*checkpoint*/ 1, /*check*/ 1,
+    /*verify*/ 2},
     4, 400};
 // clang-format on
 
@@ -825,6 +828,7 @@ private:
         case op_crash_commit: crash_commit(); structural = true; break;
         case op_fail_commit: fail_commit(); structural = true; break;
         case op_crash_checkpoint: crash_checkpoint(); structural = true; break;
+        case op_foreign_ref: foreign_ref(); structural = true; break;
         case op_checkpoint: note("checkpoint"); s().checkpoint(); break;
         case op_check: {
             note("check");
@@ -847,7 +851,7 @@ private:
             "set_field", "set_version", "clear_node", "set_ref_element", "copy_ref_elements", "set_values",
             "set_edge", "set_blob", "set_root", "set_root_null", "remove_root", "root_or_make", "commit",
             "rollback", "reopen", "read_only_view", "power_cut", "crash_commit", "fail_commit",
-            "crash_checkpoint", "checkpoint", "check", "verify"};
+            "crash_checkpoint", "foreign_ref", "checkpoint", "check", "verify"};
         return names[o];
     }
 
@@ -1144,11 +1148,16 @@ private:
 
     // Commits; checks that it made exactly the objects the model gathers persistent.
     void commit_now(const model::commit_plan& plan) {
-        std::uint64_t before = s().stats().new_objects;
+        so::stats before = s().stats();
         long calls = env_.calls();
         s().commit();
         last_commit_calls_ = std::max(1L, env_.calls() - calls);
-        std::uint64_t made = s().stats().new_objects - before;
+        so::stats after = s().stats();
+        std::uint64_t made = after.new_objects - before.new_objects;
+        note("  committed: " + std::to_string(made) + " new objects, " +
+             std::to_string(after.objects_written - before.objects_written) + " written, " +
+             std::to_string(after.pages_committed - before.pages_committed) + " pages, " +
+             std::to_string(last_commit_calls_) + " I/O calls");
         if (made != plan.reached.size())
             fail("the commit made " + std::to_string(made) + " objects persistent, the model gathers " +
                  std::to_string(plan.reached.size()));
@@ -1328,6 +1337,30 @@ private:
         after_open(m_.committed, "a crash in a checkpoint");
     }
 
+    // A reference to another store's object: the commit refuses it and writes
+    // nothing; the program takes it back and goes on.
+    void foreign_ref() {
+        mid a = 0;  // a persistent node: the commit writes it (a transient one nothing reaches would not be)
+        for (int tries = 0; tries < 8 && !a; ++tries)
+            if (mid n = pick(kind::node); n && m_.persistent.count(n)) a = n;
+        if (!spacer_ || !a) return make_node();
+        std::size_t slot = below(node_links);
+        node_ref foreign = spacer_->make<Node>();
+        note("foreign_ref: " + nm(a) + ".link[" + std::to_string(slot) + "] = another store's object; commit");
+        handle<node_ref>(a).mut()->link[slot] = foreign;
+        m_.wrote(a);
+        bool refused = false;
+        try {
+            s().commit();
+        } catch (const steppe::error& e) {
+            if (e.code() != steppe::errc::transient_pointer) throw;
+            refused = true;
+        }
+        if (!refused) fail("a commit took a reference to another store's object");
+        note("  refused; the link is taken back");
+        handle<node_ref>(a).mut()->link[slot] = ref_to<node_ref>(obj(a).refs[slot]);
+    }
+
     void sabotage_version() {
         for (auto& [id, o] : m_.current.objects)
             if (o.k == kind::node) {
@@ -1363,6 +1396,7 @@ private:
 void run_seeds(const profile& p, std::uint64_t first_seed, long seeds, long steps) {
     long one = env_long("STEPPE_OBJECTS_MODEL_SEED", -1);
     seeds = env_long("STEPPE_OBJECTS_MODEL_SEEDS", seeds);
+    first_seed += static_cast<std::uint64_t>(env_long("STEPPE_OBJECTS_MODEL_SEED_OFFSET", 0));
     steps = env_long("STEPPE_OBJECTS_MODEL_STEPS", steps);
     run_totals all;
     auto start = std::chrono::steady_clock::now();
@@ -1389,6 +1423,32 @@ TEST(ObjectsModel, RandomProgramsAgreeWithTheModel) { run_seeds(mixed_profile, 1
 
 TEST(ObjectsModel, CrashesAndIoErrorsInRandomProgramsLeaveOneCommitWhole) {
     run_seeds(fault_profile, 1001, 3, 700);
+}
+
+// ---- what the random programs found, as directed tests ------------------------------
+
+// Seed 102 of the mixed profile (STEPPE_OBJECTS_MODEL_SEED_OFFSET=100): a
+// commit on a new store with nothing to write yet (no type, object or root) left
+// a meta saying next page 1 over a storage of 0 pages, which open took for a
+// damaged meta ("next page 1 of 0"): the store could not be opened again.
+TEST(ObjectsModelFound, AStoreWhoseFirstCommitWroteNothingOpens) {
+    steppe::test::temp_dir dir;
+    std::string path = dir.path("empty.ods");
+    {
+        so::store s = so::store::open(path);
+        s.commit();  // no type, object or root yet: only the meta
+    }
+    {
+        so::store s = so::store::open(path);
+        EXPECT_TRUE(s.roots().empty());
+        EXPECT_TRUE(s.check().empty());
+        s.commit();  // again nothing
+        s.root<Node>("n").mut()->version = 5;
+        s.commit();
+    }
+    so::store s = so::store::open(path);
+    EXPECT_EQ(s.find_root<Node>("n")->version, 5);
+    EXPECT_TRUE(s.check().empty());
 }
 
 // ---- the checker is not vacuous ---------------------------------------------------
