@@ -514,6 +514,15 @@ constexpr profile mixed_profile{"mixed", {
     /*crash_commit*/ 2, /*fail_commit*/ 2, /*crash_checkpoint*/ 1, /*foreign_ref*/ 1, /*checkpoint*/ 1, /*check*/ 1,
     /*verify*/ 4},
     3, 600};
+constexpr profile large_profile{"large", {
+    /*make_node*/ 12, /*make_tree*/ 8, /*make_refs*/ 2, /*make_values*/ 2, /*make_edges*/ 2, /*make_blob*/ 1,
+    /*set_link*/ 8, /*copy_link*/ 3, /*set_field*/ 5, /*set_version*/ 8, /*clear_node*/ 1,
+    /*set_ref_element*/ 5, /*copy_ref_elements*/ 2, /*set_values*/ 3, /*set_edge*/ 3, /*set_blob*/ 2,
+    /*set_root*/ 1, /*set_root_null*/ 0, /*remove_root*/ 0, /*root_or_make*/ 1,
+    /*commit*/ 6, /*rollback*/ 2, /*reopen*/ 1, /*read_only_view*/ 0, /*power_cut*/ 0,
+    /*crash_commit*/ 1, /*fail_commit*/ 1, /*crash_checkpoint*/ 0, /*foreign_ref*/ 1, /*checkpoint*/ 1, /*check*/ 1,
+    /*verify*/ 2},
+    6, 2500};
 constexpr profile fault_profile{"faults", {
     /*make_node*/ 10, /*make_tree*/ 2, /*make_refs*/ 2, /*make_values*/ 2, /*make_edges*/ 2, /*make_blob*/ 1,
     /*set_link*/ 12, /*copy_link*/ 3, /*set_field*/ 4, /*set_version*/ 8, /*clear_node*/ 2,
@@ -885,7 +894,7 @@ private:
         adopt(std::move(o), r);
         note("make_node " + nm(id));
         maybe_attach(kind::node, id, 65);
-        if (chance(8)) set_root_to(root_name(below(9)), id);
+        if (chance(profile_.weight[op_set_root] ? 8 : 0)) set_root_to(root_name(below(9)), id);
     }
     // Many new nodes at once, a tree with cross links, hung on one node: a commit
     // of several segments, clustered breadth first.
@@ -1420,6 +1429,8 @@ void run_seeds(const profile& p, std::uint64_t first_seed, long seeds, long step
 }
 
 TEST(ObjectsModel, RandomProgramsAgreeWithTheModel) { run_seeds(mixed_profile, 1, 4, 1200); }
+
+TEST(ObjectsModel, LargeGraphsInLongSessionsAgreeWithTheModel) { run_seeds(large_profile, 501, 1, 1500); }
 
 TEST(ObjectsModel, CrashesAndIoErrorsInRandomProgramsLeaveOneCommitWhole) {
     run_seeds(fault_profile, 1001, 3, 700);
