@@ -1403,10 +1403,19 @@ private:
     // A reference to another store's object: the commit refuses it and writes
     // nothing; the program takes it back and goes on.
     void foreign_ref() {
-        mid a = 0;  // a persistent node: the commit writes it (a transient one nothing reaches would not be)
+        if (!spacer_) return make_node();
+        // The node holding it must be written by the commit: a persistent node
+        // (written: it is dirty), or a new one a root reaches (written into a
+        // new segment). A transient one nothing reaches would not be.
+        mid a = 0;
+        if (chance(50)) {
+            make_node();
+            a = m_.next_id - 1;
+            set_root_to(root_name(below(9)), a);
+        }
         for (int tries = 0; tries < 8 && !a; ++tries)
             if (mid n = pick(kind::node); n && m_.persistent.count(n)) a = n;
-        if (!spacer_ || !a) return make_node();
+        if (!a) return make_node();
         std::size_t slot = below(node_links);
         node_ref foreign = spacer_->make<Node>();
         note("foreign_ref: " + nm(a) + ".link[" + std::to_string(slot) + "] = another store's object; commit");
