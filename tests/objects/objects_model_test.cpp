@@ -302,9 +302,6 @@ public:
                 drain();
                 if (!problem_.empty()) return problem_;
             }
-            if (items_.size() != want_.objects.size())
-                return "the model knows " + std::to_string(want_.objects.size()) + " objects, the walk met " +
-                       std::to_string(items_.size()) + " (model bookkeeping)";
         }
         return problem_;
     }
@@ -507,8 +504,8 @@ enum op : int {
     op_set_ref_element, op_copy_ref_elements, op_set_values, op_set_edge, op_set_blob,
     op_set_root, op_set_root_null, op_remove_root, op_root_or_make,
     op_commit, op_rollback, op_reopen, op_read_only_view, op_power_cut,
-    op_crash_commit, op_fail_commit, op_crash_checkpoint, op_foreign_ref, op_checkpoint, op_check, op_verify,
-    op_count
+    op_crash_commit, op_fail_commit, op_crash_checkpoint, op_foreign_ref, op_explore, op_checkpoint, op_check,
+    op_verify, op_count
 };
 
 struct profile {
@@ -525,7 +522,7 @@ constexpr profile mixed_profile{"mixed", {
     /*set_ref_element*/ 5, /*copy_ref_elements*/ 2, /*set_values*/ 4, /*set_edge*/ 3, /*set_blob*/ 2,
     /*set_root*/ 3, /*set_root_null*/ 1, /*remove_root*/ 1, /*root_or_make*/ 2,
     /*commit*/ 8, /*rollback*/ 3, /*reopen*/ 2, /*read_only_view*/ 1, /*power_cut*/ 1,
-    /*crash_commit*/ 2, /*fail_commit*/ 2, /*crash_checkpoint*/ 1, /*foreign_ref*/ 1, /*checkpoint*/ 1, /*check*/ 1,
+    /*crash_commit*/ 2, /*fail_commit*/ 2, /*crash_checkpoint*/ 1, /*foreign_ref*/ 1, /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1,
     /*verify*/ 4},
     3, 600};
 constexpr profile large_profile{"large", {
@@ -534,7 +531,7 @@ constexpr profile large_profile{"large", {
     /*set_ref_element*/ 5, /*copy_ref_elements*/ 2, /*set_values*/ 3, /*set_edge*/ 3, /*set_blob*/ 2,
     /*set_root*/ 1, /*set_root_null*/ 0, /*remove_root*/ 0, /*root_or_make*/ 1,
     /*commit*/ 6, /*rollback*/ 2, /*reopen*/ 1, /*read_only_view*/ 0, /*power_cut*/ 0,
-    /*crash_commit*/ 1, /*fail_commit*/ 1, /*crash_checkpoint*/ 0, /*foreign_ref*/ 1, /*checkpoint*/ 1, /*check*/ 1,
+    /*crash_commit*/ 1, /*fail_commit*/ 1, /*crash_checkpoint*/ 0, /*foreign_ref*/ 1, /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1,
     /*verify*/ 2},
     6, 2500};
 constexpr profile fault_profile{"faults", {
@@ -543,7 +540,7 @@ constexpr profile fault_profile{"faults", {
     /*set_ref_element*/ 4, /*copy_ref_elements*/ 2, /*set_values*/ 3, /*set_edge*/ 3, /*set_blob*/ 2,
     /*set_root*/ 3, /*set_root_null*/ 1, /*remove_root*/ 1, /*root_or_make*/ 2,
     /*commit*/ 4, /*rollback*/ 2, /*reopen*/ 1, /*read_only_view*/ 1, /*power_cut*/ 2,
-    /*crash_commit*/ 8, /*fail_commit*/ 6, /*crash_checkpoint*/ 2, /*foreign_ref*/ 1, /*checkpoint*/ 1, /*check*/ 1,
+    /*crash_commit*/ 8, /*fail_commit*/ 6, /*crash_checkpoint*/ 2, /*foreign_ref*/ 1, /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1,
     /*verify*/ 2},
     4, 400};
 // clang-format on
@@ -697,37 +694,106 @@ private:
     }
     so::store& s() { return *main_; }
 
-    // After any open: the store is `durable` (reachable part), check() is empty,
-    // and the references met become the program's.
-    void after_open(const state& durable, const char* why) {
+    // After any open: check() is empty, and the store must be `durable` (its
+    // reachable part). Either compared at once (every object reachable is
+    // faulted in, and the references met become the program's), or, in a lazy
+    // session, later: until then the program holds only what it explores,
+    // mostly not resident (fault blocks, tagged ids), and writes, commits and
+    // rolls back over a graph that is mostly still in its segments.
+    void after_open(const state& durable, const char* why, bool may_be_lazy = true) {
         m_.reopened(durable);
-        differ d(m_.current, handles_, true, true);
-        std::string found = d.run(s());
-        ++totals_.verifies;
-        if (!found.empty()) fail(std::string("after ") + why + ": " + found);
-        rooted_ = d.rooted();
+        handles_.clear();
+        rooted_.clear();
         after_reopen_check(why);
-        rebuild_ids();
+        if (may_be_lazy && !read_only_ && chance(50)) {
+            lazy_left_ = 5 + static_cast<int>(below(40));
+            note("  lazy for " + std::to_string(lazy_left_) + " operations: compared at their end");
+            rebuild_ids();
+            for (int i = 0; i < 3; ++i) explore();
+            return;
+        }
+        lazy_left_ = 0;
+        verify(why);
     }
     void after_reopen_check(const char* why) {
         std::vector<std::string> findings = s().check();
         if (!findings.empty()) fail(std::string("check() after ") + why + ": " + findings[0]);
     }
+    // Everything the roots reach and everything held against the model; what
+    // the walk meets and the program did not hold yet, it holds from now on.
     void verify(const char* why) {
         ++totals_.verifies;
-        differ d(m_.current, handles_, false, true);
+        differ d(m_.current, handles_, true, true);
         std::string found = d.run(s());
         if (!found.empty()) fail(std::string("after ") + why + ": " + found);
         rooted_ = d.rooted();
+        lazy_left_ = 0;
+        rebuild_ids();
     }
 
     // ---- what the program knows
+    // The objects operations pick from: those the program holds.
     void rebuild_ids() {
         for (auto& v : ids_) v.clear();
-        for (const auto& [id, o] : m_.current.objects) ids_[static_cast<int>(o.k)].push_back(id);
-        if (handles_.size() != m_.current.objects.size())
-            fail("model bookkeeping: " + std::to_string(handles_.size()) + " held, " +
-                 std::to_string(m_.current.objects.size()) + " known");
+        for (const auto& [id, h] : handles_) ids_[h.index()].push_back(id);
+    }
+    // Follows a few references from a root, through the store's own words
+    // (only the objects passed are resolved), and holds what it meets.
+    void explore() {
+        std::vector<mid> roots;
+        for (const auto& [n, id] : m_.current.roots)
+            if (id) roots.push_back(id);
+        if (roots.empty()) return;
+        std::string name;
+        mid at = 0;
+        {
+            auto it = m_.current.roots.begin();
+            std::advance(it, static_cast<long>(below(m_.current.roots.size())));
+            while (!it->second) it = it == m_.current.roots.begin() ? std::prev(m_.current.roots.end()) : std::prev(it);
+            name = it->first;
+            at = it->second;
+        }
+        hold(at, any_ref(s().find_root<Node>(name)));
+        std::string path = "explore '" + short_name(name) + "' " + nm(at);
+        for (int step = static_cast<int>(below(12)); step > 0; --step) {
+            const mobj& o = obj(at);
+            std::vector<std::size_t> slots;
+            for (std::size_t i = 0; i < o.refs.size(); ++i)
+                if (o.refs[i]) slots.push_back(i);
+            if (slots.empty()) break;
+            std::size_t i = slots[below(slots.size())];
+            mid next = o.refs[i];
+            any_ref raw = ref_in(at, i);  // the word as stored, unresolved
+            hold(next, raw);
+            path += " > " + nm(next);
+            at = next;
+        }
+        note(path);
+    }
+    void hold(mid id, any_ref r) {
+        if (handles_.emplace(id, std::move(r)).second) ids_[static_cast<int>(obj(id).k)].push_back(id);
+    }
+    // The reference in slot i of held object `at`, copied from the object.
+    any_ref ref_in(mid at, std::size_t i) {
+        const any_ref& h = handles_.at(at);
+        switch (obj(at).k) {
+        case kind::node: {
+            const Node* n = std::get<node_ref>(h).get();
+            switch (slot_kind(static_cast<int>(i))) {
+            case kind::node: return n->link[i];
+            case kind::refs: return n->refs;
+            case kind::values: return n->values;
+            case kind::edges: return n->edges;
+            case kind::blob: return n->blob;
+            }
+            break;
+        }
+        case kind::refs: return (*std::get<refs_ref>(h))[i];
+        case kind::edges: return (*std::get<edges_ref>(h))[i].to;
+        case kind::blob: return std::get<blob_ref>(h)->owner;
+        case kind::values: break;
+        }
+        fail("model bookkeeping: no reference in slot " + std::to_string(i) + " of " + nm(at));
     }
     mid pick(kind k) {
         auto& v = ids_[static_cast<int>(k)];
@@ -742,7 +808,7 @@ private:
     mid pick_owner() {
         if (!rooted_.empty() && chance(75)) {
             mid id = rooted_[below(rooted_.size())];
-            if (m_.current.objects.count(id)) return id;
+            if (handles_.count(id)) return id;
         }
         return pick(kind::node);
     }
@@ -860,6 +926,7 @@ private:
         case op_fail_commit: fail_commit(); structural = true; break;
         case op_crash_checkpoint: crash_checkpoint(); structural = true; break;
         case op_foreign_ref: foreign_ref(); structural = true; break;
+        case op_explore: explore(); break;
         case op_checkpoint: note("checkpoint"); s().checkpoint(); break;
         case op_check: {
             note("check");
@@ -871,6 +938,10 @@ private:
         case op_count: break;
         }
         if (sabotage_ == sabotage::version && step_ == sabotage_step_) sabotage_version();
+        if (lazy_left_ > 0 && o != op_verify) {  // a lazy session: compare at its end only
+            if (--lazy_left_ == 0) verify("a lazy session");
+            return;
+        }
         if (structural || ++since_verify_ >= profile_.verify_every) {
             since_verify_ = 0;
             verify(op_name(o));
@@ -882,7 +953,7 @@ private:
             "set_field", "set_version", "clear_node", "set_ref_element", "copy_ref_elements", "set_values",
             "set_edge", "set_blob", "set_root", "set_root_null", "remove_root", "root_or_make", "commit",
             "rollback", "reopen", "read_only_view", "power_cut", "crash_commit", "fail_commit",
-            "crash_checkpoint", "foreign_ref", "checkpoint", "check", "verify"};
+            "crash_checkpoint", "foreign_ref", "explore", "checkpoint", "check", "verify"};
         return names[o];
     }
 
@@ -1193,6 +1264,7 @@ private:
         if (!r) fail("root<Node>('" + name + "') returned null");
         if (want) {
             note("root '" + short_name(name) + "' finds " + nm(want));
+            if (!handles_.count(want)) hold(want, any_ref(r));
             if (!(r == handle<node_ref>(want)) || r->id != want)
                 fail("root<Node>('" + name + "') is not " + nm(want) + " (id " + std::to_string(r->id) + ")");
             return;
@@ -1304,8 +1376,12 @@ private:
         note(std::string("  found the state ") + (db.empty() ? "before the commit" : "of the commit in flight"));
         if (db.empty()) ++totals_.crash_before;
         else ++totals_.crash_after;
-        handles_.clear();
-        after_open(db.empty() ? b : a, why);
+        // That walk faulted everything in: open again, so the program goes on
+        // from a store with nothing resident (or compares once more).
+        m_.reopened(db.empty() ? b : a);
+        s().close();
+        open_main(false);
+        after_open(m_.committed, why);
     }
     void crash_commit() {
         long at = static_cast<long>(below(static_cast<std::uint64_t>(last_commit_calls_) + 3));
@@ -1419,6 +1495,7 @@ private:
         std::size_t slot = below(node_links);
         node_ref foreign = spacer_->make<Node>();
         note("foreign_ref: " + nm(a) + ".link[" + std::to_string(slot) + "] = another store's object; commit");
+        node_ref old = handle<node_ref>(a)->link[slot];
         handle<node_ref>(a).mut()->link[slot] = foreign;
         m_.wrote(a);
         bool refused = false;
@@ -1430,13 +1507,13 @@ private:
         }
         if (!refused) fail("a commit took a reference to another store's object");
         note("  refused; the link is taken back");
-        handle<node_ref>(a).mut()->link[slot] = ref_to<node_ref>(obj(a).refs[slot]);
+        handle<node_ref>(a).mut()->link[slot] = old;
     }
 
     void sabotage_version() {
-        for (auto& [id, o] : m_.current.objects)
-            if (o.k == kind::node) {
-                ++o.version;
+        for (const auto& [id, h] : handles_)
+            if (h.index() == static_cast<std::size_t>(kind::node)) {
+                ++obj(id).version;
                 note("(sabotage: the model now expects " + nm(id) + " at another version)");
                 return;
             }
@@ -1460,6 +1537,7 @@ private:
     std::vector<std::string> log_;
     long step_ = 0;
     int since_verify_ = 0;
+    int lazy_left_ = 0;  // operations left in a lazy session (after_open)
     long last_commit_calls_ = 6;
     run_totals totals_;
 };
