@@ -193,8 +193,10 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
                                            to_string(scheme_.write) + ", this program is built for " +
                                            to_string(compiled->detect) + " + " + to_string(compiled->write) +
                                            "; build it with " + scheme_flags(scheme_));
+    // A new store starts at next_page max(page_count, 1) (above); a commit
+    // with no page to write (no object, no root yet) keeps it over 0 pages.
     if (meta_.segment_objects < 1 || meta_.segment_objects > format::max_segment_objects ||
-        meta_.next_page < 1 || meta_.next_page > storage_->page_count())
+        meta_.next_page < 1 || meta_.next_page > std::max<storage::page_no>(storage_->page_count(), 1))
         throw error(errc::corrupt, path + ": the object engine's meta is damaged (segment capacity " +
                                        std::to_string(meta_.segment_objects) + ", next page " +
                                        std::to_string(meta_.next_page) + " of " +
