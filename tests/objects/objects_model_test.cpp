@@ -297,7 +297,8 @@ public:
             std::vector<std::pair<mid, any_ref>> held(handles_.begin(), handles_.end());
             for (const auto& [id, h] : held) {
                 if (seen(id) != no_item) continue;
-                if (!want_.objects.count(id)) return "the program holds " + std::to_string(id) + ", unknown to the model";
+                if (!want_.objects.count(id))
+                    return "the program holds " + std::to_string(id) + ", unknown to the model";
                 std::visit([&, id = id](const auto& r) { edge(r, id, no_item, "a held reference", -1); }, h);
                 drain();
                 if (!problem_.empty()) return problem_;
@@ -367,7 +368,8 @@ private:
         auto w = want_.objects.find(want_id);
         if (w == want_.objects.end() || w->second.k != kind_of<R>())
             return fail(where(from, label, index) + ": model bookkeeping: " + std::to_string(want_id));
-        if (static_cast<std::size_t>(want_id) >= seen_.size()) seen_.resize(static_cast<std::size_t>(want_id) + 1, no_item);
+        if (static_cast<std::size_t>(want_id) >= seen_.size())
+            seen_.resize(static_cast<std::size_t>(want_id) + 1, no_item);
         if (auto o = owner_.find(body); o != owner_.end())
             return fail(where(from, label, index) + " leads to the store object of (" + path(o->second) +
                         "), the model says it is " + name_of(want_, want_id) + ", another object");
@@ -427,7 +429,8 @@ private:
                 return;
             for (int l = 0; l < node_links; ++l)
                 if (!edge(n->link[l], o.refs[static_cast<std::size_t>(l)], i, "link", l)) return;
-            if (!edge(n->refs, o.refs[slot_refs], i, "refs", -1) || !edge(n->values, o.refs[slot_values], i, "values", -1) ||
+            if (!edge(n->refs, o.refs[slot_refs], i, "refs", -1) ||
+                !edge(n->values, o.refs[slot_values], i, "values", -1) ||
                 !edge(n->edges, o.refs[slot_edges], i, "edges", -1) || !edge(n->blob, o.refs[slot_blob], i, "blob", -1))
                 return;
             break;
@@ -522,8 +525,8 @@ constexpr profile mixed_profile{"mixed", {
     /*set_ref_element*/ 5, /*copy_ref_elements*/ 2, /*set_values*/ 4, /*set_edge*/ 3, /*set_blob*/ 2,
     /*set_root*/ 3, /*set_root_null*/ 1, /*remove_root*/ 1, /*root_or_make*/ 2,
     /*commit*/ 8, /*rollback*/ 3, /*reopen*/ 2, /*read_only_view*/ 1, /*power_cut*/ 1,
-    /*crash_commit*/ 2, /*fail_commit*/ 2, /*crash_checkpoint*/ 1, /*foreign_ref*/ 1, /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1,
-    /*verify*/ 4},
+    /*crash_commit*/ 2, /*fail_commit*/ 2, /*crash_checkpoint*/ 1, /*foreign_ref*/ 1,
+    /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1, /*verify*/ 4},
     3, 600};
 constexpr profile large_profile{"large", {
     /*make_node*/ 12, /*make_tree*/ 8, /*make_refs*/ 2, /*make_values*/ 2, /*make_edges*/ 2, /*make_blob*/ 1,
@@ -531,8 +534,8 @@ constexpr profile large_profile{"large", {
     /*set_ref_element*/ 5, /*copy_ref_elements*/ 2, /*set_values*/ 3, /*set_edge*/ 3, /*set_blob*/ 2,
     /*set_root*/ 1, /*set_root_null*/ 0, /*remove_root*/ 0, /*root_or_make*/ 1,
     /*commit*/ 6, /*rollback*/ 2, /*reopen*/ 1, /*read_only_view*/ 0, /*power_cut*/ 0,
-    /*crash_commit*/ 1, /*fail_commit*/ 1, /*crash_checkpoint*/ 0, /*foreign_ref*/ 1, /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1,
-    /*verify*/ 2},
+    /*crash_commit*/ 1, /*fail_commit*/ 1, /*crash_checkpoint*/ 0, /*foreign_ref*/ 1,
+    /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1, /*verify*/ 2},
     6, 2500};
 constexpr profile fault_profile{"faults", {
     /*make_node*/ 10, /*make_tree*/ 2, /*make_refs*/ 2, /*make_values*/ 2, /*make_edges*/ 2, /*make_blob*/ 1,
@@ -540,8 +543,8 @@ constexpr profile fault_profile{"faults", {
     /*set_ref_element*/ 4, /*copy_ref_elements*/ 2, /*set_values*/ 3, /*set_edge*/ 3, /*set_blob*/ 2,
     /*set_root*/ 3, /*set_root_null*/ 1, /*remove_root*/ 1, /*root_or_make*/ 2,
     /*commit*/ 4, /*rollback*/ 2, /*reopen*/ 1, /*read_only_view*/ 1, /*power_cut*/ 2,
-    /*crash_commit*/ 8, /*fail_commit*/ 6, /*crash_checkpoint*/ 2, /*foreign_ref*/ 1, /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1,
-    /*verify*/ 2},
+    /*crash_commit*/ 8, /*fail_commit*/ 6, /*crash_checkpoint*/ 2, /*foreign_ref*/ 1,
+    /*explore*/ 3, /*checkpoint*/ 1, /*check*/ 1, /*verify*/ 2},
     4, 400};
 // clang-format on
 
@@ -581,7 +584,8 @@ struct failure {
 class runner {
 public:
     runner(std::uint64_t seed, const profile& p, sabotage sab = sabotage::none, long sabotage_step = -1)
-        : seed_(seed), rng_(seed * 0x9E3779B97F4A7C15ull + 1), profile_(p), sabotage_(sab), sabotage_step_(sabotage_step) {
+        : seed_(seed), rng_(seed * 0x9E3779B97F4A7C15ull + 1), profile_(p), sabotage_(sab),
+          sabotage_step_(sabotage_step) {
         verbose_ = env_long("STEPPE_OBJECTS_MODEL_VERBOSE", 0) != 0;
     }
     ~runner() {
@@ -628,7 +632,9 @@ private:
 
     // ---- logging and failing
     void note(std::string text) {
-        if (verbose_) std::fprintf(stderr, "[model seed %llu] %ld: %s\n", static_cast<unsigned long long>(seed_), step_, text.c_str());
+        if (verbose_)
+            std::fprintf(stderr, "[model seed %llu] %ld: %s\n", static_cast<unsigned long long>(seed_), step_,
+                         text.c_str());
         log_.push_back(std::to_string(step_) + ": " + std::move(text));
     }
     [[noreturn]] void fail(const std::string& what) { throw failure{what}; }
@@ -672,7 +678,8 @@ private:
         return o;
     }
     std::string describe(const so::options& o) const {
-        return std::string("fetch=") + so::to_string(o.fetch) + " segment_objects=" + std::to_string(o.segment_objects) +
+        return std::string("fetch=") + so::to_string(o.fetch) +
+               " segment_objects=" + std::to_string(o.segment_objects) +
                " segment_bytes=" + std::to_string(o.segment_bytes) + " card_bytes=" + std::to_string(o.card_bytes) +
                " checkpoint_bytes=" + std::to_string(o.checkpoint_bytes) + (o.read_only ? " read_only" : "") +
                (spacer_ ? " (another store open first)" : "");
@@ -838,7 +845,9 @@ private:
             "a", "b", "c", "d", "", "ünïcode/名前", std::string(300, 'r') + "-long", "e", std::string(5000, 'x')};
         return names[i % names.size()];
     }
-    std::string short_name(const std::string& n) { return n.size() > 20 ? n.substr(0, 8) + "…(" + std::to_string(n.size()) + ")" : n; }
+    static std::string short_name(const std::string& n) {
+        return n.size() > 20 ? n.substr(0, 8) + "…(" + std::to_string(n.size()) + ")" : n;
+    }
 
     // Attaches a new object of kind k to a random node's slot of that kind (or leaves it unattached).
     void maybe_attach(kind k, mid id, unsigned percent) {
@@ -874,7 +883,9 @@ private:
             w[i] = profile_.weight[i];
             if (read_only_) w[i] = 0;
             if (big()) {  // lean towards a smaller graph
-                if (i == op_make_node || i == op_make_tree || i == op_make_refs || i == op_make_edges || i == op_make_blob) w[i] /= 3;
+                if (i == op_make_node || i == op_make_tree || i == op_make_refs || i == op_make_edges ||
+                    i == op_make_blob)
+                    w[i] /= 3;
                 if (i == op_clear_node || i == op_remove_root || i == op_set_root_null) w[i] *= 4;
                 if (i == op_reopen) w[i] *= 2;
             }
@@ -1017,7 +1028,8 @@ private:
             }
             made.push_back(id);
         }
-        note(std::string("make_tree (") + (chain ? "a chain" : "a tree") + ") of " + std::to_string(n) + " nodes, " + nm(made.front()) + " .. " + nm(made.back()));
+        note(std::string("make_tree (") + (chain ? "a chain" : "a tree") + ") of " + std::to_string(n) + " nodes, " +
+             nm(made.front()) + " .. " + nm(made.back()));
         maybe_attach(kind::node, made.front(), 90);
     }
     void make_refs() {
@@ -1143,7 +1155,9 @@ private:
                 }
             }
             if (!n) n = handle<node_ref>(a).mut();
-            if (n->id != a) fail("set_version" + via + ": the node reached has id " + std::to_string(n->id) + ", not " + std::to_string(a));
+            if (n->id != a)
+                fail("set_version" + via + ": the node reached has id " + std::to_string(n->id) + ", not " +
+                     std::to_string(a));
             n->version = v;
             n->check = node_check(a, v);
             obj(a).version = v;
@@ -1185,7 +1199,8 @@ private:
         std::size_t nd = obj(d).refs.size(), ns = obj(src).refs.size();
         std::size_t i = below(nd), j = below(ns);
         std::size_t n = std::min({nd - i, ns - j, std::size_t{1} + below(40)});
-        std::vector<mid> from(obj(src).refs.begin() + static_cast<long>(j), obj(src).refs.begin() + static_cast<long>(j + n));
+        auto first = obj(src).refs.begin() + static_cast<long>(j);
+        std::vector<mid> from(first, first + static_cast<long>(n));
         auto* dst = handle<refs_ref>(d).mut();
         if (d == src) {
             std::vector<node_ref> tmp(dst->begin() + j, dst->begin() + j + n);
