@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "common/memory_limit.hpp"
@@ -27,6 +28,32 @@ void write(const fs::path& file, const std::string& text) {
 }
 
 constexpr std::uint64_t MiB = 1 << 20;
+
+// What `body` returns, run in a forked child (limits set there stay there).
+std::string in_child(const std::function<std::string()>& body) {
+    int fds[2];
+    if (::pipe(fds) != 0) return "pipe failed";
+    pid_t child = ::fork();
+    if (child < 0) return "fork failed";
+    if (child == 0) {
+        ::close(fds[0]);
+        std::string report;
+        try {
+            report = body();
+        } catch (const std::exception& e) {
+            report = std::string("0|0|") + e.what();
+        }
+        if (::write(fds[1], report.data(), report.size()) < 0) ::_exit(2);
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    char buf[512] = {};
+    ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "the child reported nothing";
+}
 
 TEST(MemoryLimit, CgroupV1LimitOfAParentGroupCounts) {
     steppe::test::temp_dir dir;
@@ -81,33 +108,12 @@ TEST(MemoryLimit, WithNoLimitsItIsTheMachinesRam) {
 // options follows it, and stats say so.
 TEST(MemoryLimit, RlimitDataSetsTheDefaultBudgetOfBothEngines) {
     steppe::test::temp_dir dir;
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        ::close(fds[0]);
+    std::string report = in_child([&] {
         struct rlimit r{512 * MiB, 512 * MiB};
         ::setrlimit(RLIMIT_DATA, &r);
-        std::string report;
-        try {
-            auto objects = steppe::objects::store::open(dir.path("o.ods"));
-            auto st = objects.stats();
-            report = std::to_string(st.resident_budget) + "|" + st.resident_budget_source;
-        } catch (const std::exception& e) {
-            report = std::string("0|") + e.what();
-        }
-        if (::write(fds[1], report.data(), report.size()) < 0) ::_exit(2);
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    char buf[512] = {};
-    ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
-    ::close(fds[0]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    ASSERT_GT(n, 0);
-    std::string report(buf, static_cast<std::size_t>(n));
+        auto st = steppe::objects::store::open(dir.path("o.ods")).stats();
+        return std::to_string(st.resident_budget) + "|" + st.resident_budget_source;
+    });
     std::uint64_t budget = std::stoull(report.substr(0, report.find('|')));
     EXPECT_GT(budget, 0u) << report;
     EXPECT_LE(budget, 256 * MiB) << report;
@@ -127,34 +133,14 @@ TEST(MemoryLimit, ARealCgroupV1CapSetsTheDefaultBudget) {
     if (group.empty() || !fs::create_directory(dir, ec)) GTEST_SKIP() << "cannot create a memory cgroup here: " << dir;
     { std::ofstream(dir / "memory.limit_in_bytes") << 256 * MiB; }
     steppe::test::temp_dir stores;
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        ::close(fds[0]);
+    std::string report = in_child([&] {
         { std::ofstream(dir / "cgroup.procs") << ::getpid(); }
-        std::string report;
-        try {
-            auto page = steppe::store::open(stores.path("p.db"));
-            auto objects = steppe::objects::store::open(stores.path("o.ods"));
-            report = std::to_string(page.stats().resident_budget_pages * 4096) + "|" +
-                     std::to_string(objects.stats().resident_budget) + "|" + page.stats().resident_budget_source;
-        } catch (const std::exception& e) {
-            report = std::string("0|0|") + e.what();
-        }
-        if (::write(fds[1], report.data(), report.size()) < 0) ::_exit(2);
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    char buf[512] = {};
-    ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
-    ::close(fds[0]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
+        auto page = steppe::store::open(stores.path("p.db"));
+        auto objects = steppe::objects::store::open(stores.path("o.ods"));
+        return std::to_string(page.stats().resident_budget_pages * 4096) + "|" +
+               std::to_string(objects.stats().resident_budget) + "|" + page.stats().resident_budget_source;
+    });
     fs::remove(dir, ec);
-    ASSERT_GT(n, 0);
-    std::string report(buf, static_cast<std::size_t>(n));
     std::uint64_t page_budget = std::stoull(report.substr(0, report.find('|')));
     std::uint64_t object_budget = std::stoull(report.substr(report.find('|') + 1));
     EXPECT_GT(page_budget, 0u) << report;
