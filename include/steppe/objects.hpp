@@ -113,8 +113,8 @@ struct options {
     // holds one object only.
     std::uint32_t segment_objects = 255;
     std::uint32_t segment_bytes = 64 << 10;
-    // Bytes per card for barrier::cards: a power of two from 16 to 4096. All
-    // object stores open in one process use the same.
+    // Bytes per card for barrier::cards: a power of two from 16 to 4096 (each
+    // store keeps its own card table).
     std::uint32_t card_bytes = 256;
     // Bytes of virtual address space for the engine's heap (objects in
     // memory, fault blocks). 0 = 64 GiB. Memory is used only as objects are.

@@ -94,14 +94,13 @@ rot_cache_entry no_cache[1];
 engine_handle* engines[256];
 std::mutex engines_lock;
 
-unsigned take_slot(engine_handle* e, std::uint32_t card_bytes) {
+unsigned take_slot(engine_handle* e) {
     std::lock_guard<std::mutex> hold(engines_lock);
     for (unsigned s = 1; s < 256; ++s) {
         if (engines[s]) continue;
         engines[s] = e;
         return s;
     }
-    (void)card_bytes;
     throw error(errc::invalid_argument, "object stores: 255 are open in this process already; close one first");
 }
 
@@ -144,7 +143,7 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
         budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
     }
     load_committed(compiled);
-    slot_ = take_slot(this, o.card_bytes);
+    slot_ = take_slot(this);
     // A cache of one entry that never matches (a tagged word is odd) for fault_block.
     rot_cache_.assign(scheme_.detect == detection::fault_block ? 1 : rot_cache_entries, rot_cache_entry{0, nullptr});
     open_stores[slot_] = {heap_->base(), heap_->cards(), heap_->card_shift(), rot_cache_.data(),

@@ -46,7 +46,6 @@ object_heap::object_heap(std::uint64_t limit, std::uint32_t card_bytes, bool tra
     } else {
         base_ = top_ = reinterpret_cast<std::uintptr_t>(reserve(limit, "objects"));
     }
-    limit_ = base_ + limit;
     card_count_ = (limit >> card_shift_) + 1;
     try {
         cards_ = static_cast<std::uint8_t*>(reserve(card_count_, "card table"));
@@ -69,7 +68,7 @@ object_heap::~object_heap() {
 
 object_heap::header* object_heap::allocate(std::uint64_t body_bytes) {
     std::uint64_t extent = sizeof(header) + round16(body_bytes);
-    if (body_bytes > limit_bytes_ || extent > limit_ - top_)
+    if (body_bytes > limit_bytes_ || extent > end() - top_)
         throw error(errc::no_space, "object store: the heap is full (" + std::to_string(limit_bytes_ >> 20) +
                                         " MiB, options::heap_limit); an object of " + std::to_string(body_bytes) +
                                         " bytes does not fit");
@@ -86,7 +85,7 @@ object_heap::header* object_heap::allocate(std::uint64_t body_bytes) {
 void object_heap::grow(std::uintptr_t end) {
     if (end <= open_end_) return;
     std::uintptr_t from = open_end_ ? open_end_ : base_;
-    std::uintptr_t to = std::min(limit_, (end + grow_step - 1) & ~(grow_step - 1));
+    std::uintptr_t to = std::min(this->end(), (end + grow_step - 1) & ~(grow_step - 1));
     auto open = [&](void* at, std::uint64_t bytes, const char* what) {
         if (bytes && ::mprotect(at, bytes, PROT_READ | PROT_WRITE) != 0)
             common::throw_system_error("mprotect", errno, "object heap", std::string("growing its ") + what);

@@ -104,7 +104,8 @@ private:
         return static_cast<std::uint32_t>((a - base_) & ((std::uintptr_t{1} << card_shift_) - 1));
     }
 
-    std::uintptr_t base_ = 0, top_ = 0, limit_ = 0;
+    std::uintptr_t base_ = 0, top_ = 0;
+    std::uintptr_t end() const noexcept { return base_ + limit_bytes_; }
     std::uint8_t* cards_ = nullptr;
     std::uint64_t card_count_ = 0;
     std::uint32_t* first_in_card_ = nullptr;
