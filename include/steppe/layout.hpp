@@ -81,6 +81,19 @@ struct field {
     friend bool operator==(const field&, const field&) = default;
 };
 
+struct layout;
+
+// What an object-engine reference field refers to: the target's type name
+// (an array's element type for a ref<array<T>>). A program's layouts also
+// carry the target's layout, so the engine can compare the store's entry for
+// the target with the program's before it follows such a reference; decoded
+// catalogs have only the name. Only the name is compared and stored.
+struct ref_target {
+    std::string type;
+    const layout& (*program)() = nullptr;
+    friend bool operator==(const ref_target& a, const ref_target& b) noexcept { return a.type == b.type; }
+};
+
 // The run-time description of one type. Pointer and vptr offsets are flattened
 // through nested structs, arrays and bases, sorted, and never overlap.
 struct layout {
@@ -90,6 +103,9 @@ struct layout {
     std::vector<std::uint32_t> pointers;  // every raw data pointer inside one object
     std::vector<std::uint32_t> vptrs;     // every vtable pointer (relinked, not swizzled)
     std::vector<std::uint32_t> refs;      // every object-engine reference (steppe::objects::ref)
+    // What refs[i] refers to, for each i; empty in an entry of a version 2
+    // catalog (which did not record targets).
+    std::vector<ref_target> ref_targets;
     std::vector<field> fields;            // direct members and bases, by offset
     std::uint64_t fingerprint = 0;        // of size, align, offsets and field types
     friend bool operator==(const layout&, const layout&) = default;
@@ -550,7 +566,8 @@ template<class T> inline constexpr bool is_scalar_value =
 
 template<class T> inline constexpr bool has_description = requires { steppe::describe<T>::fields; };
 // A class naming its target type steppe_reference_word is one word the
-// object engine translates (steppe::objects::ref).
+// object engine translates (steppe::objects::ref); the type named is what the
+// word refers to.
 template<class T> inline constexpr bool is_reference_word = requires { typename T::steppe_reference_word; };
 
 enum class how : std::uint8_t {
@@ -847,7 +864,9 @@ template<class M> void append_slots(layout& l, std::size_t offset) {
         l.pointers.push_back(static_cast<std::uint32_t>(offset));
     } else if constexpr (h == how::reference_word) {
         static_assert(sizeof(M) == sizeof(void*), "steppe: a reference word is one pointer-sized word");
+        using target = std::remove_cv_t<typename M::steppe_reference_word>;
         l.refs.push_back(static_cast<std::uint32_t>(offset));
+        l.ref_targets.push_back({type_name<target>(), &layout_of<target>});
     } else if constexpr (h == how::array) {
         using A = array_traits<M>;
         using E = std::remove_cv_t<typename A::element>;

@@ -230,6 +230,9 @@ inline constexpr scheme compiled_scheme{detection::STEPPE_OBJECTS_DETECTION, bar
 template<class T> inline constexpr bool storable =
     std::is_trivially_copyable_v<T> && !std::is_polymorphic_v<T> && std::is_trivially_destructible_v<T>;
 
+template<class T> struct element_of { using type = T; };
+template<class E> struct element_of<array<E>> { using type = E; };
+
 class engine_handle;
 struct store_access;  // src/objects/object_engine.hpp: opens with a test's I/O layer
 
@@ -240,7 +243,9 @@ inline namespace STEPPE_DETAIL_SCHEME_NS {
 // A reference to a persistent (or soon persistent) T: one word.
 template<class T> class ref {
 public:
-    using steppe_reference_word = T;  // layouts record it as a reference field
+    // Layouts record a reference field to this type (an array's element
+    // type: an array object's header holds the element type and count).
+    using steppe_reference_word = typename detail::element_of<T>::type;
 
     ref() noexcept = default;
     ref(std::nullptr_t) noexcept {}

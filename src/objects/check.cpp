@@ -7,7 +7,8 @@
 //  O1 every segment's header and object table fit its pages and the catalog
 //     (read_segment's checks);
 //  O2 every stored reference is 0 or names an object that exists (a slot
-//     below its segment's object count);
+//     below its segment's object count) of the type its field refers to
+//     (the catalog's reference targets: invariant T1, fault.cpp);
 //  O3 every root names an existing object of the root's type;
 //  O4 meta.objects and meta.segments count what the walk finds;
 // plus the storage manager's checks and this process's R1, R2, H1-H3.
@@ -26,6 +27,12 @@ struct walked_segment {
     std::vector<std::byte> bytes;
 };
 }  // namespace
+
+// "" if reference `r` of `l` may name an object of catalog type `type`.
+std::string engine_handle::wrong_target(const types::layout& l, std::size_t r, std::uint32_t type) const {
+    if (l.ref_targets.empty() || catalog_.at(type).name == l.ref_targets[r].type) return {};
+    return "a " + catalog_.at(type).name + ", but the field refers to " + l.ref_targets[r].type;
+}
 
 std::vector<std::string> engine_handle::check() const {
     if (!storage_) throw error(errc::invalid_argument, "object store: check on a closed store");
@@ -63,14 +70,17 @@ std::vector<std::string> engine_handle::check() const {
             const auto& e = seg.entries[i];
             const types::layout& l = catalog_.at(e.type);
             for (std::uint32_t k = 0; k < e.count; ++k)
-                for (std::uint32_t offset : l.refs) {
+                for (std::size_t r = 0; r < l.refs.size(); ++r) {
                     std::uint64_t oid;
-                    std::memcpy(&oid, seg.bytes.data() + e.offset + std::uint64_t{k} * l.size + offset, sizeof oid);
-                    if (oid != 0 && !exists(oid))
+                    std::memcpy(&oid, seg.bytes.data() + e.offset + std::uint64_t{k} * l.size + l.refs[r], sizeof oid);
+                    if (oid == 0) continue;
+                    const format::object_entry* target = exists(oid);
+                    std::string wrong = !target ? "which does not exist" : wrong_target(l, r, target->type);
+                    if (!wrong.empty())
                         findings.push_back(path + ": O2: object " + std::to_string(format::make_oid(page, i)) + " (" +
                                            l.name + "), element " + std::to_string(k) + ", reference at offset " +
-                                           std::to_string(offset) + " names object " + std::to_string(oid) +
-                                           ", which does not exist");
+                                           std::to_string(l.refs[r]) + types::field_context(l, l.refs[r]) +
+                                           " names object " + std::to_string(oid) + ", " + wrong);
                 }
         }
     for (const auto& [name, r] : committed_roots_) {

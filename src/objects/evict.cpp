@@ -32,10 +32,11 @@ void engine_handle::evict(header* h) {
     std::uint64_t oid = h->oid();
     resident_bytes_ -= heap_->extent_of(h);
     if (scheme_.detect == detection::fault_block) {
+        std::uint32_t type = h->type;
         heap_->release(h, sizeof(header) + object_heap::fault_block_body);
         h->word = oid << 16 | std::uint64_t{slot_} << 8 | header::proxy;
         h->type = header::fault_block_type;
-        h->count = 0;
+        h->count = type;  // what references to it want (T1)
         std::memset(h + 1, 0, object_heap::fault_block_body);
         rot_[oid] = h;
     } else {

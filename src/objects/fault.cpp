@@ -17,6 +17,21 @@
 //      fault_block the address of the resident object or of its fault block
 //      (made if there is none), under id and id_self_heal the tagged oid
 //   6. the check returns the body; fault_block and id_self_heal patch the slot.
+// A step that finds damage undoes what steps 4 and 5 did (undo_fault), so
+// the heap never holds an object whose references were not translated.
+//
+// Invariant T1 (typed references): a reference field refers to objects of
+// the one type its layout names (types::ref_target), so ref<T> never reads
+// an object that is not a T. The store's bytes are not trusted for it:
+//  - swizzle compares the type a reference field wants with the target's
+//    type where that is known (a resident object), and otherwise records the
+//    want: in the target's fault block (its count field) or, under the id
+//    schemes, in expected_type_;
+//  - enter compares a faulted object's type with the want recorded for it;
+//  - the program's layouts of every type a reference can lead to are
+//    compared with the store's catalog before the first object of one is
+//    reached (type_index);
+// and `steppe check` verifies every stored reference's target type (O2).
 #include <steppe/error.hpp>
 
 #include <cstring>
@@ -95,6 +110,27 @@ void* engine_handle::fault_in(std::uint64_t oid) {
     ++stats_.segment_faults;
     std::uint64_t page = format::page_of(oid);
     std::vector<header*> copied;
+    faulting_.clear();
+    try {
+        read_in(oid, copied);
+        for (header* h : copied) swizzle(h);
+    } catch (...) {
+        undo_fault();
+        throw;
+    }
+    faulting_.clear();
+    auto found = rot_.find(oid);
+    if (found == rot_.end() || found->second->type == header::fault_block_type)
+        throw error(errc::corrupt, storage_->path() + ": a reference names object " + std::to_string(oid) +
+                                       " (slot " + std::to_string(format::slot_of(oid)) + " of the segment at page " +
+                                       std::to_string(page) + "), which the segment does not hold; run `steppe check " +
+                                       storage_->path() + "`");
+    return found->second + 1;
+}
+
+// Steps 3 and 4 for a fault on `oid`: the objects entered, in `copied`.
+void engine_handle::read_in(std::uint64_t oid, std::vector<header*>& copied) {
+    std::uint64_t page = format::page_of(oid);
     if (options_.fetch == granularity::object) {
         segment_view s = read_segment(page, segment_buffer_, "a reference");
         if (format::slot_of(oid) < s.head.objects) copied.push_back(materialize(s, format::slot_of(oid)));
@@ -108,14 +144,25 @@ void* engine_handle::fault_in(std::uint64_t oid) {
             p += std::max<std::uint64_t>(n, 1);
         }
     }
-    for (header* h : copied) swizzle(h);
-    auto found = rot_.find(oid);
-    if (found == rot_.end() || found->second->type == header::fault_block_type)
-        throw error(errc::corrupt, storage_->path() + ": a reference names object " + std::to_string(oid) +
-                                       " (slot " + std::to_string(format::slot_of(oid)) + " of the segment at page " +
-                                       std::to_string(page) + "), which the segment does not hold; run `steppe check " +
-                                       storage_->path() + "`");
-    return found->second + 1;
+}
+
+// Every object entered by the failed fault leaves the table and the heap; a
+// fault block that stood for one stands for it again.
+void engine_handle::undo_fault() {
+    for (auto it = faulting_.rbegin(); it != faulting_.rend(); ++it) {
+        auto [h, block] = *it;
+        std::uint64_t oid = h->oid();
+        if (block) {
+            block->word &= ~header::indirect;
+            std::memset(block + 1, 0, object_heap::fault_block_body);
+            rot_[oid] = block;
+        } else {
+            rot_.erase(oid);
+        }
+        resident_bytes_ -= heap_->extent_of(h);
+        heap_->release(h, 0);
+    }
+    faulting_.clear();
 }
 
 bool engine_handle::is_blob_page(std::uint64_t page) {
@@ -249,61 +296,128 @@ header* engine_handle::materialize(const segment_view& s, std::uint32_t slot) {
     return enter(h, format::make_oid(s.page, slot), e);
 }
 
-// `h` (its body in place) becomes object `oid` of the resident object table.
+// `h` (its body in place) becomes object `oid` of the resident object table
+// once its type is the one the references to it want (T1).
 header* engine_handle::enter(header* h, std::uint64_t oid, const format::object_entry& e) {
     h->word = oid << 16 | std::uint64_t{slot_} << 8;
     h->type = e.type;
     h->count = e.count;
     auto [it, fresh] = rot_.try_emplace(oid, h);
-    if (!fresh) {  // a fault block stood for it: now it leads here
-        header* block = it->second;
+    header* block = fresh ? nullptr : it->second;
+    std::uint32_t want = any_type;
+    if (block) {
+        want = block->count;
+    } else if (auto x = expected_type_.find(oid); x != expected_type_.end()) {
+        want = x->second;
+        expected_type_.erase(x);
+    }
+    resident_bytes_ += heap_->extent_of(h);
+    faulting_.push_back({h, block});
+    if (block) {  // a fault block stood for it: now it leads here
         void* body = h + 1;
         std::memcpy(block + 1, &body, sizeof body);
         block->word |= header::indirect;
         it->second = h;
     }
+    if (want != any_type && want != e.type)
+        throw error(errc::corrupt, storage_->path() + ": object " + std::to_string(oid) + " (slot " +
+                                       std::to_string(format::slot_of(oid)) + " of the segment at page " +
+                                       std::to_string(format::page_of(oid)) + ") is a " + catalog_.at(e.type).name +
+                                       ", but a reference to it refers to " + type_name(want) +
+                                       "; run `steppe check " + storage_->path() + "`");
     ++stats_.objects_faulted;
-    resident_bytes_ += heap_->extent_of(h);
     return h;
 }
 
 void engine_handle::swizzle(header* h) {
     const types::layout& l = catalog_.at(h->type);
+    const std::vector<std::uint32_t>& wants = ref_wants(h->type);
     auto* body = reinterpret_cast<std::byte*>(h + 1);
     for (std::uint32_t i = 0; i < h->count; ++i) {
-        for (std::uint32_t offset : l.refs) {
-            std::byte* slot = body + std::uint64_t{i} * l.size + offset;
+        for (std::size_t r = 0; r < l.refs.size(); ++r) {
+            std::byte* slot = body + std::uint64_t{i} * l.size + l.refs[r];
             std::uint64_t oid;
             std::memcpy(&oid, slot, sizeof oid);
             if (oid == 0) continue;
+            auto damaged = [&](const std::string& what) {
+                return error(errc::corrupt, storage_->path() + ": object " + std::to_string(h->oid()) + " (" + l.name +
+                                                "), reference at offset " + std::to_string(l.refs[r]) +
+                                                types::field_context(l, l.refs[r]) + ", element " + std::to_string(i) +
+                                                ", names object " + std::to_string(oid) + ", " + what +
+                                                "; run `steppe check " + storage_->path() + "`");
+            };
             if (format::page_of(oid) < 1 || format::page_of(oid) >= meta_.next_page)
-                throw error(errc::corrupt, storage_->path() + ": object " + std::to_string(h->oid()) + " (" + l.name +
-                                               "), reference at offset " + std::to_string(offset) + " of element " +
-                                               std::to_string(i) + ", names object " + std::to_string(oid) +
-                                               ", outside the store's object pages; run `steppe check " +
-                                               storage_->path() + "`");
-            std::uint64_t word = word_for_oid(oid);
+                throw damaged("outside the store's object pages");
+            std::string wrong = expect_type(oid, wants[r]);
+            if (!wrong.empty()) throw damaged(wrong);
+            std::uint64_t word = word_for_oid(oid, wants[r]);
             std::memcpy(slot, &word, sizeof word);
             ++stats_.refs_swizzled;
         }
     }
 }
 
-std::uint64_t engine_handle::word_for_oid(std::uint64_t oid) {
+// "" if object `oid` may be a `want` as far as is known now, which records
+// the want where the object is not in memory; otherwise what is wrong (T1).
+std::string engine_handle::expect_type(std::uint64_t oid, std::uint32_t want) {
+    if (want == any_type) return {};
+    if (want == no_type) return "but the field refers to a type no object of this store has";
+    std::uint32_t known = any_type;
+    bool resident = false;
+    if (auto it = rot_.find(oid); it != rot_.end()) {
+        const header* h = it->second;
+        resident = h->type != header::fault_block_type;
+        known = resident ? h->type : h->count;
+    } else if (scheme_.detect != detection::fault_block) {
+        known = expected_type_.try_emplace(oid, want).first->second;
+    }
+    if (known == any_type || known == want) return {};
+    return std::string(resident ? "which is a " : "which another reference says is a ") + type_name(known) +
+           ", but the field refers to " + type_name(want);
+}
+
+std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want) {
     if (scheme_.detect != detection::fault_block) return tagged(oid, slot_);
     auto it = rot_.find(oid);
-    header* h = it != rot_.end() ? it->second : fault_block_for(oid);
+    header* h = it != rot_.end() ? it->second : fault_block_for(oid, want);
     return reinterpret_cast<std::uintptr_t>(h + 1);
 }
 
-header* engine_handle::fault_block_for(std::uint64_t oid) {
+// A fault block's count holds the type its references want (T1).
+header* engine_handle::fault_block_for(std::uint64_t oid, std::uint32_t want) {
     header* block = heap_->allocate(object_heap::fault_block_body);
     block->word = oid << 16 | std::uint64_t{slot_} << 8 | header::proxy;
     block->type = header::fault_block_type;
-    block->count = 0;
+    block->count = want;
     rot_.emplace(oid, block);
     ++stats_.fault_blocks;
     return block;
+}
+
+// For each reference of `type`, the catalog index of the type it wants:
+// any_type where the catalog (version 2) does not say, no_type where it
+// names a type the catalog lacks. Rebuilt when the catalog changes.
+const std::vector<std::uint32_t>& engine_handle::ref_wants(std::uint32_t type) {
+    if (ref_wants_at_ != catalog_.changes() || ref_wants_.size() != catalog_.size()) {
+        ref_wants_.assign(catalog_.size(), {});
+        for (std::uint32_t t = 0; t < catalog_.size(); ++t) {
+            const types::layout& l = catalog_.at(t);
+            for (std::size_t r = 0; r < l.refs.size(); ++r) {
+                if (l.ref_targets.empty()) {
+                    ref_wants_[t].push_back(any_type);
+                    continue;
+                }
+                std::optional<types::catalog::index> i = catalog_.find(l.ref_targets[r].type);
+                ref_wants_[t].push_back(i ? *i : no_type);
+            }
+        }
+        ref_wants_at_ = catalog_.changes();
+    }
+    return ref_wants_[type];
+}
+
+std::string engine_handle::type_name(std::uint32_t type) const {
+    return type < catalog_.size() ? catalog_.at(type).name : "type " + std::to_string(type);
 }
 
 }  // namespace steppe::objects::detail

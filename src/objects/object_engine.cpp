@@ -150,7 +150,7 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
                           rot_cache_.size() - 1};
     try {
         for (const auto& [name, r] : committed_roots_)
-            roots_[name] = {r.type, r.address ? word_for_oid(r.address) : 0};
+            roots_[name] = {r.type, r.address ? word_for_oid(r.address, r.type) : 0};
     } catch (...) {
         give_back_slot(slot_);
         throw;
@@ -236,14 +236,46 @@ void engine_handle::ensure_writable(const char* call) const {
         throw error(errc::invalid_argument, storage_->path() + ": " + call + " on a store opened read-only");
 }
 
+// The catalog index of the program's `layout`, added if new; type_mismatch
+// if the store's entry differs, or that of a type its references lead to.
 types::catalog::index engine_handle::type_index(const types::layout& layout) {
-    std::size_t before = catalog_.size();
+    if (auto known = known_layouts_.find(&layout); known != known_layouts_.end()) return known->second;
+    std::uint64_t before = catalog_.changes();
     types::catalog::index i = catalog_.find_or_add(layout);
-    if (catalog_.size() != before) {
+    if (catalog_.changes() != before) {
         heap_->set_type_size(i, layout.size);
         catalog_dirty_ = true;
     }
+    check_targets(layout);
+    known_layouts_.emplace(&layout, i);
     return i;
+}
+
+// T1: every type a reference can lead to from `program`, directly or
+// through other references, is read as the program declares it: each one
+// the catalog holds has the program's layout. (Types the catalog lacks have
+// no objects yet; make adds them through type_index.)
+void engine_handle::check_targets(const types::layout& program) {
+    std::vector<std::pair<const types::layout*, std::string>> todo{{&program, program.name}};
+    std::set<const types::layout*> seen{&program};
+    while (!todo.empty()) {
+        auto [l, path] = todo.back();
+        todo.pop_back();
+        for (std::size_t r = 0; r < l->ref_targets.size(); ++r) {
+            const types::layout& target = l->ref_targets[r].program();
+            if (!seen.insert(&target).second) continue;
+            std::string via = path + " -> " + target.name;
+            if (!catalog_.find(target.name)) continue;
+            std::uint64_t before = catalog_.changes();
+            try {
+                catalog_.find_or_add(target);  // a version 2 entry learns its targets
+            } catch (const error& e) {
+                throw error(errc::type_mismatch, storage_->path() + ": " + e.what() + " (reached by " + via + ")");
+            }
+            catalog_dirty_ = catalog_dirty_ || catalog_.changes() != before;
+            todo.push_back({&target, via});
+        }
+    }
 }
 
 std::uint64_t engine_handle::object_bytes(std::uint32_t type, std::uint64_t count) const {

@@ -107,7 +107,9 @@ private:
     void make_heap();  // once the scheme is known
     void ensure_writable(const char* call) const;
     types::catalog::index type_index(const types::layout& layout);
-    std::uint64_t word_for_oid(std::uint64_t oid);  // as the scheme swizzles a reference
+    // As the scheme swizzles a reference to `oid` from a field wanting type `want`.
+    std::uint64_t word_for_oid(std::uint64_t oid, std::uint32_t want);
+    void check_targets(const types::layout& program);
     std::uint64_t object_bytes(std::uint32_t type, std::uint64_t count) const;
 
     // fault.cpp
@@ -119,12 +121,21 @@ private:
     bool is_blob_page(std::uint64_t page);
     std::uint64_t bring_in(std::uint64_t page, std::vector<header*>& copied, const char* why);
     std::uint64_t bring_in_place(std::uint64_t page, std::vector<header*>& copied, const char* why);
+    void read_in(std::uint64_t oid, std::vector<header*>& copied);
+    void undo_fault();
     header* materialize(const segment_view& s, std::uint32_t slot);
     header* enter(header* h, std::uint64_t oid, const format::object_entry& e);
     // granularity::physical_segment reads at least this many pages (32 KiB, Mneme's unit of I/O).
     static constexpr std::uint64_t physical_segment_pages = 8;
     void swizzle(header* h);
-    header* fault_block_for(std::uint64_t oid);
+    header* fault_block_for(std::uint64_t oid, std::uint32_t want);
+    // Invariant T1 (fault.cpp): what a reference field wants its target to be.
+    static constexpr std::uint32_t any_type = 0xFFFFFFFD;  // not recorded (catalog version 2)
+    static constexpr std::uint32_t no_type = 0xFFFFFFFC;   // a type the catalog does not hold
+    std::string expect_type(std::uint64_t oid, std::uint32_t want);
+    const std::vector<std::uint32_t>& ref_wants(std::uint32_t type);
+    std::string type_name(std::uint32_t type) const;
+    std::string wrong_target(const types::layout& l, std::size_t r, std::uint32_t type) const;  // check.cpp
 
     // commit.cpp
     std::vector<header*> written_objects();
@@ -160,6 +171,15 @@ private:
     bool roots_dirty_ = false;
     std::vector<storage::page_no> catalog_pages_, roots_pages_;
     std::unordered_map<std::uint64_t, header*> rot_;
+    // Under the id schemes, the type wanted of objects referenced from
+    // memory but not in it (fault blocks hold it under fault_block): T1.
+    std::unordered_map<std::uint64_t, std::uint32_t> expected_type_;
+    std::vector<std::vector<std::uint32_t>> ref_wants_;  // ref_wants(), by catalog index
+    std::uint64_t ref_wants_at_ = ~std::uint64_t{0};     // catalog_.changes() they were built at
+    // Program layouts already in the catalog and checked with their targets.
+    std::unordered_map<const types::layout*, types::catalog::index> known_layouts_;
+    // The fault under way: each object entered and the fault block that stood for it.
+    std::vector<std::pair<header*, header*>> faulting_;
     std::vector<header*> remembered_;
     std::vector<std::byte> segment_buffer_;
     objects::stats stats_;
@@ -180,6 +200,7 @@ struct store_access {
     static store open(const std::string& path, const options& o, scheme compiled, storage::env* io) {
         return store(std::make_unique<engine_handle>(path, o, compiled, io));
     }
+    static engine_handle* engine(store& s) { return s.engine_.get(); }
 };
 
 // The engine of a store slot (a header's store byte), for the slow paths.

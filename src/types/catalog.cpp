@@ -16,14 +16,6 @@ std::string describe_field(const field& f, std::size_t i) {
     return s + " (" + f.type + ")";
 }
 
-// The field whose bytes hold `offset`, for context in pointer messages.
-std::string context(const layout& l, std::uint32_t offset) {
-    for (std::size_t i = l.fields.size(); i-- > 0;) {
-        const field& f = l.fields[i];
-        if (f.offset <= offset && offset < std::uint64_t{f.offset} + f.size) return ", in " + describe_field(f, i);
-    }
-    return {};
-}
 
 // First difference between two sorted offset lists, or "".
 std::string slot_difference(const char* what, const layout& stored, const std::vector<std::uint32_t>& s,
@@ -33,13 +25,25 @@ std::string slot_difference(const char* what, const layout& stored, const std::v
     std::set_difference(p.begin(), p.end(), s.begin(), s.end(), std::back_inserter(only_p));
     if (!only_s.empty() && !only_p.empty())
         return std::string(what) + " at offset " + num(only_s[0]) + " in store moved to offset " + num(only_p[0]) +
-               " in program" + context(program, only_p[0]);
+               " in program" + field_context(program, only_p[0]);
     if (!only_s.empty())
         return std::string(what) + " at offset " + num(only_s[0]) + " in store is not a pointer in program" +
-               context(stored, only_s[0]);
+               field_context(stored, only_s[0]);
     if (!only_p.empty())
         return std::string(what) + " at offset " + num(only_p[0]) + " in program is not a pointer in store" +
-               context(program, only_p[0]);
+               field_context(program, only_p[0]);
+    return {};
+}
+
+// The first reference (at the same offset in both) whose target differs.
+std::string target_difference(const layout& stored, const layout& program) {
+    if (stored.ref_targets.size() != program.ref_targets.size())
+        return "the store does not record what its references refer to";
+    for (std::size_t i = 0; i < stored.ref_targets.size(); ++i)
+        if (stored.ref_targets[i].type != program.ref_targets[i].type)
+            return "reference field at offset " + num(stored.refs[i]) + field_context(program, stored.refs[i]) +
+                   " refers to " + stored.ref_targets[i].type + " in store, " + program.ref_targets[i].type +
+                   " in program";
     return {};
 }
 
@@ -55,6 +59,14 @@ std::string field_difference(const field& s, const field& p, std::size_t i) {
 
 }  // namespace
 
+std::string field_context(const layout& l, std::uint32_t offset) {
+    for (std::size_t i = l.fields.size(); i-- > 0;) {
+        const field& f = l.fields[i];
+        if (f.offset <= offset && offset < std::uint64_t{f.offset} + f.size) return ", in " + describe_field(f, i);
+    }
+    return {};
+}
+
 std::string difference(const layout& stored, const layout& program) {
     if (same_structure(stored, program)) return {};
     if (stored.size != program.size) return "size " + num(stored.size) + " in store, " + num(program.size) + " in program";
@@ -63,6 +75,7 @@ std::string difference(const layout& stored, const layout& program) {
     std::string d = slot_difference("pointer field", stored, stored.pointers, program, program.pointers);
     if (d.empty()) d = slot_difference("vtable pointer", stored, stored.vptrs, program, program.vptrs);
     if (d.empty()) d = slot_difference("reference field", stored, stored.refs, program, program.refs);
+    if (d.empty()) d = target_difference(stored, program);
     if (!d.empty()) return d;
     const auto& sf = stored.fields;
     const auto& pf = program.fields;
@@ -83,12 +96,27 @@ std::string difference(const layout& stored, const layout& program) {
 
 catalog::index catalog::find_or_add(const layout& l) {
     if (auto i = find(l.name)) {
-        const layout& stored = entries_[*i];
+        layout& stored = entries_[*i];
+        if (learn_targets(stored, l)) ++changes_;
         if (std::string d = difference(stored, l); !d.empty())
             throw error(errc::type_mismatch, "type " + l.name + ": " + d);
         return *i;
     }
+    ++changes_;
     return add(l);
+}
+
+// A version 2 entry did not record its references' targets: it takes the
+// program's when everything else agrees (then they were the same type).
+bool catalog::learn_targets(layout& stored, const layout& program) {
+    if (stored.refs.empty() || !stored.ref_targets.empty() || program.ref_targets.size() != stored.refs.size())
+        return false;
+    layout upgraded = stored;
+    upgraded.ref_targets = program.ref_targets;
+    upgraded.fingerprint = fingerprint(upgraded);
+    if (!same_structure(upgraded, program)) return false;
+    stored = std::move(upgraded);
+    return true;
 }
 
 std::optional<catalog::index> catalog::find(std::string_view name) const {
@@ -111,6 +139,7 @@ catalog::index catalog::add(layout l) {
     };
     bool bad = bad_name(l.name, 1);
     for (const field& f : l.fields) bad = bad || bad_name(f.type, 1) || bad_name(f.name, 0);
+    for (const ref_target& t : l.ref_targets) bad = bad || bad_name(t.type, 1);
     if (bad) throw error(errc::invalid_argument, "type catalog: a name of type " + l.name.substr(0, 200) + " is empty or too long");
     auto i = static_cast<index>(entries_.size());
     by_name_.emplace(l.name, i);

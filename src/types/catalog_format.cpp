@@ -3,7 +3,8 @@
 //
 // Header (16 bytes)
 //   0  u32  magic         "STYC" (bytes 53 54 59 43)
-//   4  u16  version       2 (1 is read too: it has no reference offsets)
+//   4  u16  version       3 (1 and 2 are read too: 1 has no references, 2 no
+//                         reference targets)
 //   6  u16  reserved      0
 //   8  u32  length        bytes in the whole encoding, header and trailer included
 //   12 u32  entry count
@@ -13,7 +14,9 @@
 //   u64 fingerprint               types::fingerprint() of this entry
 //   u32 count, u32 offset[count]  pointer offsets
 //   u32 count, u32 offset[count]  vptr offsets
-//   u32 count, u32 offset[count]  reference offsets (objects::ref; version 2 only)
+//   u32 count, reference[count]   references (objects::ref; version 2 and later), each:
+//       u32 offset, and (version 3) u32 length + the name of the type it
+//       refers to (0..65536; all empty: not recorded, an entry from version 2)
 //   u32 count, field[count]       fields, each:
 //       u32 offset, u32 size, u8 kind (1 scalar, 2 pointer, 3 nested, 4 array, 5 base, 6 reference),
 //       u64 type fingerprint, u32 length + type name (1..65536), u32 length + member name (0..65536)
@@ -21,7 +24,7 @@
 //   u64  FNV-1a 64 of every byte before it
 //
 // Example: a version 1 catalog holding `struct Node { Node* next; };` is 98 bytes
-// (version 2 adds a reference count of 0 after the vptr count):
+// (versions 2 and 3 add a reference count of 0 after the vptr count):
 //   0  header: 53 54 59 43 | 01 00 | 00 00 | 62 00 00 00 | 01 00 00 00
 //   16 name 04 00 00 00 "Node"; 24 size 8; 28 align 8; 32 fingerprint (8 bytes)
 //   40 pointer count 1; 44 pointer offset 0; 48 vptr count 0; 52 field count 1
@@ -39,7 +42,8 @@
 //      lies within the type, and no two slots (of any kind) overlap;
 //  (5) fields lie within the type, in non-decreasing offset order, with a
 //      known kind; a pointer field is 8 bytes at a listed pointer offset, a
-//      reference field 8 bytes at a listed reference offset;
+//      reference field 8 bytes at a listed reference offset; reference
+//      targets are all named or all empty;
 //  (6) the stored fingerprint equals the one recomputed from the entry.
 // The checksum alone catches damage; (2)-(6) make sure that even a catalog
 // written by a buggy program can never send the swizzler outside an object.
@@ -55,7 +59,7 @@ namespace steppe::types {
 namespace {
 
 constexpr std::uint32_t magic = 0x43595453;  // "STYC"
-constexpr std::uint16_t version = 2, first_version = 1;
+constexpr std::uint16_t version = 3, first_version = 1;
 constexpr std::size_t header_size = 16;
 constexpr std::size_t trailer_size = 8;
 constexpr std::size_t min_entry_size = 4 + 1 + 4 + 4 + 8 + 4 + 4 + 4;
@@ -75,6 +79,13 @@ public:
     void offsets(const std::vector<std::uint32_t>& v) {
         u32(static_cast<std::uint32_t>(v.size()));
         for (std::uint32_t o : v) u32(o);
+    }
+    void references(const layout& l) {
+        u32(static_cast<std::uint32_t>(l.refs.size()));
+        for (std::size_t i = 0; i < l.refs.size(); ++i) {
+            u32(l.refs[i]);
+            text(l.ref_targets.empty() ? std::string() : l.ref_targets[i].type);
+        }
     }
     void patch_u32(std::size_t at, std::uint32_t v) {
         for (int i = 0; i < 4; ++i) out_[at + i] = static_cast<std::byte>(v >> (8 * i));
@@ -154,6 +165,24 @@ std::vector<std::uint32_t> read_slots(reader& r, const layout& l, const char* wh
     return v;
 }
 
+// Version 3 references: offsets as read_slots checks them, each with its target.
+void read_references(reader& r, layout& l) {
+    std::uint32_t n = r.count(8, "reference");
+    std::size_t named = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        std::uint32_t offset = r.u32();
+        if (std::uint64_t{offset} + slot > l.size)
+            r.fail("reference offset " + std::to_string(offset) + " beyond size " + std::to_string(l.size));
+        if (i > 0 && offset < l.refs.back() + slot) r.fail("reference offsets not increasing or overlapping");
+        l.refs.push_back(offset);
+        l.ref_targets.push_back({r.text(0, "reference target name"), nullptr});
+        if (l.ref_targets.back().type.find('\0') != std::string::npos) r.fail("NUL in a reference target name");
+        named += !l.ref_targets.back().type.empty();
+    }
+    if (named != 0 && named != n) r.fail("some reference targets named, some not");
+    if (named == 0) l.ref_targets.clear();
+}
+
 layout read_entry(reader& r, std::uint16_t format) {
     layout l;
     l.name = r.text(1, "name");
@@ -166,7 +195,8 @@ layout read_entry(reader& r, std::uint16_t format) {
     std::uint64_t stored_fp = r.u64();
     l.pointers = read_slots(r, l, "pointer");
     l.vptrs = read_slots(r, l, "vptr");
-    if (format >= 2) l.refs = read_slots(r, l, "reference");
+    if (format == 2) l.refs = read_slots(r, l, "reference");
+    if (format >= 3) read_references(r, l);
     std::vector<std::uint32_t> slots(l.pointers);
     slots.insert(slots.end(), l.vptrs.begin(), l.vptrs.end());
     slots.insert(slots.end(), l.refs.begin(), l.refs.end());
@@ -217,7 +247,7 @@ std::vector<std::byte> catalog::encode() const {
         w.u64(l.fingerprint);
         w.offsets(l.pointers);
         w.offsets(l.vptrs);
-        w.offsets(l.refs);
+        w.references(l);
         w.u32(static_cast<std::uint32_t>(l.fields.size()));
         for (const field& f : l.fields) {
             w.u32(f.offset);

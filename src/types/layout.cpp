@@ -40,6 +40,15 @@ std::uint64_t fingerprint(const layout& l) noexcept {
         h.u64(l.refs.size(), 4);
         for (std::uint32_t r : l.refs) h.u64(r, 4);
     }
+    // Targets are hashed where known (catalog version 3 and programs), so a
+    // version 2 entry keeps the fingerprint it was stored with.
+    if (!l.ref_targets.empty()) {
+        h.u64('t', 1);
+        for (const ref_target& t : l.ref_targets) {
+            h.u64(t.type.size(), 4);
+            h.text(t.type);
+        }
+    }
     h.u64(l.fields.size(), 4);
     for (const field& f : l.fields) {
         h.u64(f.offset, 4);
@@ -55,7 +64,7 @@ bool same_structure(const layout& a, const layout& b) noexcept {
         return x.offset == y.offset && x.size == y.size && x.kind == y.kind && x.type_fp == y.type_fp;
     };
     return a.size == b.size && a.align == b.align && a.pointers == b.pointers && a.vptrs == b.vptrs && a.refs == b.refs &&
-           std::equal(a.fields.begin(), a.fields.end(), b.fields.begin(), b.fields.end(), same_field);
+           a.ref_targets == b.ref_targets && std::equal(a.fields.begin(), a.fields.end(), b.fields.begin(), b.fields.end(), same_field);
 }
 
 namespace detail {
@@ -153,6 +162,7 @@ void append_shifted(layout& out, const layout& inner, std::size_t offset) {
     for (std::uint32_t p : inner.pointers) out.pointers.push_back(static_cast<std::uint32_t>(offset + p));
     for (std::uint32_t v : inner.vptrs) out.vptrs.push_back(static_cast<std::uint32_t>(offset + v));
     for (std::uint32_t r : inner.refs) out.refs.push_back(static_cast<std::uint32_t>(offset + r));
+    out.ref_targets.insert(out.ref_targets.end(), inner.ref_targets.begin(), inner.ref_targets.end());
 }
 
 void size_to(layout& l, const std::vector<extent>& parts) noexcept {
@@ -210,6 +220,21 @@ void check_coverage(const layout& l, std::vector<extent> extents) {
     if (end < l.size) hole(pos, l.size);
 }
 
+// Orders the reference offsets, each keeping its target.
+void sort_refs(layout& l) {
+    std::vector<std::size_t> order(l.refs.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return l.refs[a] < l.refs[b]; });
+    std::vector<std::uint32_t> refs;
+    std::vector<ref_target> targets;
+    for (std::size_t i : order) {
+        refs.push_back(l.refs[i]);
+        targets.push_back(std::move(l.ref_targets[i]));
+    }
+    l.refs = std::move(refs);
+    l.ref_targets = std::move(targets);
+}
+
 }  // namespace
 
 void finish(layout& l, const std::vector<extent>* declared) {
@@ -221,7 +246,7 @@ void finish(layout& l, const std::vector<extent>* declared) {
                           " ends beyond the type's " + std::to_string(l.size) + " bytes");
     std::sort(l.pointers.begin(), l.pointers.end());
     std::sort(l.vptrs.begin(), l.vptrs.end());
-    std::sort(l.refs.begin(), l.refs.end());
+    sort_refs(l);
     // A derived class shares its primary base's vptr at offset 0.
     l.vptrs.erase(std::unique(l.vptrs.begin(), l.vptrs.end()), l.vptrs.end());
     std::vector<std::uint32_t> slots(l.pointers);

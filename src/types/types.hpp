@@ -32,6 +32,10 @@ namespace steppe::types {
 // "field 3 'x' (int) at offset 16 became long int". Fields count from 1.
 std::string difference(const layout& stored, const layout& program);
 
+// ", in field 3 'x' (int)": the direct member or base of `l` whose bytes hold
+// `offset`, for messages; "" if none does.
+std::string field_context(const layout& l, std::uint32_t offset);
+
 // Longest type or member name a catalog holds (template-heavy names are long).
 inline constexpr std::uint32_t max_name_length = 65536;
 
@@ -43,8 +47,12 @@ public:
     // steppe::error(type_mismatch, "type Part: <difference>") if the entry
     // exists with a different structure, steppe::error(invalid_argument) for
     // a layout the encoding cannot hold (name longer than max_name_length).
-    // Indices never change.
+    // Indices never change. A version 2 entry (references without targets)
+    // that matches l in everything else takes l's targets.
     index find_or_add(const layout& l);
+    // Counts additions and upgrades by find_or_add: the catalog needs writing
+    // when it moved.
+    std::uint64_t changes() const noexcept { return changes_; }
 
     std::optional<index> find(std::string_view name) const;
     // Throws steppe::error(invalid_argument) for an index out of range.
@@ -60,9 +68,11 @@ public:
 
 private:
     index add(layout l);
+    static bool learn_targets(layout& stored, const layout& program);
 
     std::vector<layout> entries_;
     std::unordered_map<std::string, index> by_name_;
+    std::uint64_t changes_ = 0;
 };
 
 }  // namespace steppe::types

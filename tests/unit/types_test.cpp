@@ -695,8 +695,8 @@ TEST(types_catalog_damage, header_fields) {
     b[0] = std::byte{'X'};
     expect_corrupt(reseal(b), "bad magic");
     b = node_catalog();
-    b[4] = std::byte{3};
-    expect_corrupt(reseal(b), "unknown version 3");
+    b[4] = std::byte{4};
+    expect_corrupt(reseal(b), "unknown version 4");
     b = node_catalog();
     b[6] = std::byte{1};
     expect_corrupt(reseal(b), "reserved");
@@ -763,4 +763,86 @@ TEST(types_catalog_damage, pointers_out_of_order_or_overlapping) {
     put_u32(b, first, 0);
     put_u32(b, first + 4, 4);
     expect_corrupt(reseal(b), "offsets not increasing or overlapping");
+}
+
+// ---- Reference targets (catalog version 3) ----------------------------------
+
+// A reference word as the object engine's ref<T> declares it.
+template<class T> struct word_to {
+    using steppe_reference_word = T;
+    std::uint64_t word;
+};
+struct Leaf {
+    int v;
+};
+struct Branch {
+    long id;
+    word_to<Leaf> leaf;
+    word_to<Branch> next;
+};
+namespace retargeted {
+struct Branch {
+    long id;
+    word_to<Leaf> leaf;
+    word_to<Leaf> next;
+};
+}  // namespace retargeted
+
+TEST(types_catalog_targets, layouts_record_what_references_refer_to) {
+    const layout& l = layout_of<Branch>();
+    ASSERT_EQ(l.refs, (std::vector<std::uint32_t>{8, 16}));
+    ASSERT_EQ(l.ref_targets.size(), 2u);
+    EXPECT_EQ(l.ref_targets[0].type, layout_of<Leaf>().name);
+    EXPECT_EQ(&l.ref_targets[1].program(), &layout_of<Branch>());
+}
+
+TEST(types_catalog_targets, targets_survive_encoding_and_are_compared) {
+    catalog c;
+    c.find_or_add(layout_of<Branch>());
+    catalog back = catalog::decode(c.encode());
+    EXPECT_EQ(back.at(0), layout_of<Branch>());
+    EXPECT_EQ(back.at(0).ref_targets[1].type, layout_of<Branch>().name);
+    layout other = layout_of<retargeted::Branch>();
+    other.name = layout_of<Branch>().name;
+    std::string d = steppe::types::difference(back.at(0), other);
+    EXPECT_TRUE(contains(d, "reference field at offset 16")) << d;
+    EXPECT_TRUE(contains(d, "refers to " + layout_of<Branch>().name + " in store, " + layout_of<Leaf>().name +
+                                " in program"))
+        << d;
+    EXPECT_NE(layout_of<Branch>().fingerprint, other.fingerprint);
+}
+
+// A version 2 catalog recorded reference offsets only: it is read with the
+// targets unknown, and the program's layout fills them in.
+TEST(types_catalog_targets, version_2_entries_learn_their_targets) {
+    layout v2 = layout_of<Branch>();
+    v2.ref_targets.clear();
+    v2.fingerprint = steppe::types::fingerprint(v2);
+    catalog old;
+    old.find_or_add(v2);
+    std::vector<std::byte> b = old.encode();  // version 3 with empty targets: as version 2 reads
+    catalog read = catalog::decode(b);
+    EXPECT_TRUE(read.at(0).ref_targets.empty());
+    std::uint64_t before = read.changes();
+    EXPECT_EQ(read.find_or_add(layout_of<Branch>()), 0u);
+    EXPECT_NE(read.changes(), before);
+    EXPECT_EQ(read.at(0), layout_of<Branch>());
+    EXPECT_EQ(read.at(0).fingerprint, layout_of<Branch>().fingerprint);
+    layout other = layout_of<retargeted::Branch>();
+    other.name = layout_of<Branch>().name;
+    EXPECT_THROW(read.find_or_add(other), steppe::error) << "learned targets are compared";
+}
+
+TEST(types_catalog_targets, some_targets_named_some_not_is_corrupt) {
+    catalog c;
+    layout half = layout_of<Branch>();
+    half.ref_targets[1].type = "x";  // one byte, then emptied below
+    c.find_or_add(half);
+    std::vector<std::byte> b = c.encode();
+    std::string encoded(reinterpret_cast<const char*>(b.data()), b.size());
+    std::size_t at = encoded.find(std::string("\x01\0\0\0x", 5));
+    ASSERT_NE(at, std::string::npos);
+    b.erase(b.begin() + static_cast<long>(at) + 4);
+    b[at] = std::byte{0};
+    expect_corrupt(reseal(b), "some reference targets named, some not");
 }
