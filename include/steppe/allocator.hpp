@@ -38,9 +38,11 @@ std::uint64_t persistent_address_of(const void* p) noexcept;
 template <class T>
 struct allocator {
     using value_type = T;
-    allocator() noexcept = default;
+    // Each notes T (layout.hpp, types::declare): a container a program only
+    // reads still has its node types compared with the store's at open.
+    allocator() noexcept { static_cast<void>(types::detail::noted<T>); }
     template <class U>
-    allocator(const allocator<U>&) noexcept {}
+    allocator(const allocator<U>&) noexcept { static_cast<void>(types::detail::noted<T>); }
     T* allocate(std::size_t n) { return static_cast<T*>(detail::allocate_in_current(types::layout_of<T>(), n)); }
     void deallocate(T* p, std::size_t) noexcept { detail::deallocate_anywhere(p); }
     friend bool operator==(const allocator&, const allocator&) noexcept { return true; }

@@ -67,6 +67,17 @@ namespace steppe::types {
 enum class field_kind : std::uint8_t { scalar = 1, pointer = 2, nested = 3, array = 4, base = 5, reference = 6 };
 const char* to_string(field_kind kind) noexcept;
 
+struct layout;
+
+// A program's own layout of a type a layout mentions (a nested member's, a
+// reference's target): how the catalog learns nested types and how the
+// engines compare what a type leads to. Not part of a layout's value: layouts
+// decoded from a store have none, and equality ignores it.
+struct layout_link {
+    const layout& (*get)() = nullptr;
+    friend bool operator==(const layout_link&, const layout_link&) noexcept { return true; }
+};
+
 // One member or base of a type, for diagnostics and for the fingerprint.
 struct field {
     std::uint32_t offset = 0;
@@ -78,20 +89,19 @@ struct field {
     std::uint64_t type_fp = 0;
     std::string type;  // type name, for messages only
     std::string name;  // member name, for messages only; empty when unknown
+    // A nested member's type, an array's class element type (program layouts only).
+    layout_link nested;
     friend bool operator==(const field&, const field&) = default;
 };
-
-struct layout;
 
 // What an object-engine reference field refers to: the target's type name
 // (an array's element type for a ref<array<T>>). A program's layouts also
 // carry the target's layout, so the engine can compare the store's entry for
-// the target with the program's before it follows such a reference; decoded
-// catalogs have only the name. Only the name is compared and stored.
+// the target with the program's before it follows such a reference.
 struct ref_target {
     std::string type;
-    const layout& (*program)() = nullptr;
-    friend bool operator==(const ref_target& a, const ref_target& b) noexcept { return a.type == b.type; }
+    layout_link program;
+    friend bool operator==(const ref_target&, const ref_target&) = default;
 };
 
 // The run-time description of one type. Pointer and vptr offsets are flattened
@@ -866,7 +876,7 @@ template<class M> void append_slots(layout& l, std::size_t offset) {
         static_assert(sizeof(M) == sizeof(void*), "steppe: a reference word is one pointer-sized word");
         using target = std::remove_cv_t<typename M::steppe_reference_word>;
         l.refs.push_back(static_cast<std::uint32_t>(offset));
-        l.ref_targets.push_back({type_name<target>(), &layout_of<target>});
+        l.ref_targets.push_back({type_name<target>(), {&layout_of<target>}});
     } else if constexpr (h == how::array) {
         using A = array_traits<M>;
         using E = std::remove_cv_t<typename A::element>;
@@ -877,10 +887,18 @@ template<class M> void append_slots(layout& l, std::size_t offset) {
     }
 }
 
+// The program's layout of the class M is or holds (an array's element), if any.
+template<class M> constexpr layout_link nested_link() {
+    constexpr how h = classify<M>();
+    if constexpr (h == how::array) return nested_link<std::remove_cv_t<typename array_traits<M>::element>>();
+    else if constexpr (h == how::scalar || h == how::pointer || h == how::reference_word) return {};
+    else return {&layout_of<M>};
+}
+
 template<class M> void add_field(layout& l, std::size_t offset, std::string name, field_kind kind,
                                  std::vector<extent>& extents) {
     l.fields.push_back(field{static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(sizeof(M)), kind,
-                             type_fp<M>(), type_name<M>(), std::move(name)});
+                             type_fp<M>(), type_name<M>(), std::move(name), nested_link<M>()});
     extents.push_back({offset, sizeof(M), alignof(M)});
     append_slots<M>(l, offset);
 }
@@ -896,7 +914,7 @@ template<class T, class M> std::size_t member_offset(M T::*p) noexcept {
 template<class B> void add_base(layout& l, std::size_t offset, std::vector<extent>& extents) {
     const layout& part = base_layout_of<B>();
     l.fields.push_back(
-        field{static_cast<std::uint32_t>(offset), part.size, field_kind::base, part.fingerprint, type_name<B>(), {}});
+        field{static_cast<std::uint32_t>(offset), part.size, field_kind::base, part.fingerprint, type_name<B>(), {}, {}});
     extents.push_back({offset, part.size, part.align});
     append_shifted(l, part, offset);
 }
@@ -981,9 +999,20 @@ template<class T> const layout& base_layout_of() {
     }
 }
 
+// Every type whose layout_of this program instantiates is noted at start-up
+// (program_types in src/types/types.hpp), so a store can be compared with all
+// of them when it opens, before any object is read.
+void note_program_type(const layout& (*get)()) noexcept;
+template<class T> inline const bool noted = (note_program_type(&layout_of<T>), true);
+
 }  // namespace steppe::types::detail
 
 namespace steppe::types {
+
+// Notes types this program only reads through base pointers (so it never
+// makes or allocates them itself), so they too are compared with a store's
+// catalog at open: steppe::types::declare<Rect, Circle>();
+template<class... T> void declare() noexcept { (static_cast<void>(detail::noted<T>), ...); }
 
 template<class T> const layout& layout_of() {
     if constexpr (!std::is_same_v<std::remove_cv_t<T>, T>) {
@@ -992,6 +1021,7 @@ template<class T> const layout& layout_of() {
         static const layout refused;  // not reached: verify's static_assert stopped the build
         return refused;
     } else {
+        static_cast<void>(detail::noted<T>);
         static const layout& built = *new layout(detail::build<T>());
         return built;
     }

@@ -38,6 +38,7 @@ std::vector<std::string> engine_handle::check() const {
     if (!storage_) throw error(errc::invalid_argument, "object store: check on a closed store");
     std::vector<std::string> findings = storage_->check();
     const std::string& path = storage_->path();
+    for (const auto& f : catalog_.check()) findings.push_back(path + ": " + f);
     std::map<std::uint64_t, walked_segment> segments;
     std::vector<std::byte> buffer;
     std::uint64_t objects = 0;

@@ -204,6 +204,7 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
     if (meta_.catalog.pages)
         catalog_ = types::catalog::decode(
             storage::read_blob(*storage_, meta_.catalog, format::catalog_owner, "type catalog", catalog_pages_));
+    catalog_.require_program_match(path);
     for (std::uint32_t t = 0; t < catalog_.size(); ++t) heap_->set_type_size(t, catalog_.at(t).size);
     if (meta_.roots.pages)
         committed_roots_ = decode_roots(
@@ -242,13 +243,18 @@ types::catalog::index engine_handle::type_index(const types::layout& layout) {
     if (auto known = known_layouts_.find(&layout); known != known_layouts_.end()) return known->second;
     std::uint64_t before = catalog_.changes();
     types::catalog::index i = catalog_.find_or_add(layout);
-    if (catalog_.changes() != before) {
-        heap_->set_type_size(i, layout.size);
-        catalog_dirty_ = true;
-    }
+    catalog_moved(before);
     check_targets(layout);
     known_layouts_.emplace(&layout, i);
     return i;
+}
+
+// After find_or_add: new entries (a type and its nested types) get their
+// size in the heap, and the catalog is written at the next commit.
+void engine_handle::catalog_moved(std::uint64_t changes_before) {
+    if (catalog_.changes() == changes_before) return;
+    catalog_dirty_ = true;
+    for (std::uint32_t t = 0; t < catalog_.size(); ++t) heap_->set_type_size(t, catalog_.at(t).size);
 }
 
 // T1: every type a reference can lead to from `program`, directly or
@@ -262,7 +268,7 @@ void engine_handle::check_targets(const types::layout& program) {
         auto [l, path] = todo.back();
         todo.pop_back();
         for (std::size_t r = 0; r < l->ref_targets.size(); ++r) {
-            const types::layout& target = l->ref_targets[r].program();
+            const types::layout& target = l->ref_targets[r].program.get();
             if (!seen.insert(&target).second) continue;
             std::string via = path + " -> " + target.name;
             if (!catalog_.find(target.name)) continue;
@@ -272,7 +278,7 @@ void engine_handle::check_targets(const types::layout& program) {
             } catch (const error& e) {
                 throw error(errc::type_mismatch, storage_->path() + ": " + e.what() + " (reached by " + via + ")");
             }
-            catalog_dirty_ = catalog_dirty_ || catalog_.changes() != before;
+            catalog_moved(before);
             todo.push_back({&target, via});
         }
     }

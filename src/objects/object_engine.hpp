@@ -110,6 +110,7 @@ private:
     // As the scheme swizzles a reference to `oid` from a field wanting type `want`.
     std::uint64_t word_for_oid(std::uint64_t oid, std::uint32_t want);
     void check_targets(const types::layout& program);
+    void catalog_moved(std::uint64_t changes_before);
     std::uint64_t object_bytes(std::uint32_t type, std::uint64_t count) const;
 
     // fault.cpp

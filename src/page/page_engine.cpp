@@ -46,6 +46,7 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
         if (c.meta.catalog.pages)
             c.catalog = types::catalog::decode(
                 storage::read_blob(*storage_, c.meta.catalog, catalog_owner, "type catalog", c.catalog_pages));
+        c.catalog.require_program_match(path);
         if (c.meta.roots.pages)
             c.roots = decode_roots(storage::read_blob(*storage_, c.meta.roots, roots_owner, "roots table", c.roots_pages), path);
         if (c.meta.vtables.pages)
@@ -328,6 +329,7 @@ std::vector<std::string> page_engine::check() const {
     std::unique_ptr<heap> committed_heap = load_committed_heap();  // not the live one: uncommitted changes are not findings
     const heap& h = *committed_heap;
     for (const auto& f : h.audit()) findings.push_back(path() + ": heap: " + f);
+    for (const auto& f : committed_.catalog.check()) findings.push_back(path() + ": " + f);
     for (const auto& f : pager_->check_invariants()) findings.push_back(path() + ": " + f);
     for (const auto& [name, e] : committed_.roots)
         if (!h.find_chunk(e.address))

@@ -1,5 +1,6 @@
 // The type catalog: lookup by name, and the precise type_mismatch message.
 #include <algorithm>
+#include <unordered_map>
 
 #include "types/types.hpp"
 
@@ -57,6 +58,34 @@ std::string field_difference(const field& s, const field& p, std::size_t i) {
     return head + ": the layout of " + s.type + " changed";  // same name, different fingerprint inside
 }
 
+// Where every field has a member name on both sides (bases have none), they
+// are matched by name, so a removed or added member is named as such rather
+// than as a change of whatever moved into its place. "" otherwise, or if
+// names say nothing (then fields are compared in order).
+std::string named_field_difference(const std::vector<field>& sf, const std::vector<field>& pf) {
+    auto all_named = [](const std::vector<field>& v) {
+        return std::all_of(v.begin(), v.end(), [](const field& f) { return !f.name.empty(); });
+    };
+    if (!all_named(sf) || !all_named(pf)) return {};
+    auto position = [](const std::vector<field>& v, const std::string& name) {
+        return static_cast<std::size_t>(
+            std::find_if(v.begin(), v.end(), [&](const field& f) { return f.name == name; }) - v.begin());
+    };
+    for (std::size_t i = 0; i < sf.size(); ++i)
+        if (position(pf, sf[i].name) == pf.size())
+            return describe_field(sf[i], i) + " at offset " + num(sf[i].offset) + " in store is missing in program";
+    for (std::size_t i = 0; i < pf.size(); ++i) {
+        std::size_t j = position(sf, pf[i].name);
+        if (j == sf.size())
+            return describe_field(pf[i], i) + " at offset " + num(pf[i].offset) + " in program is not in store";
+        const field& s = sf[j];
+        const field& p = pf[i];
+        if (s.offset != p.offset || s.size != p.size || s.kind != p.kind || s.type_fp != p.type_fp)
+            return field_difference(s, p, j);
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string field_context(const layout& l, std::uint32_t offset) {
@@ -69,7 +98,10 @@ std::string field_context(const layout& l, std::uint32_t offset) {
 
 std::string difference(const layout& stored, const layout& program) {
     if (same_structure(stored, program)) return {};
-    if (stored.size != program.size) return "size " + num(stored.size) + " in store, " + num(program.size) + " in program";
+    std::string fields = field_list_difference(stored, program);
+    if (stored.size != program.size)
+        return "size " + num(stored.size) + " in store, " + num(program.size) + " in program" +
+               (fields.empty() ? "" : ": " + fields);
     if (stored.align != program.align)
         return "alignment " + num(stored.align) + " in store, " + num(program.align) + " in program";
     std::string d = slot_difference("pointer field", stored, stored.pointers, program, program.pointers);
@@ -77,8 +109,14 @@ std::string difference(const layout& stored, const layout& program) {
     if (d.empty()) d = slot_difference("reference field", stored, stored.refs, program, program.refs);
     if (d.empty()) d = target_difference(stored, program);
     if (!d.empty()) return d;
+    return fields.empty() ? "fingerprint differs" : fields;  // "fingerprint" not reached: same_structure compares the above
+}
+
+// The first field that differs, or "".
+std::string field_list_difference(const layout& stored, const layout& program) {
     const auto& sf = stored.fields;
     const auto& pf = program.fields;
+    if (std::string d = named_field_difference(sf, pf); !d.empty()) return d;
     for (std::size_t i = 0; i < std::min(sf.size(), pf.size()); ++i) {
         const field& s = sf[i];
         const field& p = pf[i];
@@ -91,7 +129,7 @@ std::string difference(const layout& stored, const layout& program) {
     if (pf.size() > sf.size())
         return describe_field(pf[sf.size()], sf.size()) + " at offset " + num(pf[sf.size()].offset) +
                " in program is not in store";
-    return "fingerprint differs";  // not reached: same_structure compares exactly the above
+    return {};
 }
 
 catalog::index catalog::find_or_add(const layout& l) {
@@ -102,8 +140,91 @@ catalog::index catalog::find_or_add(const layout& l) {
             throw error(errc::type_mismatch, "type " + l.name + ": " + d);
         return *i;
     }
+    for (const field& f : l.fields) {
+        if (!f.nested.get) continue;
+        try {
+            find_or_add(f.nested.get());
+        } catch (const error& e) {
+            if (e.code() != errc::type_mismatch) throw;
+            throw error(errc::type_mismatch, e.what() + std::string(" (in ") + l.name + ")");
+        }
+    }
     ++changes_;
     return add(l);
+}
+
+std::string catalog::program_difference() const {
+    std::unordered_map<std::string, const layout*> program;
+    std::unordered_map<std::string, bool> ambiguous;
+    for (const layout& (*get)() : program_types()) {
+        const layout* l;
+        try {
+            l = &get();
+        } catch (const error&) {
+            continue;  // its layout cannot be built here (its own error says why when it is used)
+        }
+        auto [it, fresh] = program.try_emplace(l->name, l);
+        if (!fresh && !same_structure(*it->second, *l)) ambiguous[l->name] = true;
+    }
+    std::vector<index> changed;
+    for (index i = 0; i < entries_.size(); ++i) {
+        auto it = program.find(entries_[i].name);
+        if (it != program.end() && !ambiguous.count(it->first) && !same_structure(entries_[i], *it->second))
+            changed.push_back(i);
+    }
+    if (changed.empty()) return {};
+    // The innermost: no nested field's type is itself changed.
+    auto holds_changed = [&](index i) {
+        for (const field& f : entries_[i].fields)
+            for (index c : changed)
+                if (f.type == entries_[c].name) return true;
+        return false;
+    };
+    index inner = changed.front();
+    for (index c : changed)
+        if (!holds_changed(c)) {
+            inner = c;
+            break;
+        }
+    const layout& stored = entries_[inner];
+    // The outermost changed type holding it (a container's node, whose name
+    // holds the element's), else one with a field of its type.
+    auto has_field_of = [&](index c) {
+        return std::any_of(entries_[c].fields.begin(), entries_[c].fields.end(),
+                           [&](const field& f) { return f.type == stored.name; });
+    };
+    std::string where;
+    for (index c : changed)
+        if (c != inner && entries_[c].name.find(stored.name) != std::string::npos &&
+            entries_[c].name.size() + 6 > where.size())
+            where = " (in " + entries_[c].name + ")";
+    for (index c : changed)
+        if (where.empty() && c != inner && has_field_of(c)) where = " (in " + entries_[c].name + ")";
+    return "type " + stored.name + where + ": " + difference(stored, *program.at(stored.name));
+}
+
+void catalog::require_program_match(const std::string& path) const {
+    std::string d = program_difference();
+    if (d.empty()) return;
+    throw error(errc::type_mismatch,
+                path + ": " + d +
+                    "; this program's type is not the one the store was written with, and reading the store's "
+                    "objects as it would misread them: open the store with a build whose types match "
+                    "(`steppe stats " + path + "` lists the stored types)");
+}
+
+std::vector<std::string> catalog::check() const {
+    std::vector<std::string> findings;
+    for (const layout& l : entries_)
+        for (const field& f : l.fields) {
+            if (f.kind != field_kind::nested) continue;
+            std::optional<index> i = find(f.type);
+            if (i && entries_[*i].fingerprint != f.type_fp)
+                findings.push_back("type catalog: C1: type " + l.name + ", field '" + f.name + "' (" + f.type +
+                                   ") at offset " + num(f.offset) + " was stored with another layout of " + f.type +
+                                   " than the catalog's entry for it");
+        }
+    return findings;
 }
 
 // A version 2 entry did not record its references' targets: it takes the

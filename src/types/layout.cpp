@@ -5,13 +5,41 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <utility>
 
 #include "types/hash.hpp"
+#include "types/types.hpp"
 #include "types/vtables.hpp"
 
 namespace steppe::types {
+
+namespace {
+struct program_type_list {
+    std::mutex mutex;
+    std::vector<const layout& (*)()> types;
+};
+program_type_list& program_type_list_() {
+    static program_type_list* list = new program_type_list;  // never destroyed: used by static destructors too
+    return *list;
+}
+}  // namespace
+
+void detail::note_program_type(const layout& (*get)()) noexcept {
+    program_type_list& list = program_type_list_();
+    std::lock_guard lock(list.mutex);
+    try {
+        list.types.push_back(get);
+    } catch (...) {  // out of memory at start-up: the type is only not compared at open
+    }
+}
+
+std::vector<const layout& (*)()> program_types() {
+    program_type_list& list = program_type_list_();
+    std::lock_guard lock(list.mutex);
+    return list.types;
+}
 
 const char* to_string(field_kind kind) noexcept {
     switch (kind) {

@@ -31,10 +31,17 @@ namespace steppe::types {
 // "pointer field at offset 24 in store moved to offset 32 in program" or
 // "field 3 'x' (int) at offset 16 became long int". Fields count from 1.
 std::string difference(const layout& stored, const layout& program);
+// The first field that differs ("field 3 'x' (int) at offset 16 became long
+// int", "... in program is not in store"), or "" if the fields agree.
+std::string field_list_difference(const layout& stored, const layout& program);
 
 // ", in field 3 'x' (int)": the direct member or base of `l` whose bytes hold
 // `offset`, for messages; "" if none does.
 std::string field_context(const layout& l, std::uint32_t offset);
+
+// The layout of every type this program instantiated layout_of for (or named
+// in types::declare), in no particular order; a layout may throw when built.
+std::vector<const layout& (*)()> program_types();
 
 // Longest type or member name a catalog holds (template-heavy names are long).
 inline constexpr std::uint32_t max_name_length = 65536;
@@ -48,8 +55,25 @@ public:
     // exists with a different structure, steppe::error(invalid_argument) for
     // a layout the encoding cannot hold (name longer than max_name_length).
     // Indices never change. A version 2 entry (references without targets)
-    // that matches l in everything else takes l's targets.
+    // that matches l in everything else takes l's targets. A new entry
+    // brings the program's layouts of its nested types with it (so a changed
+    // nested type is named as itself), which must match theirs too.
     index find_or_add(const layout& l);
+
+    // "" if every type of this catalog that the program has a layout for
+    // (program_types) is read the same way by the program; otherwise what
+    // differs, naming the innermost changed type, a stored type holding it,
+    // and the field, e.g. "type Contact (in std::_Rb_tree_node<...>): field 5
+    // 'twitter' (...) at offset 200 in program is not in store". A name the
+    // program uses for several different types (local classes of separate
+    // translation units) is not compared.
+    std::string program_difference() const;
+    // Throws steppe::error(type_mismatch) with program_difference() and what
+    // to do, for the store at `path`.
+    void require_program_match(const std::string& path) const;
+    // Findings of the catalog's own consistency: C1, a nested field's stored
+    // type fingerprint equals its type's entry.
+    std::vector<std::string> check() const;
     // Counts additions and upgrades by find_or_add: the catalog needs writing
     // when it moved.
     std::uint64_t changes() const noexcept { return changes_; }

@@ -405,7 +405,7 @@ TEST_P(ObjectsTest, ATypeAReferenceLeadsToIsComparedBeforeItIsRead) {
     static steppe::types::layout stored_node_name;
     stored_node_name = renamed_node;
     h.name = holder;
-    h.ref_targets[0] = {node, [] () -> const steppe::types::layout& { return stored_node_name; }};
+    h.ref_targets[0] = {node, {[]() -> const steppe::types::layout& { return stored_node_name; }}};
     h.fingerprint = steppe::types::fingerprint(h);
     EXPECT_ERROR(errc::type_mismatch, "reached by", engine->find_root("h", h));
     EXPECT_ERROR(errc::type_mismatch, "size 24 in store, 32 in program", engine->find_root("h", h));

@@ -512,15 +512,19 @@ catalog sample_catalog() {
 TEST(types_catalog, find_or_add_returns_stable_indices) {
     catalog c;
     EXPECT_EQ(c.find_or_add(layout_of<Part>()), 0u);
-    EXPECT_EQ(c.find_or_add(layout_of<Owner>()), 1u);
+    // Owner's nested Pet comes first, with the program's layout (so a changed
+    // Pet is named as itself).
+    EXPECT_EQ(c.find_or_add(layout_of<Owner>()), 2u);
+    EXPECT_EQ(c.find(layout_of<Pet>().name), 1u);
+    EXPECT_EQ(c.at(1), layout_of<Pet>());
     EXPECT_EQ(c.find_or_add(layout_of<Part>()), 0u);
     EXPECT_EQ(c.find_or_add(renamed(layout_of<v1::Part>(), "Part")), 0u);  // same structure, other member names
-    EXPECT_EQ(c.find("Owner"), 1u);
+    EXPECT_EQ(c.find("Owner"), 2u);
     EXPECT_EQ(c.find("Nope"), std::nullopt);
-    EXPECT_EQ(c.at(1).pointers, (u32s{16, 32}));
-    EXPECT_EQ(c.size(), 2u);
+    EXPECT_EQ(c.at(2).pointers, (u32s{16, 32}));
+    EXPECT_EQ(c.size(), 3u);
     try {
-        c.at(2);
+        c.at(3);
         FAIL();
     } catch (const steppe::error& e) {
         EXPECT_EQ(e.code(), errc::invalid_argument);
@@ -532,7 +536,7 @@ TEST(types_catalog, encode_decode_round_trip) {
     std::vector<std::byte> bytes = c.encode();
     catalog d = catalog::decode(bytes);
     EXPECT_EQ(d.entries(), c.entries());
-    EXPECT_EQ(d.find("Blob"), 3u);
+    EXPECT_EQ(d.find("Blob"), c.find("Blob"));
     EXPECT_EQ(d.encode(), bytes);
     EXPECT_EQ(catalog::decode(catalog{}.encode()).size(), 0u);
 }
@@ -540,10 +544,11 @@ TEST(types_catalog, encode_decode_round_trip) {
 TEST(types_catalog, entries_the_program_never_names_are_kept) {
     catalog c = sample_catalog();
     catalog d = catalog::decode(c.encode());
-    EXPECT_EQ(d.find_or_add(layout_of<Outer>()), 4u);
+    std::size_t before = c.size();
+    EXPECT_EQ(d.find_or_add(layout_of<Outer>()), before + 1);  // after its nested Inner
     catalog e = catalog::decode(d.encode());
-    EXPECT_EQ(e.size(), 5u);
-    EXPECT_EQ(e.at(2).vptrs, (u32s{0, 16}));  // Both, never named by this "program"
+    EXPECT_EQ(e.size(), before + 2);
+    EXPECT_EQ(e.at(*e.find("Both")).vptrs, (u32s{0, 16}));  // never named by this "program"
 }
 
 std::string mismatch(const layout& stored, const layout& program) {
@@ -560,7 +565,9 @@ std::string mismatch(const layout& stored, const layout& program) {
 }
 
 TEST(types_catalog, mismatch_size) {
-    EXPECT_EQ(mismatch(layout_of<v1::Part>(), layout_of<v2::Part>()), "type Part: size 56 in store, 64 in program");
+    EXPECT_EQ(mismatch(layout_of<v1::Part>(), layout_of<v2::Part>()),
+              "type Part: size 56 in store, 64 in program: field 1" + std::string(member_names_known ? " 'id'" : "") +
+                  " (int) at offset 0 became long (scalar of 4 bytes in store, scalar of 8 bytes in program)");
 }
 
 TEST(types_catalog, mismatch_moved_pointer) {
@@ -793,7 +800,7 @@ TEST(types_catalog_targets, layouts_record_what_references_refer_to) {
     ASSERT_EQ(l.refs, (std::vector<std::uint32_t>{8, 16}));
     ASSERT_EQ(l.ref_targets.size(), 2u);
     EXPECT_EQ(l.ref_targets[0].type, layout_of<Leaf>().name);
-    EXPECT_EQ(&l.ref_targets[1].program(), &layout_of<Branch>());
+    EXPECT_EQ(&l.ref_targets[1].program.get(), &layout_of<Branch>());
 }
 
 TEST(types_catalog_targets, targets_survive_encoding_and_are_compared) {
@@ -845,4 +852,66 @@ TEST(types_catalog_targets, some_targets_named_some_not_is_corrupt) {
     b.erase(b.begin() + static_cast<long>(at) + 4);
     b[at] = std::byte{0};
     expect_corrupt(reseal(b), "some reference targets named, some not");
+}
+
+// ---- Comparing a store with the whole program -------------------------------
+
+namespace evolved {
+struct Contact {  // as another build of the program declares it: one field more
+    int age;
+    long twitter;
+};
+}  // namespace evolved
+struct Contact {
+    int age;
+};
+struct Entry {
+    long key;
+    Contact value;
+};
+
+TEST(types_catalog_program, a_changed_nested_type_is_named_with_what_holds_it) {
+    EXPECT_EQ(catalog{}.program_difference(), "") << "an empty catalog differs from nothing";
+    catalog c;
+    c.find_or_add(layout_of<Entry>());  // this program's: nothing differs
+    EXPECT_EQ(c.program_difference(), "");
+    ASSERT_TRUE(c.find(layout_of<Contact>().name)) << "nested types enter the catalog with their holder";
+    // A store written by the other build: its Contact and Entry differ from ours.
+    layout other_contact = renamed(layout_of<evolved::Contact>(), layout_of<Contact>().name);
+    layout other_entry = layout_of<Entry>();
+    other_entry.size = 24;
+    other_entry.fields[1].size = 16;
+    other_entry.fields[1].type_fp = other_contact.fingerprint;
+    other_entry.fields[1].nested = {};  // a stored layout: no program links
+    other_entry.fingerprint = steppe::types::fingerprint(other_entry);
+    catalog stored;
+    stored.find_or_add(other_contact);
+    stored.find_or_add(other_entry);
+    std::string d = stored.program_difference();
+    EXPECT_TRUE(contains(d, "type " + layout_of<Contact>().name + " (in " + layout_of<Entry>().name + ")")) << d;
+    if (member_names_known) {
+        EXPECT_TRUE(contains(d, "'twitter'")) << d;
+        EXPECT_TRUE(contains(d, "in store is missing in program")) << d;
+    }
+    try {
+        stored.require_program_match("x.db");
+        ADD_FAILURE() << "accepted";
+    } catch (const steppe::error& e) {
+        EXPECT_EQ(e.code(), errc::type_mismatch);
+        EXPECT_TRUE(contains(e.what(), "x.db: type ")) << e.what();
+    }
+    EXPECT_TRUE(stored.check().empty()) << stored.check()[0];
+}
+
+TEST(types_catalog_program, check_finds_a_nested_type_stored_two_ways) {
+    catalog c;
+    c.find_or_add(layout_of<Entry>());
+    layout other_entry = layout_of<Entry>();
+    other_entry.name = "Entry2";
+    other_entry.fields[1].type_fp ^= 1;  // says its Contact had another layout
+    other_entry.fingerprint = steppe::types::fingerprint(other_entry);
+    c.find_or_add(other_entry);
+    std::vector<std::string> findings = c.check();
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_TRUE(contains(findings[0], "C1: type Entry2")) << findings[0];
 }

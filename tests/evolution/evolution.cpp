@@ -1,0 +1,192 @@
+// One program built twice: as version 1 (-DEVOLUTION_VERSION=1) and as
+// version 2, in which one type of each case changed. Version 1 writes a store
+// per case; version 2 opens it and must be refused before it reads a byte
+// under its own layout (issue 14 item 1, docs/types.md "Changed types").
+//
+//   evolution_v1 write CASE STORE      exit 0 when written
+//   evolution_v2 read CASE STORE       exit 0 and "refused: <message>" when
+//                                      refused with type_mismatch; exit 1
+//                                      after "read: ..." if it read anyway
+//   evolution_v1 read CASE STORE       the writer's own build reads it back
+//
+// Cases: added, removed, retyped, reordered (an aggregate Contact kept in a
+// steppe::map<steppe::string, Contact>), fields (a STEPPE_FIELDS class in a
+// steppe::vector), unordered (unordered_map node), list (list node), base
+// (a Rect read through Shape*, named by steppe::types::declare).
+#include <steppe/containers.hpp>
+#include <steppe/steppe.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#ifndef EVOLUTION_VERSION
+#error "build with -DEVOLUTION_VERSION=1 or 2"
+#endif
+constexpr bool v2 = EVOLUTION_VERSION == 2;
+
+namespace book {
+struct Added {  // v2 adds a field at the end
+    steppe::string name;
+    int age;
+#if EVOLUTION_VERSION == 2
+    long twitter;
+#endif
+};
+struct Removed {  // v2 drops `note`
+    steppe::string name;
+#if EVOLUTION_VERSION == 1
+    long note;
+#endif
+    int age;
+};
+struct Retyped {  // v2 widens `age`
+    steppe::string name;
+#if EVOLUTION_VERSION == 1
+    int age;
+#else
+    long age;
+#endif
+};
+struct Reordered {  // v2 swaps two fields of the same size
+#if EVOLUTION_VERSION == 1
+    int age;
+    float height;
+#else
+    float height;
+    int age;
+#endif
+};
+class Account {  // a STEPPE_FIELDS class; v2 adds `limit_`
+public:
+    Account() = default;
+    explicit Account(long balance) : balance_(balance) {}
+    long balance() const { return balance_; }
+#if EVOLUTION_VERSION == 2
+    STEPPE_FIELDS(balance_, limit_)
+#else
+    STEPPE_FIELDS(balance_)
+#endif
+private:
+    long balance_ = 0;
+#if EVOLUTION_VERSION == 2
+    long limit_ = 0;
+#endif
+};
+struct Item {  // in an unordered_map and a list; v2 adds a field
+    int count = 0;
+#if EVOLUTION_VERSION == 2
+    int reserved = 0;
+#endif
+};
+
+class Shape {
+public:
+    virtual ~Shape() = default;
+    virtual long area() const = 0;
+    STEPPE_FIELDS()
+};
+class Rect : public Shape {  // v2 adds a field a virtual function writes
+public:
+    Rect(long w, long h) : w_(w), h_(h) {}
+    long area() const override;
+    STEPPE_BASES(Shape)
+#if EVOLUTION_VERSION == 2
+    STEPPE_FIELDS(w_, h_, cached_)
+#else
+    STEPPE_FIELDS(w_, h_)
+#endif
+private:
+    long w_, h_;
+#if EVOLUTION_VERSION == 2
+    long cached_ = 0;
+#endif
+};
+long Rect::area() const { return w_ * h_; }
+}  // namespace book
+
+namespace {
+
+template<class V> using book_map = steppe::map<steppe::string, V>;
+
+template<class V> void write_map(steppe::store& s, V value) {
+    auto* m = s.root<book_map<V>>("book");
+    for (int i = 0; i < 50; ++i) m->emplace(steppe::string(("contact " + std::to_string(i)).c_str()), value);
+}
+template<class V> long read_map(steppe::store& s) {
+    long n = 0;
+    for (const auto& [name, v] : *s.root<book_map<V>>("book")) n += static_cast<long>(name.size()) + (&v != nullptr);
+    return n;
+}
+
+long run(const std::string& what, const std::string& c, steppe::store& s) {
+    using namespace book;
+    bool write = what == "write";
+    if (c == "added") {
+        if (write) write_map(s, Added{});
+        return write ? 0 : read_map<Added>(s);
+    }
+    if (c == "removed") {
+        if (write) write_map(s, Removed{});
+        return write ? 0 : read_map<Removed>(s);
+    }
+    if (c == "retyped") {
+        if (write) write_map(s, Retyped{});
+        return write ? 0 : read_map<Retyped>(s);
+    }
+    if (c == "reordered") {
+        if (write) write_map(s, Reordered{});
+        return write ? 0 : read_map<Reordered>(s);
+    }
+    if (c == "fields") {
+        auto* v = s.root<steppe::vector<Account>>("accounts");
+        if (write) for (long i = 0; i < 100; ++i) v->emplace_back(i);
+        long sum = 0;
+        for (const Account& a : *v) sum += a.balance();
+        return sum;
+    }
+    if (c == "unordered") {
+        auto* m = s.root<steppe::unordered_map<int, Item>>("items");
+        if (write) for (int i = 0; i < 100; ++i) m->emplace(i, Item{i});
+        long sum = 0;
+        for (const auto& [k, item] : *m) sum += k + item.count;
+        return sum;
+    }
+    if (c == "list") {
+        auto* l = s.root<steppe::list<Item>>("items");
+        if (write) for (int i = 0; i < 100; ++i) l->push_back(Item{i});
+        long sum = 0;
+        for (const Item& item : *l) sum += item.count;
+        return sum;
+    }
+    if (c == "base") {
+        steppe::types::declare<Rect>();  // read only through Shape*: named so it is compared
+        auto** first = s.root<Shape*>("first");
+        if (write) *first = s.make<Rect>(3, 4);
+        return (*first)->area();
+    }
+    std::fprintf(stderr, "unknown case %s\n", c.c_str());
+    std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: %s write|read CASE STORE\n", argv[0]);
+        return 2;
+    }
+    std::string what = argv[1], c = argv[2], path = argv[3];
+    try {
+        steppe::open_options o;
+        o.durable = false;
+        auto s = steppe::store::open(path, o);
+        long answer = run(what, c, s);
+        if (what == "write") s.commit();
+        std::printf("%s: %ld (version %d)\n", what.c_str(), answer, EVOLUTION_VERSION);
+        return v2 && what == "read" ? 1 : 0;
+    } catch (const steppe::error& e) {
+        std::printf("refused: %s\n", e.what());
+        return e.code() == steppe::errc::type_mismatch ? 0 : 3;
+    }
+}
