@@ -117,7 +117,10 @@ void page_engine::sync_shapes(bool rebuild) {
     if (rebuild) shapes.clear();
     for (std::size_t i = shapes.size(); i < live_.catalog.size(); ++i) {
         const types::layout& l = live_.catalog.at(static_cast<types::catalog::index>(i));
-        shapes.push_back({l.name, l.size, l.pointers, l.vptrs});
+        translate::type_shape& shape =
+            shapes.emplace_back(translate::type_shape{l.name, l.size, l.pointers, l.vptrs, {}});
+        for (const types::field& f : l.fields)
+            shape.fields.push_back({f.offset, f.size, types::field_context(l, f.offset)});
     }
 }
 
@@ -141,7 +144,7 @@ void* page_engine::make(const types::layout& layout, std::size_t count) {
     if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
     if (!layout.refs.empty())
         throw error(errc::invalid_argument, "type " + layout.name + " holds a steppe::objects::ref at offset " +
-                                                std::to_string(layout.refs[0]) +
+                                                std::to_string(layout.refs[0]) + types::field_context(layout, layout.refs[0]) +
                                                 "; the page engine stores raw pointers (objects::ref is the object "
                                                 "engine's: steppe::objects::store)");
     return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
