@@ -66,7 +66,12 @@ enum class fault_backend {
 
 struct open_options {
     bool create = true;     // create the store if it does not exist
-    bool read_only = false; // shared with other readers; commit is refused
+    // Shared with other readers; make, the root setters and commit throw
+    // invalid_argument. Objects are mapped read-only: a write to one is a
+    // programming error, like a write to const memory, and ends the process
+    // (exit 71, after fatal_hook) with a message naming the store, the
+    // object's type and the field written.
+    bool read_only = false;
     bool durable = true;    // fdatasync at commit; switch off only for tests and benchmarks
     fault_backend backend = fault_backend::automatic;
     // At commit, a pointer from a persistent object to memory outside the

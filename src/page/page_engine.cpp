@@ -60,6 +60,7 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
     po.null_transient_pointers = options.null_transient_pointers;
     po.fatal_hook = options.fatal_hook;
     po.prefetch = options.prefetch;
+    po.read_only = options.read_only;
     po.address_space_limit = options.address_space_limit;
     std::uint64_t budget = options.resident_budget;
     budget_source_ = "option";
