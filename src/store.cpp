@@ -4,8 +4,10 @@
 //     the storage layer's file system given, for tests
 //   - the fork check: a forked child may not use its parent's store
 //   - exclusive_call: the calls one thread at a time may make
-//   - the open-stores registry: steppe::allocator's current store, and which
-//     store frees memory or translates a pointer
+//   - the open-stores registry: which store steppe::allocator allocates in
+//     (the container's, through the allocator copies it made, or the current
+//     store), and which store frees memory or translates a pointer
+//   - steppe::transaction, the scope guard: one live guard per store
 //   - the STEPPE_STATS report at close
 #include <steppe/steppe.hpp>
 #include <pthread.h>
@@ -410,6 +412,7 @@ void transaction::abandon() noexcept {
     }
     end();
 }
+
 store_stats store::stats() const { return impl_->stats(); }
 
 std::string to_string(const store_stats& st) {
