@@ -49,7 +49,9 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
                                 layout.type->field_context(field) + ", of the object at persistent address " +
                                 common::hex(object) + " points to " + common::hex(v) + ", which is not in store " +
                                 storage_.path() +
-                                " (transient memory, a destroyed object, or a store address kept in a program "
+                                " (transient memory, another store's memory — e.g. an element built on the stack "
+                                "while another store was current and moved into a container of this one: build it "
+                                "in place with emplace —, a destroyed object, or a store address kept in a program "
                                 "variable across two address-space reuse rounds); only pointers to objects made "
                                 "with store.make<T>() can be committed");
             }
