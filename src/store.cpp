@@ -4,8 +4,10 @@
 //     the storage layer's file system given, for tests
 //   - the fork check: a forked child may not use its parent's store
 //   - exclusive_call: the calls one thread at a time may make
-//   - the open-stores registry: steppe::allocator's current store, and which
-//     store frees memory or translates a pointer
+//   - the open-stores registry: which store steppe::allocator allocates in
+//     (the container's, through the allocator copies it made, or the current
+//     store), and which store frees memory or translates a pointer
+//   - steppe::transaction, the scope guard: one live guard per store
 //   - the STEPPE_STATS report at close
 #include <steppe/steppe.hpp>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "common/system_error.hpp"
 #include "engine/engine.hpp"
@@ -77,6 +80,11 @@ public:
         exclusive_call one(*this, "reuse_address_space");
         engine_->reuse_address_space();
     }
+    // store::transaction: at most one live guard; it follows its moves and
+    // is told when the store closes.
+    void begin_transaction(steppe::transaction* guard);
+    void move_transaction(steppe::transaction* to) noexcept { guard_.store(to, std::memory_order_relaxed); }
+    void end_transaction() noexcept { guard_.store(nullptr, std::memory_order_relaxed); }
     void close();
     store_stats stats() const {
         ensure_opened_here();
@@ -121,6 +129,7 @@ private:
     // The call in progress of those one thread at a time may make (the root
     // functions, commit, rollback, checkpoint, reuse), or null.
     std::atomic<const char*> exclusive_{nullptr};
+    std::atomic<steppe::transaction*> guard_{nullptr};  // the live transaction guard
     std::unique_ptr<engine> engine_;
 };
 
@@ -183,6 +192,7 @@ store_impl::~store_impl() {
 //    checkpointed if the options ask for it)
 void store_impl::close() {
     if (!engine_) return;
+    if (steppe::transaction* guard = guard_.exchange(nullptr)) guard->store_ = nullptr;  // nothing left to roll back
     if (!opened_here()) {  // a forked child: leave the parent's store alone
         std::lock_guard lock(g_open_mutex);
         g_open.erase(std::find(g_open.begin(), g_open.end(), this));
@@ -205,6 +215,15 @@ void store_impl::close() {
     closing->close();
 }
 
+void store_impl::begin_transaction(steppe::transaction* guard) {
+    ensure_opened_here();
+    steppe::transaction* live = nullptr;
+    if (!guard_.compare_exchange_strong(live, guard))
+        throw error(errc::invalid_argument,
+                    "store " + path() + ": transaction() called while another transaction guard of this store is "
+                                        "live; guards do not nest (commit or roll back the first, or move it)");
+}
+
 bool store_impl::opened_here() const noexcept { return g_pid.load(std::memory_order_relaxed) == opener_; }
 
 void store_impl::ensure_opened_here() const {
@@ -215,11 +234,68 @@ void store_impl::ensure_opened_here() const {
                         " is a child forked from it and cannot use it (fork before opening the store, or exec)");
 }
 
-void* allocate_in_current(const types::layout& layout, std::size_t count) {
-    if (!t_current)
+namespace {
+// The open store (of this process) whose memory holds p, or null. The
+// current store is asked first, lock-free: the usual case.
+store_impl* owner_of(const void* p) {
+    if (t_current && t_current->opened_here() && t_current->holds(p)) return t_current;
+    std::lock_guard lock(g_open_mutex);
+    for (store_impl* s : g_open)
+        if (s->opened_here() && s->holds(p)) return s;
+    return nullptr;
+}
+
+// The allocators copied last on this thread and the allocator each copy
+// goes back to (through copies of copies). libstdc++ copies a container's
+// allocator into stack temporaries (a deque's map, a hash table's buckets,
+// the new buffer of vector::assign or shrink_to_fit, a copy of a copy to
+// ask max_size) and allocates through one of them a few copies later, so a
+// handful of entries is plenty. Every allocator constructed at an address
+// updates its entry, so an entry never speaks for an older object there.
+struct copied_allocator {
+    const void* at = nullptr;
+    const void* origin = nullptr;
+};
+struct recent_copies {
+    static constexpr std::size_t size = 16;
+    copied_allocator entries[size] = {};
+    std::size_t next = 0;  // the oldest entry, replaced next
+
+    copied_allocator* find(const void* at) noexcept {
+        for (copied_allocator& e : entries)
+            if (e.at == at) return &e;
+        return nullptr;
+    }
+};
+thread_local recent_copies t_copies;
+}  // namespace
+
+void note_allocator_made(const void* allocator) noexcept {
+    if (copied_allocator* e = t_copies.find(allocator)) *e = {};
+}
+
+void note_allocator_copied(const void* allocator, const void* from) noexcept {
+    const copied_allocator* source = t_copies.find(from);
+    const void* origin = source ? source->origin : from;
+    copied_allocator* e = t_copies.find(allocator);
+    if (!e) {
+        e = &t_copies.entries[t_copies.next];
+        t_copies.next = (t_copies.next + 1) % recent_copies::size;
+    }
+    *e = {allocator, origin};
+}
+
+// docs/types.md, "Which store a container allocates in".
+void* allocate_for(const void* allocator, const types::layout& layout, std::size_t count) {
+    store_impl* s = owner_of(allocator);
+    if (!s)
+        if (const copied_allocator* copy = t_copies.find(allocator)) s = owner_of(copy->origin);
+    if (!s) s = t_current;
+    if (!s)
         throw error(errc::invalid_argument, "steppe::allocator<" + layout.name +
-                                                ">: this thread has no current store (open one, or use steppe::use_store)");
-    return t_current->allocate(layout, count);
+                                                ">: the container is in no open store and this thread has no current "
+                                                "store (open one, or use steppe::use_store)");
+    return s->allocate(layout, count);
 }
 
 std::uint64_t persistent_address_of(const void* p) noexcept {
@@ -232,13 +308,7 @@ std::uint64_t persistent_address_of(const void* p) noexcept {
 }
 
 void deallocate_anywhere(void* object) noexcept {
-    store_impl* owner = nullptr;
-    {
-        std::lock_guard lock(g_open_mutex);
-        for (store_impl* s : g_open)
-            if (s->opened_here() && s->holds(object)) owner = s;  // a forked child frees nothing of its parent's
-    }
-    if (owner) owner->deallocate(object);
+    if (store_impl* owner = owner_of(object)) owner->deallocate(object);  // a forked child frees nothing of its parent's
 }
 
 // The one way into store's private constructor besides store::open.
@@ -283,6 +353,66 @@ void store::close() {
     closing->close();
 }
 void store::reuse_address_space() { impl_->reuse_address_space(); }
+
+steppe::transaction store::transaction() {
+    steppe::transaction guard(impl_.get());
+    try {
+        impl_->begin_transaction(&guard);
+    } catch (...) {
+        guard.store_ = nullptr;  // never live: nothing to roll back
+        throw;
+    }
+    return guard;  // if not elided, the move constructor hands the registration over
+}
+
+transaction::transaction(transaction&& other) noexcept : store_(std::exchange(other.store_, nullptr)) {
+    if (store_) store_->move_transaction(this);
+}
+
+transaction& transaction::operator=(transaction&& other) noexcept {
+    if (this == &other) return *this;
+    abandon();
+    store_ = std::exchange(other.store_, nullptr);
+    if (store_) store_->move_transaction(this);
+    return *this;
+}
+
+transaction::~transaction() { abandon(); }
+
+void transaction::ensure_active(const char* call) const {
+    if (!store_)
+        throw error(errc::invalid_argument, std::string("steppe::transaction::") + call +
+                                                ": the guard has ended (committed, rolled back, moved from, or its "
+                                                "store closed)");
+}
+
+void transaction::commit() {
+    ensure_active("commit");
+    store_->commit();
+    end();
+}
+
+void transaction::rollback() {
+    ensure_active("rollback");
+    store_->rollback();
+    end();
+}
+
+void transaction::end() noexcept {
+    store_->end_transaction();
+    store_ = nullptr;
+}
+
+void transaction::abandon() noexcept {
+    if (!store_) return;
+    try {
+        store_->rollback();
+    } catch (const std::exception& e) {  // destructors report, never throw
+        std::fprintf(stderr, "steppe: rolling back an abandoned transaction: %s\n", e.what());
+    }
+    end();
+}
+
 store_stats store::stats() const { return impl_->stats(); }
 
 std::string to_string(const store_stats& st) {

@@ -66,7 +66,12 @@ enum class fault_backend {
 
 struct open_options {
     bool create = true;     // create the store if it does not exist
-    bool read_only = false; // shared with other readers; commit is refused
+    // Shared with other readers; make, the root setters and commit throw
+    // invalid_argument. Objects are mapped read-only: a write to one is a
+    // programming error, like a write to const memory, and ends the process
+    // (exit 71, after fatal_hook) with a message naming the store, the
+    // object's type and the field written.
+    bool read_only = false;
     bool durable = true;    // fdatasync at commit; switch off only for tests and benchmarks
     fault_backend backend = fault_backend::automatic;
     // At commit, a pointer from a persistent object to memory outside the
@@ -157,6 +162,7 @@ namespace detail {
 class store_impl;
 struct store_access;  // the library's own way in (an internal open path)
 }
+class transaction;
 
 class store {
 public:
@@ -239,6 +245,21 @@ public:
     // Discards every change since the last commit. Pointers the program holds
     // into the store stay valid addresses and show the committed contents.
     void rollback();
+
+    // The transaction in progress as a scope:
+    //
+    //   auto tx = store.transaction();
+    //   ...changes...
+    //   tx.commit();
+    //
+    // Leaving the scope without tx.commit() (an exception, an early return)
+    // rolls back: nothing half done reaches a later commit. The guard stands
+    // for everything changed since the last commit, also before it was made.
+    // One guard per store at a time: another while one is live throws
+    // invalid_argument naming the store (guards do not nest; move one
+    // instead). store.commit() and store.rollback() stay usable inside;
+    // closing the store ends the guard (its destructor then does nothing).
+    steppe::transaction transaction();
 
     // Copies every commit in the log into the main file and resets the log
     // (the next writable open and, by default, a clean close do the same;
@@ -333,6 +354,39 @@ private:
     }
 
     std::unique_ptr<detail::store_impl> impl_;
+};
+
+// A scope guard for a store's transaction (store::transaction()). Movable,
+// not copyable; live from store::transaction() until commit(), rollback(),
+// its store's close, or its destruction (which rolls back).
+class transaction {
+public:
+    transaction(transaction&& other) noexcept;
+    // Ends this guard first (rolling back if it is live), then takes over other's.
+    transaction& operator=(transaction&& other) noexcept;
+    transaction(const transaction&) = delete;
+    transaction& operator=(const transaction&) = delete;
+    // Rolls back if live; an error of that rollback is printed to stderr
+    // (destructors do not throw).
+    ~transaction();
+
+    // store::commit(), and the guard ends. If the commit throws, the guard
+    // stays live: fix and commit again, or leave the scope to roll back.
+    // invalid_argument if the guard has ended.
+    void commit();
+    // store::rollback() now, and the guard ends. invalid_argument if it has ended.
+    void rollback();
+    bool active() const noexcept { return store_ != nullptr; }
+
+private:
+    friend class store;
+    friend class detail::store_impl;  // ends the guard when the store closes
+    explicit transaction(detail::store_impl* s) noexcept : store_(s) {}
+    void ensure_active(const char* call) const;
+    void end() noexcept;
+    void abandon() noexcept;  // rolls back if live, reporting instead of throwing
+
+    detail::store_impl* store_;
 };
 
 }  // namespace steppe

@@ -45,10 +45,13 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
             if (!dangling && !opts_.null_transient_pointers) {
                 std::uint64_t object = page * translate::page_size + at - field;
                 throw error(errc::transient_pointer,
-                            "type " + layout.type->name + ": the pointer field at offset " + std::to_string(field) +
-                                " of the object at persistent address " + common::hex(object) + " points to " + common::hex(v) +
-                                ", which is not in store " + storage_.path() +
-                                " (transient memory, a destroyed object, or a store address kept in a program "
+                            "type " + layout.type->name + ": the pointer at offset " + std::to_string(field) +
+                                layout.type->field_context(field) + ", of the object at persistent address " +
+                                common::hex(object) + " points to " + common::hex(v) + ", which is not in store " +
+                                storage_.path() +
+                                " (transient memory, another store's memory — e.g. an element built on the stack "
+                                "while another store was current and moved into a container of this one: build it "
+                                "in place with emplace —, a destroyed object, or a store address kept in a program "
                                 "variable across two address-space reuse rounds); only pointers to objects made "
                                 "with store.make<T>() can be committed");
             }
@@ -65,8 +68,9 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
         std::uint32_t id = learn_vtables ? vtables_.index_of(symbol) : vtables_.find(symbol);
         std::uintptr_t vtable = vtables_.address(id);
         if (vtable == 0 || v < vtable || v - vtable > 0xFFFFFFFFu)
-            throw error(errc::unsupported, "type " + layout.type->name + ": cannot store the vtable pointer at offset " +
-                                               std::to_string(field) + ": symbol " + symbol +
+            throw error(errc::unsupported, "type " + layout.type->name +
+                                               ": cannot store the vtable pointer at offset " + std::to_string(field) +
+                                               layout.type->field_context(field) + ": symbol " + symbol +
                                                " is not in this executable's symbol tables (link with -rdynamic "
                                                "or keep the symbol table)");
         std::uint64_t token = (std::uint64_t{id} << 32) | (v - vtable);

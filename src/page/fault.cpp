@@ -6,7 +6,8 @@
 //   - fill_page: read the page, check and swizzle its pointers (swizzle_word),
 //     relink its vtable pointers, record it as resident (T2)
 //   - unit_of, layout_of_page: what lies on a page, from the heap
-//   - fatal errors: fatal, wild_access, bad_pointer, address_space_exhausted
+//   - fatal errors: fatal, wild_access, bad_pointer, address_space_exhausted,
+//     write_refused (a write to a read-only store)
 #include <unistd.h>
 
 #include <algorithm>
@@ -236,6 +237,49 @@ void pager::wild_access(std::uintptr_t address, translate::page_map::kind what) 
     else
         msg << "a range no object was given (a dangling or made-up pointer)";
     msg << ". The access cannot go on, so the process ends.\n";
+    if (opts_.fatal_hook) opts_.fatal_hook(buf);
+    common::fatal_exit(buf);
+}
+
+void pager::refuse_write(void* self, std::uintptr_t address) noexcept {
+    static_cast<pager*>(self)->write_refused(address);
+}
+
+namespace {
+// The byte of its element that `address` (in a page laid out as `l`) is,
+// or -1 past the elements of its chunk or where no type is known.
+std::int64_t offset_in_element(const translate::page_layout& l, std::uintptr_t address) noexcept {
+    if (l.what == translate::page_layout::kind::opaque || l.elem_size == 0) return -1;
+    std::uint64_t at = address % translate::page_size;
+    if (l.what == translate::page_layout::kind::small) {
+        at %= l.chunk_size;
+        if (at >= l.chunk_size / l.elem_size * l.elem_size) return -1;
+    } else {
+        at += l.offset_in_object;
+    }
+    return static_cast<std::int64_t>(at % l.elem_size);
+}
+}  // namespace
+
+// Like a write to const memory: a programming error, so the process ends
+// naming what was written. A write outside every object (a guard page, a
+// range given back) is a wild access first.
+void pager::write_refused(std::uintptr_t address) const noexcept {
+    const auto where = map_->lookup(address);
+    if (where.what != translate::page_map::kind::page) wild_access(address, where.what);
+    const translate::page_layout l = layout_of_page(where.page);
+    static char buf[1536];
+    common::fixed_message msg(buf, sizeof buf);
+    msg << "steppe: fatal: the program wrote to " << common::in_hex{address} << " (page " << where.page
+        << " of store " << storage_.path().c_str() << ", which is open read-only): ";
+    if (const std::int64_t at = offset_in_element(l, address); at >= 0) {
+        const auto offset = static_cast<std::uint32_t>(at);
+        msg << "byte " << offset << " of an object of type " << l.type->name.c_str() << l.type->field_context(offset);
+    } else {
+        msg << "memory of the store that holds no object";
+    }
+    msg << ". Objects of a store opened with open_options::read_only may only be read (open it without read_only "
+           "to change them). The write cannot go on, so the process ends.\n";
     if (opts_.fatal_hook) opts_.fatal_hook(buf);
     common::fatal_exit(buf);
 }

@@ -61,6 +61,7 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
     po.null_transient_pointers = options.null_transient_pointers;
     po.fatal_hook = options.fatal_hook;
     po.prefetch = options.prefetch;
+    po.read_only = options.read_only;
     po.address_space_limit = options.address_space_limit;
     std::uint64_t budget = options.resident_budget;
     budget_source_ = "option";
@@ -118,7 +119,10 @@ void page_engine::sync_shapes(bool rebuild) {
     if (rebuild) shapes.clear();
     for (std::size_t i = shapes.size(); i < live_.catalog.size(); ++i) {
         const types::layout& l = live_.catalog.at(static_cast<types::catalog::index>(i));
-        shapes.push_back({l.name, l.size, l.pointers, l.vptrs});
+        translate::type_shape& shape =
+            shapes.emplace_back(translate::type_shape{l.name, l.size, l.pointers, l.vptrs, {}});
+        for (const types::field& f : l.fields)
+            shape.fields.push_back({f.offset, f.size, types::field_context(l, f.offset)});
     }
 }
 
@@ -142,7 +146,7 @@ void* page_engine::make(const types::layout& layout, std::size_t count) {
     if (count == 0) throw error(errc::invalid_argument, "make_array of 0 elements of " + layout.name);
     if (!layout.refs.empty())
         throw error(errc::invalid_argument, "type " + layout.name + " holds a steppe::objects::ref at offset " +
-                                                std::to_string(layout.refs[0]) +
+                                                std::to_string(layout.refs[0]) + types::field_context(layout, layout.refs[0]) +
                                                 "; the page engine stores raw pointers (objects::ref is the object "
                                                 "engine's: steppe::objects::store)");
     return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));

@@ -31,7 +31,8 @@ std::atomic<std::uint8_t>* map_page_bytes() noexcept {
 pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_table& vtables,
              const pager_options& opts)
     : storage_(storage), heap_(std::move(h)), opts_(opts), vtables_(vtables) {
-    space_ = vm::fault_space::create(opts.backend, &pager::fill, this);
+    space_ = opts.read_only ? vm::fault_space::create(opts.backend, &pager::fill, this, {}, &pager::refuse_write)
+                            : vm::fault_space::create(opts.backend, &pager::fill, this);
     map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.address_space_limit);
     if (opts.resident_budget_pages) {  // before anything a throw would leave behind
         resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);

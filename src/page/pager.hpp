@@ -148,6 +148,9 @@ struct pager_options {
     // Read-ahead of the pages a faulted page points to (adaptive: it stops
     // itself while too few of its guesses are used).
     bool prefetch = true;
+    // Pages are mapped read-only and a write to one ends the process with a
+    // message naming the store and the object's type (write_refused).
+    bool read_only = false;
 };
 
 struct pager_stats {
@@ -259,6 +262,9 @@ public:
 private:
     static bool fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept;
     bool fill_page(std::uintptr_t page_addr, std::byte* out) noexcept;
+    static void refuse_write(void* self, std::uintptr_t address) noexcept;
+    // A write to an object of a read-only store (fault path).
+    [[noreturn]] void write_refused(std::uintptr_t address) const noexcept;
     // `advice` (what to do) defaults to running steppe check.
     [[noreturn]] void fatal(const char* what, std::uint64_t page, const char* detail,
                             const char* advice = nullptr) const noexcept;

@@ -32,7 +32,8 @@ void describe_aim(common::fixed_message& m, std::uint64_t word, const pointer_ai
 void describe_field(common::fixed_message& m, std::size_t at, std::uint32_t field,
                     const translate::type_shape* type) noexcept {
     m << "the pointer at offset " << at;
-    if (type) m << " (offset " << field << " in type " << type->name.c_str() << ")";
+    if (!type) return;
+    m << " (offset " << field << " in type " << type->name.c_str() << type->field_context(field) << ")";
 }
 
 void check_pointers(const heap& h, const translate::page_layout& layout, std::uint64_t page,

@@ -75,7 +75,8 @@ inline pointer_aim aim_of(const heap& h, std::uint64_t word) noexcept {
 // Appends "holds 0x..., which aims at <what>" (no allocation).
 void describe_aim(common::fixed_message& m, std::uint64_t word, const pointer_aim& aim, const heap& h) noexcept;
 
-// Appends "the pointer at offset 40 (offset 8 in type T)" (no allocation).
+// Appends "the pointer at offset 40 (offset 8 in type T, in field 2 'next'
+// (T*))" (no allocation: the field's words were made with the shape).
 void describe_field(common::fixed_message& m, std::size_t at, std::uint32_t field,
                     const translate::type_shape* type) noexcept;
 

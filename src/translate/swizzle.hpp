@@ -32,6 +32,23 @@ struct type_shape {
     std::uint32_t size = 0;
     std::vector<std::uint32_t> pointers;  // sorted byte offsets of pointer fields in one element
     std::vector<std::uint32_t> vptrs;     // sorted byte offsets of vtable pointers in one element
+    // The type's members and bases as messages name them (", in field 2
+    // 'next' (Node*)", types::field_context), made in normal context so that
+    // the fault handler can name the field at an offset without allocating.
+    struct field {
+        std::uint32_t offset = 0, size = 0;
+        std::string context;
+    };
+    std::vector<field> fields;  // by offset
+
+    // The context of the field holding byte `offset` of an element, or "".
+    // No allocation: usable in the fault handler.
+    const char* field_context(std::uint32_t offset) const noexcept {
+        for (std::size_t i = fields.size(); i-- > 0;)
+            if (fields[i].offset <= offset && offset < std::uint64_t{fields[i].offset} + fields[i].size)
+                return fields[i].context.c_str();
+        return "";
+    }
 };
 
 // What the swizzler needs to know about one persistent page.

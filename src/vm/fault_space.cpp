@@ -316,10 +316,10 @@ constexpr std::size_t staging_pages = fault_space::max_held + fault_slots;
 
 class space final : public fault_space {
 public:
-    space(backend_kind backend, tracking_kind tracking, fill_fn fill, void* ctx, int uffd, int pagemap,
-          std::uintptr_t staging)
-        : backend_(backend), tracking_(tracking), fill_(fill), ctx_(ctx), uffd_(uffd), pagemap_(pagemap),
-          staging_(staging) {}
+    space(backend_kind backend, tracking_kind tracking, fill_fn fill, write_refused_fn refuse_write, void* ctx,
+          int uffd, int pagemap, std::uintptr_t staging)
+        : backend_(backend), tracking_(tracking), fill_(fill), refuse_write_(refuse_write), ctx_(ctx), uffd_(uffd),
+          pagemap_(pagemap), staging_(staging) {}
     ~space() override;
 
     std::uintptr_t reserve(std::size_t bytes) override;
@@ -341,7 +341,7 @@ public:
     std::vector<std::string> check_invariants() const override;
 
     // Section 5.
-    bool handle_fault(arena& a, std::uintptr_t page, access how, int signal) noexcept;
+    bool handle_fault(arena& a, std::uintptr_t address, access how, int signal) noexcept;
 
 private:
     bool uses_uffd_wp() const noexcept { return tracking_ == tracking_kind::wp_async || tracking_ == tracking_kind::wp_sync; }
@@ -392,6 +392,7 @@ private:
     const backend_kind backend_;
     const tracking_kind tracking_;
     const fill_fn fill_;
+    const write_refused_fn refuse_write_;  // set for a read-only space
     void* const ctx_;
     const int uffd_;     // uffd backend: the userfaultfd all arenas are registered with
     const int pagemap_;  // wp_async: /proc/self/pagemap, for PAGEMAP_SCAN
@@ -615,7 +616,7 @@ bool dispatch(int signal, siginfo_t* info, void* context) noexcept {
         if (signal == SIGSEGV) trap_touch(address);
         return false;
     }
-    return a->owner->handle_fault(*a, address & ~(page_size - 1), access_of(context), signal);
+    return a->owner->handle_fault(*a, address, access_of(context), signal);
 }
 
 void on_fault_signal(int signal, siginfo_t* info, void* context) {
@@ -625,25 +626,32 @@ void on_fault_signal(int signal, siginfo_t* info, void* context) {
     if (!handled) chain(signal, info, context);
 }
 
-bool space::handle_fault(arena& a, std::uintptr_t page, access how, int signal) noexcept {
+bool space::handle_fault(arena& a, std::uintptr_t address, access how, int signal) noexcept {
     // userfaultfd faults arrive as SIGBUS; protection faults (the mprotect
     // backend, mprotect tracking, a write to a held page with any backend) as
     // SIGSEGV. An instruction fetch is never ours.
     const bool expected = signal == SIGSEGV || backend_ == backend_kind::uffd;
     if (!expected || how == access::execute) return false;
 
+    const std::uintptr_t page = address & ~(page_size - 1);
     std::uint32_t& state = a.states[a.index_of(page)];
     for (;;) {
         std::uint32_t seen = state_ref(state).load(std::memory_order_acquire);
         switch (seen) {
         case page_resident:
             if (!tracked_write(how, signal)) return spurious(page);
+            // A read-only space's pages are PROT_READ for good: this is a write.
+            if (refuse_write_) refuse_write_(ctx_, address);
             // Claimed like a fill while it un-protects and marks the page, so
             // that hold() sees the page either before the write or written.
             if (state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire))
                 return first_write(a, page, state);
             break;
         case page_missing:
+            // Refused before any fill: the write would map the page writable.
+            // (Without the fault's access kind the page is filled read-only
+            // and the write faults again as above.)
+            if (refuse_write_ && how == access::write) refuse_write_(ctx_, address);
             if (state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) {
                 return fill_and_map(a, page, how, state);
             }
@@ -1445,14 +1453,16 @@ void unregister_trap_page(std::uintptr_t page) noexcept {
 }
 
 std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn fill, void* ctx,
-                                                 std::optional<tracking_kind> tracking) {
+                                                 std::optional<tracking_kind> tracking, write_refused_fn refuse_write) {
     if (fill == nullptr) throw error(errc::invalid_argument, "vm: fault_space::create needs a fill function");
     const kernel_support& k = kernel();
     if (backend == backend_kind::uffd && !k.uffd) {
         throw error(errc::unsupported, "vm: the uffd fault backend cannot work here: " + k.uffd_problem +
                                            ". Use the mprotect backend (STEPPE_FAULT_BACKEND=mprotect).");
     }
-    tracking_kind chosen = detail::choose_tracking(backend, tracking);
+    // Read-only: mprotect tracking keeps every page PROT_READ until a first
+    // write, which refuse_write ends; no other variant maps pages read-only.
+    tracking_kind chosen = detail::choose_tracking(backend, refuse_write ? tracking_kind::mprotect : tracking);
     int pagemap = -1;
     if (chosen == tracking_kind::wp_async) {
         pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -1490,7 +1500,7 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
     }
     const std::uintptr_t staging =
         backend == backend_kind::uffd && moves_pages(chosen) ? make_staging(uffd, staging_pages) : 0;
-    return std::make_unique<space>(backend, chosen, fill, ctx, uffd, pagemap, staging);
+    return std::make_unique<space>(backend, chosen, fill, refuse_write, ctx, uffd, pagemap, staging);
 }
 
 }  // namespace steppe::vm

@@ -127,6 +127,11 @@ std::vector<tracking_kind> supported_tracking(backend_kind backend);
 // touch is then treated as a wild access and crashes like one.
 using fill_fn = bool (*)(void* ctx, std::uintptr_t page_addr, std::byte* out) noexcept;
 
+// A read-only space's answer to a write at `address` (a page of one of its
+// arenas, resident or not): called in signal context on the writing thread;
+// it must end the process (async-signal-safe), as the write cannot go on.
+using write_refused_fn = void (*)(void* ctx, std::uintptr_t address) noexcept;
+
 struct space_stats {
     std::uint64_t faults;        // missing pages filled on touch (= fill calls that succeeded)
     std::uint64_t write_faults;  // first writes caught by wp_sync / mprotect tracking
@@ -145,11 +150,16 @@ struct reserve_result {
 class fault_space {
 public:
     // `tracking` empty: STEPPE_WRITE_TRACKING, else the best the kernel offers.
+    // With `refuse_write`, the space is read-only: every page is mapped
+    // PROT_READ (tracking is mprotect whatever was asked, so nothing but a
+    // first write would make a page writable) and a write to any page of it
+    // calls refuse_write instead of being tracked.
     // Throws errc::unsupported when the backend or tracking variant cannot work
     // here (saying why), errc::invalid_argument for a null fill or a bad
     // STEPPE_WRITE_TRACKING, errc::io when a system call fails.
     static std::unique_ptr<fault_space> create(backend_kind backend, fill_fn fill, void* ctx,
-                                               std::optional<tracking_kind> tracking = std::nullopt);
+                                               std::optional<tracking_kind> tracking = std::nullopt,
+                                               write_refused_fn refuse_write = nullptr);
 
     // Unregisters and unmaps all its arenas. No thread may touch them any more.
     virtual ~fault_space();

@@ -857,7 +857,7 @@ TEST_P(ContainersTest, ContainersOfTwoStoresAndUseStore) {
         for (long i = 0; i < 100; ++i) in_b->push_back(stext(i + 1000));
         a.commit();
         b.commit();
-        in_a->push_back(stext(1));  // outside the scope: the buffer goes to b
+        in_a->push_back(stext(1));  // built outside the scope: the string's buffer is b's
         try {
             a.commit();
             FAIL() << "a committed a pointer into b";

@@ -51,6 +51,20 @@ struct Buffer {  // a std::vector-like triple
     long* end;
     long* capacity;
 };
+struct Edge {
+    long weight;
+    Node* to;
+};
+struct Route {  // a pointer inside a member struct: named by the member
+    long id;
+    Edge first;
+};
+class Link {  // a declared class
+public:
+    long id = 0;
+    Node* target = nullptr;
+    STEPPE_FIELDS(id, target)
+};
 
 }  // namespace shapes
 
@@ -357,10 +371,34 @@ TEST_P(StoreTest, PointerToTransientMemoryIsAnErrorNamingTheType) {
     } catch (const steppe::error& e) {
         EXPECT_EQ(e.code(), steppe::errc::transient_pointer);
         EXPECT_NE(std::string(e.what()).find("shapes::Node"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("offset 8"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("offset 8, in field 2 'next' (shapes::Node*)"), std::string::npos)
+            << e.what();
     }
     (*head)->next = nullptr;  // fix it: the commit goes through
     s.commit();
+}
+
+// Issue 14, item 6: every field offset in a message comes with the field's
+// name where the layout has one.
+TEST_P(StoreTest, TransientPointerMessagesNameTheField) {
+    auto s = open();
+    Node on_stack{1, nullptr};
+    const auto expect_refused = [&](const std::string& words) {
+        try {
+            s.commit();
+            ADD_FAILURE() << "commit accepted a pointer to the stack";
+        } catch (const steppe::error& e) {
+            EXPECT_EQ(e.code(), steppe::errc::transient_pointer);
+            EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what() << "\nlacks\n" << words;
+        }
+        s.rollback();
+    };
+    s.make<Route>()->first.to = &on_stack;
+    expect_refused("type shapes::Route: the pointer at offset 16, in field 2 'first' (shapes::Edge), of the object");
+    s.make<Link>()->target = &on_stack;
+    expect_refused("type shapes::Link: the pointer at offset 8, in field 2 'target' (shapes::Node*), of the object");
+    s.make_array<Node*>(3)[2] = &on_stack;  // a field without a name: its number and type
+    expect_refused("type shapes::Node*: the pointer at offset 0, in field 1 (shapes::Node*), of the object");
 }
 
 // A commit of more than 1,024 pages sends its first chunks to the log before

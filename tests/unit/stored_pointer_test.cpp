@@ -160,7 +160,9 @@ protected:
             c.write(word);
             page = std::to_string(c.page());
             field = "the pointer at offset " + std::to_string(c.offset()) +
-                    " \\(offset 8 in type stored_pointer_test::Part\\) holds " + hex(word) + ", which aims " +
+                    " \\(offset 8 in type stored_pointer_test::Part, in field 2 'next' "
+                    "\\(stored_pointer_test::Part\\*\\)\\) holds " +
+                    hex(word) + ", which aims " +
                     aims_at;
         }
         const std::string where = "page " + page + ": " + field;
