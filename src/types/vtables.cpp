@@ -34,6 +34,7 @@ public:
         auto it = symbols_.find(name);
         return it == symbols_.end() ? 0 : it->second + bias_;
     }
+    bool has_symbol_table() const noexcept { return has_symbol_table_; }
 
 private:
     executable_symbols() {
@@ -58,6 +59,7 @@ private:
         std::memcpy(sections.data(), image.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
         for (const auto& s : sections) {
             if (s.sh_type != SHT_SYMTAB || s.sh_link >= sections.size()) continue;
+            has_symbol_table_ = true;
             const auto& strtab = sections[s.sh_link];
             if (s.sh_offset + s.sh_size > image.size() || strtab.sh_offset + strtab.sh_size > image.size()) continue;
             for (std::uint64_t at = 0; at + sizeof(Elf64_Sym) <= s.sh_size; at += sizeof(Elf64_Sym)) {
@@ -73,6 +75,7 @@ private:
     }
     std::unordered_map<std::string, std::uintptr_t> symbols_;
     std::uintptr_t bias_ = 0;
+    bool has_symbol_table_ = false;
 };
 
 }  // namespace
@@ -81,6 +84,8 @@ std::uintptr_t resolve_symbol(const std::string& symbol) {
     if (void* p = ::dlsym(RTLD_DEFAULT, symbol.c_str())) return reinterpret_cast<std::uintptr_t>(p);
     return executable_symbols::get().find(symbol);
 }
+
+bool executable_is_stripped() { return !executable_symbols::get().has_symbol_table(); }
 
 std::uintptr_t primary_address_point(const std::type_info& type, std::size_t object_size) {
     std::uintptr_t group = resolve_symbol(vtable_symbol_for(type));
@@ -103,6 +108,7 @@ std::uint32_t vtable_table::index_of(const std::string& symbol) {
     if (fresh) {
         names_.push_back(symbol);
         addresses_.push_back(resolve_symbol(symbol));
+        missing_.emplace_back();
     }
     return it->second;
 }
@@ -115,6 +121,26 @@ std::uint32_t vtable_table::find(const std::string& symbol) const {
 void vtable_table::note_address(const std::string& symbol, std::uintptr_t address) {
     std::uint32_t i = index_of(symbol);
     if (addresses_[i] == 0) addresses_[i] = address;
+}
+
+void vtable_table::stand_in_for_missing(const std::string& store, void (*hook)(const char*)) {
+    for (std::size_t i = 0; i < names_.size(); ++i)
+        if (addresses_[i] == 0 && !missing_[i]) missing_[i] = std::make_shared<const missing_class>(names_[i], store, hook);
+}
+
+std::uintptr_t vtable_table::relink(std::uint64_t token) const noexcept {
+    const auto i = static_cast<std::uint32_t>(token >> 32);
+    const auto offset = static_cast<std::uint32_t>(token);
+    if (i >= names_.size()) return 0;
+    if (addresses_[i] != 0) return addresses_[i] + offset;
+    return missing_[i] ? missing_[i]->address_point(offset) : 0;
+}
+
+std::optional<std::uint64_t> vtable_table::stand_in_token(std::uintptr_t vptr) const noexcept {
+    for (std::size_t i = 0; i < missing_.size(); ++i)
+        if (missing_[i])
+            if (auto offset = missing_[i]->offset_of(vptr)) return (std::uint64_t{i} << 32) | *offset;
+    return std::nullopt;
 }
 
 std::vector<std::byte> vtable_table::encode() const {
