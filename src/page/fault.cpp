@@ -139,7 +139,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
             common::fixed_message(why, sizeof why)
                 << "the vtable pointer at byte " << std::uint64_t{at} << " holds token " << common::in_hex{token}
                 << ", which names no symbol of the store's vtable table or, for a class this executable lacks, an "
-                   "offset outside the 64 KiB stand-in it is relinked to";
+                   "offset outside the 64 KiB stand-in it is relinked to (or that stand-in could not be mapped)";
             fatal("cannot relink the vtable pointers of", page, why);
         }
         std::memcpy(out + at, &v, sizeof v);

@@ -13,9 +13,11 @@
 //     the word before that, offset-to-top, is 0;
 //   - commit turns a vptr inside a stand-in back into the token it came from,
 //     so a program that lacks the class writes such objects back unchanged.
-// Everything is built when the store opens (vtable_table::stand_in_for_missing);
-// the fault path only writes the two words before an address point, and the
-// traps only write(2) and _exit: async-signal-safe both.
+// The store's open reserves address space for them and builds their names
+// and type_infos; the fault path makes a stand-in at the first relink into
+// it (mprotect, fill its slots), so a class whose objects are never loaded
+// costs no memory. That and the traps (write(2), _exit) are
+// async-signal-safe.
 #pragma once
 
 #include <cstddef>
@@ -23,42 +25,43 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace steppe::types {
 
-class missing_class {
+class missing_classes {
 public:
     // The group's bytes a stand-in covers: address points (token offsets) in
     // [16, size), and the virtual slots after them up to `size`.
     static constexpr std::size_t size = 64 * 1024;
 
-    // The stand-in for vtable group `symbol` of store `store`; `hook` (may be
-    // null) gets the message before the process ends. Throws system errors
-    // (mmap).
-    missing_class(const std::string& symbol, const std::string& store, void (*hook)(const char*));
-    ~missing_class();
-    missing_class(const missing_class&) = delete;
-    missing_class& operator=(const missing_class&) = delete;
+    // Stand-ins for symbols[i] where it is not empty (by the index of the
+    // store's vtable table; empty where this executable has the symbol; at
+    // least one is not), for
+    // store `store`; `hook` (may be null) gets the message before the
+    // process ends. Throws system errors (mmap).
+    missing_classes(const std::vector<std::string>& symbols, const std::string& store, void (*hook)(const char*));
+    ~missing_classes();
+    missing_classes(const missing_classes&) = delete;
+    missing_classes& operator=(const missing_classes&) = delete;
 
-    // The vptr that stands for `offset` into the group, its RTTI and
-    // offset-to-top words set; 0 if `offset` cannot be an address point.
-    // Async-signal-safe.
-    std::uintptr_t address_point(std::uint32_t offset) const noexcept;
-    // The offset into the group that `vptr` stands for, if it points into
-    // this stand-in.
-    std::optional<std::uint32_t> offset_of(std::uintptr_t vptr) const noexcept;
+    // The vptr that stands for `offset` into group `index`, its RTTI and
+    // offset-to-top words set; 0 if `index` has no stand-in, `offset` cannot
+    // be an address point, or the stand-in could not be made (mprotect
+    // failed). Async-signal-safe.
+    std::uintptr_t address_point(std::uint32_t index, std::uint32_t offset) noexcept;
+    // The token (index << 32 | offset) of a vptr into one of the stand-ins.
+    std::optional<std::uint64_t> token_of(std::uintptr_t vptr) const noexcept;
 
-    // Runs the hook, writes the message and ends the process: what using
-    // such an object through its vtable does.
-    [[noreturn]] void end_process() const noexcept;
+    struct stand_in;  // one class's (missing_class.cpp); public for its traps
 
 private:
-    class rtti;
-    std::uintptr_t* words_;  // mmap'd: `size` bytes of slots, then a guard page
-    std::string message_, type_name_;
-    std::unique_ptr<rtti> rtti_;
+    std::string store_;
     void (*hook_)(const char*);
-    std::size_t trap_;  // which trap its slots hold (missing_class.cpp)
+    const char *cause_, *fix_;  // why the executable lacks the symbols, what to do (the same for all)
+    std::vector<std::unique_ptr<stand_in>> by_index_;  // null where the symbol was found
+    std::vector<stand_in*> by_slot_;                   // in the order of their slots in region_
+    std::byte* region_ = nullptr;                      // per stand-in: `size` bytes, a guard page
 };
 
 }  // namespace steppe::types

@@ -108,7 +108,6 @@ std::uint32_t vtable_table::index_of(const std::string& symbol) {
     if (fresh) {
         names_.push_back(symbol);
         addresses_.push_back(resolve_symbol(symbol));
-        missing_.emplace_back();
     }
     return it->second;
 }
@@ -124,23 +123,21 @@ void vtable_table::note_address(const std::string& symbol, std::uintptr_t addres
 }
 
 void vtable_table::stand_in_for_missing(const std::string& store, void (*hook)(const char*)) {
+    std::vector<std::string> missing(names_.size());
+    bool any = false;
     for (std::size_t i = 0; i < names_.size(); ++i)
-        if (addresses_[i] == 0 && !missing_[i]) missing_[i] = std::make_shared<const missing_class>(names_[i], store, hook);
+        if (addresses_[i] == 0) {
+            missing[i] = names_[i];
+            any = true;
+        }
+    if (any) missing_ = std::make_shared<missing_classes>(missing, store, hook);
 }
 
 std::uintptr_t vtable_table::relink(std::uint64_t token) const noexcept {
     const auto i = static_cast<std::uint32_t>(token >> 32);
     const auto offset = static_cast<std::uint32_t>(token);
-    if (i >= names_.size()) return 0;
-    if (addresses_[i] != 0) return addresses_[i] + offset;
-    return missing_[i] ? missing_[i]->address_point(offset) : 0;
-}
-
-std::optional<std::uint64_t> vtable_table::stand_in_token(std::uintptr_t vptr) const noexcept {
-    for (std::size_t i = 0; i < missing_.size(); ++i)
-        if (missing_[i])
-            if (auto offset = missing_[i]->offset_of(vptr)) return (std::uint64_t{i} << 32) | *offset;
-    return std::nullopt;
+    if (i < addresses_.size() && addresses_[i] != 0) return addresses_[i] + offset;
+    return missing_ ? missing_->address_point(i, offset) : 0;
 }
 
 std::vector<std::byte> vtable_table::encode() const {

@@ -78,7 +78,9 @@ public:
     // past the table, an offset a stand-in cannot hold). Async-signal-safe.
     std::uintptr_t relink(std::uint64_t token) const noexcept;
     // The token of a vptr that points into one of the table's stand-ins.
-    std::optional<std::uint64_t> stand_in_token(std::uintptr_t vptr) const noexcept;
+    std::optional<std::uint64_t> stand_in_token(std::uintptr_t vptr) const noexcept {
+        return missing_ ? missing_->token_of(vptr) : std::nullopt;
+    }
 
     // u32 count, then per symbol: u32 length, bytes. Validated by decode
     // (errc::corrupt), which resolves every symbol.
@@ -88,9 +90,9 @@ public:
 private:
     std::vector<std::string> names_;
     std::vector<std::uintptr_t> addresses_;
-    // By index: the stand-in of a symbol missing at open, else null. Shared
-    // by the copies of the table (page_engine's committed and live states).
-    std::vector<std::shared_ptr<const missing_class>> missing_;
+    // The stand-ins of the symbols missing at open (null if none), shared by
+    // the copies of the table (page_engine's committed and live states).
+    std::shared_ptr<missing_classes> missing_;
     std::unordered_map<std::string, std::uint32_t> index_;
 };
 

@@ -33,7 +33,7 @@ std::uint64_t token(std::uint32_t index, std::uint32_t offset) { return (std::ui
 TEST(MissingClass, TokensGoToTheStandInAndBack) {
     vtable_table t = missing({"_ZTVN4lost13SomethingElseE", "_ZTV7Nowhere"});
     EXPECT_EQ(t.address(0), 0u);
-    for (std::uint64_t k : {token(0, 16), token(1, 16), token(1, 72), token(1, missing_class::size - 8)}) {
+    for (std::uint64_t k : {token(0, 16), token(1, 16), token(1, 72), token(1, missing_classes::size - 8)}) {
         std::uintptr_t v = t.relink(k);
         ASSERT_NE(v, 0u);
         EXPECT_EQ(t.stand_in_token(v), k);
@@ -47,7 +47,7 @@ TEST(MissingClass, TokensNoVtableGroupHasRelinkToNothing) {
     EXPECT_EQ(t.relink(token(1, 16)), 0u);                        // past the table
     EXPECT_EQ(t.relink(token(0, 8)), 0u);                         // no room for offset-to-top and RTTI
     EXPECT_EQ(t.relink(token(0, 20)), 0u);                        // not a word
-    EXPECT_EQ(t.relink(token(0, missing_class::size)), 0u);       // past the stand-in
+    EXPECT_EQ(t.relink(token(0, missing_classes::size)), 0u);       // past the stand-in
 }
 
 TEST(MissingClass, TheWordsBeforeAnAddressPointAreOffsetToTopAndTheStandInsRtti) {
@@ -79,19 +79,22 @@ TEST(MissingClassDeathTest, AnySlotEndsTheProcessNamingTheClassAndCause) {
 TEST(MissingClassDeathTest, PastTheLastTrapTheMessageCannotNameTheClass) {
     EXPECT_EXIT(
         {
-            std::vector<std::unique_ptr<missing_class>> many;
-            for (int i = 0; i < 1024; ++i) many.push_back(std::make_unique<missing_class>("_ZTV7Nowhere", "a.db", nullptr));
-            missing_class last("_ZTV4Last", "a.db", nullptr);
-            call_slot(last.address_point(16), 3);
+            std::vector<std::string> symbols(1025, "_ZTV7Nowhere");
+            symbols.back() = "_ZTV4Last";
+            missing_classes many(symbols, "a.db", nullptr);
+            for (std::uint32_t i = 0; i < 1024; ++i) ASSERT_NE(many.address_point(i, 16), 0u);
+            call_slot(many.address_point(1024, 16), 3);
         },
         ::testing::ExitedWithCode(71), "a class this executable has no vtable for. More than 1024");
 }
 
 TEST(MissingClassDeathTest, AFreedTrapServesTheNextStandIn) {
-    auto first = std::make_unique<missing_class>("_ZTV5First", "a.db", nullptr);
+    auto first = std::make_unique<missing_classes>(std::vector<std::string>{"_ZTV5First"}, "a.db", nullptr);
+    ASSERT_NE(first->address_point(0, 16), 0u);
     first.reset();
-    missing_class second("_ZTV6Second", "a.db", nullptr);
-    EXPECT_EXIT(call_slot(second.address_point(16), 0), ::testing::ExitedWithCode(71), "class Second from");
+    missing_classes second({"", "_ZTV6Second"}, "a.db", nullptr);
+    EXPECT_EQ(second.address_point(0, 16), 0u);  // found here: no stand-in
+    EXPECT_EXIT(call_slot(second.address_point(1, 16), 0), ::testing::ExitedWithCode(71), "class Second from");
 }
 
 }  // namespace
