@@ -64,6 +64,12 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
         std::uintptr_t v;
         std::memcpy(&v, to + at, sizeof v);
         if (v == 0) return;
+        // The vptr of an object of a class this executable lacks goes back
+        // to the token it was loaded from.
+        if (auto token = vtables_.stand_in_token(v)) {
+            std::memcpy(to + at, &*token, sizeof *token);
+            return;
+        }
         std::string symbol = types::vtable_symbol_of(reinterpret_cast<const void*>(v));
         std::uint32_t id = learn_vtables ? vtables_.index_of(symbol) : vtables_.find(symbol);
         std::uintptr_t vtable = vtables_.address(id);

@@ -133,17 +133,16 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         std::uint64_t token;
         std::memcpy(&token, out + at, sizeof token);
         if (token == 0) return;  // not constructed
-        auto id = static_cast<std::uint32_t>(token >> 32);
-        std::uintptr_t vtable = vtables_.address(id);
-        if (vtable == 0) {
+        // A class this executable lacks gets its stand-in (types/missing_class.hpp).
+        std::uintptr_t v = vtables_.relink(token);
+        if (v == 0) {
             static char why[512];
             common::fixed_message(why, sizeof why)
-                << "this executable has no vtable " << (id < vtables_.size() ? vtables_.name(id).c_str() : "(unknown)")
-                << " for its objects (link in the code that defines the class, and do not strip the executable "
-                   "or link it with -rdynamic)";
+                << "the vtable pointer at byte " << std::uint64_t{at} << " holds token " << common::in_hex{token}
+                << ", which names no symbol of the store's vtable table or, for a class this executable lacks, an "
+                   "offset outside the 64 KiB stand-in it is relinked to (or that stand-in could not be mapped)";
             fatal("cannot relink the vtable pointers of", page, why);
         }
-        std::uintptr_t v = vtable + (token & 0xFFFFFFFFu);
         std::memcpy(out + at, &v, sizeof v);
     });
     if (resident_) resident_->record(page_addr);

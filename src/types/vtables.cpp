@@ -34,6 +34,7 @@ public:
         auto it = symbols_.find(name);
         return it == symbols_.end() ? 0 : it->second + bias_;
     }
+    bool has_symbol_table() const noexcept { return has_symbol_table_; }
 
 private:
     executable_symbols() {
@@ -58,6 +59,7 @@ private:
         std::memcpy(sections.data(), image.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
         for (const auto& s : sections) {
             if (s.sh_type != SHT_SYMTAB || s.sh_link >= sections.size()) continue;
+            has_symbol_table_ = true;
             const auto& strtab = sections[s.sh_link];
             if (s.sh_offset + s.sh_size > image.size() || strtab.sh_offset + strtab.sh_size > image.size()) continue;
             for (std::uint64_t at = 0; at + sizeof(Elf64_Sym) <= s.sh_size; at += sizeof(Elf64_Sym)) {
@@ -73,6 +75,7 @@ private:
     }
     std::unordered_map<std::string, std::uintptr_t> symbols_;
     std::uintptr_t bias_ = 0;
+    bool has_symbol_table_ = false;
 };
 
 }  // namespace
@@ -81,6 +84,8 @@ std::uintptr_t resolve_symbol(const std::string& symbol) {
     if (void* p = ::dlsym(RTLD_DEFAULT, symbol.c_str())) return reinterpret_cast<std::uintptr_t>(p);
     return executable_symbols::get().find(symbol);
 }
+
+bool executable_is_stripped() { return !executable_symbols::get().has_symbol_table(); }
 
 std::uintptr_t primary_address_point(const std::type_info& type, std::size_t object_size) {
     std::uintptr_t group = resolve_symbol(vtable_symbol_for(type));
@@ -115,6 +120,24 @@ std::uint32_t vtable_table::find(const std::string& symbol) const {
 void vtable_table::note_address(const std::string& symbol, std::uintptr_t address) {
     std::uint32_t i = index_of(symbol);
     if (addresses_[i] == 0) addresses_[i] = address;
+}
+
+void vtable_table::stand_in_for_missing(const std::string& store, void (*hook)(const char*)) {
+    std::vector<std::string> missing(names_.size());
+    bool any = false;
+    for (std::size_t i = 0; i < names_.size(); ++i)
+        if (addresses_[i] == 0) {
+            missing[i] = names_[i];
+            any = true;
+        }
+    if (any) missing_ = std::make_shared<missing_classes>(missing, store, hook);
+}
+
+std::uintptr_t vtable_table::relink(std::uint64_t token) const noexcept {
+    const auto i = static_cast<std::uint32_t>(token >> 32);
+    const auto offset = static_cast<std::uint32_t>(token);
+    if (i < addresses_.size() && addresses_[i] != 0) return addresses_[i] + offset;
+    return missing_ ? missing_->address_point(i, offset) : 0;
 }
 
 std::vector<std::byte> vtable_table::encode() const {

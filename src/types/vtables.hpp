@@ -14,15 +14,23 @@
 // vcall and vbase offsets (none without virtual bases), offset-to-top (0),
 // the RTTI pointer, then the primary address point, so a dynamic class
 // without virtual bases has it 16 bytes into the symbol.
+//
+// A symbol this executable does not have is relinked to a stand-in
+// (missing_class.hpp): its objects load, and only using one through its
+// vtable ends the process.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <typeinfo>
 #include <unordered_map>
 #include <vector>
+
+#include "types/missing_class.hpp"
 
 namespace steppe::types {
 
@@ -35,6 +43,9 @@ std::string vtable_symbol_of(const void* vptr);
 // (shared libraries, -rdynamic), else the executable's own symbol table. 0 if
 // neither has it (a stripped executable without -rdynamic).
 std::uintptr_t resolve_symbol(const std::string& symbol);
+// True if the executable has no symbol table (it was stripped), so that
+// resolve_symbol finds only dynamic symbols.
+bool executable_is_stripped();
 
 // The primary address point of dynamic class `type`, whose objects are
 // `object_size` bytes: the value of the vptr at offset 0 of a complete
@@ -58,6 +69,19 @@ public:
     // 0 when unresolved. Async-signal-safe (no allocation) for i < size().
     std::uintptr_t address(std::uint32_t i) const noexcept { return i < addresses_.size() ? addresses_[i] : 0; }
 
+    // Gives every symbol resolve_symbol did not find a stand-in, whose
+    // message names store `store`; `hook` runs before a stand-in ends the
+    // process. Called at open, after decode.
+    void stand_in_for_missing(const std::string& store, void (*hook)(const char*));
+    // The vptr for `token` (index << 32 | offset): the point in the symbol's
+    // vtable, else in its stand-in; 0 if the token names neither (an index
+    // past the table, an offset a stand-in cannot hold). Async-signal-safe.
+    std::uintptr_t relink(std::uint64_t token) const noexcept;
+    // The token of a vptr that points into one of the table's stand-ins.
+    std::optional<std::uint64_t> stand_in_token(std::uintptr_t vptr) const noexcept {
+        return missing_ ? missing_->token_of(vptr) : std::nullopt;
+    }
+
     // u32 count, then per symbol: u32 length, bytes. Validated by decode
     // (errc::corrupt), which resolves every symbol.
     std::vector<std::byte> encode() const;
@@ -66,6 +90,9 @@ public:
 private:
     std::vector<std::string> names_;
     std::vector<std::uintptr_t> addresses_;
+    // The stand-ins of the symbols missing at open (null if none), shared by
+    // the copies of the table (page_engine's committed and live states).
+    std::shared_ptr<missing_classes> missing_;
     std::unordered_map<std::string, std::uint32_t> index_;
 };
 
