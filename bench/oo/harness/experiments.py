@@ -124,10 +124,12 @@ def aggregate(records):
         d = acc.setdefault(r['size_name'], {}).setdefault(r['op'], {}).setdefault(r['system'], {
             'cold': [], 'warm': [], 'last': [], 'avg': [], 'slope': [], 'pair': [], 'open': [], 'iters': [],
             'counters': [], 'scheme': r.get('describe', '')})
+        # Medians, not the paper's means: on a shared machine one preempted
+        # iteration of 0.1 ms can take 5 ms and would move a mean 5x.
         d['cold'].append(s['cold_ms'][0])
-        d['warm'].append(statistics.mean(s['warm_ms']) if s['warm_ms'] else None)
+        d['warm'].append(statistics.median(s['warm_ms']) if s['warm_ms'] else None)
         d['last'].append(times[-1])
-        d['avg'].append(statistics.mean(times))
+        d['avg'].append(statistics.median(times))
         d['slope'].append(s.get('hot_slope_ms'))
         d['pair'].append(oo_bench.pair_ratio(s))
         d['open'].append(r.get('open_ms'))
@@ -214,8 +216,8 @@ def size_tables(rep, size, parts, agg, allrows):
                            (3, 'traversal', 'Traversal (3,280 visits, 7 hops)')):
         paper = PAPER[op]
         rep.add('### Table %d: %s, %s\n' % (num, title, size))
-        rep.add('Non-persistent and "-resident" builds: the average of the 10 iterations (ms), as the paper; '
-                'ratio = to non-persistent.\n')
+        rep.add('Non-persistent and "-resident" builds: the median of the 10 iterations (ms; the paper: their mean), '
+                'median over rounds; ratio = to non-persistent.\n')
         body = []
         for row in allrows:
             if row.kind != 'resident':
@@ -228,11 +230,11 @@ def size_tables(rep, size, parts, agg, allrows):
             a = rep.need('%s %s %s average' % (size, op, row.name), x and x['avg'])
             body.append([row.name, ms(a), rt(ratio(a, np(op, 'avg'))), sec(p),
                          rt(ratio(p, paper['avg']['non-persistent'])) if p else '– (extra)'])
-        rep.table(['build', 'steppe average (ms)', 'steppe / non-pers.', 'paper (s)', 'paper / non-pers.'], body)
+        rep.table(['build', 'steppe median (ms)', 'steppe / non-pers.', 'paper (s)', 'paper / non-pers.'], body)
         rep.add('Persistent builds: cold = iteration 1 in a fresh process after dropping the OS caches (the '
-                'operation alone; the open is beside it in the counters); warm = mean of iterations 2–10; '
+                'operation alone, not the open); warm = median of iterations 2–10; '
                 'it. 10 = the last (the paper\'s "warmest"). Ratios: warm / non-persistent average, '
-                'cold / ID-OBJ cold.\n')
+                'cold / ID-OBJ cold. Medians over rounds.\n')
         body = []
         id_obj = ops.get(op, {}).get('ID-OBJ')
         for row in allrows:
@@ -383,6 +385,11 @@ def plot(agg, allrows, out):
 
 
 def hosking_moss(args):
+    if args.report_only:
+        with open(args.report_only) as f:
+            data = json.load(f)
+        return hosking_moss_report(args, data['meta'], data['runs'], list(data['failures']), data['generate'],
+                                   data['meta']['sizes'])
     sizes, rounds, cfg = MODES[args.mode]
     if args.sizes:
         sizes = args.sizes.split(',')
@@ -416,9 +423,16 @@ def hosking_moss(args):
     meta['seconds'] = time.time() - t0
     meta['loadavg_end'] = open('/proc/loadavg').read().split()[:3]
     meta['cold_ok'] = runner.cold_ok
-    failures = runner.failures
-    checked = cross_check(runner.records, failures)
-    agg = aggregate(runner.records)
+    return hosking_moss_report(args, meta, runner.records, runner.failures, runner.generated, sizes)
+
+
+def hosking_moss_report(args, meta, records, failures, generated, sizes):
+    """Checks the answers, writes hosking-moss.md, results.json and the plots."""
+    allrows = rows()
+    os.makedirs(args.out, exist_ok=True)
+    checked = cross_check(records, failures)
+    failures[:] = list(dict.fromkeys(failures))  # a rewritten report checks again what the run found
+    agg = aggregate(records)
     self_checks(agg, allrows, failures)
 
     rep = Report()
@@ -426,8 +440,8 @@ def hosking_moss(args):
     rep.add('# Hosking & Moss 1993 on steppe: OO1 lookup and traversal\n')
     rep.add('Run %s, `%s` mode, %d round(s), %.0f s; %s. Machine: %s, %s CPU(s) %s, %s RAM, Linux %s, store on %s '
             '(%s). Compiler: %s. steppe at %s%s. Load average at start %s, at end %s.\n' % (
-                meta['date'], args.mode, rounds, meta['seconds'],
-                'OS caches dropped before every process' if runner.cold_ok else
+                meta['date'], meta['mode'], meta['rounds'], meta['seconds'],
+                'OS caches dropped before every process' if meta['cold_ok'] else
                 '**the OS caches could not be dropped: "cold" is not cold**', m['virtualization'] or 'bare metal?',
                 m['cpus'], m['cpu'], m['memory'], m['kernel'], m['filesystem'], m['device'], m['compiler'],
                 m['git_commit'], ' (+ uncommitted changes)' if m['git_dirty'] else '',
@@ -448,14 +462,14 @@ def hosking_moss(args):
     if plots:
         rep.add('## Plots\n')
         rep.add(*['![%s](%s)' % (os.path.basename(p), os.path.basename(p)) for p in plots])
-    if args.mode == 'quick' and rep.missing:
+    if meta['mode'] == 'quick' and rep.missing:
         failures.append('%d table cells empty: %s' % (len(rep.missing), '; '.join(rep.missing[:10])))
         rep.add('\n**Empty cells**: ' + '; '.join(rep.missing))
     with open(os.path.join(args.out, 'hosking-moss.md'), 'w') as f:
         f.write('\n'.join(rep.lines) + '\n')
     with open(os.path.join(args.out, 'results.json'), 'w') as f:
-        json.dump({'meta': meta, 'failures': failures, 'summary': agg, 'generate': runner.generated,
-                   'runs': runner.records}, f, indent=1)
+        json.dump({'meta': meta, 'failures': failures, 'summary': agg, 'generate': generated,
+                   'runs': records}, f, indent=1)
     log('\nwrote %s/hosking-moss.md, results.json (%.0f s)' % (args.out, meta['seconds']))
     if failures:
         log('\n%d SELF-CHECK FAILURE(S):' % len(failures))
@@ -480,6 +494,8 @@ def main():
     ap.add_argument('--bin-dir', default='')
     ap.add_argument('--keep-stores', action='store_true')
     ap.add_argument('--nice', type=int, default=0)
+    ap.add_argument('--report-only', default='', metavar='RESULTS_JSON',
+                    help='rewrite the report and plots from a results.json, running nothing')
     args = ap.parse_args()
     return EXPERIMENTS[args.experiment](args)
 
