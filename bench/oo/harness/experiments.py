@@ -352,6 +352,22 @@ def self_checks(agg, allrows, failures):
                     failures.append('%s %s %s: no segment fault in the cold iteration' % (size, op, row.name))
 
 
+def line_color(row):
+    """A colour per detection scheme (the page engine, non-persistent apart)."""
+    if row.kind == 'page':
+        return '#8c564b'
+    return {'non': 'black', 'ID': '#1f77b4', 'FB': '#d62728', 'IDSH': '#2ca02c'}[row.name.split('-')[0]]
+
+
+def line_style(row):
+    """A line style per fetch granularity (dotted: -resident and non-persistent)."""
+    if row.kind == 'page':
+        return '-' if 'uffd' in row.name else '--'
+    if row.kind == 'resident':
+        return ':'
+    return {'OBJ': '--', 'LSEG': '-', 'PSEG': '-.'}[row.name.split('-')[1]]
+
+
 def plot(agg, allrows, out):
     try:
         import matplotlib
@@ -368,8 +384,8 @@ def plot(agg, allrows, out):
                 x = ops.get(op, {}).get(row.name)
                 if not x:
                     continue
-                style = '--' if row.kind == 'resident' else (':' if row.kind == 'page' else '-')
-                ax.plot(range(1, len(x['iters']) + 1), x['iters'], style, marker='o', ms=3, label=row.name)
+                ax.plot(range(1, len(x['iters']) + 1), x['iters'], line_style(row), color=line_color(row),
+                        marker='o', ms=3, lw=1.2, label=row.name)
             ax.set_yscale('log')
             ax.set_xlabel('iteration (1 = cold)')
             ax.set_ylabel('ms')
