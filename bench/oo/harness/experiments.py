@@ -62,7 +62,7 @@ PAPER = {
 
 FETCH = [('OBJ', 'object'), ('LSEG', 'logical'), ('PSEG', 'physical')]
 SCHEMES = [('ID', 'objects-id'), ('FB', 'objects-fb'), ('PF', None), ('IDSH', 'objects-idsh')]
-PF_WHY = 'not built: steppe has no protected fault blocks (PF) yet (docs/objects.md, issue 16)'
+PF_WHY = 'not built (no PF in steppe yet)'
 
 
 class Row:
@@ -402,8 +402,13 @@ def plot(agg, allrows, out):
 
 def hosking_moss(args):
     if args.report_only:
-        with open(args.report_only) as f:
-            data = json.load(f)
+        if args.report_only.endswith('.gz'):
+            import gzip
+            with gzip.open(args.report_only, 'rt') as f:
+                data = json.load(f)
+        else:
+            with open(args.report_only) as f:
+                data = json.load(f)
         return hosking_moss_report(args, data['meta'], data['runs'], list(data['failures']), data['generate'],
                                    data['meta']['sizes'])
     sizes, rounds, cfg = MODES[args.mode]
@@ -462,6 +467,8 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
                 m['cpus'], m['cpu'], m['memory'], m['kernel'], m['filesystem'], m['device'], m['compiler'],
                 m['git_commit'], ' (+ uncommitted changes)' if m['git_dirty'] else '',
                 ' '.join(m['loadavg_start']), ' '.join(meta['loadavg_end'])))
+    if meta.get('nice'):
+        rep.add('The measuring processes ran at nice %d (the machine is shared).\n' % meta['nice'])
     if failures:
         rep.add('## SELF-CHECK FAILURES\n')
         rep.add(*['- **%s**' % f for f in failures])
@@ -470,8 +477,10 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
         rep.add('Self-checks: every build gave the same answers (lookup hits and checksums, traversal visits and '
                 'checksums, every iteration; %d cross-system comparisons); the -resident builds never faulted; '
                 'every persistent object-engine build faulted in its cold iteration.\n' % checked)
+    rep.add('PF (fault blocks in protected pages, trapped) is not built in steppe yet (docs/objects.md, issue 16): '
+            'its rows show the paper\'s figures only.\n')
     rep.add('Builds: ' + '; '.join('**%s**: %s' % (r.name, r.note or r.why or r.system) for r in allrows
-                                   if r.note or r.why) + '.\n')
+                                   if r.note) + '.\n')
     for size in sizes:
         size_tables(rep, size, oo_bench.OO1_PARTS[size], agg, allrows)
     plots = plot(agg, allrows, args.out)
