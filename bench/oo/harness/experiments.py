@@ -233,8 +233,8 @@ def size_tables(rep, size, parts, agg, allrows):
         rep.table(['build', 'steppe median (ms)', 'steppe / non-pers.', 'paper (s)', 'paper / non-pers.'], body)
         rep.add('Persistent builds: cold = iteration 1 in a fresh process after dropping the OS caches (the '
                 'operation alone, not the open); warm = median of iterations 2–10; '
-                'it. 10 = the last (the paper\'s "warmest"). Ratios: warm / non-persistent average, '
-                'cold / ID-OBJ cold. Medians over rounds.\n')
+                'it. 10 = the last (the paper\'s "warmest"). Ratios: warm / non-persistent (the median of its 10 '
+                'iterations), cold / ID-OBJ cold. Medians over rounds.\n')
         body = []
         id_obj = ops.get(op, {}).get('ID-OBJ')
         for row in allrows:
