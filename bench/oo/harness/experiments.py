@@ -425,11 +425,16 @@ def hosking_moss(args):
     runner = Runner(args, {'oo1': exe}, float(cfg[cfg.index('--budget-s') + 1]))
     meta = {'date': datetime.datetime.now().strftime('%Y-%m-%d %H:%M'), 'experiment': 'hosking-moss',
             'mode': args.mode, 'rounds': rounds, 'sizes': sizes, 'config': cfg,
-            'machine': machine_info(args.store_dir), 'nice': args.nice}
+            'machine': machine_info(args.store_dir), 'nice': args.nice,
+            'segment_objects': args.segment_objects or None}
     t0 = time.time()
     families = sorted({oo_bench.FAMILY[r.system] for r in built if oo_bench.FAMILY[r.system]})
     for size in sizes:
-        runner.generate(OO1, size, families)
+        gen_extra = {}
+        if args.segment_objects:
+            gen_extra = {f: ['--segment-objects', str(args.segment_objects)] for f in families
+                         if f in oo_bench.OBJECT_SYSTEMS}
+        runner.generate(OO1, size, families, gen_extra)
         for rnd in range(1, rounds + 1):
             log('[hosking-moss oo1 %s] round %d/%d' % (size, rnd, rounds))
             for op in OPS:
@@ -467,6 +472,10 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
                 m['cpus'], m['cpu'], m['memory'], m['kernel'], m['filesystem'], m['device'], m['compiler'],
                 m['git_commit'], ' (+ uncommitted changes)' if m['git_dirty'] else '',
                 ' '.join(m['loadavg_start']), ' '.join(meta['loadavg_end'])))
+    if meta.get('segment_objects'):
+        rep.add('**The object-engine stores were made with %d objects per segment** (`--segment-objects`; the '
+                'engine\'s default is 255), so a logical segment holds fewer objects and a physical segment '
+                '(32 KiB) several logical ones.\n' % meta['segment_objects'])
     if meta.get('nice'):
         rep.add('The measuring processes ran at nice %d (the machine is shared).\n' % meta['nice'])
     if failures:
@@ -514,6 +523,8 @@ def main():
     ap.add_argument('--mode', default='quick', choices=sorted(MODES))
     ap.add_argument('--sizes', default='', help='OO1 sizes: tiny (2,000 parts), small, large, huge')
     ap.add_argument('--rounds', type=int, default=0)
+    ap.add_argument('--segment-objects', type=int, default=0,
+                    help='objects per segment in the object-engine stores (1..255; default: the engine\'s, 255)')
     ap.add_argument('--store-dir', default='/var/tmp/steppe-experiments')
     ap.add_argument('--out', required=True)
     ap.add_argument('--bin-dir', default='')

@@ -61,9 +61,17 @@ inline void set_object_fetch(const std::string& name) {
     else fail("unknown --fetch " + name + " (object, logical, physical)");
 }
 
+// Objects per segment for the stores open_object_store creates
+// (steppe::objects::options::segment_objects, recorded by a new store): the
+// engine's default unless a driver's `--segment-objects N` set it.
+inline std::uint32_t& object_segment_objects() {
+    static std::uint32_t n = steppe::objects::options{}.segment_objects;
+    return n;
+}
+
 // Opens the benchmark's store at `path` (with `create`: anew, removing any old
-// one), durable commits, the fetch granularity of object_fetch(), the
-// engine's defaults otherwise.
+// one), durable commits, the fetch granularity of object_fetch() and the
+// segment size of object_segment_objects(), the engine's defaults otherwise.
 inline steppe::objects::store open_object_store(const std::string& path, bool create) {
     if (create) {
         std::filesystem::remove(path);
@@ -73,6 +81,7 @@ inline steppe::objects::store open_object_store(const std::string& path, bool cr
     o.create = create;
     o.durable = true;
     o.fetch = object_fetch();
+    o.segment_objects = object_segment_objects();
     return steppe::objects::store::open(path, o);
 }
 

@@ -193,11 +193,13 @@ class Runner:
         os.makedirs(d, exist_ok=True)
         return os.path.join(d, ('work-' if work else '') + family + '.db')
 
-    def generate(self, bench, size, families):
+    def generate(self, bench, size, families, extra=None):
+        """`extra`: family -> more arguments for its generate (the experiments)."""
         for fam in families:
             path = self.store_path(bench, size, fam)
             log('[%s %s] generating the %s store' % (bench.name, size, fam))
-            rec = self.run(bench, ['generate', '--system', GEN_SYSTEM[fam], '--path', path] + bench.size_args(size),
+            rec = self.run(bench, ['generate', '--system', GEN_SYSTEM[fam], '--path', path] + bench.size_args(size) +
+                           list((extra or {}).get(fam, [])),
                            '%s %s generate %s' % (bench.name, size, fam), show_stderr=True)
             if rec:
                 rec.update({'size_name': size, 'family': fam})

@@ -1,8 +1,10 @@
 // oo1 — the OO1 benchmark for one system, one operation, one process.
 // bench/run drives it (drops the OS caches, alternates systems, aggregates).
 //
-//   oo1 generate --system S --parts N --path P [--seed X]
-//       builds the database in a new store at P and makes it durable
+//   oo1 generate --system S --parts N --path P [--seed X] [--segment-objects K]
+//       builds the database in a new store at P and makes it durable;
+//       --segment-objects (objects-* systems): objects per segment, 1..255
+//       (steppe::objects::options::segment_objects; the engine's default 255)
 //   oo1 measure  --system S --parts N --path P --op lookup|traversal|reverse|insert
 //                [--seed X] [--warm 9] [--hot 10] [--slope 64] [--slope-passes 3] [--no-pair]
 //                [--budget-s S] [--touch-all] [--fetch object|logical|physical] [--resident]
@@ -274,6 +276,8 @@ int main(int argc, char** argv) {
     bench::args a(argc, argv);
     std::string sys = a.get("system");
     if (a.flag("fetch")) bench::set_object_fetch(a.get("fetch"));
+    if (a.flag("segment-objects"))
+        bench::object_segment_objects() = static_cast<std::uint32_t>(a.num("segment-objects", 255));
 #ifdef OO1_OBJECTS_SYSTEM
     bench::exec_objects_build("oo1", sys, OO1_OBJECTS_SYSTEM, argv);
 #else
