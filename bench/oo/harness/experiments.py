@@ -426,15 +426,16 @@ def hosking_moss(args):
     meta = {'date': datetime.datetime.now().strftime('%Y-%m-%d %H:%M'), 'experiment': 'hosking-moss',
             'mode': args.mode, 'rounds': rounds, 'sizes': sizes, 'config': cfg,
             'machine': machine_info(args.store_dir), 'nice': args.nice,
-            'segment_objects': args.segment_objects or None}
+            'segment_objects': args.segment_objects or None, 'index_chunk_slots': args.index_chunk_slots or None}
     t0 = time.time()
     families = sorted({oo_bench.FAMILY[r.system] for r in built if oo_bench.FAMILY[r.system]})
     for size in sizes:
-        gen_extra = {}
+        objects_gen = []  # how the object-engine databases are built (generate, and --resident in measure)
         if args.segment_objects:
-            gen_extra = {f: ['--segment-objects', str(args.segment_objects)] for f in families
-                         if f in oo_bench.OBJECT_SYSTEMS}
-        runner.generate(OO1, size, families, gen_extra)
+            objects_gen += ['--segment-objects', str(args.segment_objects)]
+        if args.index_chunk_slots:
+            objects_gen += ['--index-chunk-slots', str(args.index_chunk_slots)]
+        runner.generate(OO1, size, families, {f: objects_gen for f in families if f in oo_bench.OBJECT_SYSTEMS})
         for rnd in range(1, rounds + 1):
             log('[hosking-moss oo1 %s] round %d/%d' % (size, rnd, rounds))
             for op in OPS:
@@ -443,7 +444,8 @@ def hosking_moss(args):
                     path = None
                     if row.kind == 'resident' and row.system != 'transient':
                         path = os.path.join(args.store_dir, 'oo1', size, 'resident-%s.db' % row.system)
-                    runner.measure(OO1, size, op, row.system, rnd, cfg, variant=row.name, extra=row.extra, path=path)
+                    extra = row.extra + (objects_gen if path else [])
+                    runner.measure(OO1, size, op, row.system, rnd, cfg, variant=row.name, extra=extra, path=path)
         if not args.keep_stores:
             shutil.rmtree(os.path.join(args.store_dir, 'oo1', size), ignore_errors=True)
     meta['seconds'] = time.time() - t0
@@ -476,6 +478,9 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
         rep.add('**The object-engine stores were made with %d objects per segment** (`--segment-objects`; the '
                 'engine\'s default is 255), so a logical segment holds fewer objects and a physical segment '
                 '(32 KiB) several logical ones.\n' % meta['segment_objects'])
+    if meta.get('index_chunk_slots'):
+        rep.add('**The object-engine OO1 index had %d slots per array object** (`--index-chunk-slots`; default '
+                '256 = 4 KiB chunks under a directory).\n' % meta['index_chunk_slots'])
     if meta.get('nice'):
         rep.add('The measuring processes ran at nice %d (the machine is shared).\n' % meta['nice'])
     if failures:
@@ -523,6 +528,9 @@ def main():
     ap.add_argument('--mode', default='quick', choices=sorted(MODES))
     ap.add_argument('--sizes', default='', help='OO1 sizes: tiny (2,000 parts), small, large, huge')
     ap.add_argument('--rounds', type=int, default=0)
+    ap.add_argument('--index-chunk-slots', type=int, default=0,
+                    help='slots per array object of the object-engine OO1 index (a power of two; default 256; '
+                         '>= 2 x parts: one flat array, as the pointer model\'s)')
     ap.add_argument('--segment-objects', type=int, default=0,
                     help='objects per segment in the object-engine stores (1..255; default: the engine\'s, 255)')
     ap.add_argument('--store-dir', default='/var/tmp/steppe-experiments')

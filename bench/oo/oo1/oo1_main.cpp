@@ -4,7 +4,10 @@
 //   oo1 generate --system S --parts N --path P [--seed X] [--segment-objects K]
 //       builds the database in a new store at P and makes it durable;
 //       --segment-objects (objects-* systems): objects per segment, 1..255
-//       (steppe::objects::options::segment_objects; the engine's default 255)
+//       (steppe::objects::options::segment_objects; the engine's default 255);
+//       --index-chunk-slots N (objects-* systems; also for measure --resident):
+//       slots per array object of the index, a power of two (default 256;
+//       at least 2 x parts: one flat array, as the pointer model's)
 //   oo1 measure  --system S --parts N --path P --op lookup|traversal|reverse|insert
 //                [--seed X] [--warm 9] [--hot 10] [--slope 64] [--slope-passes 3] [--no-pair]
 //                [--budget-s S] [--touch-all] [--fetch object|logical|physical] [--resident]
@@ -278,6 +281,10 @@ int main(int argc, char** argv) {
     if (a.flag("fetch")) bench::set_object_fetch(a.get("fetch"));
     if (a.flag("segment-objects"))
         bench::object_segment_objects() = static_cast<std::uint32_t>(a.num("segment-objects", 255));
+#ifdef OO1_OBJECTS_SYSTEM
+    if (a.flag("index-chunk-slots"))
+        oo1::index_chunk_slots() = static_cast<std::uint64_t>(a.num("index-chunk-slots", 256));
+#endif
 #ifdef OO1_OBJECTS_SYSTEM
     bench::exec_objects_build("oo1", sys, OO1_OBJECTS_SYSTEM, argv);
 #else
