@@ -368,6 +368,7 @@ struct series_result {
     std::vector<double> slope_x, slope_y, pair_slope_y;
     counters cold_c, warm_c, hot_c;
     std::vector<json> iteration_extra;  // per iteration, what run() reported beside the time
+    std::vector<counters> iteration_c;  // per iteration (cold, warm...): its counters (the warm-up curve)
     std::int64_t peak_rss_before_hot = 0;
 };
 
@@ -389,6 +390,7 @@ inline series_result run_series(const series_config& cfg, const std::function<op
         double ms = ms_since(t);
         counters d = snap() - before;
         (i == 0 ? r.cold_ms : r.warm_ms).push_back(ms);
+        r.iteration_c.push_back(d);
         if (i == 0) r.cold_c = d;
         else r.warm_c += d;
         r.results.push_back(res);
@@ -467,6 +469,9 @@ inline json to_json(const series_result& r) {
         j.set("pair_transient_slope_samples", json::list(r.pair_slope_y));
     }
     if (!r.iteration_extra.empty()) j.set("iteration_extra", json::array(r.iteration_extra));
+    json::array per;
+    for (const auto& c : r.iteration_c) per.push_back(to_json(c));
+    j.set("iteration_counters", per);
     j.set("peak_rss_kib", r.peak_rss_before_hot);
     return j;
 }

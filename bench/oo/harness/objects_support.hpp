@@ -46,8 +46,32 @@ inline std::map<std::string, std::int64_t> object_counters(const steppe::objects
             {"heap_bytes", i(st.heap_bytes)}};
 }
 
+// What a fault brings into memory (steppe::objects::options::fetch) for the
+// stores open_object_store opens: the engine's default unless a driver's
+// `--fetch object|logical|physical` set it (Hosking & Moss's OBJ, LSEG, PSEG).
+inline steppe::objects::granularity& object_fetch() {
+    static steppe::objects::granularity g = steppe::objects::options{}.fetch;
+    return g;
+}
+inline void set_object_fetch(const std::string& name) {
+    using steppe::objects::granularity;
+    if (name == "object") object_fetch() = granularity::object;
+    else if (name == "logical" || name == "logical_segment") object_fetch() = granularity::logical_segment;
+    else if (name == "physical" || name == "physical_segment") object_fetch() = granularity::physical_segment;
+    else fail("unknown --fetch " + name + " (object, logical, physical)");
+}
+
+// Objects per segment for the stores open_object_store creates
+// (steppe::objects::options::segment_objects, recorded by a new store): the
+// engine's default unless a driver's `--segment-objects N` set it.
+inline std::uint32_t& object_segment_objects() {
+    static std::uint32_t n = steppe::objects::options{}.segment_objects;
+    return n;
+}
+
 // Opens the benchmark's store at `path` (with `create`: anew, removing any old
-// one), durable commits, the engine's defaults otherwise.
+// one), durable commits, the fetch granularity of object_fetch() and the
+// segment size of object_segment_objects(), the engine's defaults otherwise.
 inline steppe::objects::store open_object_store(const std::string& path, bool create) {
     if (create) {
         std::filesystem::remove(path);
@@ -56,6 +80,8 @@ inline steppe::objects::store open_object_store(const std::string& path, bool cr
     steppe::objects::options o;
     o.create = create;
     o.durable = true;
+    o.fetch = object_fetch();
+    o.segment_objects = object_segment_objects();
     return steppe::objects::store::open(path, o);
 }
 

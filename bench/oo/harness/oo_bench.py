@@ -193,11 +193,13 @@ class Runner:
         os.makedirs(d, exist_ok=True)
         return os.path.join(d, ('work-' if work else '') + family + '.db')
 
-    def generate(self, bench, size, families):
+    def generate(self, bench, size, families, extra=None):
+        """`extra`: family -> more arguments for its generate (the experiments)."""
         for fam in families:
             path = self.store_path(bench, size, fam)
             log('[%s %s] generating the %s store' % (bench.name, size, fam))
-            rec = self.run(bench, ['generate', '--system', GEN_SYSTEM[fam], '--path', path] + bench.size_args(size),
+            rec = self.run(bench, ['generate', '--system', GEN_SYSTEM[fam], '--path', path] + bench.size_args(size) +
+                           list((extra or {}).get(fam, [])),
                            '%s %s generate %s' % (bench.name, size, fam), show_stderr=True)
             if rec:
                 rec.update({'size_name': size, 'family': fam})
@@ -213,25 +215,35 @@ class Runner:
                 subprocess.run(['cp', '--sparse=always', src + suf, dst + suf], check=True)
         return dst
 
-    def measure(self, bench, size, op, system, rnd, cfg):
-        key = (bench.name, size, op, system)
+    def measure(self, bench, size, op, system, rnd, cfg, variant=None, extra=(), path=None):
+        """One measuring process. `variant` (default: the system) names a
+        configuration of `system` run with the `extra` arguments (the
+        experiments: e.g. objects-fb with --fetch object); it is the record's
+        `system` from then on, so every report and the cross-system check
+        treat it as a system of its own (the executable's name stays in
+        `executable_system`). `path` overrides the store."""
+        variant = variant or system
+        key = (bench.name, size, op, variant)
         if key in self.slow:
             return
         fam = FAMILY[system]
         update = op in bench.update_ops
-        path = ''
-        if fam:
-            path = self.copy_store(bench, size, fam) if update else self.store_path(bench, size, fam)
+        if path is None:
+            path = ''
+            if fam:
+                path = self.copy_store(bench, size, fam) if update else self.store_path(bench, size, fam)
         cold = drop_caches()
         self.cold_ok &= cold
-        cmd = ['measure', '--system', system, '--op', op] + bench.size_args(size) + cfg
+        cmd = ['measure', '--system', system, '--op', op] + bench.size_args(size) + cfg + list(extra)
         if path:
             cmd += ['--path', path]
-        what = '%s %s %s %s round %d' % (bench.name, size, op, system, rnd)
+        what = '%s %s %s %s round %d' % (bench.name, size, op, variant, rnd)
         rec = self.run(bench, cmd, what)
         if not rec:
             return
         rec.update({'size_name': size, 'round': rnd, 'caches_dropped': cold})
+        if variant != system:
+            rec.update({'system': variant, 'executable_system': system})
         if rec['wall_s'] > 1.5 * self.budget_s:
             self.slow[key] = rec['wall_s']
             log('  (%s %s took %.0f s: not repeated in later rounds)' % (system, op, rec['wall_s']))
@@ -248,7 +260,7 @@ class Runner:
         s = rec['series']
         hot = ' hot %.4f' % statistics.median(s['hot_ms']) if s.get('hot_ms') else ''
         log('  %-16s %-10s cold %9.3f ms  warm %9.3f ms%s' % (
-            system, op, s['cold_ms'][0], statistics.median(s['warm_ms']) if s['warm_ms'] else 0, hot))
+            variant, op, s['cold_ms'][0], statistics.median(s['warm_ms']) if s['warm_ms'] else 0, hot))
 
 
 # ---- cross-system checks ---------------------------------------------------------------------

@@ -1,16 +1,29 @@
 // oo1 — the OO1 benchmark for one system, one operation, one process.
 // bench/run drives it (drops the OS caches, alternates systems, aggregates).
 //
-//   oo1 generate --system S --parts N --path P [--seed X]
-//       builds the database in a new store at P and makes it durable
+//   oo1 generate --system S --parts N --path P [--seed X] [--segment-objects K]
+//       builds the database in a new store at P and makes it durable;
+//       --segment-objects (objects-* systems): objects per segment, 1..255
+//       (steppe::objects::options::segment_objects; the engine's default 255);
+//       --index-chunk-slots N (objects-* systems; also for measure --resident):
+//       slots per array object of the index, a power of two (default 256;
+//       at least 2 x parts: one flat array, as the pointer model's)
 //   oo1 measure  --system S --parts N --path P --op lookup|traversal|reverse|insert
 //                [--seed X] [--warm 9] [--hot 10] [--slope 64] [--slope-passes 3] [--no-pair]
-//                [--budget-s S] [--touch-all]
+//                [--budget-s S] [--touch-all] [--fetch object|logical|physical] [--resident]
 //       opens the store and runs the operation: 1 cold + warm iterations with
 //       new inputs, then hot repeats and Hosking's slope; prints one JSON object
 //       (times, results for the cross-system check, counters per phase);
 //       --touch-all first touches every part in id order (a diagnostic: the
-//       page engine then reserves the parts' pages in file order)
+//       page engine then reserves the parts' pages in file order);
+//       --fetch (objects-* systems): what a fault brings in, one object, its
+//       logical segment (the default) or the physical segment from it on
+//       (steppe::objects::options::fetch; Hosking & Moss's OBJ, LSEG, PSEG);
+//       --resident (objects-* systems): the database is built in the measuring
+//       process, in a new store at P, as transient builds it, and measured
+//       there: every reference is the address of an object made in this
+//       process, so the residency check runs and never fires (Hosking & Moss's
+//       "-resident" builds: the checks without persistence)
 //   oo1 verify   --system S --parts N --path P --max-id M
 //       reopens a store after inserts and checks it: every id found, every
 //       connection's reverse entry present (3 per part), steppe's check() clean
@@ -147,13 +160,18 @@ int cmd_measure(const bench::args& a) {
     cfg.budget_ms = static_cast<double>(a.num("budget-s", 0)) * 1000;
     cfg.has_hot = o != oo1::op::insert;
     bool pair = sys != "transient" && cfg.has_hot && !a.flag("no-pair");
+    bool resident = a.flag("resident");
+    bench::check(!resident || bench::objects_suffix(sys), "--resident is for the objects-* systems");
+    bench::check(!resident || o != oo1::op::insert, "--resident measures the read operations");
 
     json out;
     out.set("bench", "oo1").set("command", "measure").set("system", sys).set("parts", n).set("op", oo1::to_string(o));
     bench::counters before_open = bench::counters::now();
     auto t_open = bench::clock_type::now();
-    with_model(sys, path, false, n, [&](auto& m, const system_info& info) {
-        if (sys == "transient") {
+    if (resident) out.set("resident", true);
+    if (a.flag("fetch")) out.set("fetch", a.get("fetch"));
+    with_model(sys, path, resident, n, [&](auto& m, const system_info& info) {
+        if (sys == "transient" || resident) {
             auto t = bench::clock_type::now();
             m.generate(n, seed, false);
             out.set("generate_ms", bench::ms_since(t));
@@ -260,6 +278,13 @@ int cmd_verify(const bench::args& a) {
 int main(int argc, char** argv) {
     bench::args a(argc, argv);
     std::string sys = a.get("system");
+    if (a.flag("fetch")) bench::set_object_fetch(a.get("fetch"));
+    if (a.flag("segment-objects"))
+        bench::object_segment_objects() = static_cast<std::uint32_t>(a.num("segment-objects", 255));
+#ifdef OO1_OBJECTS_SYSTEM
+    if (a.flag("index-chunk-slots"))
+        oo1::index_chunk_slots() = static_cast<std::uint64_t>(a.num("index-chunk-slots", 256));
+#endif
 #ifdef OO1_OBJECTS_SYSTEM
     bench::exec_objects_build("oo1", sys, OO1_OBJECTS_SYSTEM, argv);
 #else

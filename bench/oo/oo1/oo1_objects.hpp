@@ -76,14 +76,24 @@ struct ODb {
     std::uint64_t seed;
     so::ref<so::array<so::ref<OChunk>>> index;  // the directory: index_cap / chunk slots chunks
     std::uint64_t index_cap;                    // slots, a power of two
+    std::uint64_t chunk_slots_max;              // slots per chunk at most, a power of two (index_chunk_slots())
 };
+
+// Slots per index chunk for the databases generate() builds from now on:
+// 256 (4 KiB) unless a driver's `--index-chunk-slots N` set it (a power of
+// two; one at least the index's capacity makes the index one flat array
+// object, as the pointer model's: the experiments' control for the
+// directory hop).
+inline std::uint64_t& index_chunk_slots() {
+    static std::uint64_t n = 256;
+    return n;
+}
 
 class object_model {
 public:
     using Part = OPart;
     using handle = const OPart*;
 
-    static constexpr std::uint64_t chunk_slots_max = 256;  // 4 KiB of slots
 
     // Opens (or, with `create`, makes anew) the store at `path`.
     object_model(const std::string& path, bool create) : store_(open(path, create)), path_(path) {
@@ -97,6 +107,9 @@ public:
             ODb* d = db_.mut();
             d->base_parts = n;
             d->seed = seed;
+            d->chunk_slots_max = index_chunk_slots();
+            bench::check(d->chunk_slots_max && !(d->chunk_slots_max & (d->chunk_slots_max - 1)),
+                         "--index-chunk-slots must be a power of two");
         }
         std::uint64_t cap = 16;
         while (cap < static_cast<std::uint64_t>(n) * 2) cap *= 2;
@@ -199,7 +212,7 @@ public:
 private:
     static so::store open(const std::string& path, bool create) { return bench::open_object_store(path, create); }
 
-    static std::uint64_t chunk_slots(std::uint64_t cap) { return std::min(cap, chunk_slots_max); }
+    std::uint64_t chunk_slots(std::uint64_t cap) const { return std::min(cap, db_->chunk_slots_max); }
 
     // A new, empty index of `cap` slots (the caller re-points the root at it).
     so::ref<so::array<so::ref<OChunk>>> new_index(std::uint64_t cap) {
@@ -230,7 +243,7 @@ private:
     // The index slot holding part `id`'s reference, null if absent.
     const so::ref<OPart>* find_slot(std::int64_t id) const {
         const ODb* d = db_.get();
-        std::uint64_t mask = d->index_cap - 1, per = chunk_slots(d->index_cap);
+        std::uint64_t mask = d->index_cap - 1, per = std::min(d->index_cap, d->chunk_slots_max);
         unsigned shift = static_cast<unsigned>(__builtin_ctzll(per));
         const so::array<so::ref<OChunk>>& dir = *d->index;
         for (std::uint64_t h = slot_hash(id) & mask;; h = (h + 1) & mask) {
@@ -242,7 +255,7 @@ private:
     void index_put(std::int64_t id, const so::ref<OPart>& part) {
         if (static_cast<std::uint64_t>(db_->parts + 1) * 10 > db_->index_cap * 7) grow_index();
         const ODb* d = db_.get();
-        std::uint64_t mask = d->index_cap - 1, per = chunk_slots(d->index_cap);
+        std::uint64_t mask = d->index_cap - 1, per = std::min(d->index_cap, d->chunk_slots_max);
         unsigned shift = static_cast<unsigned>(__builtin_ctzll(per));
         const so::array<so::ref<OChunk>>& dir = *d->index;
         std::uint64_t h = slot_hash(id) & mask;
