@@ -53,6 +53,7 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
             c.vtables = types::vtable_table::decode(
                 storage::read_blob(*storage_, c.meta.vtables, vtables_owner, "vtable table", c.vtables_pages));
         c.vtables.stand_in_for_missing(path, options.fatal_hook);
+        c.vtables.require_noted_classes(c.catalog, path);
     } else {
         std::memcpy(c.meta.magic, engine_magic, sizeof engine_magic);
     }

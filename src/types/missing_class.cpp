@@ -85,18 +85,6 @@ std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) {
 
 constexpr std::size_t stride = missing_classes::size + common::page_size;  // a guard page after each
 
-// "_ZTVN3geo6CircleE" -> "geo::Circle" (a bare type's mangling such as
-// "N3geo6CircleE" does not demangle on its own); the symbol if it does not
-// demangle.
-std::string class_of(const std::string& vtable_symbol) {
-    int status = 0;
-    char* text = abi::__cxa_demangle(vtable_symbol.c_str(), nullptr, nullptr, &status);
-    const std::string prefix = "vtable for ";
-    std::string name = status == 0 && text ? text : vtable_symbol;
-    std::free(text);
-    return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-}
-
 // Why this executable has no vtable of a class, and what to do about it.
 struct cause_and_fix {
     const char* cause;
@@ -147,7 +135,7 @@ missing_classes::missing_classes(const std::vector<std::string>& symbols, const 
     for (std::size_t i = 0; i < symbols.size(); ++i) {
         if (symbols[i].empty()) continue;
         std::unique_ptr<stand_in> s(
-            new stand_in{*this, static_cast<std::uint32_t>(i), symbols[i], class_of(symbols[i]), {}, {}, nullptr});
+            new stand_in{*this, static_cast<std::uint32_t>(i), symbols[i], class_of_vtable(symbols[i]), {}, {}, nullptr});
         s->rtti_name = "*steppe: missing class " + s->name;
         s->type = std::make_unique<rtti>(s->rtti_name.c_str(), *s);
         by_slot_.push_back(s.get());

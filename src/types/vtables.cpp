@@ -1,15 +1,19 @@
 #include "types/vtables.hpp"
 
 #include "common/bytes.hpp"
+#include "types/types.hpp"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <steppe/error.hpp>
 
+#include <cstdlib>
 #include <cstring>
+#include <cxxabi.h>
 #include <fstream>
 #include <typeinfo>
+#include <unordered_set>
 
 namespace steppe::types {
 
@@ -101,6 +105,37 @@ std::uintptr_t primary_address_point(const std::type_info& type, std::size_t obj
     const auto* rtti = reinterpret_cast<const std::type_info*>(words[i]);
     if (i == 0 || words[i - 1] != 0 || (rtti != &type && *rtti != type)) return 0;
     return group + (i + 1) * sizeof(void*);
+}
+
+// A bare type's mangling such as "N3geo6CircleE" does not demangle on its
+// own; the vtable symbol's does, as "vtable for geo::Circle".
+std::string class_of_vtable(const std::string& vtable_symbol) {
+    int status = 0;
+    char* text = abi::__cxa_demangle(vtable_symbol.c_str(), nullptr, nullptr, &status);
+    const std::string prefix = "vtable for ";
+    std::string name = status == 0 && text ? text : vtable_symbol;
+    std::free(text);
+    return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
+void vtable_table::require_noted_classes(const catalog& stored, const std::string& store) const {
+    std::unordered_set<std::string> noted;
+    for (const layout& (*get)() : program_types()) {
+        try {
+            noted.insert(get().name);
+        } catch (const error&) {  // not buildable here: make says why when it is used
+        }
+    }
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+        if (addresses_[i] == 0) continue;  // missing: a stand-in, whose use ends with a message
+        std::string name = class_of_vtable(names_[i]);
+        if (!stored.find(name) || noted.count(name)) continue;
+        throw error(errc::type_mismatch,
+                    store + ": the store holds objects of class " + name +
+                        ", which this program has (its vtable is linked in) but never names, so steppe cannot "
+                        "check that the program's layout of it is the store's before its virtual functions read "
+                        "them: name it once, e.g. steppe::types::declare<" + name + ">(); (docs/types.md)");
+    }
 }
 
 std::uint32_t vtable_table::index_of(const std::string& symbol) {

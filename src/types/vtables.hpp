@@ -34,8 +34,12 @@
 
 namespace steppe::types {
 
+class catalog;
+
 // "_ZTV" + the mangled name of `type`: its vtable group.
 std::string vtable_symbol_for(const std::type_info& type);
+// "_ZTVN3geo6CircleE" -> "geo::Circle"; the symbol itself if it does not demangle.
+std::string class_of_vtable(const std::string& vtable_symbol);
 // "_ZTV" + the mangled name of the type whose vtable group holds `vptr`.
 std::string vtable_symbol_of(const void* vptr);
 
@@ -73,6 +77,12 @@ public:
     // message names store `store`; `hook` runs before a stand-in ends the
     // process. Called at open, after decode.
     void stand_in_for_missing(const std::string& store, void (*hook)(const char*));
+    // Throws steppe::error(type_mismatch) if the store at `store` holds
+    // objects of a class (an entry of `stored`) whose vtable this program has
+    // but whose layout it never noted (types::declare): its virtual functions
+    // would read the store's objects under a layout nobody compared. Called at
+    // open, after decode.
+    void require_noted_classes(const catalog& stored, const std::string& store) const;
     // The vptr for `token` (index << 32 | offset): the point in the symbol's
     // vtable, else in its stand-in; 0 if the token names neither (an index
     // past the table, an offset a stand-in cannot hold). Async-signal-safe.

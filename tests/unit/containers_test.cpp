@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 
+#include "support/expect_error.hpp"
 #include "support/store_fixture.hpp"
 
 namespace {
@@ -858,12 +859,8 @@ TEST_P(ContainersTest, ContainersOfTwoStoresAndUseStore) {
         a.commit();
         b.commit();
         in_a->push_back(stext(1));  // built outside the scope: the string's buffer is b's
-        try {
-            a.commit();
-            FAIL() << "a committed a pointer into b";
-        } catch (const steppe::error& e) {
-            EXPECT_EQ(e.code(), steppe::errc::transient_pointer) << e.what();
-        }
+        EXPECT_EQ(steppe::test::error_of([&] { a.commit(); }).code(), steppe::errc::transient_pointer)
+            << "a committed a pointer into b";
         a.rollback();
         EXPECT_EQ(in_a->size(), 100u);
     }

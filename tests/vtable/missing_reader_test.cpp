@@ -36,6 +36,8 @@ protected:
         ASSERT_EQ(std::system((std::string(GALLERY_WRITER) + " write " + path_).c_str()), 0);
     }
     steppe::store open(bool read_only = true) {
+        // The classes this reader has but never makes: named, so open compares them.
+        steppe::types::declare<geo::Circle, geo::Rect>();
         steppe::open_options o;
         o.read_only = read_only;
         return steppe::store::open(path_, o);

@@ -49,6 +49,8 @@ bool diamonds_ok(steppe::store& store) {
 int main(int argc, char** argv) {
     if (argc != 2) return 2;
     if (unrelated::spread(10) != 15) return 3;
+    // Read through base pointers only: named, so open compares their layouts.
+    steppe::types::declare<geo::Circle, geo::Rect, geo::Widget, geo::Priced>();
     steppe::open_options o;
     o.read_only = true;
     auto store = steppe::store::open(argv[1], o);

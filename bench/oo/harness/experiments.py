@@ -402,13 +402,7 @@ def plot(agg, allrows, out):
 
 def hosking_moss(args):
     if args.report_only:
-        if args.report_only.endswith('.gz'):
-            import gzip
-            with gzip.open(args.report_only, 'rt') as f:
-                data = json.load(f)
-        else:
-            with open(args.report_only) as f:
-                data = json.load(f)
+        data = oo_bench.load_results(args.report_only)
         return hosking_moss_report(args, data['meta'], data['runs'], list(data['failures']), data['generate'],
                                    data['meta']['sizes'])
     sizes, rounds, cfg = MODES[args.mode]

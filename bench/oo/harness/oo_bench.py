@@ -687,14 +687,18 @@ def write_report(path, meta, summaries, gens, failures, checked, benches, plots)
 
 # ---- main -----------------------------------------------------------------------------------------
 
-def report_only(args):
-    if args.report_only.endswith('.gz'):
+def load_results(path):
+    """A results.json written by a run, gzipped or not."""
+    if path.endswith('.gz'):
         import gzip
-        with gzip.open(args.report_only, 'rt') as f:
-            data = json.load(f)
-    else:
-        with open(args.report_only) as f:
-            data = json.load(f)
+        with gzip.open(path, 'rt') as f:
+            return json.load(f)
+    with open(path) as f:
+        return json.load(f)
+
+
+def report_only(args):
+    data = load_results(args.report_only)
     benches = [b for b in (OO1, OO7) if any(r['bench'] == b.name for r in data['runs'])]
     failures = list(data['failures'])
     checked = cross_check(data['runs'], [])
