@@ -308,7 +308,7 @@ void engine_handle::rollback() {
     for (header* h : written_objects()) restore(h);
     forget_writes();
     roots_.clear();
-    for (const auto& [name, r] : committed_roots_) roots_[name] = {r.type, r.address ? word_for_oid(r.address, r.type) : 0};
+    for (const auto& [name, r] : committed_roots_) roots_[name] = {r.type, root_word(name, r.type, r.address)};
     roots_dirty_ = false;
     made_since_commit_ = 0;
     enforce_budget();

@@ -23,10 +23,11 @@
 // Invariant T1 (typed references): a reference field refers to objects of
 // the one type its layout names (types::ref_target), so ref<T> never reads
 // an object that is not a T. The store's bytes are not trusted for it:
-//  - swizzle compares the type a reference field wants with the target's
-//    type where that is known (a resident object), and otherwise records the
-//    want: in the target's fault block (its count field) or, under the id
-//    schemes, in expected_type_;
+//  - swizzle (word_for_oid) compares the type a reference field wants with
+//    the target's type where that is known (a resident object), and
+//    otherwise records the want: in the target's fault block (its count
+//    field) or, under the id schemes, in expected_type_; roots want the type
+//    the roots table gives (root_word);
 //  - enter compares a faulted object's type with the want recorded for it;
 //  - the program's layouts of every type a reference can lead to are
 //    compared with the store's catalog before the first object of one is
@@ -118,6 +119,9 @@ void* engine_handle::fault_in(std::uint64_t oid) {
         undo_fault();
         throw;
     }
+    // Wants are forgotten once the fault holds: a fault undone meets them again.
+    if (!expected_type_.empty())
+        for (const auto& [h, block] : faulting_) expected_type_.erase(h->oid());
     faulting_.clear();
     auto found = rot_.find(oid);
     if (found == rot_.end() || found->second->type == header::fault_block_type)
@@ -304,13 +308,8 @@ header* engine_handle::enter(header* h, std::uint64_t oid, const format::object_
     h->count = e.count;
     auto [it, fresh] = rot_.try_emplace(oid, h);
     header* block = fresh ? nullptr : it->second;
-    std::uint32_t want = any_type;
-    if (block) {
-        want = block->count;
-    } else if (auto x = expected_type_.find(oid); x != expected_type_.end()) {
-        want = x->second;
-        expected_type_.erase(x);
-    }
+    auto expected = expected_type_.find(oid);
+    std::uint32_t want = block ? block->count : expected != expected_type_.end() ? expected->second : any_type;
     resident_bytes_ += heap_->extent_of(h);
     faulting_.push_back({h, block});
     if (block) {  // a fault block stood for it: now it leads here
@@ -348,39 +347,57 @@ void engine_handle::swizzle(header* h) {
             };
             if (format::page_of(oid) < 1 || format::page_of(oid) >= meta_.next_page)
                 throw damaged("outside the store's object pages");
-            std::string wrong = expect_type(oid, wants[r]);
+            std::string wrong;
+            std::uint64_t word = word_for_oid(oid, wants[r], wrong);
             if (!wrong.empty()) throw damaged(wrong);
-            std::uint64_t word = word_for_oid(oid, wants[r]);
             std::memcpy(slot, &word, sizeof word);
             ++stats_.refs_swizzled;
         }
     }
 }
 
-// "" if object `oid` may be a `want` as far as is known now, which records
-// the want where the object is not in memory; otherwise what is wrong (T1).
-std::string engine_handle::expect_type(std::uint64_t oid, std::uint32_t want) {
-    if (want == any_type) return {};
-    if (want == no_type) return "but the field refers to a type no object of this store has";
-    std::uint32_t known = any_type;
-    bool resident = false;
-    if (auto it = rot_.find(oid); it != rot_.end()) {
-        const header* h = it->second;
-        resident = h->type != header::fault_block_type;
-        known = resident ? h->type : h->count;
-    } else if (scheme_.detect != detection::fault_block) {
-        known = expected_type_.try_emplace(oid, want).first->second;
+// What a slot wanting a `want` keeps for a reference to `oid`, as the scheme
+// swizzles: the object's or its fault block's address, or the tagged oid.
+// One table lookup also checks the type (T1): the type of an object in
+// memory, else the want a fault block or expected_type_ recorded (the want
+// is recorded where there is none yet). If they differ: 0, and `wrong` says
+// what is wrong.
+std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want, std::string& wrong) {
+    if (want == no_type) {
+        wrong = "but the field refers to a type no object of this store has";
+        return 0;
     }
-    if (known == any_type || known == want) return {};
-    return std::string(resident ? "which is a " : "which another reference says is a ") + type_name(known) +
-           ", but the field refers to " + type_name(want);
+    std::uint32_t* known = nullptr;  // the want recorded for an object not in memory
+    header* h = nullptr;
+    if (auto it = rot_.find(oid); it != rot_.end()) {
+        h = it->second;
+        if (h->type == header::fault_block_type) known = &h->count;
+    } else if (scheme_.detect == detection::fault_block) {
+        h = fault_block_for(oid, want);
+        known = &h->count;
+    } else if (want != any_type) {
+        known = &expected_type_.try_emplace(oid, want).first->second;
+    }
+    if (known && *known == any_type) *known = want;
+    std::uint32_t is = known ? *known : h ? h->type : any_type;
+    if (want != any_type && is != any_type && is != want) {
+        wrong = std::string(known ? "which another reference says is a " : "which is a ") + type_name(is) +
+                ", but the field refers to " + type_name(want);
+        return 0;
+    }
+    return scheme_.detect == detection::fault_block ? reinterpret_cast<std::uintptr_t>(h + 1) : tagged(oid, slot_);
 }
 
-std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want) {
-    if (scheme_.detect != detection::fault_block) return tagged(oid, slot_);
-    auto it = rot_.find(oid);
-    header* h = it != rot_.end() ? it->second : fault_block_for(oid, want);
-    return reinterpret_cast<std::uintptr_t>(h + 1);
+// Root `name`'s word at open and rollback: corrupt if its object is known to
+// be of another type than the roots table says (T1).
+std::uint64_t engine_handle::root_word(const std::string& name, std::uint32_t type, std::uint64_t oid) {
+    if (oid == 0) return 0;
+    std::string wrong;
+    std::uint64_t word = word_for_oid(oid, type, wrong);
+    if (!wrong.empty())
+        throw error(errc::corrupt, storage_->path() + ": root '" + name + "' names object " + std::to_string(oid) +
+                                       ", " + wrong + "; run `steppe check " + storage_->path() + "`");
+    return word;
 }
 
 // A fault block's count holds the type its references want (T1).

@@ -150,7 +150,7 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
                           rot_cache_.size() - 1};
     try {
         for (const auto& [name, r] : committed_roots_)
-            roots_[name] = {r.type, r.address ? word_for_oid(r.address, r.type) : 0};
+            roots_[name] = {r.type, root_word(name, r.type, r.address)};
     } catch (...) {
         give_back_slot(slot_);
         throw;

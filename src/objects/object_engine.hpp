@@ -107,8 +107,10 @@ private:
     void make_heap();  // once the scheme is known
     void ensure_writable(const char* call) const;
     types::catalog::index type_index(const types::layout& layout);
-    // As the scheme swizzles a reference to `oid` from a field wanting type `want`.
-    std::uint64_t word_for_oid(std::uint64_t oid, std::uint32_t want);
+    // As the scheme swizzles a reference to `oid` from a field wanting type
+    // `want` (fault.cpp: it checks the type, T1).
+    std::uint64_t word_for_oid(std::uint64_t oid, std::uint32_t want, std::string& wrong);
+    std::uint64_t root_word(const std::string& name, std::uint32_t type, std::uint64_t oid);
     void check_targets(const types::layout& program);
     void catalog_moved(std::uint64_t changes_before);
     std::uint64_t object_bytes(std::uint32_t type, std::uint64_t count) const;
@@ -133,7 +135,6 @@ private:
     // Invariant T1 (fault.cpp): what a reference field wants its target to be.
     static constexpr std::uint32_t any_type = 0xFFFFFFFD;  // not recorded (catalog version 2)
     static constexpr std::uint32_t no_type = 0xFFFFFFFC;   // a type the catalog does not hold
-    std::string expect_type(std::uint64_t oid, std::uint32_t want);
     const std::vector<std::uint32_t>& ref_wants(std::uint32_t type);
     std::string type_name(std::uint32_t type) const;
     std::string wrong_target(const types::layout& l, std::size_t r, std::uint32_t type) const;  // check.cpp

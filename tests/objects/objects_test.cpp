@@ -370,6 +370,41 @@ TEST_P(ObjectsTest, AReferenceToAnObjectOfAnotherTypeIsDamageNotAMisread) {
     for (const std::string& f : s.check()) EXPECT_NE(f.find("O2:"), std::string::npos) << f;
 }
 
+// T1 for roots: the roots table says what a root is; a crafted object table
+// that calls the root's object something else is damage under every scheme
+// (the id schemes keep no fault block to remember the root's type in).
+TEST_P(ObjectsTest, ARootWhoseObjectIsOfAnotherTypeIsDamage) {
+    {
+        auto s = open();
+        s.root<Tiny>("tiny").mut()->v = 7;  // catalog index 0
+        s.root<Node>("n").mut()->value = 5; // 1
+        s.commit();
+    }
+    int patched = 0;
+    ASSERT_TRUE(patch_segments([&](std::byte* page) {
+        so::format::segment_header h;
+        std::memcpy(&h, page, sizeof h);
+        bool changed = false;
+        for (std::uint32_t i = 0; i < h.objects; ++i) {
+            so::format::object_entry e;
+            std::memcpy(&e, page + sizeof h + i * sizeof e, sizeof e);
+            if (e.type != 1) continue;
+            e.type = 0;  // the Node's bytes, called a Tiny
+            std::memcpy(page + sizeof h + i * sizeof e, &e, sizeof e);
+            changed = true;
+            ++patched;
+        }
+        return changed;
+    }));
+    ASSERT_EQ(patched, 1);
+    auto cli = steppe::test::run_cli("check " + path);
+    EXPECT_EQ(cli.exit_code, 1) << cli.out;
+    EXPECT_CONTAINS(cli.out, "O3:");
+    auto s = open();
+    EXPECT_ERROR(errc::corrupt, "Tiny", s.find_root<Node>("n")->value);
+    EXPECT_ERROR(errc::corrupt, "Tiny", s.find_root<Node>("n")->value);
+}
+
 // T1 across types: a program whose Node changed cannot reach stored Nodes
 // through a root of another type either.
 struct Holder {
