@@ -156,13 +156,7 @@ catalog::index catalog::find_or_add(const layout& l) {
 std::string catalog::program_difference() const {
     std::unordered_map<std::string, const layout*> program;
     std::unordered_map<std::string, bool> ambiguous;
-    for (const layout& (*get)() : program_types()) {
-        const layout* l;
-        try {
-            l = &get();
-        } catch (const error&) {
-            continue;  // its layout cannot be built here (its own error says why when it is used)
-        }
+    for (const layout* l : program_types()) {
         auto [it, fresh] = program.try_emplace(l->name, l);
         if (!fresh && !same_structure(*it->second, *l)) ambiguous[l->name] = true;
     }

@@ -35,10 +35,21 @@ void detail::note_program_type(const layout& (*get)()) noexcept {
     }
 }
 
-std::vector<const layout& (*)()> program_types() {
-    program_type_list& list = program_type_list_();
-    std::lock_guard lock(list.mutex);
-    return list.types;
+std::vector<const layout*> program_types() {
+    std::vector<const layout& (*)()> noted;
+    {
+        program_type_list& list = program_type_list_();
+        std::lock_guard lock(list.mutex);
+        noted = list.types;
+    }
+    std::vector<const layout*> out;
+    for (const layout& (*get)() : noted) {
+        try {
+            out.push_back(&get());
+        } catch (const error&) {  // cannot be built here: its own error says why when the program uses it
+        }
+    }
+    return out;
 }
 
 const char* to_string(field_kind kind) noexcept {

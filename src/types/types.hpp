@@ -40,8 +40,9 @@ std::string field_list_difference(const layout& stored, const layout& program);
 std::string field_context(const layout& l, std::uint32_t offset);
 
 // The layout of every type this program instantiated layout_of for (or named
-// in types::declare), in no particular order; a layout may throw when built.
-std::vector<const layout& (*)()> program_types();
+// in types::declare), in no particular order, built now; those that cannot
+// be built in this process (layout_of throws) are left out.
+std::vector<const layout*> program_types();
 
 // Longest type or member name a catalog holds (template-heavy names are long).
 inline constexpr std::uint32_t max_name_length = 65536;
