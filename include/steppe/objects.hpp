@@ -19,12 +19,14 @@
 // engine's heap, translating their references (copy swizzling). `->` gives a
 // const T*; mut() gives a T* and records the write, so a forgotten barrier is
 // a compile error, not a lost update. Errors met while faulting (a damaged
-// segment) are steppe::error exceptions thrown from the dereference.
+// segment) are steppe::error exceptions thrown from the dereference (under
+// page_fault, whose check is a trapped load, they end the process with the
+// error's message, exit 71, as a page-engine fault does).
 //
 // The scheme is chosen when the program is compiled, as the thirteen builds
 // of Hosking & Moss 1993 were separate builds, so each build pays only its
 // own residency check and barrier (docs/objects.md):
-//   -DSTEPPE_OBJECTS_DETECTION=fault_block (default) | id | id_self_heal
+//   -DSTEPPE_OBJECTS_DETECTION=fault_block (default) | id | id_self_heal | page_fault
 //   -DSTEPPE_OBJECTS_BARRIER=cards (default) | object_flag | remembered_set | pages
 // A store records the scheme it was made with; opening it from a program
 // built for another is errc::unsupported naming both. Translation units of
@@ -61,6 +63,7 @@ enum class detection : std::uint8_t {
     id = 1,            // a tagged object identifier, looked up in the resident object table at every use
     id_self_heal = 2,  // the same, the slot patched with the direct address on first use (PEVM)
     fault_block = 3,   // a pointer to a small fault block; faulting turns it into an indirect block
+    page_fault = 4,    // the same fault blocks at protected addresses: the check is a load that traps (x86-64)
 };
 // How writes are found at commit (Hosking 1995, digest 001 §4).
 enum class barrier : std::uint8_t {
@@ -126,8 +129,9 @@ struct options {
     // the safe points, the end of commit() and of rollback(): objects not used
     // since the previous safe point leave memory (the next use faults them in
     // again), the others become victims and leave at the next safe point
-    // unless used before it. Under id_self_heal no object leaves (its slots
-    // hold direct addresses that cannot be re-pointed); under id, objects made
+    // unless used before it. Under id_self_heal and page_fault no object
+    // leaves (their slots hold direct addresses that cannot be re-pointed,
+    // and no check looks at a resident object's header); under id, objects made
     // or named as roots in this process stay (the program may hold their
     // direct address). A T* from get() or mut() stays valid until the next
     // safe point.
@@ -142,6 +146,7 @@ struct stats {
     std::uint64_t segment_faults = 0;     // segment reads caused by a dereference
     std::uint64_t objects_faulted = 0;    // objects copied into the heap
     std::uint64_t fault_blocks = 0;       // made for objects not in memory
+    std::uint64_t traps = 0;              // page_fault: checks that trapped (a fault block or an indirect one)
     std::uint64_t refs_swizzled = 0;      // references translated while faulting
     std::uint64_t evicted_objects = 0;    // left memory at a safe point (resident_budget)
     std::uint64_t rescued_victims = 0;    // victims used again before the next safe point
@@ -213,6 +218,10 @@ struct barrier_state {
     unsigned card_shift;
     rot_cache_entry* rot_cache;  // id schemes only
     std::uint64_t rot_cache_mask;
+    // page_fault only: the protected mirror of the heap (fault blocks'
+    // addresses as references hold them) and its size; 0 otherwise.
+    std::uintptr_t mirror;
+    std::uint64_t heap_bytes;
 };
 extern barrier_state open_stores[256];
 
@@ -222,6 +231,22 @@ void* resolve_fault_block(std::uint64_t& slot);  // faults or follows an indirec
 void* resolve_id(std::uint64_t word);            // looks up (faulting if needed), caches; never patches
 void remember(header* h);                        // remembered_set: the first write since the commit
 bool same_object(std::uint64_t a, std::uint64_t b);
+
+// detection::page_fault's residency check: one load of the target's header
+// through rax, with the slot's address in rdx. A fault block's address is
+// PROT_NONE, so the load traps there, and the handler
+// (src/objects/protected_blocks.cpp, which knows these exact bytes) points
+// rax and the slot at the object, faulted in, before the load runs again.
+// x86-64 only: elsewhere it is declared, not defined, so a page_fault build
+// fails to link.
+#if defined(__x86_64__)
+inline void* probe(void* p, std::uint64_t* slot) noexcept {
+    asm volatile("movq -16(%[p]), %%r11" : [p] "+a"(p), "+m"(*slot) : "d"(slot) : "r11");
+    return p;
+}
+#else
+void* probe(void* p, std::uint64_t* slot) noexcept;
+#endif
 
 inline namespace STEPPE_DETAIL_SCHEME_NS {
 inline constexpr scheme compiled_scheme{detection::STEPPE_OBJECTS_DETECTION, barrier::STEPPE_OBJECTS_BARRIER};
@@ -281,6 +306,8 @@ private:
             void* p = reinterpret_cast<void*>(w);
             if (p && (detail::header_of(p)->word & detail::header::proxy)) p = detail::resolve_fault_block(word_);
             return p;
+        } else if constexpr (detail::compiled_scheme.detect == detection::page_fault) {
+            return w ? detail::probe(reinterpret_cast<void*>(w), &word_) : nullptr;
         } else if constexpr (detail::compiled_scheme.detect == detection::id) {
             return (w & 1) ? lookup(w) : reinterpret_cast<void*>(w);
         } else {

@@ -153,6 +153,7 @@ std::uint64_t engine_handle::unswizzle_word(std::uint64_t word, const header* fr
         if (((word >> 8) & 0xFF) != slot_) refuse("refers to an object of another store");
         return word >> 16;
     }
+    if (blocks_ && blocks_->is_mirror(word)) return blocks_->readable(word)->oid();  // a fault block (page_fault)
     if (!heap_->contains(reinterpret_cast<void*>(word)))
         refuse("holds an address that is no object of this store (another store's object, or not a reference)");
     const header* t = header_of(reinterpret_cast<void*>(word));
@@ -300,7 +301,10 @@ void engine_handle::restore(header* h) {
     segment_view s = read_segment(format::page_of(h->oid()), segment_buffer_, "a rollback");
     const format::object_entry& e = s.entries.at(format::slot_of(h->oid()));
     std::memcpy(h + 1, s.bytes + e.offset, object_bytes(h->type, h->count));
+    pending_sources_.clear();
     swizzle(h);
+    for (const auto& [block, slot] : pending_sources_) blocks_->note_source(block, slot);
+    pending_sources_.clear();
 }
 
 void engine_handle::rollback() {

@@ -47,7 +47,10 @@ void engine_handle::evict(header* h) {
 }
 
 void engine_handle::enforce_budget() {
-    if (scheme_.detect == detection::id_self_heal || resident_bytes() <= budget_) return;
+    // id_self_heal and page_fault slots hold addresses nothing can re-point.
+    if (scheme_.detect == detection::id_self_heal || scheme_.detect == detection::page_fault ||
+        resident_bytes() <= budget_)
+        return;
     std::vector<header*> victims, candidates;
     for (const auto& [oid, h] : rot_) {
         if (h->word & header::victim) victims.push_back(h);

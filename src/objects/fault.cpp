@@ -66,10 +66,19 @@ void remember(header* h) {
 }
 
 namespace {
+// The header `word` leads to, read in the heap for a fault block's
+// protected address (page_fault: whichever open store's mirror holds it).
+const header* readable_header(std::uint64_t word) {
+    for (const barrier_state& s : open_stores)
+        if (s.mirror != 0 && word - s.mirror < s.heap_bytes)
+            return header_of(reinterpret_cast<void*>(word - s.mirror + s.heap_base));
+    return header_of(reinterpret_cast<void*>(word));
+}
+
 // (store slot, oid) for a persistent object, (0, address) for a transient one.
 std::pair<std::uint64_t, std::uint64_t> identity(std::uint64_t word) {
     if (word & 1) return {(word >> 8) & 0xFF, word >> 16};
-    const header* h = header_of(reinterpret_cast<void*>(word));
+    const header* h = readable_header(word);
     if (h->oid() == 0) return {0, word};  // transient: never behind a fault block
     return {h->store(), h->oid()};
 }
@@ -82,7 +91,7 @@ bool same_object(std::uint64_t a, std::uint64_t b) { return identity(a) == ident
 void* engine_handle::follow(std::uint64_t word) {
     if (word == 0) return nullptr;
     if (word & 1) return fault_in(word >> 16);
-    for (header* h = header_of(reinterpret_cast<void*>(word));; ) {
+    for (header* h = header_at(word);;) {
         if (!(h->word & header::proxy)) return h + 1;
         if (h->word & header::victim) return rescue(h);
         if (!(h->word & header::indirect)) return fault_in(h->oid());
@@ -100,7 +109,12 @@ void* engine_handle::rescue(header* h) {
 
 std::uint64_t engine_handle::oid_of_word(std::uint64_t word) const {
     if (word & 1) return word >> 16;
-    return header_of(reinterpret_cast<void*>(word))->oid();
+    return header_at(word)->oid();
+}
+
+header* engine_handle::header_at(std::uint64_t word) const noexcept {
+    if (blocks_ && blocks_->is_mirror(word)) return blocks_->readable(word);
+    return header_of(reinterpret_cast<void*>(word));
 }
 
 void* engine_handle::fault_in(std::uint64_t oid) {
@@ -112,6 +126,7 @@ void* engine_handle::fault_in(std::uint64_t oid) {
     std::uint64_t page = format::page_of(oid);
     std::vector<header*> copied;
     faulting_.clear();
+    pending_sources_.clear();
     try {
         read_in(oid, copied);
         for (header* h : copied) swizzle(h);
@@ -122,6 +137,7 @@ void* engine_handle::fault_in(std::uint64_t oid) {
     // Wants are forgotten once the fault holds: a fault undone meets them again.
     if (!expected_type_.empty())
         for (const auto& [h, block] : faulting_) expected_type_.erase(h->oid());
+    if (blocks_) note_sources_and_eliminate();
     faulting_.clear();
     auto found = rot_.find(oid);
     if (found == rot_.end() || found->second->type == header::fault_block_type)
@@ -130,6 +146,16 @@ void* engine_handle::fault_in(std::uint64_t oid) {
                                        std::to_string(page) + "), which the segment does not hold; run `steppe check " +
                                        storage_->path() + "`");
     return found->second + 1;
+}
+
+// page_fault, once a fault holds: the slots its objects point at fault
+// blocks are remembered, and those pointing at the blocks that became
+// indirect get their objects (protected_blocks.hpp).
+void engine_handle::note_sources_and_eliminate() {
+    for (const auto& [block, slot] : pending_sources_) blocks_->note_source(block, slot);
+    pending_sources_.clear();
+    for (const auto& [h, block] : faulting_)
+        if (block) blocks_->eliminate(block);
 }
 
 // Steps 3 and 4 for a fault on `oid`: the objects entered, in `copied`.
@@ -158,7 +184,7 @@ void engine_handle::undo_fault() {
         std::uint64_t oid = h->oid();
         if (block) {
             block->word &= ~header::indirect;
-            std::memset(block + 1, 0, object_heap::fault_block_body);
+            std::memset(block + 1, 0, sizeof(void*));  // the address (page_fault keeps its sources after it)
             rot_[oid] = block;
         } else {
             rot_.erase(oid);
@@ -167,6 +193,7 @@ void engine_handle::undo_fault() {
         heap_->release(h, 0);
     }
     faulting_.clear();
+    pending_sources_.clear();
 }
 
 bool engine_handle::is_blob_page(std::uint64_t page) {
@@ -351,6 +378,7 @@ void engine_handle::swizzle(header* h) {
             std::uint64_t word = word_for_oid(oid, wants[r], wrong);
             if (!wrong.empty()) throw damaged(wrong);
             std::memcpy(slot, &word, sizeof word);
+            if (blocks_ && blocks_->is_mirror(word)) pending_sources_.emplace_back(blocks_->readable(word), slot);
             ++stats_.refs_swizzled;
         }
     }
@@ -372,7 +400,7 @@ std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want,
     if (auto it = rot_.find(oid); it != rot_.end()) {
         h = it->second;
         if (h->type == header::fault_block_type) known = &h->count;
-    } else if (scheme_.detect == detection::fault_block) {
+    } else if (scheme_.detect == detection::fault_block || blocks_) {
         h = fault_block_for(oid, want);
         known = &h->count;
     } else if (want != any_type) {
@@ -385,7 +413,10 @@ std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want,
                 ", but the field refers to " + type_name(want);
         return 0;
     }
-    return scheme_.detect == detection::fault_block ? reinterpret_cast<std::uintptr_t>(h + 1) : tagged(oid, slot_);
+    if (blocks_ && known) return blocks_->word_of(h);  // a fault block: its protected address
+    return scheme_.detect == detection::id || scheme_.detect == detection::id_self_heal
+               ? tagged(oid, slot_)
+               : reinterpret_cast<std::uintptr_t>(h + 1);
 }
 
 // Root `name`'s word at open and rollback: corrupt if its object is known to

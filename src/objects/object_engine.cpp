@@ -22,6 +22,7 @@ const char* to_string(detection d) noexcept {
     case detection::id: return "id";
     case detection::id_self_heal: return "id_self_heal";
     case detection::fault_block: return "fault_block";
+    case detection::page_fault: return "page_fault";
     }
     return "unknown";
 }
@@ -56,6 +57,7 @@ std::string to_string(const stats& s) {
     line("segment_faults", s.segment_faults);
     line("objects_faulted", s.objects_faulted);
     line("fault_blocks", s.fault_blocks);
+    line("traps", s.traps);
     line("refs_swizzled", s.refs_swizzled);
     line("evicted_objects", s.evicted_objects);
     line("rescued_victims", s.rescued_victims);
@@ -86,7 +88,7 @@ namespace {
 rot_cache_entry no_cache[1];
 
 [[maybe_unused]] const bool slots_start_closed = [] {
-    for (barrier_state& s : open_stores) s = {0, nullptr, 0, no_cache, 0};
+    for (barrier_state& s : open_stores) s = {0, nullptr, 0, no_cache, 0, 0, 0};
     return true;
 }();
 
@@ -107,7 +109,7 @@ unsigned take_slot(engine_handle* e) {
 void give_back_slot(unsigned slot) {
     std::lock_guard<std::mutex> hold(engines_lock);
     engines[slot] = nullptr;
-    open_stores[slot] = {0, nullptr, 0, no_cache, 0};
+    open_stores[slot] = {0, nullptr, 0, no_cache, 0, 0, 0};
 }
 
 bool is_zero(const storage::meta_bytes& raw) {
@@ -146,8 +148,9 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
     slot_ = take_slot(this);
     // A cache of one entry that never matches (a tagged word is odd) for fault_block.
     rot_cache_.assign(scheme_.detect == detection::fault_block ? 1 : rot_cache_entries, rot_cache_entry{0, nullptr});
-    open_stores[slot_] = {heap_->base(), heap_->cards(), heap_->card_shift(), rot_cache_.data(),
-                          rot_cache_.size() - 1};
+    open_stores[slot_] = {heap_->base(), heap_->cards(),         heap_->card_shift(),
+                          rot_cache_.data(), rot_cache_.size() - 1, blocks_ ? blocks_->mirror() : 0,
+                          heap_->limit()};
     try {
         for (const auto& [name, r] : committed_roots_)
             roots_[name] = {r.type, root_word(name, r.type, r.address)};
@@ -187,6 +190,10 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
                                         : " holds no object-engine data of a version this build reads"));
     }
     scheme_ = {static_cast<detection>(meta_.detection), static_cast<barrier>(meta_.barrier)};
+    if (meta_.detection < 1 || meta_.detection > 4 || meta_.barrier < 1 || meta_.barrier > 4)
+        throw error(errc::corrupt, path + ": the object engine's meta names no scheme this build knows (detection " +
+                                       std::to_string(meta_.detection) + ", barrier " +
+                                       std::to_string(meta_.barrier) + "); run `steppe check " + path + "`");
     if (compiled && *compiled != scheme_)
         throw error(errc::unsupported, path + " was made with scheme " + to_string(scheme_.detect) + " + " +
                                            to_string(scheme_.write) + ", this program is built for " +
@@ -218,6 +225,12 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
 void engine_handle::make_heap() {
     std::uint64_t limit = options_.heap_limit ? options_.heap_limit : std::uint64_t{64} << 30;
     heap_ = std::make_unique<object_heap>(limit, options_.card_bytes, scheme_.write == barrier::pages);
+    if (scheme_.detect == detection::page_fault) {
+        auto resolve = [](void* engine, header* block) {
+            return static_cast<engine_handle*>(engine)->fault_in(block->oid());
+        };
+        blocks_ = std::make_unique<protected_blocks>(heap_->base(), limit, resolve, this, storage_->path());
+    }
 }
 
 void engine_handle::close() {
@@ -373,6 +386,7 @@ void engine_handle::checkpoint() {
 
 objects::stats engine_handle::object_stats() const {
     objects::stats s = stats_;
+    s.traps = blocks_ ? blocks_->traps() : 0;
     // Appended piece by piece: GCC 12 -O3 sees a false -Wrestrict in one long sum.
     s.scheme = to_string(scheme_.detect);
     s.scheme += " + ";
@@ -434,7 +448,7 @@ std::vector<std::string> engine_handle::check_memory() const {
             findings.push_back("object engine: R3: victim " + std::to_string(oid) + " is dirty or pinned");
     for (const auto& [name, r] : roots_) {
         bool tagged = r.word & 1;
-        if (r.word && !tagged && !heap_->contains(reinterpret_cast<void*>(r.word)))
+        if (r.word && !tagged && !heap_->contains(header_at(r.word)))
             findings.push_back("object engine: R2: root '" + name + "' points outside the heap");
     }
     return findings;

@@ -15,7 +15,7 @@
 //   transient     made since the last commit, oid 0, not in the ROT
 //   persistent    oid != 0, in the ROT, its committed bytes in its segment
 //   fault block   a header standing for an oid not (or not yet) in memory
-//                 (detection::fault_block only); in the ROT until its object
+//                 (detection::fault_block and page_fault); in the ROT until its object
 //                 comes in, then `indirect` with the object's address
 //   victim        persistent, marked by enforce_budget; `proxy` is set so its
 //                 next use takes the slow path (rescue)
@@ -49,6 +49,7 @@
 #include "engine/roots.hpp"
 #include "objects/object_format.hpp"
 #include "objects/object_heap.hpp"
+#include "objects/protected_blocks.hpp"
 #include "storage/storage.hpp"
 #include "types/types.hpp"
 
@@ -92,6 +93,9 @@ public:
     void* rescue(header* victim);      // a victim used again stays
     void remember(header* h) { remembered_.push_back(h); }
     std::uint64_t oid_of_word(std::uint64_t word) const;  // 0 for a transient object
+    // The header a reference word leads to (a fault block's in the heap for
+    // a protected address, page_fault), without faulting.
+    header* header_at(std::uint64_t word) const noexcept;
 
 private:
     struct segment_view {  // a segment read and checked (read_segment)
@@ -126,6 +130,7 @@ private:
     std::uint64_t bring_in_place(std::uint64_t page, std::vector<header*>& copied, const char* why);
     void read_in(std::uint64_t oid, std::vector<header*>& copied);
     void undo_fault();
+    void note_sources_and_eliminate();
     header* materialize(const segment_view& s, std::uint32_t slot);
     header* enter(header* h, std::uint64_t oid, const format::object_entry& e);
     // granularity::physical_segment reads at least this many pages (32 KiB, Mneme's unit of I/O).
@@ -161,6 +166,10 @@ private:
     unsigned slot_ = 0;  // in open_stores
     std::unique_ptr<storage::storage> storage_;
     std::unique_ptr<object_heap> heap_;
+    std::unique_ptr<protected_blocks> blocks_;  // page_fault only: where fault blocks' words point
+    // Slots swizzle pointed at fault blocks in the fault under way, noted
+    // with blocks_ once it holds (page_fault).
+    std::vector<std::pair<header*, std::byte*>> pending_sources_;
     format::object_meta meta_{};
     types::catalog catalog_;
     bool catalog_dirty_ = false;

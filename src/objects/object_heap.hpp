@@ -79,6 +79,7 @@ public:
     std::uint8_t* cards() const noexcept { return cards_; }
     unsigned card_shift() const noexcept { return card_shift_; }
     std::uint64_t bytes_used() const noexcept { return top_ - base_; }
+    std::uint64_t limit() const noexcept { return limit_bytes_; }
     std::uint64_t free_bytes() const noexcept { return free_bytes_; }
 
     // Every header, in address order.

@@ -574,32 +574,6 @@ void forked_touch(std::uintptr_t address) noexcept {
     }
 }
 
-// Trap pages (register_trap_page): a slot is published by storing its page
-// last, with release; the handler reads store and hook after acquiring it.
-struct trap_page {
-    std::atomic<std::uintptr_t> page{0};
-    const char* store = nullptr;
-    void (*fatal_hook)(const char*) = nullptr;
-};
-trap_page g_traps[max_arenas];
-
-void trap_touch(std::uintptr_t address) noexcept {
-    for (trap_page& t : g_traps) {
-        const std::uintptr_t page = t.page.load(std::memory_order_acquire);
-        if (page == 0 || address < page || address >= page + page_size) continue;
-        char text[768];
-        common::fixed_message message(text, sizeof text);
-        message << "steppe: fatal: store " << t.store << ": the program followed a pointer to "
-                << common::in_hex{address}
-                << ", where steppe puts stored pointers that aim at memory no object holds: a dangling pointer (its "
-                   "object was destroyed after the pointer was stored, or a page holding it is damaged). Run `steppe "
-                   "check "
-                << t.store << "`; null or update pointers to objects you destroy";
-        if (t.fatal_hook) t.fatal_hook(message.c_str());
-        common::fatal_exit((message << "\n").c_str());
-    }
-}
-
 // Is this fault ours? Page faults of our arenas raise SIGBUS with BUS_ADRERR
 // (userfaultfd) or SIGSEGV with SEGV_ACCERR (protection); anything else, and
 // any address outside the registry, is not. A touch of an arena inherited
@@ -611,10 +585,10 @@ bool dispatch(int signal, siginfo_t* info, void* context) noexcept {
     if (info->si_code != our_code) return false;
     arena* a = find_arena(address);
     if (a == nullptr) {
-        // Trap pages lie outside the arenas: looked for only once the fault is
-        // not an arena's, so ordinary protection faults pay nothing for them.
-        if (signal == SIGSEGV) trap_touch(address);
-        return false;
+        // Trap pages and ranges lie outside the arenas: looked for only once
+        // the fault is not an arena's, so ordinary protection faults pay
+        // nothing for them.
+        return signal == SIGSEGV && detail::trap_touch(address, context);
     }
     return a->owner->handle_fault(*a, address, access_of(context), signal);
 }
@@ -731,7 +705,9 @@ bool space::spurious(std::uintptr_t page) noexcept {
     return true;
 }
 
-void install_signal_handlers() {
+}  // namespace
+
+void detail::install_signal_handlers() {
     static std::once_flag once;
     std::call_once(once, [] {
         struct sigaction action{};
@@ -750,6 +726,8 @@ void install_signal_handlers() {
         }
     });
 }
+
+namespace {
 
 // 6. Normal-code operations -------------------------------------------------------
 
@@ -1430,28 +1408,6 @@ std::uintptr_t make_staging(int uffd, std::size_t pages) noexcept {
 
 }  // namespace
 
-// Writers take turns (normal context); the handler only reads.
-std::mutex g_traps_mutex;
-
-void register_trap_page(std::uintptr_t page, const char* store, void (*fatal_hook)(const char*)) {
-    install_signal_handlers();
-    std::lock_guard lock(g_traps_mutex);
-    for (trap_page& t : g_traps) {
-        if (t.page.load(std::memory_order_relaxed) != 0) continue;
-        t.store = store;
-        t.fatal_hook = fatal_hook;
-        t.page.store(page, std::memory_order_release);
-        return;
-    }
-    // More stores than arenas open at once: this one's page stays a bare SIGSEGV.
-}
-
-void unregister_trap_page(std::uintptr_t page) noexcept {
-    std::lock_guard lock(g_traps_mutex);
-    for (trap_page& t : g_traps)
-        if (t.page.load(std::memory_order_relaxed) == page) return t.page.store(0, std::memory_order_release);
-}
-
 std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn fill, void* ctx,
                                                  std::optional<tracking_kind> tracking, write_refused_fn refuse_write) {
     if (fill == nullptr) throw error(errc::invalid_argument, "vm: fault_space::create needs a fill function");
@@ -1475,7 +1431,7 @@ std::unique_ptr<fault_space> fault_space::create(backend_kind backend, fill_fn f
             chosen = tracking_kind::wp_sync;
         }
     }
-    install_signal_handlers();
+    detail::install_signal_handlers();
 
     int uffd = -1;
     if (backend == backend_kind::uffd) {

@@ -3,6 +3,7 @@
 
 #include "vm/vm.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -25,5 +26,15 @@ int open_userfaultfd() noexcept;
 // else STEPPE_WRITE_TRACKING, else the best this kernel offers. Throws
 // errc::unsupported (saying why) or errc::invalid_argument.
 tracking_kind choose_tracking(backend_kind backend, std::optional<tracking_kind> requested);
+
+// Installs the process-wide SIGBUS and SIGSEGV handlers (once; later calls
+// do nothing). Throws errc::io when sigaction refuses.
+void install_signal_handlers();
+
+// For the handler, once a SIGSEGV protection fault at `address` is no
+// arena's: a trap page's touch ends the process with its message; a trap
+// range's function decides (true: served, retry the access). False: not ours.
+// Async-signal-safe.
+bool trap_touch(std::uintptr_t address, void* ucontext) noexcept;
 
 }  // namespace steppe::vm::detail

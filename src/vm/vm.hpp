@@ -92,6 +92,18 @@ using common::fatal_exit_status;  // EX_OSERR
 void register_trap_page(std::uintptr_t page, const char* store, void (*fatal_hook)(const char*));
 void unregister_trap_page(std::uintptr_t page) noexcept;
 
+// A range a client keeps PROT_NONE on purpose and serves itself (the object
+// engine's protected fault blocks): a protection fault there calls `trap` in
+// signal context on the touching thread with the signal's ucontext_t, which
+// it may change (registers) before the access is retried; false treats the
+// touch as not ours (chained, as a wild access). `trap` must be
+// async-signal-safe and must not throw. The range must not overlap an arena;
+// unregister it only when no thread can touch it. At most max_arenas ranges;
+// throws errc::unsupported past that.
+using trap_fn = bool (*)(void* ctx, std::uintptr_t address, void* ucontext) noexcept;
+void register_trap_range(std::uintptr_t base, std::size_t bytes, trap_fn trap, void* ctx);
+void unregister_trap_range(std::uintptr_t base) noexcept;
+
 enum class backend_kind { uffd, mprotect };
 enum class tracking_kind { wp_async, wp_sync, mprotect };
 

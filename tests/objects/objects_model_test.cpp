@@ -1436,21 +1436,25 @@ private:
         }
         ++totals_.io_failures;
         bool poisoned = false;
-        // The program must see what it saw before the commit, its changes pending.
-        try {
-            verify("a failed commit");
-        } catch (const steppe::error& e) {
-            if (e.code() != steppe::errc::poisoned) throw;
-            poisoned = true;
-        }
-        if (!poisoned) {
+        auto check_poisoned = [&] {
             try {  // checkpoint refuses a poisoned store (and is harmless otherwise)
                 s().checkpoint();
             } catch (const steppe::error& e) {
                 if (e.code() != steppe::errc::poisoned) throw;
                 poisoned = true;
             }
+        };
+        // Under page_fault a fault on a poisoned store ends the process (a
+        // trapped load cannot throw): ask the store first.
+        if constexpr (so::detail::compiled_scheme.detect == so::detection::page_fault) check_poisoned();
+        // The program must see what it saw before the commit, its changes pending.
+        try {
+            if (!poisoned) verify("a failed commit");
+        } catch (const steppe::error& e) {
+            if (e.code() != steppe::errc::poisoned) throw;
+            poisoned = true;
         }
+        if (!poisoned) check_poisoned();
         if (!poisoned) {
             bool retry = chance(60);
             if (!retry) {

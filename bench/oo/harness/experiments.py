@@ -8,14 +8,14 @@ process runner, cache dropping, cross-system check and machine description).
                  traversal, cold / warm (iterations 1-10, the warm-up curve) /
                  hot (the fitted slope), for the builds steppe has:
                  non-persistent (transient), the "-resident" check-only builds
-                 (FB, ID, ID + self-heal: the database built in the measuring
-                 process, so every check runs and never fires), FB / ID /
-                 ID + self-heal x fetch object / logical / physical segment,
-                 and the page engine (uffd, mprotect) beside them; segment
-                 faults, objects faulted and references swizzled per
-                 iteration; the paper's Tables 2-4 and the derived ratios of
-                 digest 000 §6.4, each beside the paper's figure. PF is not
-                 built in steppe: its rows say so.
+                 (ID, FB, PF, ID + self-heal: the database built in the
+                 measuring process, so every check runs and never fires),
+                 ID / FB / PF / ID + self-heal x fetch object / logical /
+                 physical segment, and the page engine (uffd, mprotect)
+                 beside them; segment faults, objects faulted, references
+                 swizzled and PF traps per iteration; the paper's Tables 2-4
+                 and the derived ratios of digest 000 §6.4, each beside the
+                 paper's figure.
 
 Modes: quick (the smallest size, 1 round, a short hot phase; checks that
 every table is filled and every system agrees: what CI runs), full (OO1
@@ -61,8 +61,7 @@ PAPER = {
 }
 
 FETCH = [('OBJ', 'object'), ('LSEG', 'logical'), ('PSEG', 'physical')]
-SCHEMES = [('ID', 'objects-id'), ('FB', 'objects-fb'), ('PF', None), ('IDSH', 'objects-idsh')]
-PF_WHY = 'not built (no PF in steppe yet)'
+SCHEMES = [('ID', 'objects-id'), ('FB', 'objects-fb'), ('PF', 'objects-pf'), ('IDSH', 'objects-idsh')]
 
 
 class Row:
@@ -80,19 +79,13 @@ class Row:
 def rows():
     out = [Row('non-persistent', 'transient', kind='resident', note='std::allocator, raw pointers')]
     for s, sysname in SCHEMES:
-        if sysname:
-            out.append(Row('%s-resident' % s, sysname, ['--resident'], 'resident',
-                           'built in the measuring process: the check runs, never fires' +
-                           (' (extra: not in the paper)' if s == 'IDSH' else '')))
-        else:
-            out.append(Row('%s-resident' % s, None, kind='resident', why=PF_WHY))
+        out.append(Row('%s-resident' % s, sysname, ['--resident'], 'resident',
+                       'built in the measuring process: the check runs, never fires' +
+                       (' (extra: not in the paper)' if s == 'IDSH' else '')))
     for s, sysname in SCHEMES:
         for g, fetch in FETCH:
-            if sysname:
-                out.append(Row('%s-%s' % (s, g), sysname, ['--fetch', fetch],
-                               note='ID + self-heal (PEVM), extra' if s == 'IDSH' else ''))
-            else:
-                out.append(Row('%s-%s' % (s, g), None, why=PF_WHY))
+            out.append(Row('%s-%s' % (s, g), sysname, ['--fetch', fetch],
+                           note='ID + self-heal (PEVM), extra' if s == 'IDSH' else ''))
     out.append(Row('page engine (uffd)', 'steppe-uffd', kind='page', note='Texas-style swizzling at page-fault time'))
     out.append(Row('page engine (mprotect)', 'steppe-mprotect', kind='page', note='the same, PROT_NONE + SIGSEGV'))
     return out
@@ -334,6 +327,12 @@ def size_tables(rep, size, parts, agg, allrows):
                         rep.need('%s %s %s %s iteration %d' % (size, op, r.name, key, i + 1), v)
                 body.append([r.name] + [cnt(v) for v in vals])
             rep.table(['build'] + [str(i + 1) for i in range(n_it)], body)
+        pf = [r for r in built if r.name.startswith('PF-')]
+        if pf:
+            rep.add('**%s %s, per iteration: PF traps (checks that trapped on a fault block or an indirect '
+                    'block)**\n' % (op, size))
+            rep.table(['build'] + [str(i + 1) for i in range(n_it)],
+                      [[r.name] + [cnt(c.get('traps')) for c in get(op, r)['counters']] for r in pf])
 
 
 def self_checks(agg, allrows, failures):
@@ -485,8 +484,8 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
         rep.add('Self-checks: every build gave the same answers (lookup hits and checksums, traversal visits and '
                 'checksums, every iteration; %d cross-system comparisons); the -resident builds never faulted; '
                 'every persistent object-engine build faulted in its cold iteration.\n' % checked)
-    rep.add('PF (fault blocks in protected pages, trapped) is not built in steppe yet (docs/objects.md, issue 16): '
-            'its rows show the paper\'s figures only.\n')
+    rep.add('PF: fault blocks at PROT_NONE addresses, the check one load that traps; the SIGSEGV handler has the '
+            'store\'s service thread fault the object in and patches the register and the slot (docs/objects.md).\n')
     rep.add('Builds: ' + '; '.join('**%s**: %s' % (r.name, r.note or r.why or r.system) for r in allrows
                                    if r.note) + '.\n')
     for size in sizes:

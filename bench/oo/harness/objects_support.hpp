@@ -4,7 +4,7 @@
 //
 // The object engine's scheme is chosen when the program is compiled
 // (-DSTEPPE_OBJECTS_DETECTION=..., -DSTEPPE_OBJECTS_BARRIER=...), so each
-// scheme is its own executable: <bench>_objects_fb, _id, _idsh beside <bench>
+// scheme is its own executable: <bench>_objects_fb, _id, _idsh, _pf beside <bench>
 // (bench/oo/oo1/CMakeLists.txt, bench/oo/oo7/CMakeLists.txt). Any of a
 // benchmark's executables asked for an objects-* system it was not built for
 // re-executes itself as that system's executable, so the driver and a user run
@@ -33,6 +33,7 @@ inline std::map<std::string, std::int64_t> object_counters(const steppe::objects
     return {{"segment_faults", i(st.segment_faults)},
             {"objects_faulted", i(st.objects_faulted)},
             {"fault_blocks", i(st.fault_blocks)},
+            {"traps", i(st.traps)},
             {"refs_swizzled", i(st.refs_swizzled)},
             {"evicted_objects", i(st.evicted_objects)},
             {"commits", i(st.commits)},

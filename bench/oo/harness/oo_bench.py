@@ -31,10 +31,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))                  # bench/oo/ha
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))    # the repository
 
 # objects-*: steppe's object engine, one scheme per executable (oo1_objects_fb, _id,
-# _idsh, oo7_objects_fb, _id, _idsh; the oo1 and oo7 executables hand these
+# _idsh, _pf, oo7_objects_fb, _id, _idsh, _pf; the oo1 and oo7 executables hand these
 # systems to them). A store records the scheme it was made with, so each scheme
 # is its own store family.
-OBJECT_SYSTEMS = ['objects-fb', 'objects-id', 'objects-idsh']
+OBJECT_SYSTEMS = ['objects-fb', 'objects-id', 'objects-idsh', 'objects-pf']
 SYSTEMS = ['transient', 'steppe-uffd', 'steppe-mprotect'] + OBJECT_SYSTEMS + ['bip', 'pmem', 'pmem-nd', 'lmdb']
 FAMILY = {'transient': None, 'steppe-uffd': 'steppe', 'steppe-mprotect': 'steppe', 'bip': 'bip',
           'pmem': 'pmem', 'pmem-nd': 'pmem', 'lmdb': 'lmdb', **{s: s for s in OBJECT_SYSTEMS}}
@@ -49,13 +49,14 @@ LABEL = {
     'objects-fb': 'steppe objects (fault_block + cards)',
     'objects-id': 'steppe objects (id + cards)',
     'objects-idsh': 'steppe objects (id_self_heal + cards)',
+    'objects-pf': 'steppe objects (page_fault + cards)',
     'bip': 'Boost.Interprocess',
     'pmem': 'libpmemobj (durable)',
     'pmem-nd': 'libpmemobj (PMEM_IS_PMEM_FORCE=1, NOT durable)',
     'lmdb': 'LMDB',
 }
 SHORT = {'transient': 'transient', 'steppe-uffd': 'steppe-uffd', 'steppe-mprotect': 'steppe-mprot',
-         'objects-fb': 'objects-fb', 'objects-id': 'objects-id', 'objects-idsh': 'objects-idsh',
+         'objects-fb': 'objects-fb', 'objects-id': 'objects-id', 'objects-idsh': 'objects-idsh', 'objects-pf': 'objects-pf',
          'bip': 'BIP', 'pmem': 'pmemobj', 'pmem-nd': 'pmemobj-ND', 'lmdb': 'LMDB'}
 PEERS = ['bip', 'pmem', 'lmdb']  # durable peers for the goals (pmem-nd is reported, not a goal peer)
 

@@ -30,10 +30,11 @@
 //
 // Systems: transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb
 // (pmem-nd is libpmemobj with PMEM_IS_PMEM_FORCE=1: not durable here), and
-// steppe's object engine in three schemes: objects-fb (fault_block + cards),
-// objects-id (id + cards), objects-idsh (id_self_heal + cards). The scheme is
+// steppe's object engine in four schemes: objects-fb (fault_block + cards),
+// objects-id (id + cards), objects-idsh (id_self_heal + cards), objects-pf
+// (page_fault + cards). The scheme is
 // compiled in, so each is its own executable, this source built with
-// OO1_OBJECTS_SYSTEM and the scheme's -D flags (oo1_objects_fb, _id, _idsh,
+// OO1_OBJECTS_SYSTEM and the scheme's -D flags (oo1_objects_fb, _id, _idsh, _pf,
 // beside oo1); any oo1 executable asked for an objects-* system it was not
 // built for re-executes itself as that system's executable, so the driver and
 // a user run `oo1 ... --system objects-id` alike.
@@ -83,7 +84,7 @@ void with_model(const std::string& sys, const std::string& path, bool create, st
 #endif
     bench::fail("unknown system " + sys +
                 " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb, objects-fb, objects-id, "
-                "objects-idsh)");
+                "objects-idsh, objects-pf)");
 }
 
 oo1::op parse_op(const std::string& s) {

@@ -16,10 +16,11 @@
 // Systems: transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb
 // (pmem-nd is libpmemobj with PMEM_IS_PMEM_FORCE=1: not durable here; lmdb
 // keeps the objects as records keyed by id, lmdb_oo7.hpp), and steppe's
-// object engine in three schemes (oo7_objects.hpp): objects-fb (fault_block +
-// cards), objects-id (id + cards), objects-idsh (id_self_heal + cards). The
+// object engine in four schemes (oo7_objects.hpp): objects-fb (fault_block +
+// cards), objects-id (id + cards), objects-idsh (id_self_heal + cards), objects-pf
+// (page_fault + cards). The
 // scheme is compiled in, so each is its own executable, this source built with
-// OO7_OBJECTS_SYSTEM and the scheme's -D flags (oo7_objects_fb, _id, _idsh,
+// OO7_OBJECTS_SYSTEM and the scheme's -D flags (oo7_objects_fb, _id, _idsh, _pf,
 // beside oo7); any oo7 executable asked for an objects-* system it was not
 // built for re-executes itself as that system's executable.
 #include <cstdio>
@@ -71,7 +72,7 @@ void with_model(const std::string& sys, const std::string& path, bool create, co
 #endif
     bench::fail("unknown system " + sys +
                 " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb, objects-fb, objects-id, "
-                "objects-idsh)");
+                "objects-idsh, objects-pf)");
 }
 
 oo7::op parse_op(const std::string& s) {
