@@ -84,7 +84,25 @@ enum class placement : std::uint8_t {
     in_place = 2,  // the segment's pages read into the heap and used where they are (no copy);
                    // with granularity::object, as copy
 };
+// When a slot swizzled to an object's stand-in (its identifier, or its
+// fault block) gets the object's address (Hosking 1995's eagerness, digest
+// 001 §3). `scheme_default`: id lazy, fault_block opportunistic, page_fault
+// eager, id_self_heal its own (patched at first use).
+enum class swizzling : std::uint8_t {
+    scheme_default = 0,
+    lazy = 1,           // id only: never; every use translates the identifier
+    opportunistic = 2,  // references to objects already in memory when a segment comes in are direct
+    eager = 3,          // and when an object comes in, every slot swizzled to its stand-in gets its address
+};
+// What a fault converts besides the objects its granularity brings in (Moss
+// 1990, digest 003 §2.3-2.4).
+enum class conversion : std::uint8_t {
+    lazy = 1,   // nothing: an object not in memory comes in at its first use (node marking)
+    eager = 2,  // everything reachable from them, before the dereference returns (the whole collection)
+};
 const char* to_string(placement p) noexcept;
+const char* to_string(swizzling s) noexcept;
+const char* to_string(conversion c) noexcept;
 const char* to_string(detection d) noexcept;
 const char* to_string(barrier b) noexcept;
 const char* to_string(granularity g) noexcept;
@@ -111,6 +129,11 @@ struct options {
     bool durable = true;    // fdatasync at commit; switch off only for tests and benchmarks
     granularity fetch = granularity::logical_segment;
     objects::placement place = placement::copy;
+    // Under swizzling::eager (and page_fault's default) and under
+    // opportunistic or eager id, slots hold direct addresses nothing can
+    // re-point, so no object leaves memory (resident_budget is not enforced).
+    swizzling swizzle = swizzling::scheme_default;
+    conversion convert = conversion::lazy;
     // Objects per segment when a commit clusters new objects (1..255; a new
     // store records it). A segment also closes at segment_bytes unless it
     // holds one object only.
@@ -148,6 +171,7 @@ struct stats {
     std::uint64_t fault_blocks = 0;       // made for objects not in memory
     std::uint64_t traps = 0;              // page_fault: checks that trapped (a fault block or an indirect one)
     std::uint64_t refs_swizzled = 0;      // references translated while faulting
+    std::uint64_t refs_repointed = 0;     // swizzling::eager: slots given their object's address when it came in
     std::uint64_t evicted_objects = 0;    // left memory at a safe point (resident_budget)
     std::uint64_t rescued_victims = 0;    // victims used again before the next safe point
     std::uint64_t commits = 0;

@@ -46,12 +46,6 @@ struct engine_handle::commit_plan {
 
 namespace {
 std::uint32_t round16(std::uint64_t n) { return static_cast<std::uint32_t>((n + 15) & ~std::uint64_t{15}); }
-
-template<class F> void for_each_ref(const types::layout& l, header* h, F&& f) {
-    auto* body = reinterpret_cast<std::byte*>(h + 1);
-    for (std::uint32_t i = 0; i < h->count; ++i)
-        for (std::uint32_t offset : l.refs) f(body + std::uint64_t{i} * l.size + offset, offset);
-}
 }  // namespace
 
 std::vector<header*> engine_handle::written_objects() {
@@ -303,8 +297,7 @@ void engine_handle::restore(header* h) {
     std::memcpy(h + 1, s.bytes + e.offset, object_bytes(h->type, h->count));
     pending_sources_.clear();
     swizzle(h);
-    for (const auto& [block, slot] : pending_sources_) blocks_->note_source(block, slot);
-    pending_sources_.clear();
+    note_sources();
 }
 
 void engine_handle::rollback() {

@@ -47,9 +47,10 @@ void engine_handle::evict(header* h) {
 }
 
 void engine_handle::enforce_budget() {
-    // id_self_heal and page_fault slots hold addresses nothing can re-point.
+    // id_self_heal, page_fault and eager slots hold addresses nothing can
+    // re-point (page_fault's checks never look at a resident object's header).
     if (scheme_.detect == detection::id_self_heal || scheme_.detect == detection::page_fault ||
-        resident_bytes() <= budget_)
+        swizzle_ == swizzling::eager || resident_bytes() <= budget_)
         return;
     std::vector<header*> victims, candidates;
     for (const auto& [oid, h] : rot_) {

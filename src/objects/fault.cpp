@@ -122,22 +122,35 @@ void* engine_handle::fault_in(std::uint64_t oid) {
     auto it = rot_.find(oid);
     if (it != rot_.end() && it->second->type != header::fault_block_type)
         return it->second->word & header::victim ? rescue(it->second) : it->second + 1;
+    std::vector<header*> copied;
+    header* h = fault_one(oid, copied);
+    if (options_.convert == conversion::eager) bring_in_reachable(std::move(copied));
+    return h + 1;
+}
+
+// Steps 3-5 for `oid`, not in memory: its header; the objects entered are
+// appended to `copied`. Undone if it throws before it holds.
+header* engine_handle::fault_one(std::uint64_t oid, std::vector<header*>& copied) {
     ++stats_.segment_faults;
     std::uint64_t page = format::page_of(oid);
-    std::vector<header*> copied;
+    std::size_t first = copied.size();
     faulting_.clear();
     pending_sources_.clear();
     try {
         read_in(oid, copied);
-        for (header* h : copied) swizzle(h);
+        for (std::size_t i = first; i < copied.size(); ++i) swizzle(copied[i]);
     } catch (...) {
         undo_fault();
+        copied.resize(first);
         throw;
     }
     // Wants are forgotten once the fault holds: a fault undone meets them again.
     if (!expected_type_.empty())
         for (const auto& [h, block] : faulting_) expected_type_.erase(h->oid());
-    if (blocks_) note_sources_and_eliminate();
+    if (swizzle_ == swizzling::eager) {
+        note_sources();
+        for (const auto& [h, block] : faulting_) eliminate(h, block);
+    }
     faulting_.clear();
     auto found = rot_.find(oid);
     if (found == rot_.end() || found->second->type == header::fault_block_type)
@@ -145,17 +158,55 @@ void* engine_handle::fault_in(std::uint64_t oid) {
                                        " (slot " + std::to_string(format::slot_of(oid)) + " of the segment at page " +
                                        std::to_string(page) + "), which the segment does not hold; run `steppe check " +
                                        storage_->path() + "`");
-    return found->second + 1;
+    return found->second;
 }
 
-// page_fault, once a fault holds: the slots its objects point at fault
-// blocks are remembered, and those pointing at the blocks that became
-// indirect get their objects (protected_blocks.hpp).
-void engine_handle::note_sources_and_eliminate() {
-    for (const auto& [block, slot] : pending_sources_) blocks_->note_source(block, slot);
+// conversion::eager: every object reachable from `work` comes in (Moss's
+// eager swizzling of the whole collection before work).
+void engine_handle::bring_in_reachable(std::vector<header*> work) {
+    while (!work.empty()) {
+        header* h = work.back();
+        work.pop_back();
+        for_each_ref(catalog_.at(h->type), h, [&](std::byte* slot, std::uint32_t) {
+            std::uint64_t w;
+            std::memcpy(&w, slot, sizeof w);
+            if (w == 0) return;
+            std::uint64_t oid = oid_of_word(w);
+            auto it = rot_.find(oid);
+            if (oid != 0 && (it == rot_.end() || it->second->type == header::fault_block_type)) fault_one(oid, work);
+        });
+    }
+}
+
+// swizzling::eager, once a fault (or a rollback's restore) holds: the slots
+// it swizzled to stand-ins join their targets' source lists.
+void engine_handle::note_sources() {
+    for (const auto& [oid, slot] : pending_sources_) {
+        std::uint64_t& head = source_heads_[oid];
+        sources_.push_back({slot, head});
+        head = sources_.size();
+    }
     pending_sources_.clear();
-    for (const auto& [h, block] : faulting_)
-        if (block) blocks_->eliminate(block);
+}
+
+// swizzling::eager: `object` came in (`block` stood for it, or none): each
+// slot swizzled to its stand-in that still holds it gets its address.
+void engine_handle::eliminate(header* object, const header* block) {
+    auto it = source_heads_.find(object->oid());
+    if (it == source_heads_.end()) return;
+    std::uint64_t stand_in = !block ? tagged(object->oid(), slot_)
+                             : blocks_ ? blocks_->word_of(block)
+                                       : reinterpret_cast<std::uintptr_t>(block + 1);
+    std::uint64_t direct = reinterpret_cast<std::uintptr_t>(object + 1);
+    for (std::uint64_t next = it->second; next != 0; next = sources_[next - 1].next) {
+        std::uint64_t now;
+        std::memcpy(&now, sources_[next - 1].slot, sizeof now);
+        if (now != stand_in) continue;  // rewritten since
+        std::memcpy(sources_[next - 1].slot, &direct, sizeof direct);
+        ++stats_.refs_repointed;
+    }
+    source_heads_.erase(it);
+    if (source_heads_.empty()) sources_.clear();
 }
 
 // Steps 3 and 4 for a fault on `oid`: the objects entered, in `copied`.
@@ -375,10 +426,11 @@ void engine_handle::swizzle(header* h) {
             if (format::page_of(oid) < 1 || format::page_of(oid) >= meta_.next_page)
                 throw damaged("outside the store's object pages");
             std::string wrong;
-            std::uint64_t word = word_for_oid(oid, wants[r], wrong);
+            bool stand_in = false;
+            std::uint64_t word = word_for_oid(oid, wants[r], wrong, &stand_in);
             if (!wrong.empty()) throw damaged(wrong);
             std::memcpy(slot, &word, sizeof word);
-            if (blocks_ && blocks_->is_mirror(word)) pending_sources_.emplace_back(blocks_->readable(word), slot);
+            if (stand_in && swizzle_ == swizzling::eager) pending_sources_.emplace_back(oid, slot);
             ++stats_.refs_swizzled;
         }
     }
@@ -390,7 +442,8 @@ void engine_handle::swizzle(header* h) {
 // memory, else the want a fault block or expected_type_ recorded (the want
 // is recorded where there is none yet). If they differ: 0, and `wrong` says
 // what is wrong.
-std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want, std::string& wrong) {
+std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want, std::string& wrong,
+                                          bool* stand_in) {
     if (want == no_type) {
         wrong = "but the field refers to a type no object of this store has";
         return 0;
@@ -413,10 +466,16 @@ std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want,
                 ", but the field refers to " + type_name(want);
         return 0;
     }
+    bool resident = h && h->type != header::fault_block_type;
+    if (stand_in) *stand_in = !resident;
     if (blocks_ && known) return blocks_->word_of(h);  // a fault block: its protected address
-    return scheme_.detect == detection::id || scheme_.detect == detection::id_self_heal
-               ? tagged(oid, slot_)
-               : reinterpret_cast<std::uintptr_t>(h + 1);
+    bool id = scheme_.detect == detection::id || scheme_.detect == detection::id_self_heal;
+    if (resident && scheme_.detect == detection::id && swizzle_ != swizzling::lazy) {
+        if (h->word & header::victim) rescue(h);
+        h->word |= header::pinned;  // opportunistic id: a direct address nothing can re-point
+        return reinterpret_cast<std::uintptr_t>(h + 1);
+    }
+    return id ? tagged(oid, slot_) : reinterpret_cast<std::uintptr_t>(h + 1);
 }
 
 // Root `name`'s word at open and rollback: corrupt if its object is known to

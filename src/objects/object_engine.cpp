@@ -42,6 +42,22 @@ const char* to_string(placement p) noexcept {
     }
     return "unknown";
 }
+const char* to_string(swizzling s) noexcept {
+    switch (s) {
+    case swizzling::scheme_default: return "scheme_default";
+    case swizzling::lazy: return "lazy";
+    case swizzling::opportunistic: return "opportunistic";
+    case swizzling::eager: return "eager";
+    }
+    return "unknown";
+}
+const char* to_string(conversion c) noexcept {
+    switch (c) {
+    case conversion::lazy: return "lazy";
+    case conversion::eager: return "eager";
+    }
+    return "unknown";
+}
 const char* to_string(granularity g) noexcept {
     switch (g) {
     case granularity::object: return "object";
@@ -58,6 +74,7 @@ std::string to_string(const stats& s) {
     line("objects_faulted", s.objects_faulted);
     line("fault_blocks", s.fault_blocks);
     line("traps", s.traps);
+    line("refs_repointed", s.refs_repointed);
     line("refs_swizzled", s.refs_swizzled);
     line("evicted_objects", s.evicted_objects);
     line("rescued_victims", s.rescued_victims);
@@ -222,7 +239,28 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
                                            ", which the catalog does not have");
 }
 
+namespace {
+// options::swizzle for `detect`: its default resolved, or invalid_argument
+// for a combination the scheme cannot do.
+swizzling resolve_swizzling(detection detect, swizzling asked, const std::string& path) {
+    swizzling fallback = detect == detection::id            ? swizzling::lazy
+                         : detect == detection::page_fault ? swizzling::eager
+                                                           : swizzling::opportunistic;
+    if (asked == swizzling::scheme_default) return fallback;
+    bool fits = detect == detection::id ? asked != swizzling::scheme_default
+                : detect == detection::id_self_heal ? false
+                                                    : asked == swizzling::opportunistic || asked == swizzling::eager;
+    if (!fits)
+        throw error(errc::invalid_argument, "object store " + path + ": swizzling " + to_string(asked) +
+                                                " does not go with detection " + to_string(detect) +
+                                                " (id: lazy, opportunistic or eager; fault_block and page_fault: "
+                                                "opportunistic or eager; id_self_heal: its own)");
+    return asked;
+}
+}  // namespace
+
 void engine_handle::make_heap() {
+    swizzle_ = resolve_swizzling(scheme_.detect, options_.swizzle, storage_->path());
     std::uint64_t limit = options_.heap_limit ? options_.heap_limit : std::uint64_t{64} << 30;
     heap_ = std::make_unique<object_heap>(limit, options_.card_bytes, scheme_.write == barrier::pages);
     if (scheme_.detect == detection::page_fault) {
@@ -395,6 +433,8 @@ objects::stats engine_handle::object_stats() const {
     if (scheme_.write == barrier::pages) ((s.scheme += " (") += heap_->write_tracking()) += ')';
     ((s.scheme += ", ") += to_string(options_.fetch)) += ", ";
     s.scheme += to_string(options_.place);
+    ((s.scheme += ", swizzling ") += to_string(swizzle_)) += ", conversion ";
+    s.scheme += to_string(options_.convert);
     s.resident_objects = rot_.size();
     s.heap_bytes = heap_->bytes_used();
     s.resident_bytes = resident_bytes();

@@ -113,7 +113,9 @@ private:
     types::catalog::index type_index(const types::layout& layout);
     // As the scheme swizzles a reference to `oid` from a field wanting type
     // `want` (fault.cpp: it checks the type, T1).
-    std::uint64_t word_for_oid(std::uint64_t oid, std::uint32_t want, std::string& wrong);
+    // `stand_in`: the word is the object's stand-in (it is not in memory).
+    std::uint64_t word_for_oid(std::uint64_t oid, std::uint32_t want, std::string& wrong,
+                               bool* stand_in = nullptr);
     std::uint64_t root_word(const std::string& name, std::uint32_t type, std::uint64_t oid);
     void check_targets(const types::layout& program);
     void catalog_moved(std::uint64_t changes_before);
@@ -130,7 +132,10 @@ private:
     std::uint64_t bring_in_place(std::uint64_t page, std::vector<header*>& copied, const char* why);
     void read_in(std::uint64_t oid, std::vector<header*>& copied);
     void undo_fault();
-    void note_sources_and_eliminate();
+    header* fault_one(std::uint64_t oid, std::vector<header*>& copied);
+    void bring_in_reachable(std::vector<header*> objects);  // conversion::eager
+    void note_sources();
+    void eliminate(header* object, const header* block);  // swizzling::eager
     header* materialize(const segment_view& s, std::uint32_t slot);
     header* enter(header* h, std::uint64_t oid, const format::object_entry& e);
     // granularity::physical_segment reads at least this many pages (32 KiB, Mneme's unit of I/O).
@@ -167,9 +172,17 @@ private:
     std::unique_ptr<storage::storage> storage_;
     std::unique_ptr<object_heap> heap_;
     std::unique_ptr<protected_blocks> blocks_;  // page_fault only: where fault blocks' words point
-    // Slots swizzle pointed at fault blocks in the fault under way, noted
-    // with blocks_ once it holds (page_fault).
-    std::vector<std::pair<header*, std::byte*>> pending_sources_;
+    // swizzling::eager (fault.cpp): the slots swizzled to each non-resident
+    // object's stand-in, as singly linked lists in sources_ (heads by oid:
+    // 1 + index, 0 none); the fault under way's, noted once it holds.
+    swizzling swizzle_ = swizzling::opportunistic;  // options_.swizzle, resolved for the scheme
+    struct source {
+        std::byte* slot;
+        std::uint64_t next;
+    };
+    std::vector<source> sources_;
+    std::unordered_map<std::uint64_t, std::uint64_t> source_heads_;
+    std::vector<std::pair<std::uint64_t, std::byte*>> pending_sources_;
     format::object_meta meta_{};
     types::catalog catalog_;
     bool catalog_dirty_ = false;
@@ -205,6 +218,13 @@ private:
     static constexpr std::size_t rot_cache_entries = 1 << 16;
     void clear_rot_cache() noexcept;
 };
+
+// f(slot, offset in its element) for every reference slot of the object `h`.
+template<class F> void for_each_ref(const types::layout& l, header* h, F&& f) {
+    auto* body = reinterpret_cast<std::byte*>(h + 1);
+    for (std::uint32_t i = 0; i < h->count; ++i)
+        for (std::uint32_t offset : l.refs) f(body + std::uint64_t{i} * l.size + offset, offset);
+}
 
 // For tests: a public store over the file system `io` (fault injection).
 struct store_access {

@@ -69,28 +69,6 @@ void protected_blocks::stop() noexcept {
     ::munmap(reinterpret_cast<void*>(mirror_), bytes_);
 }
 
-void protected_blocks::note_source(header* block, std::byte* slot) {
-    std::uint64_t head;
-    std::memcpy(&head, reinterpret_cast<std::byte*>(block + 1) + sizeof(void*), sizeof head);
-    sources_.push_back({slot, head});
-    head = sources_.size();
-    std::memcpy(reinterpret_cast<std::byte*>(block + 1) + sizeof(void*), &head, sizeof head);
-}
-
-void protected_blocks::eliminate(header* block) {
-    std::uint64_t word = word_of(block), body, next;
-    std::memcpy(&body, block + 1, sizeof body);
-    std::memcpy(&next, reinterpret_cast<std::byte*>(block + 1) + sizeof(void*), sizeof next);
-    for (; next != 0; next = sources_[next - 1].next) {
-        std::byte* slot = sources_[next - 1].slot;
-        std::uint64_t now;
-        std::memcpy(&now, slot, sizeof now);
-        if (now == word) std::memcpy(slot, &body, sizeof body);  // the program may have stored another since
-    }
-    next = 0;
-    std::memcpy(reinterpret_cast<std::byte*>(block + 1) + sizeof(void*), &next, sizeof next);
-}
-
 std::uint64_t protected_blocks::traps() const noexcept {
     return std::atomic_ref(const_cast<std::uint64_t&>(traps_)).load(std::memory_order_relaxed);
 }

@@ -16,10 +16,9 @@
 // The library never loads through a mirror address: readable() gives the
 // heap header of one.
 //
-// Indirection elimination: every slot that swizzling pointed at a fault
-// block is remembered (note_source); when the block's object comes in, the
-// slots that still hold the block's address are patched to the object
-// (eliminate), so a stored reference traps once, not at every use.
+// Slots swizzled to a fault block are re-pointed at the object when it
+// comes in (swizzling::eager, the engine's source lists), so a stored
+// reference traps once.
 #pragma once
 
 #include <steppe/objects.hpp>
@@ -27,7 +26,6 @@
 #include <cstdint>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace steppe::objects::detail {
 
@@ -55,12 +53,6 @@ public:
         return header_of(reinterpret_cast<void*>(word - (mirror_ - heap_)));
     }
 
-    // `slot` (in a heap object) was swizzled to `block`'s word.
-    void note_source(header* block, std::byte* slot);
-    // `block` is indirect now: the slots noted for it that still hold its
-    // word get the object's address.
-    void eliminate(header* block);
-    std::uint64_t sources() const noexcept { return sources_.size(); }
     std::uint64_t traps() const noexcept;
 
 private:
@@ -88,14 +80,6 @@ private:
     std::uint64_t traps_ = 0;
     int service_tid_ = 0;
     std::thread service_;
-
-    // Slots swizzled to a fault block, as singly linked lists: a block's
-    // second body word holds 1 + the index of its last source.
-    struct source {
-        std::byte* slot;
-        std::uint64_t next;  // 1 + index, 0: none
-    };
-    std::vector<source> sources_;
 };
 
 }  // namespace steppe::objects::detail

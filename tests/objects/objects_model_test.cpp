@@ -35,7 +35,7 @@
 // objects, versions (all through mut()); set, null, remove, find-or-make
 // roots; commit (the number of objects it made persistent must be the
 // model's gather: stats().new_objects); rollback; close and reopen with
-// random options (fetch granularity, segment_objects, segment_bytes,
+// random options (fetch granularity, swizzling, conversion, segment_objects, segment_bytes,
 // card_bytes, checkpoint_bytes, another store open first so the slot
 // differs); a read-only open; a power cut; a crash at a random I/O call of a
 // commit or of a checkpoint, then each kind of power loss; an EIO / ENOSPC
@@ -675,13 +675,21 @@ private:
         static const std::uint32_t cards[] = {16, 128, 256, 4096};
         o.card_bytes = cards[below(std::size(cards))];
         o.checkpoint_bytes = chance(25) ? 48u << 10 : std::uint64_t{64} << 20;
+        o.convert = chance(25) ? so::conversion::eager : so::conversion::lazy;
+        constexpr so::detection detect = so::detail::compiled_scheme.detect;
+        if (detect == so::detection::id && chance(50)) {
+            o.swizzle = chance(50) ? so::swizzling::opportunistic : so::swizzling::eager;
+        } else if (detect != so::detection::id_self_heal && chance(50)) {
+            o.swizzle = chance(50) ? so::swizzling::opportunistic : so::swizzling::eager;
+        }
         return o;
     }
     std::string describe(const so::options& o) const {
         return std::string("fetch=") + so::to_string(o.fetch) +
                " segment_objects=" + std::to_string(o.segment_objects) +
                " segment_bytes=" + std::to_string(o.segment_bytes) + " card_bytes=" + std::to_string(o.card_bytes) +
-               " checkpoint_bytes=" + std::to_string(o.checkpoint_bytes) + (o.read_only ? " read_only" : "") +
+               " checkpoint_bytes=" + std::to_string(o.checkpoint_bytes) + " swizzle=" + so::to_string(o.swizzle) +
+               " convert=" + so::to_string(o.convert) + (o.read_only ? " read_only" : "") +
                (spacer_ ? " (another store open first)" : "");
     }
     void open_main(bool read_only) {
@@ -948,7 +956,7 @@ private:
         case op_verify: structural = true; note("verify"); break;
         case op_count: break;
         }
-        if (sabotage_ == sabotage::version && step_ == sabotage_step_) sabotage_version();
+        if (sabotage_ == sabotage::version && step_ >= sabotage_step_ && !sabotaged_) sabotaged_ = sabotage_version();
         if (lazy_left_ > 0 && o != op_verify) {  // a lazy session: compare at its end only
             if (--lazy_left_ == 0) verify("a lazy session");
             return;
@@ -1529,14 +1537,18 @@ private:
         handle<node_ref>(a).mut()->link[slot] = old;
     }
 
-    void sabotage_version() {
+    // At the first step from sabotage_step_ on where the program holds a node.
+    bool sabotage_version() {
         for (const auto& [id, h] : handles_)
             if (h.index() == static_cast<std::size_t>(kind::node)) {
                 ++obj(id).version;
                 note("(sabotage: the model now expects " + nm(id) + " at another version)");
-                return;
+                verify("the sabotage");
+                return true;
             }
+        return false;
     }
+    bool sabotaged_ = false;
 
     std::uint64_t seed_;
     std::mt19937_64 rng_;
@@ -1755,7 +1767,8 @@ TEST_F(ModelChecker, SeesOneObjectWhereTheModelHasTwo) {
 }
 
 // The random runner reports a model that expects what the store does not hold,
-// with the seed to replay it; and a crash outcome that is neither state.
+// with the seed to replay it; and a crash outcome that is neither state (the
+// sabotaged runs look for the first chance from their step on).
 TEST(ObjectsModel, TheRunnerReportsAModelThatDisagrees) {
     EXPECT_NONFATAL_FAILURE(
         {
@@ -1763,6 +1776,9 @@ TEST(ObjectsModel, TheRunnerReportsAModelThatDisagrees) {
             (void)r.run(200);
         },
         "STEPPE_OBJECTS_MODEL_SEED=7");
+}
+
+TEST(ObjectsModel, TheRunnerReportsACrashOutcomeThatIsNeitherState) {
     EXPECT_NONFATAL_FAILURE(
         {
             runner r(8, fault_profile, sabotage::crash_outcome);

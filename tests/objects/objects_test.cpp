@@ -356,6 +356,70 @@ TEST_P(ObjectsTest, UnderPageFaultEachStoredReferenceTrapsOnceAtMost) {
     EXPECT_TRUE(s.check().empty());
 }
 
+// Moss 1990's eager conversion: the first dereference brings in everything
+// the object reaches, so the walk after it faults nothing.
+TEST_P(ObjectsTest, EagerConversionBringsInTheWholeCollectionAtTheFirstFault) {
+    {
+        auto s = open();
+        build(s, 2000);
+        s.commit();
+    }
+    so::options o = opts();
+    o.convert = so::conversion::eager;
+    auto s = so::store::open(path, o);
+    EXPECT_EQ(s.find_root<List>("list")->count, 2000);
+    so::stats first = s.stats();
+    EXPECT_EQ(first.objects_faulted, 2002u) << so::to_string(first);  // the list, the index, 2,000 nodes
+    verify(s, 2000);
+    EXPECT_EQ(s.stats().segment_faults, first.segment_faults) << so::to_string(s.stats());
+    EXPECT_TRUE(s.check().empty());
+}
+
+// Hosking 1995's eager swizzling: when an object comes in, every slot that
+// was swizzled to its stand-in gets its address; the store's bytes do not
+// change, and a lazy reopen reads the same graph.
+TEST_P(ObjectsTest, EagerSwizzlingRepointsStoredSlotsAndChangesNothingStored) {
+    if (so::detail::compiled_scheme.detect == so::detection::id_self_heal) GTEST_SKIP() << "not for id_self_heal";
+    {
+        auto s = open();
+        build(s, 2000);
+        s.commit();
+    }
+    {
+        so::options o = opts();
+        o.swizzle = so::swizzling::eager;
+        auto s = so::store::open(path, o);
+        verify(s, 2000);
+        so::stats st = s.stats();
+        EXPECT_GT(st.refs_repointed, 0u) << so::to_string(st);
+        EXPECT_NE(st.scheme.find("swizzling eager"), std::string::npos) << st.scheme;
+        auto list = s.find_root<List>("list");
+        list.mut()->count = 2000;  // a write: the commit unswizzles re-pointed slots
+        s.commit();
+        EXPECT_TRUE(s.check().empty());
+    }
+    so::options o = opts();
+    o.swizzle = so::detail::compiled_scheme.detect == so::detection::id ? so::swizzling::lazy
+                                                                         : so::swizzling::opportunistic;
+    auto s = so::store::open(path, o);
+    verify(s, 2000);
+    EXPECT_EQ(s.stats().refs_repointed, 0u);
+}
+
+TEST_P(ObjectsTest, ASwizzlingTheSchemeCannotDoIsRefused) {
+    {
+        auto s = open();
+        build(s, 10);
+        s.commit();
+    }
+    so::options o = opts();
+    o.swizzle = so::detail::compiled_scheme.detect == so::detection::id_self_heal ? so::swizzling::eager
+                                                                                  : so::swizzling::lazy;
+    if (so::detail::compiled_scheme.detect == so::detection::id) o.swizzle = so::swizzling::scheme_default;
+    if (o.swizzle == so::swizzling::scheme_default) GTEST_SKIP() << "id does every swizzling";
+    EXPECT_ERROR(steppe::errc::invalid_argument, "does not go with detection", so::store::open(path, o));
+}
+
 // Invariant T1: a reference a crafted segment aims at an object of another
 // type (here a 1-byte Tiny where a 24-byte Node belongs) is damage, found
 // before a Node is read, whatever is resident; the failed fault leaves the

@@ -7,7 +7,9 @@
 # (ThreadsWalkingTogetherBetweenRoundsSeeEveryNode, both backends), and the
 # eviction thread spilling under two writing threads in budget_test
 # (TwoThreadsWritingTenTimesTheBudgetLoseNothing, both backends), and the
-# two-thread tests of one_writer_test.
+# two-thread tests of one_writer_test, and the object engine's page_fault
+# scheme, whose traps hand faults to a service thread (objects_test for
+# page_fault + cards: its trap tests and a reopened graph walked through traps).
 #
 #   tests/tsan/run.sh            configure + build build/tsan, run, exit non-zero on a race
 #   JOBS=2 tests/tsan/run.sh     parallel build jobs (default 2)
@@ -32,7 +34,8 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" \
   -DSTEPPE_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test one_writer_test
+cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test one_writer_test \
+  objects_test_page_fault_cards
 
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1 history_size=4} exitcode=66"
 run() {
@@ -66,5 +69,7 @@ run "$build/tests/budget_test" --gtest_filter='*TwoThreadsWriting*' || status=$?
 # duly sees commit read the page being written); it checks only that no
 # root is lost to the refusal.
 run "$build/tests/one_writer_test" --gtest_filter='*SecondThreadCommitting*:*ThreadsGrowingContainers*' || status=$?
+run "$build/tests/objects/objects_test_page_fault_cards" \
+  --gtest_filter='*UnderPageFaultEachStoredReference*:*WhatARootReaches*:*RollbackRestores*' || status=$?
 [ $status -eq 0 ] && echo "tsan: no data race reported" || echo "tsan: FAILED (status $status; races are reported above as 'WARNING: ThreadSanitizer')"
 exit $status

@@ -62,6 +62,25 @@ inline void set_object_fetch(const std::string& name) {
     else fail("unknown --fetch " + name + " (object, logical, physical)");
 }
 
+// Swizzling and conversion (steppe::objects::options::swizzle, convert) for
+// the stores open_object_store opens: the engine's defaults unless a driver's
+// `--swizzle lazy|opportunistic|eager` or `--convert lazy|eager` set them
+// (Hosking 1995's eagerness, Moss 1990's eager conversion).
+inline steppe::objects::options& object_eagerness() {
+    static steppe::objects::options o;
+    return o;
+}
+inline void set_object_eagerness(const std::string& flag, const std::string& name) {
+    using namespace steppe::objects;
+    options& o = object_eagerness();
+    if (flag == "swizzle" && name == "lazy") o.swizzle = swizzling::lazy;
+    else if (flag == "swizzle" && name == "opportunistic") o.swizzle = swizzling::opportunistic;
+    else if (flag == "swizzle" && name == "eager") o.swizzle = swizzling::eager;
+    else if (flag == "convert" && name == "lazy") o.convert = conversion::lazy;
+    else if (flag == "convert" && name == "eager") o.convert = conversion::eager;
+    else fail("unknown --" + flag + " " + name + " (swizzle: lazy, opportunistic, eager; convert: lazy, eager)");
+}
+
 // Objects per segment for the stores open_object_store creates
 // (steppe::objects::options::segment_objects, recorded by a new store): the
 // engine's default unless a driver's `--segment-objects N` set it.
@@ -82,6 +101,8 @@ inline steppe::objects::store open_object_store(const std::string& path, bool cr
     o.create = create;
     o.durable = true;
     o.fetch = object_fetch();
+    o.swizzle = object_eagerness().swizzle;
+    o.convert = object_eagerness().convert;
     o.segment_objects = object_segment_objects();
     return steppe::objects::store::open(path, o);
 }
@@ -91,6 +112,7 @@ inline const char* objects_suffix(const std::string& sys) {
     if (sys == "objects-fb") return "fb";
     if (sys == "objects-id") return "id";
     if (sys == "objects-idsh") return "idsh";
+    if (sys == "objects-pf") return "pf";
     return nullptr;
 }
 

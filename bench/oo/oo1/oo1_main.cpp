@@ -11,6 +11,7 @@
 //   oo1 measure  --system S --parts N --path P --op lookup|traversal|reverse|insert
 //                [--seed X] [--warm 9] [--hot 10] [--slope 64] [--slope-passes 3] [--no-pair]
 //                [--budget-s S] [--touch-all] [--fetch object|logical|physical] [--resident]
+//                [--swizzle lazy|opportunistic|eager] [--convert lazy|eager]
 //       opens the store and runs the operation: 1 cold + warm iterations with
 //       new inputs, then hot repeats and Hosking's slope; prints one JSON object
 //       (times, results for the cross-system check, counters per phase);
@@ -24,6 +25,9 @@
 //       there: every reference is the address of an object made in this
 //       process, so the residency check runs and never fires (Hosking & Moss's
 //       "-resident" builds: the checks without persistence)
+//       --swizzle, --convert (objects-* systems): steppe::objects::options::
+//       swizzle and convert (Hosking 1995's lazy / opportunistic / eager,
+//       Moss 1990's eager conversion of the whole collection at the first fault)
 //   oo1 verify   --system S --parts N --path P --max-id M
 //       reopens a store after inserts and checks it: every id found, every
 //       connection's reverse entry present (3 per part), steppe's check() clean
@@ -280,6 +284,8 @@ int main(int argc, char** argv) {
     bench::args a(argc, argv);
     std::string sys = a.get("system");
     if (a.flag("fetch")) bench::set_object_fetch(a.get("fetch"));
+    for (const char* f : {"swizzle", "convert"})
+        if (a.flag(f)) bench::set_object_eagerness(f, a.get(f));
     if (a.flag("segment-objects"))
         bench::object_segment_objects() = static_cast<std::uint32_t>(a.num("segment-objects", 255));
 #ifdef OO1_OBJECTS_SYSTEM

@@ -7,7 +7,7 @@
 // The object engine's scheme is chosen when the program is compiled
 // (-DSTEPPE_OBJECTS_DETECTION=..., -DSTEPPE_OBJECTS_BARRIER=...), so each
 // scheme is its own executable (bench/oo/oo1/CMakeLists.txt: oo1_objects_fb,
-// oo1_objects_id, oo1_objects_idsh); `oo1 --system objects-*` runs the one of
+// oo1_objects_id, oo1_objects_idsh, oo1_objects_pf); `oo1 --system objects-*` runs the one of
 // its scheme.
 //
 // The data structures mirror the pointer model as closely as objects allow:
