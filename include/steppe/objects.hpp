@@ -166,7 +166,8 @@ struct options {
 
 struct stats {
     std::string scheme;                   // e.g. "fault_block + cards-256, logical_segment"
-    std::uint64_t segment_faults = 0;     // segment reads caused by a dereference
+    std::uint64_t segment_faults = 0;     // faults caused by a dereference
+    std::uint64_t segment_buffer_hits = 0;  // of those, served by a segment read before (no I/O)
     std::uint64_t objects_faulted = 0;    // objects copied into the heap
     std::uint64_t fault_blocks = 0;       // made for objects not in memory
     std::uint64_t traps = 0;              // page_fault: checks that trapped (a fault block or an indirect one)

@@ -35,6 +35,7 @@
 // and `steppe check` verifies every stored reference's target type (O2).
 #include <steppe/error.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 #include "objects/object_engine.hpp"
@@ -213,7 +214,7 @@ void engine_handle::eliminate(header* object, const header* block) {
 void engine_handle::read_in(std::uint64_t oid, std::vector<header*>& copied) {
     std::uint64_t page = format::page_of(oid);
     if (options_.fetch == granularity::object) {
-        segment_view s = read_segment(page, segment_buffer_, "a reference");
+        const segment_view& s = buffered_segment(page, "a reference");
         if (format::slot_of(oid) < s.head.objects) copied.push_back(materialize(s, format::slot_of(oid)));
     } else {
         std::uint64_t read = bring_in(page, copied, "a reference");
@@ -255,11 +256,39 @@ bool engine_handle::is_blob_page(std::uint64_t page) {
     return magic == storage::blob_magic;
 }
 
+// The segment at `page` as read_segment checked it, from the segment buffers
+// if it is there (Mneme kept segments in buffers: a fault on another object
+// of a segment read before reads nothing). The buffers hold committed
+// images, so a commit empties them; at most segment_buffer_bytes in all. The
+// view is valid until the next call.
+const engine_handle::segment_view& engine_handle::buffered_segment(std::uint64_t page, const char* why) {
+    ++buffer_clock_;
+    for (buffered& b : segment_buffers_)
+        if (b.view.page == page) {
+            b.used = buffer_clock_;
+            ++stats_.segment_buffer_hits;
+            return b.view;
+        }
+    buffered fresh;
+    fresh.view = read_segment(page, fresh.bytes, why);
+    fresh.used = buffer_clock_;
+    std::uint64_t held = fresh.bytes.size();
+    for (const buffered& b : segment_buffers_) held += b.bytes.size();
+    while (held > segment_buffer_bytes && !segment_buffers_.empty()) {
+        auto oldest = std::min_element(segment_buffers_.begin(), segment_buffers_.end(),
+                                       [](const buffered& a, const buffered& b) { return a.used < b.used; });
+        held -= oldest->bytes.size();
+        segment_buffers_.erase(oldest);
+    }
+    segment_buffers_.push_back(std::move(fresh));  // a moved vector keeps its bytes where the view points
+    return segment_buffers_.back().view;
+}
+
 // Every object of the segment at `page` not in memory yet, copied
 // (placement::copy) or in place; returns the segment's pages.
 std::uint64_t engine_handle::bring_in(std::uint64_t page, std::vector<header*>& copied, const char* why) {
     if (options_.place == placement::in_place) return bring_in_place(page, copied, why);
-    segment_view s = read_segment(page, segment_buffer_, why);
+    const segment_view& s = buffered_segment(page, why);
     for (std::uint32_t i = 0; i < s.head.objects; ++i) {
         auto r = rot_.find(format::make_oid(s.page, i));
         if (r == rot_.end() || r->second->type == header::fault_block_type) copied.push_back(materialize(s, i));

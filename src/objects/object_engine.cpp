@@ -74,6 +74,7 @@ std::string to_string(const stats& s) {
     line("objects_faulted", s.objects_faulted);
     line("fault_blocks", s.fault_blocks);
     line("traps", s.traps);
+    line("segment_buffer_hits", s.segment_buffer_hits);
     line("refs_repointed", s.refs_repointed);
     line("refs_swizzled", s.refs_swizzled);
     line("evicted_objects", s.evicted_objects);

@@ -128,6 +128,7 @@ private:
     segment_view view_segment(std::uint64_t page, const std::byte* bytes, const char* why) const;
     error segment_damage(std::uint64_t page, const char* why, const std::string& what) const;
     bool is_blob_page(std::uint64_t page);
+    const segment_view& buffered_segment(std::uint64_t page, const char* why);
     std::uint64_t bring_in(std::uint64_t page, std::vector<header*>& copied, const char* why);
     std::uint64_t bring_in_place(std::uint64_t page, std::vector<header*>& copied, const char* why);
     void read_in(std::uint64_t oid, std::vector<header*>& copied);
@@ -206,6 +207,16 @@ private:
     std::vector<std::pair<header*, header*>> faulting_;
     std::vector<header*> remembered_;
     std::vector<std::byte> segment_buffer_;
+    // Segments read by faults, committed images (buffered_segment), least
+    // recently used first out past segment_buffer_bytes; emptied by commit.
+    struct buffered {
+        segment_view view;
+        std::vector<std::byte> bytes;
+        std::uint64_t used = 0;
+    };
+    std::vector<buffered> segment_buffers_;
+    std::uint64_t buffer_clock_ = 0;
+    static constexpr std::uint64_t segment_buffer_bytes = std::uint64_t{1} << 20;
     objects::stats stats_;
     std::uint64_t made_since_commit_ = 0;
     std::uint64_t budget_ = 0;
