@@ -5,8 +5,11 @@
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <thread>
+#include <vector>
 #include <string>
 #include <tuple>
 
@@ -354,6 +357,56 @@ TEST_P(ObjectsTest, UnderPageFaultEachStoredReferenceTrapsOnceAtMost) {
     verify(s, 3000);
     EXPECT_EQ(s.stats().traps, first.traps) << so::to_string(s.stats());
     EXPECT_TRUE(s.check().empty());
+}
+
+// A forked child cannot use its parent's store (docs/objects.md); under
+// page_fault its first trap says so and ends it, instead of waiting for a
+// service thread it does not have.
+TEST_P(ObjectsTest, UnderPageFaultAForkedChildsTrapEndsItSayingWhy) {
+    if (so::detail::compiled_scheme.detect != so::detection::page_fault) GTEST_SKIP() << "page_fault only";
+    {
+        auto s = open();
+        build(s, 500);
+        s.commit();
+    }
+    auto s = open();
+    auto list = s.find_root<List>("list");
+    ASSERT_EQ(list->count, 500);
+    EXPECT_EXIT(
+        {
+            std::int64_t sum = 0;
+            for (so::ref<Node> p = list->head; p; p = p->next) sum += p->value;
+            std::exit(sum == 0 ? 2 : 0);
+        },
+        ::testing::ExitedWithCode(steppe::common::fatal_exit_status),
+        "touched in a child forked from the process that opened the store");
+    verify(s, 500);  // the parent goes on
+}
+
+// Threads on stores of their own trap at once: each trap is served by its
+// store's service thread, and every walk reads its own graph.
+TEST_P(ObjectsTest, UnderPageFaultThreadsOnTheirOwnStoresTrapAtOnce) {
+    if (so::detail::compiled_scheme.detect != so::detection::page_fault) GTEST_SKIP() << "page_fault only";
+    constexpr int threads = 4;
+    for (int t = 0; t < threads; ++t) {
+        auto s = so::store::open(dir.path("t" + std::to_string(t) + ".ods"), opts());
+        build(s, 600 + t);
+        s.commit();
+    }
+    std::vector<std::thread> walkers;
+    std::atomic<int> good{0};
+    for (int t = 0; t < threads; ++t)
+        walkers.emplace_back([&, t] {
+            auto s = so::store::open(dir.path("t" + std::to_string(t) + ".ods"), opts());
+            auto list = s.find_root<List>("list");
+            std::int64_t i = 0;
+            bool ok = true;
+            for (so::ref<Node> p = list->head; p; p = p->next, ++i)
+                ok = ok && p->value == i && p->other->value == (i * 7) % (600 + t);
+            if (ok && i == 600 + t && s.stats().traps > 0) ++good;
+        });
+    for (auto& w : walkers) w.join();
+    EXPECT_EQ(good.load(), threads);
 }
 
 // Moss 1990's eager conversion: the first dereference brings in everything

@@ -70,6 +70,6 @@ run "$build/tests/budget_test" --gtest_filter='*TwoThreadsWriting*' || status=$?
 # root is lost to the refusal.
 run "$build/tests/one_writer_test" --gtest_filter='*SecondThreadCommitting*:*ThreadsGrowingContainers*' || status=$?
 run "$build/tests/objects/objects_test_page_fault_cards" \
-  --gtest_filter='*UnderPageFaultEachStoredReference*:*WhatARootReaches*:*RollbackRestores*' || status=$?
+  --gtest_filter='*UnderPageFaultEachStoredReference*:*UnderPageFaultThreads*:*WhatARootReaches*:*RollbackRestores*' || status=$?
 [ $status -eq 0 ] && echo "tsan: no data race reported" || echo "tsan: FAILED (status $status; races are reported above as 'WARNING: ThreadSanitizer')"
 exit $status
