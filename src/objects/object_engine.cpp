@@ -5,6 +5,7 @@
 #include <steppe/error.hpp>
 
 #include <algorithm>
+#include <sstream>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -426,16 +427,13 @@ void engine_handle::checkpoint() {
 objects::stats engine_handle::object_stats() const {
     objects::stats s = stats_;
     s.traps = blocks_ ? blocks_->traps() : 0;
-    // Appended piece by piece: GCC 12 -O3 sees a false -Wrestrict in one long sum.
-    s.scheme = to_string(scheme_.detect);
-    s.scheme += " + ";
-    s.scheme += to_string(scheme_.write);
-    if (scheme_.write == barrier::cards) (s.scheme += '-') += std::to_string(1u << heap_->card_shift());
-    if (scheme_.write == barrier::pages) ((s.scheme += " (") += heap_->write_tracking()) += ')';
-    ((s.scheme += ", ") += to_string(options_.fetch)) += ", ";
-    s.scheme += to_string(options_.place);
-    ((s.scheme += ", swizzling ") += to_string(swizzle_)) += ", conversion ";
-    s.scheme += to_string(options_.convert);
+    std::ostringstream scheme;  // (GCC 12 -O3 sees a false -Wrestrict in one long sum of strings)
+    scheme << to_string(scheme_.detect) << " + " << to_string(scheme_.write);
+    if (scheme_.write == barrier::cards) scheme << '-' << (1u << heap_->card_shift());
+    if (scheme_.write == barrier::pages) scheme << " (" << heap_->write_tracking() << ')';
+    scheme << ", " << to_string(options_.fetch) << ", " << to_string(options_.place) << ", swizzling "
+           << to_string(swizzle_) << ", conversion " << to_string(options_.convert);
+    s.scheme = scheme.str();
     s.resident_objects = rot_.size();
     s.heap_bytes = heap_->bytes_used();
     s.resident_bytes = resident_bytes();

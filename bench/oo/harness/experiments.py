@@ -62,6 +62,10 @@ PAPER = {
 
 FETCH = [('OBJ', 'object'), ('LSEG', 'logical'), ('PSEG', 'physical')]
 SCHEMES = [('ID', 'objects-id'), ('FB', 'objects-fb'), ('PF', 'objects-pf'), ('IDSH', 'objects-idsh')]
+# As the paper's builds swizzled (digest 000 §3.2-3.6): ID made references to
+# resident objects direct at swizzling time; FB and PF re-pointed the slots
+# of a fault block at every fault (PF's default).
+SWIZZLE = {'ID': ['--swizzle', 'opportunistic'], 'FB': ['--swizzle', 'eager']}
 
 
 class Row:
@@ -84,8 +88,11 @@ def rows():
                        (' (extra: not in the paper)' if s == 'IDSH' else '')))
     for s, sysname in SCHEMES:
         for g, fetch in FETCH:
-            out.append(Row('%s-%s' % (s, g), sysname, ['--fetch', fetch],
+            out.append(Row('%s-%s' % (s, g), sysname, ['--fetch', fetch] + SWIZZLE.get(s, []),
                            note='ID + self-heal (PEVM), extra' if s == 'IDSH' else ''))
+    for g, fetch in FETCH:  # the paper's side experiment (digest §3.6, §8.2 item 8)
+        out.append(Row('FB-%s (elim. off)' % g, 'objects-fb', ['--fetch', fetch, '--swizzle', 'opportunistic'],
+                       note='the slot used is patched, no other: per-fault elimination off'))
     out.append(Row('page engine (uffd)', 'steppe-uffd', kind='page', note='Texas-style swizzling at page-fault time'))
     out.append(Row('page engine (mprotect)', 'steppe-mprotect', kind='page', note='the same, PROT_NONE + SIGSEGV'))
     return out
@@ -364,7 +371,7 @@ def line_style(row):
         return '-' if 'uffd' in row.name else '--'
     if row.kind == 'resident':
         return ':'
-    return {'OBJ': '--', 'LSEG': '-', 'PSEG': '-.'}[row.name.split('-')[1]]
+    return {'OBJ': '--', 'LSEG': '-', 'PSEG': '-.'}[row.name.split('-')[1].split()[0]]
 
 
 def plot(agg, allrows, out):
