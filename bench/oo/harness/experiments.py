@@ -512,7 +512,16 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
     return 0
 
 
-EXPERIMENTS = {'hosking-moss': hosking_moss}
+def hosking_1995(args):
+    import hosking95
+    if args.callgrind == 'auto':
+        args.callgrind = args.mode == 'full' and shutil.which('valgrind') is not None
+    else:
+        args.callgrind = args.callgrind == 'yes'
+    return hosking95.run(args, None)
+
+
+EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995}
 
 
 def main():
@@ -531,6 +540,9 @@ def main():
     ap.add_argument('--bin-dir', default='')
     ap.add_argument('--keep-stores', action='store_true')
     ap.add_argument('--nice', type=int, default=0)
+    ap.add_argument('--callgrind', default='auto', choices=['auto', 'yes', 'no'],
+                    help='hosking-1995: also count instructions and simulated cache misses under valgrind\'s '
+                         'callgrind (auto: in --full mode when valgrind is installed)')
     ap.add_argument('--report-only', default='', metavar='RESULTS_JSON',
                     help='rewrite the report and plots from a results.json, running nothing')
     args = ap.parse_args()
