@@ -62,6 +62,7 @@ inline double tsc_hz() {
 class perf_counters {
 public:
     struct event {
+        event(const char* n, std::uint32_t t, std::uint64_t c) : name(n), type(t), config(c) {}
         const char* name;
         std::uint32_t type;
         std::uint64_t config;
