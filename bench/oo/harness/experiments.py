@@ -16,11 +16,19 @@ process runner, cache dropping, cross-system check and machine description).
                  swizzled and PF traps per iteration; the paper's Tables 2-4
                  and the derived ratios of digest 000 §6.4, each beside the
                  paper's figure.
+  hosking-1995   Hosking 1995 (digest 001; hosking95.py): the read-barrier
+                 table (OO1 traversal cold / warm / hot with instructions and
+                 cache misses: hardware counters where the machine has them,
+                 else "unavailable"; the TSC; callgrind in --full), and the
+                 write-barrier study on the OO1 update traversal: run-time cost
+                 per update, checkpoint latency against update probability,
+                 the break-even of pages against cards-4096, log volume.
 
 Modes: quick (the smallest size, 1 round, a short hot phase; checks that
 every table is filled and every system agrees: what CI runs), full (OO1
-small and large, 5 rounds). Output: OUT/hosking-moss.md, OUT/results.json,
-OUT/hosking-moss-<size>-warmup.png. Exit 1 on any self-check failure.
+small and large, 5 rounds; hosking-1995: OO1 small, 5 rounds). Output:
+OUT/<experiment>.md, OUT/results.json, the plots. Exit 1 on any self-check
+failure.
 """
 import argparse
 import datetime
