@@ -463,7 +463,7 @@ def report(args, meta, records, failures, unavailable, callgrind):
     for size in meta['sizes']:
         recs = [r for r in records if r['size_name'] == size]
         table1(rep, size, recs, callgrind)
-        t2 = table2(rep, size, recs, callgrind, unavailable)
+        t2 = table2(rep, size, recs, callgrind, unavailable, meta)
         ck = figure1(rep, size, recs, meta, unavailable)
         table3(rep, size, ck, t2, meta)
         log_volume(rep, size, ck, meta)
@@ -558,8 +558,8 @@ def table1(rep, size, recs, callgrind):
 
     # counters per hot traversal
     why = hw_note([r for rs in rows.values() for r in rs])
-    rep.add('**Per hot traversal: hardware counters, TSC, callgrind** (the --perf repeats of the last warm input, '
-            'median over rounds). Hardware counters: %s. TSC cycles are reference cycles at the TSC\'s constant '
+    rep.add('**Per hot traversal: hardware counters, TSC, callgrind** (the --perf repeats of the last warm input: '
+            'the fastest of many short passes, median over rounds). Hardware counters: %s. TSC cycles are reference cycles at the TSC\'s constant '
             'rate (user and kernel time), not core cycles. callgrind: instructions executed (exact) and the misses '
             'of its simulated I1 / D1 caches (this host\'s geometry), counting only the hot repeats; the paper\'s '
             'columns are I refs, I misses, R misses, W misses.\n' % (
@@ -612,7 +612,7 @@ def update_stats(recs, row_name, callgrind):
             'describe': rs[0].get('describe', '')}
 
 
-def table2(rep, size, recs, callgrind, unavailable):
+def table2(rep, size, recs, callgrind, unavailable, meta):
     rows = by_row(recs, 'update')
     rep.add('## Table 2: write barrier, run-time overhead (OO1 %s update traversal, hot, long-running transaction)\n'
             % size)
@@ -623,9 +623,11 @@ def table2(rep, size, recs, callgrind, unavailable):
             'commit. Per modified part = the hot traversal at p = 1 / modified visits (TSC reference cycles; '
             'instructions from callgrind). Net per update = ((p = 1) − (p = 0) of the scheme − the same difference '
             'for non-persistent) / 2 per modified visit, where p = 0 is the same traversal and input with no '
-            'update, alternated with p = 1 in the same process (the fastest of 5 passes of each): it isolates the '
+            'update, alternated with p = 1 in the same process (%s): it isolates the '
             'barrier from the read barrier and the traversal. Cycles are TSC cycles because the hardware counters '
-            'are %s. ns = TSC cycles / TSC rate. Paper: cycles of a 40 MHz SPARC.\n' % (
+            'are %s. ns = TSC cycles / TSC rate. Median over rounds. Paper: cycles of a 40 MHz SPARC.\n' % (
+                'passes of %d traversals, the fastest of %d passes of each' % tuple(meta['perf_reps'])
+                if isinstance(meta.get('perf_reps'), (list, tuple)) else 'the fastest pass of each',
                 'counted' if not hw_why else 'unavailable here (%s)' % hw_why))
     body = []
     out = {}
@@ -859,7 +861,7 @@ def plot(out, meta, records, unavailable):
                 ps = [p for p in meta['probabilities'] if d.get(p) and d[p].get(key) is not None]
                 style = '-' if row.name.startswith('cards') else ('--' if row.kind == 'pages' else '-.')
                 ax.plot([max(p, 0.003) for p in ps], [d[p][key] for p in ps], style, marker='o', ms=3, lw=1.2,
-                        label=row.name)
+                        color=plt.cm.tab20(i % 20), label=row.name)
             ax.set_xscale('log')
             ax.set_yscale('log')
             ax.set_xlabel('update probability (0 drawn at 0.003)')
