@@ -363,7 +363,8 @@ def line_color(row):
     """A colour per detection scheme (the page engine, non-persistent apart)."""
     if row.kind == 'page':
         return '#8c564b'
-    return {'non': 'black', 'ID': '#1f77b4', 'FB': '#d62728', 'IDSH': '#2ca02c'}[row.name.split('-')[0]]
+    return {'non': 'black', 'ID': '#1f77b4', 'FB': '#d62728', 'PF': '#9467bd', 'IDSH': '#2ca02c'}[
+        row.name.split('-')[0]]
 
 
 def line_style(row):
