@@ -16,11 +16,19 @@ process runner, cache dropping, cross-system check and machine description).
                  swizzled and PF traps per iteration; the paper's Tables 2-4
                  and the derived ratios of digest 000 §6.4, each beside the
                  paper's figure.
+  hosking-1995   Hosking 1995 (digest 001; hosking95.py): the read-barrier
+                 table (OO1 traversal cold / warm / hot with instructions and
+                 cache misses: hardware counters where the machine has them,
+                 else "unavailable"; the TSC; callgrind in --full), and the
+                 write-barrier study on the OO1 update traversal: run-time cost
+                 per update, checkpoint latency against update probability,
+                 the break-even of pages against cards-4096, log volume.
 
 Modes: quick (the smallest size, 1 round, a short hot phase; checks that
 every table is filled and every system agrees: what CI runs), full (OO1
-small and large, 5 rounds). Output: OUT/hosking-moss.md, OUT/results.json,
-OUT/hosking-moss-<size>-warmup.png. Exit 1 on any self-check failure.
+small and large, 5 rounds; hosking-1995: OO1 small, 5 rounds). Output:
+OUT/<experiment>.md, OUT/results.json, the plots. Exit 1 on any self-check
+failure.
 """
 import argparse
 import datetime
@@ -362,7 +370,8 @@ def line_color(row):
     """A colour per detection scheme (the page engine, non-persistent apart)."""
     if row.kind == 'page':
         return '#8c564b'
-    return {'non': 'black', 'ID': '#1f77b4', 'FB': '#d62728', 'PF': '#9467bd', 'IDSH': '#2ca02c'}[row.name.split('-')[0]]
+    return {'non': 'black', 'ID': '#1f77b4', 'FB': '#d62728', 'PF': '#9467bd', 'IDSH': '#2ca02c'}[
+        row.name.split('-')[0]]
 
 
 def line_style(row):
@@ -519,7 +528,16 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
     return 0
 
 
-EXPERIMENTS = {'hosking-moss': hosking_moss}
+def hosking_1995(args):
+    import hosking95
+    if args.callgrind == 'auto':
+        args.callgrind = args.mode == 'full' and shutil.which('valgrind') is not None
+    else:
+        args.callgrind = args.callgrind == 'yes'
+    return hosking95.run(args, None)
+
+
+EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995}
 
 
 def main():
@@ -538,6 +556,9 @@ def main():
     ap.add_argument('--bin-dir', default='')
     ap.add_argument('--keep-stores', action='store_true')
     ap.add_argument('--nice', type=int, default=0)
+    ap.add_argument('--callgrind', default='auto', choices=['auto', 'yes', 'no'],
+                    help='hosking-1995: also count instructions and simulated cache misses under valgrind\'s '
+                         'callgrind (auto: in --full mode when valgrind is installed)')
     ap.add_argument('--report-only', default='', metavar='RESULTS_JSON',
                     help='rewrite the report and plots from a results.json, running nothing')
     args = ap.parse_args()

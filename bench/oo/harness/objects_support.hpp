@@ -5,6 +5,8 @@
 // The object engine's scheme is chosen when the program is compiled
 // (-DSTEPPE_OBJECTS_DETECTION=..., -DSTEPPE_OBJECTS_BARRIER=...), so each
 // scheme is its own executable: <bench>_objects_fb, _id, _idsh, _pf beside <bench>
+// (and oo1_objects_fb_flag, _fb_remset, _fb_pages: fault_block with the other
+// write barriers)
 // (bench/oo/oo1/CMakeLists.txt, bench/oo/oo7/CMakeLists.txt). Any of a
 // benchmark's executables asked for an objects-* system it was not built for
 // re-executes itself as that system's executable, so the driver and a user run
@@ -89,6 +91,22 @@ inline std::uint32_t& object_segment_objects() {
     return n;
 }
 
+// Bytes per card (steppe::objects::options::card_bytes, barrier cards) for the
+// stores open_object_store opens: the engine's default unless a driver's
+// `--card-bytes N` set it.
+inline std::uint32_t& object_card_bytes() {
+    static std::uint32_t n = steppe::objects::options{}.card_bytes;
+    return n;
+}
+
+// Address space for the engine's heap (steppe::objects::options::heap_limit;
+// 0 = the engine's default, 64 GiB): a driver's `--address-space-mib N` sets
+// it (valgrind cannot reserve 64 GiB).
+inline std::uint64_t& object_heap_limit() {
+    static std::uint64_t n = 0;
+    return n;
+}
+
 // Opens the benchmark's store at `path` (with `create`: anew, removing any old
 // one), durable commits, the fetch granularity of object_fetch() and the
 // segment size of object_segment_objects(), the engine's defaults otherwise.
@@ -104,6 +122,8 @@ inline steppe::objects::store open_object_store(const std::string& path, bool cr
     o.swizzle = object_eagerness().swizzle;
     o.convert = object_eagerness().convert;
     o.segment_objects = object_segment_objects();
+    o.card_bytes = object_card_bytes();
+    o.heap_limit = object_heap_limit();
     return steppe::objects::store::open(path, o);
 }
 
@@ -113,6 +133,9 @@ inline const char* objects_suffix(const std::string& sys) {
     if (sys == "objects-id") return "id";
     if (sys == "objects-idsh") return "idsh";
     if (sys == "objects-pf") return "pf";
+    if (sys == "objects-fb-flag") return "fb_flag";
+    if (sys == "objects-fb-remset") return "fb_remset";
+    if (sys == "objects-fb-pages") return "fb_pages";
     return nullptr;
 }
 

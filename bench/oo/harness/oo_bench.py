@@ -36,12 +36,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))    # the reposito
 # is its own store family.
 OBJECT_SYSTEMS = ['objects-fb', 'objects-id', 'objects-idsh', 'objects-pf']
 SYSTEMS = ['transient', 'steppe-uffd', 'steppe-mprotect'] + OBJECT_SYSTEMS + ['bip', 'pmem', 'pmem-nd', 'lmdb']
+# fault_block with the other write barriers (oo1_objects_fb_flag, _fb_remset,
+# _fb_pages; OO1 only): the experiments' write-barrier study runs them, the
+# main harness does not (not in SYSTEMS).
+BARRIER_SYSTEMS = ['objects-fb-flag', 'objects-fb-remset', 'objects-fb-pages']
 FAMILY = {'transient': None, 'steppe-uffd': 'steppe', 'steppe-mprotect': 'steppe', 'bip': 'bip',
-          'pmem': 'pmem', 'pmem-nd': 'pmem', 'lmdb': 'lmdb', **{s: s for s in OBJECT_SYSTEMS}}
+          'pmem': 'pmem', 'pmem-nd': 'pmem', 'lmdb': 'lmdb', **{s: s for s in OBJECT_SYSTEMS + BARRIER_SYSTEMS}}
 GEN_SYSTEM = {'steppe': 'steppe-uffd', 'bip': 'bip', 'pmem': 'pmem', 'lmdb': 'lmdb',
-              **{s: s for s in OBJECT_SYSTEMS}}
+              **{s: s for s in OBJECT_SYSTEMS + BARRIER_SYSTEMS}}
 FAMILY_SUFFIXES = {'steppe': ['', '-wal'], 'bip': [''], 'pmem': [''], 'lmdb': ['', '-lock'],
-                   **{s: ['', '-wal'] for s in OBJECT_SYSTEMS}}
+                   **{s: ['', '-wal'] for s in OBJECT_SYSTEMS + BARRIER_SYSTEMS}}
 LABEL = {
     'transient': 'transient (std::allocator)',
     'steppe-uffd': 'steppe (uffd)',
@@ -50,6 +54,9 @@ LABEL = {
     'objects-id': 'steppe objects (id + cards)',
     'objects-idsh': 'steppe objects (id_self_heal + cards)',
     'objects-pf': 'steppe objects (page_fault + cards)',
+    'objects-fb-flag': 'steppe objects (fault_block + object_flag)',
+    'objects-fb-remset': 'steppe objects (fault_block + remembered_set)',
+    'objects-fb-pages': 'steppe objects (fault_block + pages)',
     'bip': 'Boost.Interprocess',
     'pmem': 'libpmemobj (durable)',
     'pmem-nd': 'libpmemobj (PMEM_IS_PMEM_FORCE=1, NOT durable)',
@@ -57,7 +64,8 @@ LABEL = {
 }
 SHORT = {'transient': 'transient', 'steppe-uffd': 'steppe-uffd', 'steppe-mprotect': 'steppe-mprot',
          'objects-fb': 'objects-fb', 'objects-id': 'objects-id', 'objects-idsh': 'objects-idsh', 'objects-pf': 'objects-pf',
-         'bip': 'BIP', 'pmem': 'pmemobj', 'pmem-nd': 'pmemobj-ND', 'lmdb': 'LMDB'}
+         'objects-fb-flag': 'objects-fb-flag', 'objects-fb-remset': 'objects-fb-remset',
+         'objects-fb-pages': 'objects-fb-pages', 'bip': 'BIP', 'pmem': 'pmemobj', 'pmem-nd': 'pmemobj-ND', 'lmdb': 'LMDB'}
 PEERS = ['bip', 'pmem', 'lmdb']  # durable peers for the goals (pmem-nd is reported, not a goal peer)
 
 

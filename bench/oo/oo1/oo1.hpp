@@ -108,13 +108,14 @@ using bench::null_proc;
 
 // ---- operations, identical for every system ---------------------------------------------
 
-enum class op { lookup, traversal, reverse, insert };
+enum class op { lookup, traversal, reverse, insert, update };
 inline const char* to_string(op o) {
     switch (o) {
         case op::lookup: return "lookup";
         case op::traversal: return "traversal";
         case op::reverse: return "reverse";
         case op::insert: return "insert";
+        case op::update: return "update";
     }
     return "?";
 }
@@ -169,6 +170,78 @@ bench::op_result traversal(M& m, std::int64_t n, std::uint64_t seed, int iterati
     else traverse(m, h, traversal_depth);
     m.end_read();
     return {g_sink.count, g_sink.sum};
+}
+
+// ---- the update traversal (White & DeWitt 1992; Hosking 1995's write-barrier study) ----
+//
+// The traversal, each visit modifying the part it visits with probability p:
+// x and y incremented, 2 updates per modified part (duplicates included: a
+// part visited twice may be modified twice). Whether a visit modifies is
+// drawn from a stream seeded by the input alone, visit by visit, so every
+// system modifies the same parts. No commit: the caller decides (Hosking's
+// long-running transaction, or a checkpoint after each traversal).
+//
+// A model that supports it gives
+//   M::uhandle              a way to the part that can also write it
+//   uroot(id) -> uhandle    through the index
+//   upart(u) -> const Part& the residency check (read barrier)
+//   uout(part, c) -> uhandle
+//   update(u)               the write barrier, then the two updates
+//
+// Result: count = visits (3,280), sum = (modified visits << 40) + the sum of
+// the ids of the parts modified: independent of x and y, so a hot repeat of
+// an input (which modifies the same parts again) gives the same answer.
+inline double& update_probability() {
+    static double p = 1.0;
+    return p;
+}
+inline std::int64_t updates_of(const bench::op_result& r) { return r.sum >> 40; }
+
+template <class M>
+void traverse_update(M& m, typename M::uhandle u, int depth, bench::rng& r, std::uint64_t threshold, bool all,
+                     std::int64_t& modified, std::int64_t& ids) {
+    const auto& p = m.upart(u);
+    null_proc(p.x, p.y, p.type);
+    // a draw at every visit, p = 1 too, so p = 0 and p = 1 differ only by the updates
+    bool hit = r.next() < threshold;
+    if (all || hit) {
+        m.update(u);
+        ++modified;
+        ids += p.id;
+    }
+    if (depth == 0) return;
+    for (int c = 0; c < fanout; ++c) traverse_update(m, m.uout(p, c), depth - 1, r, threshold, all, modified, ids);
+}
+
+template <class M>
+bench::op_result update_traversal(M& m, std::int64_t n, std::uint64_t seed, int iteration, double p) {
+    std::uint64_t in = input_seed(seed, op::update, iteration);
+    std::int64_t root = 1 + static_cast<std::int64_t>(bench::rnd(in, 7) % static_cast<std::uint64_t>(n));
+    bench::rng r(bench::rnd(in, 8));
+    bool all = p >= 1.0;
+    std::uint64_t threshold = p <= 0 ? 0 : static_cast<std::uint64_t>(p * 18446744073709551616.0);
+    std::int64_t modified = 0, ids = 0;
+    g_sink = {};
+    auto u = m.uroot(root);
+    bench::check(static_cast<bool>(u), "update root " + std::to_string(root) + " not found");
+    traverse_update(m, u, traversal_depth, r, threshold, all, modified, ids);
+    return {g_sink.count, (modified << 40) + ids};
+}
+
+// A checksum of every part's x and y (ids 1..max_id): the state the updates
+// left, compared between the committing process, the reopened store and
+// every system.
+template <class M>
+std::int64_t state_checksum(M& m, std::int64_t max_id) {
+    std::uint64_t h = 0;
+    m.begin_read();
+    for (std::int64_t id = 1; id <= max_id; ++id) {
+        const auto& p = m.part(m.find(id));
+        h = bench::splitmix(h ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(p.x)) << 32 |
+                                 static_cast<std::uint32_t>(p.y)));
+    }
+    m.end_read();
+    return static_cast<std::int64_t>(h >> 1);
 }
 
 // 100 parts with their connections, then commit. Returns {parts, checksum};
@@ -311,6 +384,17 @@ public:
     std::int64_t base_parts() const { return db_->base_parts; }
     std::uint64_t seed() const { return db_->seed; }
     std::uint32_t from_count(handle h) const { return h->from.size; }
+
+    // ---- the update traversal (update_traversal above) ----
+    using uhandle = Part*;
+    uhandle uroot(std::int64_t id) const { return find(id); }
+    const Part& upart(uhandle h) const { return *h; }
+    uhandle uout(const Part& p, int c) const { return P::get(p.to[c].to); }
+    void update(uhandle h) {
+        sys_.will_write(h);
+        h->x += 1;
+        h->y += 1;
+    }
 
     // ---- updating ----
     void begin_update() { sys_.begin(); }

@@ -177,6 +177,20 @@ public:
     std::uint64_t seed() const { return db_->seed; }
     std::uint32_t from_count(handle h) const { return h->from_size; }
 
+    // ---- the update traversal (oo1.hpp, update_traversal) ----
+    // The way to a part is the slot that holds its reference (not a copy of
+    // it), so that the check patches the slot as any stored reference's, and
+    // mut() on it runs the write barrier.
+    using uhandle = const so::ref<OPart>*;
+    uhandle uroot(std::int64_t id) const { return find_slot(id); }
+    const OPart& upart(uhandle u) const { return **u; }
+    uhandle uout(const OPart& p, int c) const { return &p.to[c].to; }
+    void update(uhandle u) const {
+        OPart* w = u->mut();
+        w->x += 1;
+        w->y += 1;
+    }
+
     // ---- updating ----
     void begin_update() {}
     void commit() { store_.commit(); }
