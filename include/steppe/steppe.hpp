@@ -184,8 +184,9 @@ class transaction;
 class store {
 public:
     // Opens the store at `path` (creating it unless options say otherwise).
-    // Throws not_found, version, corrupt, locked (another process has it, or
-    // this one already does), permission, io, unsupported. A failed open
+    // Throws not_found, exists (open_options::exclusive_create), version,
+    // corrupt, locked (another process has it, or this one already does),
+    // permission, io, unsupported. A failed open
     // leaves no file it made; a read-only open makes none.
     static store open(const std::string& path, const open_options& options = {});
 

@@ -5,7 +5,6 @@
 
 #include <steppe/error.hpp>
 #include <fcntl.h>
-#include <signal.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/random.h>

@@ -1,6 +1,8 @@
 // The storage manager. Divisions, in order:
 //   1. helpers (randomness, header validation)
-//   2. open: create, lock, headers, checksum groups, log replay
+//   2. open: create, lock, headers, checksum groups, log replay; a reader
+//      beside the writer (its snapshot from the reader table), the writer's
+//      side of the table
 //   3. reads
 //   4. commit
 //   5. checkpoint and log reset

@@ -60,6 +60,9 @@ public:
         if (::pipe(up_) != 0 || ::pipe(down_) != 0) throw std::runtime_error("pipe");
         std::fflush(nullptr);
         pid_ = ::fork();
+        // Each side keeps its own ends only, so a side that dies is seen.
+        ::close(pid_ == 0 ? up_[0] : up_[1]);
+        ::close(pid_ == 0 ? down_[1] : down_[0]);
         if (pid_ == 0) {
             int rc = 99;
             try {
