@@ -80,6 +80,7 @@ public:
         exclusive_call one(*this, "reuse_address_space");
         engine_->reuse_address_space();
     }
+    void refresh();
     // store::transaction: at most one live guard; it follows its moves and
     // is told when the store closes.
     void begin_transaction(steppe::transaction* guard);
@@ -126,6 +127,8 @@ private:
     };
 
     pid_t opener_;  // the process that opened the store
+    open_options options_;  // as opened, for refresh
+    storage::env* io_;
     // The call in progress of those one thread at a time may make (the root
     // functions, commit, rollback, checkpoint, reuse), or null.
     std::atomic<const char*> exclusive_{nullptr};
@@ -172,7 +175,7 @@ std::vector<void*>& forsaken() {
 }  // namespace
 
 store_impl::store_impl(const std::string& path, const open_options& options, storage::env* io)
-    : opener_(current_pid()), engine_(open_page_engine(path, options, io)) {
+    : opener_(current_pid()), options_(options), io_(io), engine_(open_page_engine(path, options, io)) {
     std::lock_guard lock(g_open_mutex);
     g_open.push_back(this);
     t_current = this;
@@ -213,6 +216,19 @@ void store_impl::close() {
     if (t_current == this) t_current = nullptr;
     std::unique_ptr<engine> closing = std::move(engine_);
     closing->close();
+}
+
+// The new snapshot is opened before the old one closes, so a failed open
+// leaves the store as it was (two read-only opens of one store may overlap).
+void store_impl::refresh() {
+    exclusive_call one(*this, "refresh");
+    if (!options_.read_only)
+        throw error(errc::invalid_argument, "refresh: store " + path() +
+                                                " is open for writing and always sees its newest commit; refresh is "
+                                                "for read-only stores");
+    std::unique_ptr<engine> next = open_page_engine(path(), options_, io_);
+    std::swap(engine_, next);
+    next->close();
 }
 
 void store_impl::begin_transaction(steppe::transaction* guard) {
@@ -353,6 +369,7 @@ void store::close() {
     closing->close();
 }
 void store::reuse_address_space() { impl_->reuse_address_space(); }
+void store::refresh() { impl_->refresh(); }
 
 steppe::transaction store::transaction() {
     steppe::transaction guard(impl_.get());

@@ -91,6 +91,9 @@ int info(const std::string& path) {
     else
         std::printf("commit mark  damaged or of another log generation: damage to the log's last commit could pass "
                     "for a torn tail\n");
+    for (const auto& r : i.readers)  // other readers beside the writer, and their snapshots
+        std::printf("reader       process %llu at commit %llu\n", static_cast<unsigned long long>(r.pid),
+                    static_cast<unsigned long long>(r.txn));
     return 0;
 }
 

@@ -31,8 +31,10 @@
 // invalid_argument in the second.
 //
 // Processes: one writer per store file (whatever symlink, hard link or
-// spelling of the path opens it) or any number of readers; others get
-// errc::locked, and so does a second open of the same store in one process.
+// spelling of the path opens it) and any number of read-only openers beside
+// it, each on a snapshot of its own (open_options::read_only, refresh); a
+// second writer gets errc::locked, and so does a second open of the same
+// store in one process (unless both are read-only).
 //
 // fork: a store belongs to the process that opened it. In a forked child
 // every call on it throws invalid_argument (naming the opener), touching its
@@ -46,6 +48,7 @@
 #include <steppe/error.hpp>
 #include <steppe/layout.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -66,7 +69,20 @@ enum class fault_backend {
 
 struct open_options {
     bool create = true;     // create the store if it does not exist
-    // Shared with other readers; make, the root setters and commit throw
+    // With create: the store must not exist yet; if it does, open throws
+    // errc::exists and changes nothing (the test and the creation are one
+    // step under the store's lock, so of two processes racing to create it,
+    // one gets exists).
+    bool exclusive_create = false;
+    // How long open waits for a lock another process holds (another writer,
+    // or readers that keep writers out, docs/guarantees.md promise 4) before
+    // it throws errc::locked. 0 = not at all. A store this process has open
+    // already is refused at once: waiting would not help.
+    std::chrono::milliseconds lock_timeout{0};
+    // Shared with other readers and with a writer in another process: the
+    // store shows the last commit as of the open (a consistent snapshot,
+    // whatever the writer commits or checkpoints meanwhile) until
+    // store::refresh(). make, the root setters and commit throw
     // invalid_argument. Objects are mapped read-only: a write to one is a
     // programming error, like a write to const memory, and ends the process
     // (exit 71, after fatal_hook) with a message naming the store, the
@@ -109,7 +125,8 @@ struct open_options {
     // Closing a writable store (destructor or close()) checkpoints: every
     // commit still in the log is copied into the main file and the log is
     // reset, so the main file alone holds the store (docs/guarantees.md,
-    // "Copying a store"). It costs about what a commit of those pages does
+    // "Copying a store") — unless a reader in another process holds an
+    // older snapshot: then the log keeps the commits. It costs about what a commit of those pages does
     // (docs/benchmarks.md). Off, a close leaves the commits in the log and
     // the next writable open checkpoints them.
     bool checkpoint_on_close = true;
@@ -167,8 +184,9 @@ class transaction;
 class store {
 public:
     // Opens the store at `path` (creating it unless options say otherwise).
-    // Throws not_found, version, corrupt, locked (another process has it, or
-    // this one already does), permission, io, unsupported. A failed open
+    // Throws not_found, exists (open_options::exclusive_create), version,
+    // corrupt, locked (another process has it, or this one already does),
+    // permission, io, unsupported. A failed open
     // leaves no file it made; a read-only open makes none.
     static store open(const std::string& path, const open_options& options = {});
 
@@ -261,6 +279,14 @@ public:
     // closing the store ends the guard (its destructor then does nothing).
     steppe::transaction transaction();
 
+    // A read-only store moves to the newest commit: it is opened again on
+    // the snapshot a writer (in another process) published last. Every
+    // pointer into the store taken before is invalid afterwards, as after a
+    // close: read the roots again. invalid_argument on a writable store (it
+    // always sees its newest commit); errors as open's (the store then
+    // stays on its old snapshot).
+    void refresh();
+
     // Copies every commit in the log into the main file and resets the log
     // (the next writable open and, by default, a clean close do the same;
     // commits do when the log passes open_options::checkpoint_bytes).
@@ -270,8 +296,11 @@ public:
     // log already, and a checkpoint resets the log). no_space / io while
     // copying pages leave the log as it was and the store usable; a failed
     // fdatasync or header write poisons the handle (reopen: the open
-    // recovers from the log and checkpoints again). Like commit, it must not
-    // run while another thread touches the store.
+    // recovers from the log and checkpoints again). locked while a reader in
+    // another process holds an older snapshot than the newest commit (its
+    // pages would be overwritten; the message names its pid): try again once
+    // it has refreshed or closed. Like commit, it must not run while another
+    // thread touches the store.
     void checkpoint();
 
     // Address-space reuse (Texas's "strategy 2"). Starts a new epoch: every

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -42,6 +43,13 @@ public:
 
 enum class open_mode { read_only, read_write, create_new };
 
+// Who takes a store's lock.
+enum class lock_kind {
+    writer,  // exclusive flocks: one writer, and no reader that holds a flock
+    reader,  // shared flocks: readers only (a store without a usable reader table)
+    snapshot,  // no flock: a reader beside the writer, in the reader table (reader_table.hpp)
+};
+
 // A held lock on a store; released when destroyed (or when the process dies).
 // One writer or any number of readers per store FILE, whatever name, link or
 // spelling of the path each opens it by (posix_env.cpp says how).
@@ -61,13 +69,15 @@ public:
     virtual void rename(const std::string& from, const std::string& to) = 0;
     virtual void remove(const std::string& path) = 0;
     virtual void sync_dir_of(const std::string& path) = 0;
-    // Exclusive (writer) or shared (reader) lock on the store whose main file
-    // is `store_path` (symlinks resolved, see resolve_store_path); throws
-    // errc::locked naming the holder, or saying that this process has the
-    // store open already. Releasing a writer's lock removes the lock file and,
+    // A lock of `kind` on the store whose main file is `store_path`
+    // (symlinks resolved, see resolve_store_path), waiting up to `wait` while
+    // another process holds a conflicting one; throws errc::locked naming the
+    // holder, or saying that this process has the store open already (which
+    // no wait helps). Releasing a writer's lock removes the lock file and,
     // when the open that took it failed to create the store, the files that
     // open created: a failed open leaves nothing behind.
-    virtual std::unique_ptr<lock_handle> lock(const std::string& store_path, bool exclusive, mode_t create_mode) = 0;
+    virtual std::unique_ptr<lock_handle> lock(const std::string& store_path, lock_kind kind, mode_t create_mode,
+                                              std::chrono::milliseconds wait) = 0;
 };
 
 // `path` with every symlink in its last component followed (relative targets

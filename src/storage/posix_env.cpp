@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -260,17 +261,35 @@ std::string flock_holder(file_id id) {
     return "unknown";
 }
 
-// flock(fd) failed with `err`: say who holds the store, or why it failed.
-// `lock_file` is empty when the lock refused was the main file's own.
+using lock_clock = std::chrono::steady_clock;
+
+// flock(fd, op), retried until `deadline` while another process holds a
+// conflicting lock (open_options::lock_timeout). Returns 0 or the errno.
+int flock_until(int fd, int op, lock_clock::time_point deadline) {
+    for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(50))) {
+        if (::flock(fd, op | LOCK_NB) == 0) return 0;
+        int err = errno;
+        if (err == EINTR) continue;
+        lock_clock::time_point now = lock_clock::now();
+        if (err != EWOULDBLOCK || now >= deadline) return err;
+        std::this_thread::sleep_for(std::min<lock_clock::duration>(pause, deadline - now));
+    }
+}
+
+// flock(fd) failed with `err` (after waiting `waited`): say who holds the
+// store, or why it failed. `lock_file` is empty when the lock refused was the
+// main file's own.
 [[noreturn]] void throw_lock_failure(int fd, int err, bool exclusive, const std::string& store_path,
-                                     const std::string& lock_file, const std::string& holder) {
+                                     const std::string& lock_file, const std::string& holder,
+                                     std::chrono::milliseconds waited) {
     if (err != EWOULDBLOCK) common::throw_system_error("flock", err, lock_file.empty() ? store_path : lock_file);
     std::string where = lock_file.empty() ? "" : " (lock file " + lock_file + ")";
+    if (waited.count() > 0) where += " after waiting " + std::to_string(waited.count()) + " ms";
     // If a shared lock can be had, the holders now are readers (and the pid
     // in a lock file names a writer that may be long gone).
     if (exclusive && ::flock(fd, LOCK_SH | LOCK_NB) == 0)
         throw error(errc::locked, "store " + store_path + " is open read-only by other processes" + where +
-                                      "; a writer must wait until they close it");
+                                      "; a writer must wait until they close it (open_options::lock_timeout)");
     if (holder == std::to_string(::getpid()))
         throw error(errc::locked, "store " + store_path + " is already open in this process" + where +
                                       "; open it once and share the steppe::store");
@@ -292,9 +311,9 @@ struct closing {
 
 class posix_lock final : public lock_handle {
 public:
-    posix_lock(std::string store_path, bool exclusive, mode_t create_mode)
+    posix_lock(std::string store_path, bool exclusive, mode_t create_mode, std::chrono::milliseconds wait)
         : store_path_(std::move(store_path)), lock_path_(store_path_ + "-lock"), exclusive_(exclusive),
-          owner_(::getpid()) {
+          wait_(wait), deadline_(lock_clock::now() + wait), owner_(::getpid()) {
         struct stat st;
         if (::stat(store_path_.c_str(), &st) == 0) held().check(id_of(st), exclusive_, store_path_);
         for (int attempt = 0; lock_fd_ < 0; ++attempt) {
@@ -305,10 +324,8 @@ public:
             if (fd < 0 && !exclusive_ && errno == ENOENT) break;  // no writer since: nothing to share
             if (fd < 0) common::throw_system_error("open", errno, lock_path_, "the store's lock file");
             closing guard{fd};
-            if (::flock(fd, (exclusive_ ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
-                int err = errno;
-                throw_lock_failure(fd, err, exclusive_, store_path_, lock_path_, read_pid(fd));
-            }
+            if (int err = flock_until(fd, exclusive_ ? LOCK_EX : LOCK_SH, deadline_))
+                throw_lock_failure(fd, err, exclusive_, store_path_, lock_path_, read_pid(fd), wait_);
             if (names_file(fd, lock_path_)) {
                 held().add_descriptor(fd);
                 lock_fd_ = guard.release();
@@ -349,10 +366,9 @@ public:
         struct stat st;
         if (::fstat(fd, &st) != 0) common::throw_system_error("fstat", errno, store_path_);
         held().add(id_of(st), exclusive_, store_path_);
-        if (::flock(fd, (exclusive_ ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
-            int err = errno;
+        if (int err = flock_until(fd, exclusive_ ? LOCK_EX : LOCK_SH, deadline_)) {
             held().remove(id_of(st));
-            throw_lock_failure(fd, err, exclusive_, store_path_, "", flock_holder(id_of(st)));
+            throw_lock_failure(fd, err, exclusive_, store_path_, "", flock_holder(id_of(st)), wait_);
         }
         held().add_descriptor(fd);
         store_id_ = id_of(st);
@@ -374,11 +390,38 @@ private:
 
     std::string store_path_, lock_path_;
     bool exclusive_;
+    std::chrono::milliseconds wait_;   // open_options::lock_timeout
+    lock_clock::time_point deadline_;  // for both flocks
     int lock_fd_ = -1;
     int store_fd_ = -1;
     file_id store_id_{};
     pid_t owner_;  // the process that took the lock
     bool store_existed_ = true, log_existed_ = true;
+};
+
+// A reader of the reader table (lock_kind::snapshot) takes no flock: the
+// writer must be able to open beside it, and its slot in the table is what
+// the writer respects. It still counts in this process's table of held
+// files, so a writer and a reader of one store in one process are refused.
+class table_reader_lock final : public lock_handle {
+public:
+    explicit table_reader_lock(std::string store_path) : store_path_(std::move(store_path)), owner_(::getpid()) {}
+    ~table_reader_lock() override {
+        if (registered_ && ::getpid() == owner_) held().remove(store_id_);
+    }
+    void lock_store_file() override {
+        struct stat st;
+        if (::stat(store_path_.c_str(), &st) != 0) common::throw_system_error("stat", errno, store_path_);
+        held().add(id_of(st), false, store_path_);
+        store_id_ = id_of(st);
+        registered_ = true;
+    }
+
+private:
+    std::string store_path_;
+    pid_t owner_;
+    file_id store_id_{};
+    bool registered_ = false;
 };
 
 class posix_env_impl final : public env {
@@ -421,8 +464,10 @@ public:
         if (rc != 0) common::throw_system_error("fsync", err, dir);
     }
 
-    std::unique_ptr<lock_handle> lock(const std::string& store_path, bool exclusive, mode_t create_mode) override {
-        return std::make_unique<posix_lock>(store_path, exclusive, create_mode);
+    std::unique_ptr<lock_handle> lock(const std::string& store_path, lock_kind kind, mode_t create_mode,
+                                      std::chrono::milliseconds wait) override {
+        if (kind == lock_kind::snapshot) return std::make_unique<table_reader_lock>(store_path);
+        return std::make_unique<posix_lock>(store_path, kind == lock_kind::writer, create_mode, wait);
     }
 };
 

@@ -1,6 +1,8 @@
 // The storage manager. Divisions, in order:
 //   1. helpers (randomness, header validation)
-//   2. open: create, lock, headers, checksum groups, log replay
+//   2. open: create, lock, headers, checksum groups, log replay; a reader
+//      beside the writer (its snapshot from the reader table), the writer's
+//      side of the table
 //   3. reads
 //   4. commit
 //   5. checkpoint and log reset
@@ -13,7 +15,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <thread>
 
 #include "common/hex.hpp"
 #include "common/sigsafe.hpp"
@@ -103,25 +107,160 @@ storage::~storage() = default;
 std::unique_ptr<storage> storage::open(const std::string& path, const options& opts) {
     if (opts.salvage && opts.read_only)
         throw error(errc::invalid_argument, path + ": salvaging a damaged log needs a writable open");
+    if (opts.exclusive_create && (opts.read_only || !opts.create))
+        throw error(errc::invalid_argument, path + ": exclusive_create needs a writable open with create");
     // By the real file's name, so that the log and the lock file are the real
     // store's whichever symlink it is opened by.
     std::unique_ptr<storage> s(new storage(resolve_store_path(path), opts));
-    s->lock_ = s->io_->lock(s->path_, !opts.read_only, opts.file_mode);
+    if (opts.read_only && s->open_beside_writer()) return s;
+    try {
+        s->lock_ = s->io_->lock(s->path_, opts.read_only ? lock_kind::reader : lock_kind::writer, opts.file_mode,
+                                opts.lock_timeout);
+    } catch (const error& e) {
+        // A writer that took the lock has made the reader table by now,
+        // unless it is still opening a store that had none.
+        if (!opts.read_only || e.code() != errc::locked || !s->open_beside_writer()) throw;
+        return s;
+    }
+    // Under the writer's lock, so the test and the creation are one step.
     if (!s->io_->exists(s->path_)) {
         if (!opts.create || opts.read_only) throw error(errc::not_found, "store " + path + " does not exist");
         s->create_files();
+    } else if (opts.exclusive_create) {
+        throw error(errc::exists, "store " + path + " exists already (exclusive_create was asked for; nothing was "
+                                                    "changed)");
     }
     s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
     s->main_ = s->io_->open(s->path_, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
     s->load_header();
     s->load_checksums();
     s->load_mark();
-    s->open_wal();
+    s->open_wal();  // writes only a log that was missing (no reader reads one)
+    // Before recovery may reset the log. A missing table is made only once
+    // the log is judged sound (no reader can be registered in a table that
+    // is not there, and a refused open leaves no file behind), before the
+    // checkpoint, which must see readers by other names (a hard link).
+    if (!opts.read_only) s->adopt_reader_table(false);
     s->replay_wal();
+    if (opts.read_only) return s;
+    if (!s->readers_) s->adopt_reader_table(true);
+    s->publish();
     // A crash mid-checkpoint can leave a torn alternate header or checksum
-    // slot; those are rewritten only by the next checkpoint, so do it now.
-    if (!opts.read_only) s->checkpoint();
+    // slot; those are rewritten only by the next checkpoint, so do it now
+    // (unless a reader holds an older snapshot: then the next one does).
+    s->try_checkpoint();
     return s;
+}
+
+// A reader beside a writer (or after one): the snapshot the reader table
+// publishes, registered in a slot before any file is read (invariant 5).
+// false when there is no usable table or its snapshot does not fit the
+// files (a store replaced since, a writer dead while publishing): the caller
+// then reads the way readers did before tables, under shared flocks.
+bool storage::open_beside_writer() {
+    readers_ = reader_table::for_reader(path_);
+    if (!readers_) return false;
+    try {
+        lock_ = io_->lock(path_, lock_kind::snapshot, opts_.file_mode, opts_.lock_timeout);
+        if (!io_->exists(path_)) throw error(errc::not_found, "store " + path_ + " does not exist");
+        lock_->lock_store_file();
+        main_ = io_->open(path_, open_mode::read_only, opts_.file_mode);
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            snapshot_ = readers_->register_snapshot();
+            snapshot_fit fit = load_snapshot();
+            if (fit == snapshot_fit::fits) return true;
+            if (fit == snapshot_fit::stale) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    } catch (const error& e) {
+        if (e.code() != errc::locked) throw;
+    }
+    readers_.reset();
+    lock_.reset();
+    main_.reset();
+    wal_.reset();
+    return false;
+}
+
+// The files as of the registered snapshot: the main file as its header
+// says, then the snapshot's log up to its end. `moved`: the writer
+// checkpointed that log meanwhile (the header now holds it: read again).
+storage::snapshot_fit storage::load_snapshot() {
+    load_header();
+    const snapshot& s = snapshot_;
+    if (std::memcmp(s.store_id, header_.store_id, sizeof header_.store_id) != 0) return snapshot_fit::stale;
+    if (header_.checkpoint_gen >= s.generation) return load_main_only();
+    if (header_.checkpoint_gen + 1 != s.generation || header_.next_wal_salt != s.salt) return snapshot_fit::stale;
+    load_checksums();
+    if (checksums_in_flux()) return snapshot_fit::moved;
+    load_mark();
+    wal_header_ = {};
+    wal_header_.generation = s.generation;
+    wal_header_.salt = s.salt;
+    if (!wal_ && io_->exists(wal_path_)) wal_ = io_->open(wal_path_, open_mode::read_only, opts_.file_mode);
+    replay_frames(s.log_end);
+    wal_needs_reset_ = wal_ && !log_header_is(s.generation, s.salt);  // damage check() names
+    // Asked after the reads: a reset since may have cut the replay short
+    // or rewritten the header.
+    if (readers_->checkpointed_gen() >= s.generation) return snapshot_fit::moved;
+    return wal_end_ == s.log_end && txn_seq_ == s.txn ? snapshot_fit::fits : snapshot_fit::stale;
+}
+
+bool storage::log_header_is(std::uint64_t generation, std::uint64_t salt) const {
+    wal_header h{};
+    std::size_t n = wal_->read_at(0, {reinterpret_cast<std::byte*>(&h), sizeof h});
+    return n == sizeof h && std::memcmp(h.magic, wal_magic, sizeof h.magic) == 0 && h.crc == struct_crc(h) &&
+           h.generation == generation && h.salt == salt;
+}
+
+// The snapshot's log was checkpointed: the main file is exactly the
+// snapshot (a checkpoint copies the whole log, and only while every reader
+// is at its end; the next one waits for this reader).
+storage::snapshot_fit storage::load_main_only() {
+    if (header_.checkpoint_gen != snapshot_.generation || header_.txn_seq != snapshot_.txn) return snapshot_fit::stale;
+    load_checksums();
+    if (checksums_in_flux()) return snapshot_fit::moved;
+    load_mark();
+    wal_index_.clear();
+    wal_commits_ = 0;
+    wal_header_ = {};
+    wal_header_.generation = header_.checkpoint_gen + 1;
+    wal_header_.salt = header_.next_wal_salt;
+    wal_end_ = wal_frames_offset;
+    return snapshot_fit::fits;
+}
+
+// A group whose slots both fail may be a group a running checkpoint writes
+// for the first time (the other slot never written): read again after it.
+bool storage::checksums_in_flux() const {
+    bool damaged = std::any_of(groups_.begin(), groups_.end(), [](const group_sums& g) { return g.slot == -2; });
+    return damaged && (readers_->checkpoint_epoch() & 1);
+}
+
+// The writer's side of the table, taken over before recovery writes to the
+// log: from now on readers at generations the header holds read them from
+// the main file. `make`: make the table if it is missing or unusable.
+void storage::adopt_reader_table(bool make) {
+    readers_ = reader_table::for_writer(path_, opts_.file_mode, make);
+    if (!readers_) return;
+    snapshot header_state{};
+    std::memcpy(header_state.store_id, header_.store_id, sizeof header_.store_id);
+    header_state.generation = header_.checkpoint_gen + 1;
+    header_state.salt = header_.next_wal_salt;
+    header_state.log_end = wal_frames_offset;
+    header_state.txn = header_.txn_seq;
+    readers_->adopt(header_state, header_.checkpoint_gen);
+}
+
+// The newest commit, for readers: its frames are written and durable.
+void storage::publish() {
+    snapshot s{};
+    std::memcpy(s.store_id, header_.store_id, sizeof header_.store_id);
+    s.generation = wal_header_.generation;
+    s.salt = wal_header_.salt;
+    s.log_end = wal_end_;
+    s.txn = txn_seq_;
+    readers_->publish(s);
 }
 
 // Creation is atomic: the main file appears under its name (rename) only once
@@ -366,6 +505,13 @@ const char* storage::read_frame(std::uint64_t offset, frame_header& h, std::byte
 }
 
 void storage::replay_wal() {
+    replay_frames(std::numeric_limits<std::uint64_t>::max());
+    judge_log();
+}
+
+// Replays the log's complete commits that end by `limit` (a reader's
+// snapshot); replay_stop_ says where and why it stopped.
+void storage::replay_frames(std::uint64_t limit) {
     wal_index_.clear();
     std::vector<std::pair<page_no, wal_entry>> pending;
     std::vector<std::byte> frame(page_size);
@@ -378,6 +524,10 @@ void storage::replay_wal() {
     const char* stop = wal_ ? nullptr : "there is no log";
     while (!stop) {
         frame_header h;
+        if (off >= limit) {
+            stop = "the end of the reader's snapshot";
+            break;
+        }
         if ((stop = read_frame(off, h, frame.data()))) break;
         if (h.txn != txn_seq_ + 1) {
             stop = "a frame of another commit";
@@ -417,7 +567,6 @@ void storage::replay_wal() {
     replay_stop_ = off;
     replay_stop_reason_ = stop;
     discard_pending();
-    judge_log();
 }
 
 // Looks past the point where replay stopped for what shows that commits after
@@ -491,7 +640,9 @@ void storage::judge_log() {
 // the damaged log in place, to salvage again.
 void storage::salvage(const std::string& what) {
     std::string aside = copy_log_aside();
-    checkpoint_now(true);
+    if (std::optional<reader_info> r = checkpoint_now(true))
+        throw error(errc::locked, what + ". Salvage must wait: reader process " + std::to_string(r->pid) +
+                                      " still reads the store (the damaged log was copied to " + aside + ")");
     salvage_report_ = what + ".\nSalvaged: the store now holds commit " + std::to_string(txn_seq_) +
                       "; the damaged log was copied to " + aside + " and a new log started.";
 }
@@ -553,18 +704,7 @@ bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool
         msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
         return false;
     }
-    if (logged) {
-        long n = wal_->read_at_nothrow(logged->offset, out, page_size);
-        if (n < 0) {
-            why->code = errc::io;
-            msg << "pread failed on " << wal_path_.c_str() << " reading page " << page << ", errno " << std::uint64_t(-n);
-            return false;
-        }
-        if (static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == logged->sum) return true;
-        msg << wal_path_.c_str() << ": page " << page << " (log offset " << logged->offset
-            << ") fails its checksum";
-        return false;
-    }
+    if (logged) return read_logged(page, *logged, out, msg, why);
     std::uint64_t g = group_of(page);
     if (g < groups_.size() && groups_[g].slot == -2) {
         msg << path_.c_str() << ": page " << page << " cannot be verified: both checksum pages of its group ("
@@ -597,6 +737,36 @@ bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool
     msg << path_.c_str() << ": page " << page << " (file offset " << offset << ") "
         << (static_cast<std::size_t>(n) < page_size ? "is cut short: the file is truncated" : "fails its checksum");
     return false;
+}
+
+// A page version in the log. A reader beside the writer reads it from the
+// main file instead once the reader table says the writer checkpointed the
+// snapshot's log (which may then be overwritten; the main file holds
+// exactly this version: invariant 5). Asked again after the read, which
+// may have raced the log's reset.
+bool storage::read_logged(page_no page, const wal_entry& e, std::byte* out, common::fixed_message& msg,
+                          read_failure* why) const noexcept {
+    bool from_main = log_overtaken();
+    long n = from_main ? 0 : wal_->read_at_nothrow(e.offset, out, page_size);
+    from_main = from_main || log_overtaken();
+    std::uint64_t offset = from_main ? physical_page(page) * page_size : e.offset;
+    if (from_main) n = main_->read_at_nothrow(offset, out, page_size);
+    const std::string& file = from_main ? path_ : wal_path_;
+    if (n < 0) {
+        why->code = errc::io;
+        msg << "pread failed on " << file.c_str() << " reading page " << page << ", errno " << std::uint64_t(-n);
+        return false;
+    }
+    if (static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == e.sum) return true;
+    msg << file.c_str() << ": page " << page << " (" << (from_main ? "file" : "log") << " offset " << offset
+        << ") fails its checksum";
+    return false;
+}
+
+bool storage::log_overtaken() const noexcept {
+    if (!readers_ || !opts_.read_only) return false;
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // the read before it happened first
+    return readers_->checkpointed_gen() >= wal_header_.generation;
 }
 
 void storage::prefetch(page_no page) const noexcept {
@@ -725,12 +895,14 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
     ++wal_commits_;
     ++stats_.commits;
     note_commit_in_mark();
+    publish();
 
     if (wal_end_ - wal_frames_offset > opts_.checkpoint_bytes) {
         // The commit is durable whatever happens now; a failed checkpoint
-        // (e.g. disk full) is retried after the next commit.
+        // (e.g. disk full) is retried after the next commit, and so is one a
+        // reader holding an older snapshot defers.
         try {
-            checkpoint();
+            try_checkpoint();
         } catch (const error& e) {
             if (e.code() == errc::poisoned || poisoned_) throw;
         }
@@ -747,13 +919,47 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
 //   4. reset the log to the next generation; fdatasync
 // A crash before 3 completes leaves the log intact (replayed again); after 3,
 // open sees the old generation in the log and only redoes step 4.
-void storage::checkpoint() { checkpoint_now(false); }
+void storage::checkpoint() {
+    std::optional<reader_info> r = checkpoint_now(false);
+    if (!r) return;
+    std::string who = r->by_other_name
+                          ? "a reader opened the store by another name (a hard link), so its snapshot is unknown"
+                          : "reader process " + std::to_string(r->pid) + " reads commit " + std::to_string(r->txn) +
+                                ", older than the newest (" + std::to_string(txn_seq_) + ")";
+    throw error(errc::locked, path_ + ": no checkpoint: " + who +
+                                  ", and a checkpoint would overwrite pages it reads; it runs once every reader has "
+                                  "refreshed or closed");
+}
+
+bool storage::try_checkpoint() { return !checkpoint_now(false); }
+
+namespace {
+// The checkpoint epoch is odd from before the writer looks at the readers
+// until the checkpoint is done (reader_table.hpp).
+struct checkpoint_scope {
+    reader_table* table;
+    explicit checkpoint_scope(reader_table* t) : table(t) {
+        if (table) table->begin_checkpoint();
+    }
+    ~checkpoint_scope() {
+        if (table) table->end_checkpoint();
+    }
+};
+}  // namespace
 
 // even_if_empty: salvage must move to a new generation even when no commit
 // came before the damage, so the damaged log is not replayed again.
-void storage::checkpoint_now(bool even_if_empty) {
+// Returns the reader that made it wait, if one did (invariant 5).
+std::optional<reader_info> storage::checkpoint_now(bool even_if_empty) {
     ensure_usable();
-    if (opts_.read_only || (wal_commits_ == 0 && !even_if_empty) || !pending_.empty()) return;
+    if (opts_.read_only || (wal_commits_ == 0 && !even_if_empty) || !pending_.empty()) return std::nullopt;
+    checkpoint_scope scope(readers_.get());
+    if (readers_) {
+        if (std::optional<reader_info> behind = readers_->first_reader_not_at(wal_header_.generation, wal_end_)) {
+            ++stats_.checkpoints_deferred;
+            return behind;
+        }
+    }
     std::vector<std::pair<page_no, wal_entry>> sorted(wal_index_.begin(), wal_index_.end());
     std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first < b.first; });
 
@@ -814,13 +1020,18 @@ void storage::checkpoint_now(bool even_if_empty) {
                    group_sums{checksum_page{}, -1});
     for (auto& [g, sums] : touched) groups_[g] = sums;
     wal_index_.clear();
+    // Readers of this log read its pages from the main file from now on;
+    // only then may the log be overwritten.
+    if (readers_) readers_->publish_checkpointed(header_.checkpoint_gen);
     try {
         reset_wal(header_.checkpoint_gen + 1, next_salt);
     } catch (const error&) {
         poisoned_ = true;  // appending to the old generation would be discarded on reopen
         throw;
     }
+    if (readers_) publish();
     ++stats_.checkpoints;
+    return std::nullopt;
 }
 
 void storage::reset_wal(std::uint64_t generation, std::uint64_t salt) {
@@ -869,10 +1080,29 @@ info storage::describe() const {
                 wal_index_.size(),
                 txn_seq_,
                 header_.header_seq,
-                mark_counts() ? mark_.txn : 0};
+                mark_counts() ? mark_.txn : 0,
+                readers_ ? readers_->live_readers() : std::vector<reader_info>{}};
 }
 
 std::vector<std::string> storage::check() const {
+    std::vector<std::string> findings = check_slots();
+    // A reader beside the writer may read a slot or the mark while the
+    // writer rewrites it: a finding counts only if it stays.
+    for (int again = 0; !findings.empty() && readers_ && opts_.read_only && again < 20; ++again) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        findings = check_slots();
+    }
+    check_readers(findings);
+    std::vector<std::byte> page(page_size);
+    read_failure why;
+    for (page_no p = 0; p < page_count_; ++p) {
+        if (!read_page_nothrow(p, page.data(), &why)) findings.push_back(why.message);
+    }
+    return findings;
+}
+
+// The header slots, the checksum slots, the commit mark and the log header.
+std::vector<std::string> storage::check_slots() const {
     std::vector<std::string> findings;
     std::byte buf[2 * page_size] = {};
     main_->read_at(0, buf);
@@ -895,19 +1125,35 @@ std::vector<std::string> storage::check() const {
                                    ") is damaged");
         }
     }
-    if (!mark_valid_)
+    commit_mark m{};
+    std::size_t n = main_->read_at(commit_mark_page * page_size, {reinterpret_cast<std::byte*>(&m), sizeof m});
+    bool mark_valid = n == sizeof m && m.magic == commit_mark_magic && m.crc == struct_crc(m) &&
+                      std::memcmp(m.store_id, header_.store_id, sizeof m.store_id) == 0;
+    if (!mark_valid)
         findings.push_back(path_ + ": the commit mark (page 2) is damaged; until the next checkpoint rewrites it, "
                                    "damage to the log's last commit could pass for a torn tail");
     if (wal_needs_reset_ && wal_commits_ > 0)
         findings.push_back(wal_path_ + ": the log header (bytes 0-55) is damaged; its " + std::to_string(wal_commits_) +
                            " commits were read with the generation and salt the main file records, and a writable "
                            "open rewrites it");
-    std::vector<std::byte> page(page_size);
-    read_failure why;
-    for (page_no p = 0; p < page_count_; ++p) {
-        if (!read_page_nothrow(p, page.data(), &why)) findings.push_back(why.message);
-    }
     return findings;
+}
+
+// Invariant 5 as the writer's reader table shows it: every live reader's
+// snapshot is a commit the main file and this log still hold.
+void storage::check_readers(std::vector<std::string>& findings) const {
+    if (!readers_ || opts_.read_only) return;
+    for (const reader_info& r : readers_->live_readers()) {
+        if (r.generation == 0) continue;  // still registering
+        std::string who = readers_->path() + ": reader process " + std::to_string(r.pid) + " at commit " +
+                          std::to_string(r.txn) + " (log generation " + std::to_string(r.generation) + ", byte " +
+                          std::to_string(r.log_end) + ")";
+        bool held_whole = r.generation == header_.checkpoint_gen && r.txn == header_.txn_seq;
+        bool in_log = r.generation == wal_header_.generation && r.log_end <= wal_end_ && r.txn <= txn_seq_ &&
+                      r.txn >= header_.txn_seq;
+        if (!held_whole && !in_log)
+            findings.push_back(who + ": neither the main file nor the log holds that snapshot (invariant 5)");
+    }
 }
 
 }  // namespace steppe::storage

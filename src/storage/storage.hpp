@@ -18,7 +18,14 @@
 //      all its commits is durable, and the main header saying so is durable;
 //  (3) every page image handed out was verified against its checksum;
 //  (4) a transaction is dropped at recovery only if nothing shows it committed
-//      (judge_log; the commit mark and later frames are what shows it).
+//      (judge_log; the commit mark and later frames are what shows it);
+//  (5) a live reader's snapshot never changes under it (readers beside the
+//      writer, reader_table.hpp): a checkpoint copies pages into the main
+//      file only while every live reader is at the newest commit (so none
+//      reads those pages from the main file), and a log generation is
+//      overwritten only after the reader table says the main file holds it
+//      whole (its readers then read its pages from there: read_logged).
+//      check_readers() checks what the table shows of it.
 #pragma once
 
 #include <steppe/error.hpp>
@@ -26,16 +33,20 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "storage/file_format.hpp"
+#include "common/sigsafe.hpp"
 #include "storage/io.hpp"
+#include "storage/reader_table.hpp"
 #include "storage/wal_format.hpp"
 
 namespace steppe::storage {
@@ -48,6 +59,7 @@ using meta_bytes = std::array<std::byte, meta_size>;
 
 struct options {
     bool create = true;              // create the store if it does not exist
+    bool exclusive_create = false;   // with create: errc::exists if it does exist
     bool read_only = false;          // shared lock, no writes, no recovery writes
     bool durable = true;             // fdatasync at commit; off only for tests/benchmarks that say so
     std::uint64_t checkpoint_bytes = 64ull << 20;  // checkpoint once the log grows past this
@@ -58,6 +70,7 @@ struct options {
     // new log; salvage_report() says what was lost. Writable opens only.
     bool salvage = false;
     mode_t file_mode = 0600;
+    std::chrono::milliseconds lock_timeout{0};  // how long to wait for a conflicting lock
     env* io = nullptr;               // nullptr = the real file system
 };
 
@@ -80,6 +93,7 @@ struct info {
     std::uint64_t txn_seq;
     std::uint64_t header_seq;
     std::uint64_t marked_txn;        // the last commit the commit mark shows durable (0: none of this log)
+    std::vector<reader_info> readers;  // live readers beside the writer (the reader table's slots), but this one
 };
 
 // Why a no-throw read failed, for the fault handler to print before it ends the process.
@@ -91,6 +105,7 @@ struct read_failure {
 struct stats {
     std::uint64_t commits = 0, pages_written = 0, bytes_written = 0, syncs = 0;
     std::uint64_t checkpoints = 0;
+    std::uint64_t checkpoints_deferred = 0;  // a live reader held an older snapshot (invariant 5)
 };
 
 class storage {
@@ -141,8 +156,12 @@ public:
     }
     // How many pages spill() holds for the transaction in progress.
     std::size_t pending_count() const noexcept;
-    // Copies the log's pages into the main file and resets the log.
+    // Copies the log's pages into the main file and resets the log. Throws
+    // locked naming the reader when a live reader holds an older snapshot
+    // (invariant 5: the checkpoint waits for it to move on or close).
     void checkpoint();
+    // The same, but false instead of the throw: the log keeps the commits.
+    bool try_checkpoint();
 
     info describe() const;
     const stats& counters() const { return stats_; }
@@ -171,6 +190,20 @@ private:
     };
 
     storage(std::string path, const options& opts);
+    // Readers beside the writer (reader_table.hpp, invariant 5).
+    enum class snapshot_fit { fits, moved, stale };
+    bool open_beside_writer();
+    snapshot_fit load_snapshot();
+    snapshot_fit load_main_only();
+    bool checksums_in_flux() const;
+    bool log_header_is(std::uint64_t generation, std::uint64_t salt) const;
+    void adopt_reader_table(bool make);
+    void publish();
+    bool log_overtaken() const noexcept;
+    void check_readers(std::vector<std::string>& findings) const;
+    std::vector<std::string> check_slots() const;
+    bool read_logged(page_no page, const wal_entry& e, std::byte* out, common::fixed_message& msg,
+                     read_failure* why) const noexcept;
     void create_files();
     void load_header();
     void load_checksums();
@@ -185,6 +218,7 @@ private:
     void open_missing_wal();
     const char* read_frame(std::uint64_t offset, frame_header& h, std::byte* payload) const;
     void replay_wal();
+    void replay_frames(std::uint64_t limit);
     // What the log shows past the point where replay stopped (see wal_format.hpp).
     struct tail_evidence {
         std::uint64_t shown_txn = 0;            // commits up to this one were durable
@@ -196,7 +230,7 @@ private:
     void judge_log();
     void salvage(const std::string& what);
     std::string copy_log_aside();
-    void checkpoint_now(bool even_if_empty);
+    std::optional<reader_info> checkpoint_now(bool even_if_empty);
     void reset_wal(std::uint64_t generation, std::uint64_t salt);
     void shrink_log();
     // A reset log keeps this many log_growth steps of zeros (a few commits'
@@ -231,6 +265,10 @@ private:
     env* io_;
     std::unique_ptr<lock_handle> lock_;
     std::unique_ptr<file> main_, wal_;
+    // NAME-shm: the writer's, or a reader's slot beside a writer; null for
+    // a reader under shared flocks (no usable table).
+    std::unique_ptr<reader_table> readers_;
+    snapshot snapshot_{};  // such a reader's registered snapshot
 
     file_header header_{};                 // newest valid header slot
     int header_slot_ = 0;

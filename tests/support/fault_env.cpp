@@ -176,9 +176,10 @@ void fault_env::sync_dir_of(const std::string& path) {
     posix_env().sync_dir_of(path);
 }
 
-std::unique_ptr<storage::lock_handle> fault_env::lock(const std::string& path, bool exclusive, mode_t mode) {
+std::unique_ptr<storage::lock_handle> fault_env::lock(const std::string& path, storage::lock_kind kind, mode_t mode,
+                                                     std::chrono::milliseconds wait) {
     before_call(path + "-lock", "flock");
-    return std::make_unique<fault_lock>(*this, posix_env().lock(path, exclusive, mode), path);
+    return std::make_unique<fault_lock>(*this, posix_env().lock(path, kind, mode, wait), path);
 }
 
 std::size_t fault_env::unsynced_writes() const {

@@ -78,7 +78,8 @@ public:
     void rename(const std::string& from, const std::string& to) override;
     void remove(const std::string& path) override;
     void sync_dir_of(const std::string& path) override;
-    std::unique_ptr<storage::lock_handle> lock(const std::string& path, bool exclusive, mode_t mode) override;
+    std::unique_ptr<storage::lock_handle> lock(const std::string& path, storage::lock_kind kind, mode_t mode,
+                                               std::chrono::milliseconds wait) override;
 
     struct pending_write {
         std::uint64_t offset;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -167,7 +168,8 @@ TEST_F(OneWriter, SymlinkOpensTheRealStoreAndCannotMakeASecondWriter) {
             auto e = open_error(p);
             EXPECT_EQ(e.code(), steppe::errc::locked) << p;
             EXPECT_CONTAINS(e.what(), "locked by process " + std::to_string(h.pid()));
-            EXPECT_EQ(open_error(p, opts(true)).code(), steppe::errc::locked) << p << " read-only";
+            auto r = steppe::store::open(p, opts(true));  // a reader beside the writer
+            EXPECT_EQ(count_parts(r, "by_alias"), 5) << p;
         }
         EXPECT_FALSE(fs::exists(alias + "-wal")) << "the log is the real store's";
         EXPECT_FALSE(fs::exists(alias + "-lock"));
@@ -183,7 +185,7 @@ TEST_F(OneWriter, SymlinkOpensTheRealStoreAndCannotMakeASecondWriter) {
     EXPECT_EQ(count_parts(s, "by_alias"), 5) << "the commit through the symlink survives";
     EXPECT_EQ(count_parts(s, "by_path"), 7);
     EXPECT_TRUE(s.check().empty());
-    EXPECT_EQ(files_in(dir.dir()), (std::set<std::string>{"alias.db", "s.db", "s.db-lock", "s.db-wal"}));
+    EXPECT_EQ(files_in(dir.dir()), (std::set<std::string>{"alias.db", "s.db", "s.db-lock", "s.db-shm", "s.db-wal"}));
 }
 
 TEST_F(OneWriter, SymlinkChainsAndAbsoluteTargetsResolve) {
@@ -207,22 +209,28 @@ TEST_F(OneWriter, HardLinkCannotMakeASecondWriter) {
         EXPECT_EQ(e.code(), steppe::errc::locked);
         EXPECT_CONTAINS(e.what(), "locked by process " + std::to_string(h.pid()));
         EXPECT_CONTAINS(e.what(), "another name");
-        EXPECT_EQ(open_error(alias, opts(true)).code(), steppe::errc::locked) << "no reader while a writer has it";
+        EXPECT_EQ(open_error(alias, opts(true)).code(), steppe::errc::locked)
+            << "the hard link has no reader table: its reader takes a flock, which the writer holds";
         EXPECT_FALSE(fs::exists(alias + "-lock")) << "the refused open removed the lock file it made";
     }
+    steppe::store::open(path, opts()).close();  // the holder's commit into the main file: the log names no commit
     {
-        auto r = steppe::store::open(path, opts(true));
+        auto r = steppe::store::open(path, opts(true));  // in the table of the name the writers used
         int rc = in_child([&] {
-            auto e = open_error(alias);
-            return e.code() == steppe::errc::locked &&
-                           std::string(e.what()).find("open read-only by other processes") != std::string::npos
+            auto w = steppe::store::open(alias, opts());  // another name: another log, another table
+            add_parts(w, 1);
+            auto e = error_of([&] { w.checkpoint(); });
+            return e.code() == steppe::errc::locked && std::string(e.what()).find("another name") != std::string::npos
                        ? 0
                        : 1;
         });
-        EXPECT_EQ(rc, 0) << "a writer by the hard link waits for the readers by the other name";
+        EXPECT_EQ(rc, 0) << "a writer by the hard link cannot see the reader's snapshot: its checkpoints wait";
+        EXPECT_EQ(count_parts(r), 7) << "the reader's snapshot";
+        EXPECT_TRUE(r.check().empty());
     }
+    steppe::store::open(alias, opts()).close();  // no reader now: its commit goes into the main file
     auto s = steppe::store::open(path, opts());
-    EXPECT_EQ(count_parts(s), 7) << "the holder's commit survived";
+    EXPECT_EQ(count_parts(s), 8) << "the holder's commit and the one by the hard link survived";
     EXPECT_TRUE(s.check().empty());
 }
 
@@ -511,6 +519,78 @@ TEST_F(OneWriter, RootsOfTwoThreadsCommittingAreNeverLost) {
     EXPECT_TRUE(r.check().empty());
 }
 
+// ---- Opening: lock_timeout, exclusive_create -------------------------------------------
+
+TEST_F(OneWriter, LockTimeoutWaitsForTheWriterToLetGo) {
+    holder h(path, "parts", 3);
+    ASSERT_TRUE(h.opened());
+    steppe::open_options wait = opts();
+    wait.lock_timeout = std::chrono::milliseconds(150);
+    auto started = std::chrono::steady_clock::now();
+    auto e = open_error(path, wait);
+    EXPECT_EQ(e.code(), steppe::errc::locked);
+    EXPECT_CONTAINS(e.what(), "after waiting 150 ms");
+    EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(150));
+    std::thread killer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        h.kill();
+    });
+    wait.lock_timeout = std::chrono::seconds(30);
+    auto s = steppe::store::open(path, wait);
+    killer.join();
+    EXPECT_EQ(count_parts(s), 3) << "the killed writer's commit";
+}
+
+TEST_F(OneWriter, ExclusiveCreateRefusesAnExistingStoreAndChangesNothing) {
+    steppe::open_options fresh = opts();
+    fresh.exclusive_create = true;
+    {
+        auto s = steppe::store::open(path, fresh);
+        add_parts(s, 2);
+    }
+    std::set<std::string> before = files_in(dir.dir());
+    auto e = open_error(path, fresh);
+    EXPECT_EQ(e.code(), steppe::errc::exists);
+    EXPECT_CONTAINS(e.what(), path);
+    EXPECT_EQ(files_in(dir.dir()), before);
+    fresh.create = false;
+    EXPECT_EQ(open_error(path, fresh).code(), steppe::errc::invalid_argument);
+    auto s = steppe::store::open(path, opts(true));
+    EXPECT_EQ(count_parts(s), 2);
+}
+
+TEST_F(OneWriter, OfTwoProcessesCreatingExclusivelyOneGetsExists) {
+    std::vector<pid_t> children;
+    for (int i = 0; i < 2; ++i) {
+        std::fflush(nullptr);
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            int rc = 2;
+            try {
+                steppe::open_options o = opts();
+                o.exclusive_create = true;
+                o.lock_timeout = std::chrono::seconds(30);
+                auto s = steppe::store::open(path, o);
+                add_parts(s, 1);
+                rc = 0;
+            } catch (const steppe::error& e) {
+                rc = e.code() == steppe::errc::exists ? 1 : 3;
+            }
+            ::_exit(rc);
+        }
+        children.push_back(pid);
+    }
+    std::multiset<int> results;
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        results.insert(WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+    }
+    EXPECT_EQ(results, (std::multiset<int>{0, 1}));
+    auto s = steppe::store::open(path, opts(true));
+    EXPECT_EQ(count_parts(s), 1) << "one creation, not two";
+}
+
 // ---- No files left behind -----------------------------------------------------------
 
 TEST_F(OneWriter, FailedOpensLeaveNoFiles) {
@@ -530,6 +610,7 @@ TEST_F(OneWriter, FailedOpensLeaveNoFiles) {
     keep_log.checkpoint_on_close = false;
     { auto s = steppe::store::open(path, keep_log); add_parts(s, 1); }
     fs::remove(path + "-wal");
+    fs::remove(path + "-shm");  // the reader table the writer made: the refused open below makes none
     EXPECT_EQ(open_error(path).code(), steppe::errc::corrupt);  // a missing log that held a commit: refused, nothing made
     EXPECT_EQ(files_in(dir.dir()), std::set<std::string>{"s.db"});
 }
@@ -548,7 +629,9 @@ TEST_F(OneWriter, CreationFailingAtAnyStepLeavesNoFiles) {
         } catch (const steppe::error& e) {
             EXPECT_EQ(e.code(), steppe::errc::no_space) << e.what();
             if (fs::exists(path)) {
-                EXPECT_EQ(files_in(dir.dir()), (std::set<std::string>{"s.db", "s.db-wal"})) << "failing call " << n;
+                std::set<std::string> files = files_in(dir.dir());
+                files.erase("s.db-shm");  // made once the log was judged sound, if the failure came after
+                EXPECT_EQ(files, (std::set<std::string>{"s.db", "s.db-wal"})) << "failing call " << n;
                 steppe::storage::storage::open(path);
                 for (const auto& f : files_in(dir.dir())) fs::remove(dir.path(f));
             } else {

@@ -1,0 +1,307 @@
+// The reader table (reader_table.hpp): making and mapping NAME-shm, the
+// writer's side (publish, checkpoint scope, the look at the slots) and a
+// reader's (its slot, its snapshot).
+#include "storage/reader_table.hpp"
+
+#include <steppe/error.hpp>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "common/system_error.hpp"
+
+namespace steppe::storage {
+
+namespace {
+
+// Every shared word is read and written as a sequentially consistent atomic
+// (reader_table.hpp says why that order matters).
+std::atomic_ref<std::uint64_t> word(std::uint64_t& w) { return std::atomic_ref<std::uint64_t>(w); }
+
+reader_table_header& header_of(void* memory) { return *static_cast<reader_table_header*>(memory); }
+
+reader_slot& slot_of(void* memory, std::uint32_t i) {
+    return static_cast<reader_slot*>(static_cast<void*>(static_cast<char*>(memory) + reader_slots_offset))[i];
+}
+
+off_t lock_byte(std::uint32_t slot) { return static_cast<off_t>(reader_slots_offset + slot * sizeof(reader_slot)); }
+
+struct flock slot_lock(std::uint32_t slot, short type) {
+    struct flock fl {};
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = lock_byte(slot);
+    fl.l_len = 1;
+    return fl;
+}
+
+bool usable(int fd) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < reader_table_bytes) return false;
+    reader_table_header h{};
+    if (::pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) return false;
+    return std::memcmp(h.magic, reader_table_magic, sizeof h.magic) == 0 && h.version == reader_table_version &&
+           h.slots == reader_slots;
+}
+
+// A new table, whole before its name appears.
+int make_table(const std::string& path, mode_t mode) {
+    std::string temp = path + "-new";
+    ::unlink(temp.c_str());
+    int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0) common::throw_system_error("open", errno, temp, "making the store's reader table");
+    std::vector<char> bytes(reader_table_bytes);
+    reader_table_header h{};
+    std::memcpy(h.magic, reader_table_magic, sizeof h.magic);
+    h.version = reader_table_version;
+    h.slots = reader_slots;
+    if (::getrandom(&h.key, sizeof h.key, 0) != sizeof h.key) h.key = static_cast<std::uint64_t>(::getpid());
+    h.key %= presence_keys;
+    std::memcpy(bytes.data(), &h, sizeof h);
+    if (::pwrite(fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()) ||
+        ::rename(temp.c_str(), path.c_str()) != 0) {
+        int err = errno;
+        ::close(fd);
+        ::unlink(temp.c_str());
+        common::throw_system_error("write", err, path, "making the store's reader table");
+    }
+    return fd;
+}
+
+}  // namespace
+
+reader_table::reader_table(std::string path, int fd, void* memory)
+    : path_(std::move(path)), fd_(fd), memory_(memory) {}
+
+reader_table::~reader_table() {
+    if (slot_ >= 0) word(slot_of(memory_, static_cast<std::uint32_t>(slot_)).pid).store(0);
+    ::munmap(memory_, reader_table_bytes);
+    ::close(fd_);  // lets go of the slot's lock
+    if (store_fd_ >= 0) ::close(store_fd_);  // and of the presence lock
+}
+
+void reader_table::open_store_file(const std::string& store_path) {
+    store_fd_ = ::open(store_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (store_fd_ < 0) common::throw_system_error("open", errno, store_path, "for the reader table's locks");
+}
+
+void reader_table::lock_presence() {
+    struct flock fl {};
+    fl.l_type = F_RDLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = static_cast<off_t>(presence_base + header_of(memory_).key);
+    fl.l_len = 1;
+    if (::fcntl(store_fd_, F_OFD_SETLK, &fl) != 0)
+        common::throw_system_error("fcntl(F_OFD_SETLK)", errno, path_, "a reader's lock on the main file");
+}
+
+// A lock on the main file's presence range outside this table's own byte.
+bool reader_table::readers_by_other_name() const {
+    std::uint64_t key = header_of(memory_).key;
+    std::pair<std::uint64_t, std::uint64_t> ranges[2] = {{presence_base, key},
+                                                        {presence_base + key + 1, presence_keys - key - 1}};
+    for (auto [start, length] : ranges) {
+        if (length == 0) continue;
+        struct flock fl {};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        fl.l_start = static_cast<off_t>(start);
+        fl.l_len = static_cast<off_t>(length);
+        if (::fcntl(store_fd_, F_OFD_GETLK, &fl) != 0)
+            common::throw_system_error("fcntl(F_OFD_GETLK)", errno, path_, "looking for readers by another name");
+        if (fl.l_type != F_UNLCK) return true;
+    }
+    return false;
+}
+
+std::unique_ptr<reader_table> reader_table::map(const std::string& path, int fd) {
+    void* memory = ::mmap(nullptr, reader_table_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (memory == MAP_FAILED) {
+        int err = errno;
+        ::close(fd);
+        common::throw_system_error("mmap", err, path, "the store's reader table");
+    }
+    return std::unique_ptr<reader_table>(new reader_table(path, fd, memory));
+}
+
+std::unique_ptr<reader_table> reader_table::for_writer(const std::string& store_path, mode_t mode, bool make) {
+    std::string path = store_path + "-shm";
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0 && errno != ENOENT) common::throw_system_error("open", errno, path, "the store's reader table");
+    if (fd >= 0 && !usable(fd)) {
+        ::close(fd);
+        fd = -1;
+    }
+    if (fd < 0 && !make) return nullptr;
+    if (fd < 0) fd = make_table(path, mode);
+    std::unique_ptr<reader_table> t = map(path, fd);
+    t->open_store_file(store_path);
+    return t;
+}
+
+std::unique_ptr<reader_table> reader_table::for_reader(const std::string& store_path) {
+    std::string path = store_path + "-shm";
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        // No table, or one this reader may not write its slot in: it reads
+        // the way readers did before tables (shared flocks).
+        if (errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM) return nullptr;
+        common::throw_system_error("open", errno, path, "the store's reader table");
+    }
+    if (!usable(fd)) {
+        ::close(fd);
+        return nullptr;
+    }
+    std::unique_ptr<reader_table> t = map(path, fd);
+    t->claim_slot();
+    t->open_store_file(store_path);
+    t->lock_presence();
+    return t;
+}
+
+void reader_table::claim_slot() {
+    for (std::uint32_t i = 0; i < reader_slots; ++i) {
+        struct flock fl = slot_lock(i, F_WRLCK);
+        if (::fcntl(fd_, F_OFD_SETLK, &fl) == 0) {
+            slot_ = static_cast<int>(i);
+            reader_slot& mine = slot_of(memory_, i);
+            word(mine.generation).store(0);  // registering: no snapshot yet
+            word(mine.pid).store(static_cast<std::uint64_t>(::getpid()));
+            return;
+        }
+        if (errno != EAGAIN && errno != EACCES)
+            common::throw_system_error("fcntl(F_OFD_SETLK)", errno, path_, "claiming reader slot " + std::to_string(i));
+    }
+    throw error(errc::locked, path_ + ": all " + std::to_string(reader_slots) +
+                                  " reader slots are held by live readers; close one and open again");
+}
+
+bool reader_table::slot_live(std::uint32_t i) const {
+    struct flock fl = slot_lock(i, F_WRLCK);
+    if (::fcntl(fd_, F_OFD_GETLK, &fl) != 0)
+        common::throw_system_error("fcntl(F_OFD_GETLK)", errno, path_, "looking at reader slot " + std::to_string(i));
+    return fl.l_type != F_UNLCK;
+}
+
+reader_slot reader_table::read_slot(std::uint32_t i) const {
+    reader_slot& s = slot_of(memory_, i);
+    return {word(s.pid).load(), word(s.generation).load(), word(s.log_end).load(), word(s.txn).load()};
+}
+
+// --- the writer ----------------------------------------------------------
+
+void reader_table::adopt(const snapshot& header_state, std::uint64_t checkpointed_gen) {
+    reader_table_header& h = header_of(memory_);
+    // A writer killed inside publish or a checkpoint left the lock or the
+    // epoch odd; nobody else writes them.
+    if (std::uint64_t q = word(h.seq).load(); q & 1) word(h.seq).store(q + 1);
+    if (std::uint64_t e = word(h.checkpoint_epoch).load(); e & 1) word(h.checkpoint_epoch).store(e + 1);
+    word(h.writer_pid).store(static_cast<std::uint64_t>(::getpid()));
+    word(h.checkpointed_gen).store(checkpointed_gen);
+    snapshot old = read_published();
+    // The old snapshot stays only if it speaks of the log the header expects
+    // (the writer's recovery then finds at least its commit).
+    if (old.store_id[0] != header_state.store_id[0] || old.store_id[1] != header_state.store_id[1] ||
+        old.generation != header_state.generation || old.salt != header_state.salt)
+        publish(header_state);
+}
+
+void reader_table::publish(const snapshot& s) {
+    reader_table_header& h = header_of(memory_);
+    word(h.seq).fetch_add(1);
+    snapshot& p = h.published;
+    word(p.store_id[0]).store(s.store_id[0]);
+    word(p.store_id[1]).store(s.store_id[1]);
+    word(p.generation).store(s.generation);
+    word(p.salt).store(s.salt);
+    word(p.log_end).store(s.log_end);
+    word(p.txn).store(s.txn);
+    word(h.seq).fetch_add(1);
+}
+
+void reader_table::publish_checkpointed(std::uint64_t generation) {
+    word(header_of(memory_).checkpointed_gen).store(generation);
+}
+
+void reader_table::begin_checkpoint() { word(header_of(memory_).checkpoint_epoch).fetch_add(1); }
+void reader_table::end_checkpoint() { word(header_of(memory_).checkpoint_epoch).fetch_add(1); }
+
+std::optional<reader_info> reader_table::first_reader_not_at(std::uint64_t generation, std::uint64_t log_end) const {
+    if (readers_by_other_name()) return reader_info{0, 0, 0, 0, true};
+    for (std::uint32_t i = 0; i < reader_slots; ++i) {
+        if (!slot_live(i)) continue;
+        reader_slot s = read_slot(i);
+        if (s.generation != generation || s.log_end != log_end) return reader_info{s.pid, s.generation, s.log_end, s.txn};
+    }
+    return std::nullopt;
+}
+
+std::vector<reader_info> reader_table::live_readers() const {
+    std::vector<reader_info> out;
+    for (std::uint32_t i = 0; i < reader_slots; ++i) {
+        if (!slot_live(i)) continue;
+        reader_slot s = read_slot(i);
+        out.push_back({s.pid, s.generation, s.log_end, s.txn});
+    }
+    return out;
+}
+
+// --- a reader ------------------------------------------------------------
+
+// Under the sequence lock. A writer killed inside publish leaves it odd
+// until the next writer adopts the table; the snapshot is unknown until
+// then (throws locked: the caller reads without the table).
+snapshot reader_table::read_published() const {
+    reader_table_header& h = header_of(memory_);
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    for (;;) {
+        std::uint64_t q = word(h.seq).load();
+        if (!(q & 1)) {
+            snapshot s;
+            snapshot& p = h.published;
+            s.store_id[0] = word(p.store_id[0]).load();
+            s.store_id[1] = word(p.store_id[1]).load();
+            s.generation = word(p.generation).load();
+            s.salt = word(p.salt).load();
+            s.log_end = word(p.log_end).load();
+            s.txn = word(p.txn).load();
+            if (word(h.seq).load() == q) return s;
+        }
+        if (std::chrono::steady_clock::now() > give_up)
+            throw error(errc::locked, path_ + ": the writer's last published snapshot was left half written (the "
+                                              "writer died while publishing a commit)");
+        ::sched_yield();
+    }
+}
+
+snapshot reader_table::register_snapshot() {
+    reader_table_header& h = header_of(memory_);
+    reader_slot& mine = slot_of(memory_, static_cast<std::uint32_t>(slot_));
+    for (;;) {
+        std::uint64_t before = word(h.checkpoint_epoch).load();
+        snapshot s = read_published();
+        word(mine.generation).store(s.generation);
+        word(mine.log_end).store(s.log_end);
+        word(mine.txn).store(s.txn);
+        if (word(h.checkpoint_epoch).load() == before) return s;
+    }
+}
+
+std::uint64_t reader_table::checkpointed_gen() const noexcept {
+    return word(header_of(memory_).checkpointed_gen).load();
+}
+
+std::uint64_t reader_table::checkpoint_epoch() const noexcept {
+    return word(header_of(memory_).checkpoint_epoch).load();
+}
+
+}  // namespace steppe::storage

@@ -1,0 +1,277 @@
+// Readers beside the writer (docs/guarantees.md, promise 4; storage.hpp,
+// invariant 5), at the storage level and through the public API: a reader in
+// another process keeps the snapshot of its open while the writer commits
+// and checkpoints, a checkpoint waits for a reader behind and goes on once
+// that reader is killed, refresh() moves to the newest commit, and the CLI
+// reads a store a writer holds. Readers run in forked children (which open
+// stores of their own) and talk to the test through pipes.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <steppe/steppe.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "storage/storage.hpp"
+#include "support/cli.hpp"
+#include "support/expect_error.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace steppe;
+
+namespace {
+
+constexpr std::uint64_t pages = 40;
+
+// Every page of commit `txn` is filled with the byte txn.
+void commit_all(storage::storage& s, std::uint8_t txn) {
+    std::vector<std::byte> image(storage::page_size, std::byte{txn});
+    std::vector<storage::page_image> images;
+    for (std::uint64_t p = 0; p < pages; ++p) images.push_back({p, image.data()});
+    storage::meta_bytes meta{};
+    meta[0] = std::byte{txn};
+    s.commit(images, meta);
+}
+
+// "" if every page and the meta hold `txn`, else what differs.
+std::string snapshot_problem(const storage::storage& s, std::uint8_t txn) {
+    if (s.txn_seq() != txn) return "at commit " + std::to_string(s.txn_seq()) + ", not " + std::to_string(txn);
+    if (s.meta()[0] != std::byte{txn}) return "the meta is another commit's";
+    std::vector<std::byte> page(storage::page_size);
+    for (std::uint64_t p = 0; p < s.page_count(); ++p) {
+        s.read_page(p, page.data());
+        for (std::byte b : page)
+            if (b != std::byte{txn})
+                return "page " + std::to_string(p) + " holds commit " + std::to_string(int(b)) + "'s bytes";
+    }
+    return "";
+}
+
+// A child process: runs `body` with a pipe to the test (`talk`), exits with
+// its result. The test says "go" by writing a byte.
+class child {
+public:
+    explicit child(const std::function<int(child&)>& body) {
+        if (::pipe(up_) != 0 || ::pipe(down_) != 0) throw std::runtime_error("pipe");
+        std::fflush(nullptr);
+        pid_ = ::fork();
+        // Each side keeps its own ends only, so a side that dies is seen.
+        ::close(pid_ == 0 ? up_[0] : up_[1]);
+        ::close(pid_ == 0 ? down_[1] : down_[0]);
+        if (pid_ == 0) {
+            int rc = 99;
+            try {
+                rc = body(*this);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "child: %s\n", e.what());
+            }
+            std::fflush(nullptr);
+            ::_exit(rc);
+        }
+    }
+    ~child() { kill(); }
+    // In the child: tells the test, then waits for its go.
+    void report_and_wait() {
+        char c = 1;
+        (void)!::write(up_[1], &c, 1);
+        (void)!::read(down_[0], &c, 1);
+    }
+    // In the test.
+    bool wait_for_report() {
+        char c;
+        return ::read(up_[0], &c, 1) == 1;
+    }
+    void go() {
+        char c = 1;
+        (void)!::write(down_[1], &c, 1);
+    }
+    int exit_code() {
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    void kill() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+    pid_t pid() const { return pid_; }
+
+private:
+    int up_[2], down_[2];
+    pid_t pid_ = -1;
+};
+
+class ReadersTest : public ::testing::Test {
+protected:
+    test::temp_dir dir;
+    std::string path = dir.path("s.db");
+
+    std::unique_ptr<storage::storage> open_writer() {
+        storage::options o;
+        o.durable = false;  // logic, not the disk
+        o.checkpoint_bytes = 1ull << 40;  // checkpoints only when the test asks
+        return storage::storage::open(path, o);
+    }
+    std::unique_ptr<storage::storage> open_reader() {
+        storage::options o;
+        o.read_only = true;
+        return storage::storage::open(path, o);
+    }
+    // A reader that opens at once, reports, checks its snapshot `txn` at
+    // each go (reading every page) and reports again, `rounds` times.
+    child reader(std::uint8_t txn, int rounds) {
+        return child([this, txn, rounds](child& me) {
+            auto r = open_reader();
+            for (int i = 0; i < rounds; ++i) {
+                if (std::string p = snapshot_problem(*r, txn); !p.empty()) {
+                    std::fprintf(stderr, "reader, round %d: %s\n", i, p.c_str());
+                    return 1;
+                }
+                me.report_and_wait();
+            }
+            return 0;
+        });
+    }
+};
+
+TEST_F(ReadersTest, AReaderKeepsItsSnapshotWhileTheWriterCommits) {
+    auto w = open_writer();
+    commit_all(*w, 1);
+    child r = reader(1, 3);
+    ASSERT_TRUE(r.wait_for_report());
+    for (int t = 2; t <= 20; ++t) commit_all(*w, static_cast<std::uint8_t>(t));
+    r.go();
+    ASSERT_TRUE(r.wait_for_report());
+    child late = reader(20, 1);
+    ASSERT_TRUE(late.wait_for_report());
+    late.go();
+    EXPECT_EQ(late.exit_code(), 0);
+    r.go();
+    ASSERT_TRUE(r.wait_for_report());
+    r.go();
+    EXPECT_EQ(r.exit_code(), 0);
+}
+
+TEST_F(ReadersTest, ACheckpointWaitsForAReaderBehindAndGoesOnWhenItIsKilled) {
+    auto w = open_writer();
+    commit_all(*w, 1);
+    child r = reader(1, 1);
+    ASSERT_TRUE(r.wait_for_report());
+    commit_all(*w, 2);
+    auto e = test::error_of([&] { w->checkpoint(); });
+    EXPECT_EQ(e.code(), errc::locked);
+    EXPECT_NE(std::string(e.what()).find("reader process " + std::to_string(r.pid()) + " reads commit 1"),
+              std::string::npos)
+        << e.what();
+    EXPECT_FALSE(w->try_checkpoint());
+    ASSERT_EQ(w->describe().readers.size(), 1u);
+    EXPECT_EQ(w->describe().readers[0].txn, 1u);
+    EXPECT_TRUE(w->check().empty());
+    r.kill();  // kill -9: the kernel drops its slot's lock
+    EXPECT_TRUE(w->try_checkpoint());
+    EXPECT_EQ(w->describe().wal_commits, 0u);
+    EXPECT_TRUE(w->describe().readers.empty());
+}
+
+// A reader at the newest commit lets the checkpoint run; the writer then
+// overwrites the log, and the reader reads its pages from the main file.
+TEST_F(ReadersTest, AReaderAtTheNewestCommitLetsACheckpointRunAndReadsTheMainFileAfter) {
+    auto w = open_writer();
+    commit_all(*w, 1);
+    child r = reader(1, 2);
+    ASSERT_TRUE(r.wait_for_report());
+    w->checkpoint();
+    for (int t = 2; t <= 6; ++t) commit_all(*w, static_cast<std::uint8_t>(t));  // over the old log's frames
+    r.go();
+    ASSERT_TRUE(r.wait_for_report());
+    EXPECT_FALSE(w->try_checkpoint()) << "the reader's snapshot is the main file's now: the next one waits";
+    EXPECT_TRUE(w->check().empty());
+    r.go();
+    EXPECT_EQ(r.exit_code(), 0);
+    EXPECT_TRUE(w->try_checkpoint());
+}
+
+TEST_F(ReadersTest, AReaderOpeningAfterAWriterWasKilledReadsItsLastCommit) {
+    child writer([this](child& me) {
+        auto w = open_writer();
+        commit_all(*w, 1);
+        commit_all(*w, 2);
+        me.report_and_wait();
+        return 0;
+    });
+    ASSERT_TRUE(writer.wait_for_report());
+    writer.kill();
+    child r = reader(2, 2);
+    ASSERT_TRUE(r.wait_for_report());
+    auto w = open_writer();  // beside the reader: recovery, and no checkpoint over it
+    commit_all(*w, 3);
+    EXPECT_FALSE(w->try_checkpoint());
+    r.go();
+    ASSERT_TRUE(r.wait_for_report());
+    r.go();
+    EXPECT_EQ(r.exit_code(), 0);
+    EXPECT_TRUE(w->try_checkpoint());
+}
+
+// ---- The public API ----------------------------------------------------------------
+
+struct Counter {
+    long commit;
+    long values[600];  // more than one page
+};
+
+long consistent_commit(steppe::store& s) {
+    Counter* c = *s.find_root<Counter*>("counter");
+    for (long v : c->values)
+        if (v != c->commit) return -1;
+    return c->commit;
+}
+
+TEST_F(ReadersTest, RefreshMovesAReadOnlyStoreToTheNewestCommit) {
+    child writer([this](child& me) {
+        auto s = steppe::store::open(path);
+        Counter** c = s.root<Counter*>("counter");
+        *c = s.make<Counter>();
+        for (long t = 1; t <= 3; ++t) {
+            (*c)->commit = t;
+            for (long& v : (*c)->values) v = t;
+            s.commit();
+            me.report_and_wait();
+        }
+        return 0;
+    });
+    ASSERT_TRUE(writer.wait_for_report());
+    steppe::open_options ro;
+    ro.read_only = true;
+    auto r = steppe::store::open(path, ro);
+    EXPECT_EQ(consistent_commit(r), 1);
+    writer.go();
+    ASSERT_TRUE(writer.wait_for_report());
+    EXPECT_EQ(consistent_commit(r), 1) << "the snapshot of the open";
+    r.refresh();
+    EXPECT_EQ(consistent_commit(r), 2);
+    EXPECT_TRUE(r.check().empty());
+    for (const char* command : {"info", "check", "roots", "stats"}) {
+        auto out = test::run_cli(std::string(command) + " " + path);
+        EXPECT_EQ(out.exit_code, 0) << command << ": " << out.out;
+    }
+    writer.go();
+    ASSERT_TRUE(writer.wait_for_report());
+    writer.go();
+    EXPECT_EQ(writer.exit_code(), 0);
+    r.refresh();
+    EXPECT_EQ(consistent_commit(r), 3);
+    r.close();
+    auto w = steppe::store::open(path);
+    EXPECT_EQ(test::error_of([&] { w.refresh(); }).code(), errc::invalid_argument);
+}
+
+}  // namespace
