@@ -473,16 +473,7 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
     self_checks(agg, allrows, failures)
 
     rep = Report()
-    m = meta['machine']
-    rep.add('# Hosking & Moss 1993 on steppe: OO1 lookup and traversal\n')
-    rep.add('Run %s, `%s` mode, %d round(s), %.0f s; %s. Machine: %s, %s CPU(s) %s, %s RAM, Linux %s, store on %s '
-            '(%s). Compiler: %s. steppe at %s%s. Load average at start %s, at end %s.\n' % (
-                meta['date'], meta['mode'], meta['rounds'], meta['seconds'],
-                'OS caches dropped before every process' if meta['cold_ok'] else
-                '**the OS caches could not be dropped: "cold" is not cold**', m['virtualization'] or 'bare metal?',
-                m['cpus'], m['cpu'], m['memory'], m['kernel'], m['filesystem'], m['device'], m['compiler'],
-                m['git_commit'], ' (+ uncommitted changes)' if m['git_dirty'] else '',
-                ' '.join(m['loadavg_start']), ' '.join(meta['loadavg_end'])))
+    oo_bench.experiment_header(rep, 'Hosking & Moss 1993 on steppe: OO1 lookup and traversal', meta)
     if meta.get('segment_objects'):
         rep.add('**The object-engine stores were made with %d objects per segment** (`--segment-objects`; the '
                 'engine\'s default is 255), so a logical segment holds fewer objects and a physical segment '
@@ -490,8 +481,6 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
     if meta.get('index_chunk_slots'):
         rep.add('**The object-engine OO1 index had %d slots per array object** (`--index-chunk-slots`; default '
                 '256 = 4 KiB chunks under a directory).\n' % meta['index_chunk_slots'])
-    if meta.get('nice'):
-        rep.add('The measuring processes ran at nice %d (the machine is shared).\n' % meta['nice'])
     if failures:
         rep.add('## SELF-CHECK FAILURES\n')
         rep.add(*['- **%s**' % f for f in failures])
@@ -507,25 +496,9 @@ def hosking_moss_report(args, meta, records, failures, generated, sizes):
     for size in sizes:
         size_tables(rep, size, oo_bench.OO1_PARTS[size], agg, allrows)
     plots = plot(agg, allrows, args.out)
-    if plots:
-        rep.add('## Plots\n')
-        rep.add(*['![%s](%s)' % (os.path.basename(p), os.path.basename(p)) for p in plots])
-    if meta['mode'] == 'quick' and rep.missing:
-        failures.append('%d table cells empty: %s' % (len(rep.missing), '; '.join(rep.missing[:10])))
-        rep.add('\n**Empty cells**: ' + '; '.join(rep.missing))
-    with open(os.path.join(args.out, 'hosking-moss.md'), 'w') as f:
-        f.write('\n'.join(rep.lines) + '\n')
-    with open(os.path.join(args.out, 'results.json'), 'w') as f:
-        json.dump({'meta': meta, 'failures': failures, 'summary': agg, 'generate': generated,
-                   'runs': records}, f, indent=1)
-    log('\nwrote %s/hosking-moss.md, results.json (%.0f s)' % (args.out, meta['seconds']))
-    if failures:
-        log('\n%d SELF-CHECK FAILURE(S):' % len(failures))
-        for f in failures:
-            log('  ' + f)
-        return 1
-    log('all self-checks passed (%d cross-system comparisons, every table filled)' % checked)
-    return 0
+    return oo_bench.finish_experiment(args.out, 'hosking-moss', rep, meta['mode'] == 'quick', plots, failures,
+                                      {'meta': meta, 'summary': agg, 'generate': generated, 'runs': records},
+                                      checked)
 
 
 def hosking_1995(args):

@@ -438,18 +438,7 @@ def report(args, meta, records, failures, unavailable, callgrind):
             failures.append('%s %s: %s' % (r['op'], r['system'], bad))
     failures[:] = list(dict.fromkeys(failures))
     rep = Report()
-    m = meta['machine']
-    rep.add('# Hosking 1995 on steppe: the read and write barriers on OO1\n')
-    rep.add('Run %s, `%s` mode, %d round(s), %.0f s; %s. Machine: %s, %s CPU(s) %s, %s RAM, Linux %s, store on %s '
-            '(%s). Compiler: %s. steppe at %s%s. Load average at start %s, at end %s.\n' % (
-                meta['date'], meta['mode'], meta['rounds'], meta['seconds'],
-                'OS caches dropped before every process' if meta['cold_ok'] else
-                '**the OS caches could not be dropped: "cold" is not cold**', m['virtualization'] or 'bare metal?',
-                m['cpus'], m['cpu'], m['memory'], m['kernel'], m['filesystem'], m['device'], m['compiler'],
-                m['git_commit'], ' (+ uncommitted changes)' if m['git_dirty'] else '',
-                ' '.join(m['loadavg_start']), ' '.join(meta['loadavg_end'])))
-    if meta.get('nice'):
-        rep.add('The measuring processes ran at nice %d (the machine is shared).\n' % meta['nice'])
+    oo_bench.experiment_header(rep, 'Hosking 1995 on steppe: the read and write barriers on OO1', meta)
     if failures:
         rep.add('## SELF-CHECK FAILURES\n')
         rep.add(*['- **%s**' % f for f in failures])
@@ -471,26 +460,9 @@ def report(args, meta, records, failures, unavailable, callgrind):
         table3(rep, size, ck, t2, meta)
         log_volume(rep, size, ck, meta)
     plots = plot(args.out, meta, records, unavailable)
-    if plots:
-        rep.add('## Plots\n')
-        rep.add(*['![%s](%s)' % (os.path.basename(p), os.path.basename(p)) for p in plots])
-        rep.add('')
-    if meta['mode'] == 'quick' and rep.missing:
-        failures.append('%d table cells empty: %s' % (len(rep.missing), '; '.join(rep.missing[:10])))
-        rep.add('\n**Empty cells**: ' + '; '.join(rep.missing))
-    with open(os.path.join(args.out, 'hosking-1995.md'), 'w') as f:
-        f.write('\n'.join(rep.lines) + '\n')
-    with open(os.path.join(args.out, 'results.json'), 'w') as f:
-        json.dump({'meta': meta, 'failures': failures, 'unavailable': unavailable, 'callgrind': callgrind,
-                   'runs': records}, f, indent=1)
-    log('\nwrote %s/hosking-1995.md, results.json (%.0f s)' % (args.out, meta['seconds']))
-    if failures:
-        log('\n%d SELF-CHECK FAILURE(S):' % len(failures))
-        for f in failures:
-            log('  ' + f)
-        return 1
-    log('all self-checks passed (%d cross-system comparisons, every table filled)' % checked)
-    return 0
+    return oo_bench.finish_experiment(args.out, 'hosking-1995', rep, meta['mode'] == 'quick', plots, failures,
+                                      {'meta': meta, 'unavailable': unavailable, 'callgrind': callgrind,
+                                       'runs': records}, checked)
 
 
 def cg_get(callgrind, row, op, p, key):

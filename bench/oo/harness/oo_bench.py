@@ -696,6 +696,48 @@ def write_report(path, meta, summaries, gens, failures, checked, benches, plots)
 
 # ---- main -----------------------------------------------------------------------------------------
 
+def experiment_header(rep, title, meta):
+    """An experiment report's first lines: the title, the run, the machine."""
+    m = meta['machine']
+    rep.add('# %s\n' % title)
+    rep.add('Run %s, `%s` mode, %d round(s), %.0f s; %s. Machine: %s, %s CPU(s) %s, %s RAM, Linux %s, store on %s '
+            '(%s). Compiler: %s. steppe at %s%s. Load average at start %s, at end %s.\n' % (
+                meta['date'], meta['mode'], meta['rounds'], meta['seconds'],
+                'OS caches dropped before every process' if meta['cold_ok'] else
+                '**the OS caches could not be dropped: "cold" is not cold**', m['virtualization'] or 'bare metal?',
+                m['cpus'], m['cpu'], m['memory'], m['kernel'], m['filesystem'], m['device'], m['compiler'],
+                m['git_commit'], ' (+ uncommitted changes)' if m['git_dirty'] else '',
+                ' '.join(m['loadavg_start']), ' '.join(meta['loadavg_end'])))
+    if meta.get('nice'):
+        rep.add('The measuring processes ran at nice %d (the machine is shared).\n' % meta['nice'])
+
+
+def finish_experiment(out, name, rep, quick, plots, failures, results, checked):
+    """An experiment's last steps (experiments.py, hosking95.py): the plots
+    into the report, quick mode's empty cells as failures, OUT/<name>.md and
+    OUT/results.json written (`results` gains the failures), the verdict
+    logged; returns the exit status."""
+    if plots:
+        rep.add('## Plots\n')
+        rep.add(*['![%s](%s)' % (os.path.basename(p), os.path.basename(p)) for p in plots])
+        rep.add('')
+    if quick and rep.missing:
+        failures.append('%d table cells empty: %s' % (len(rep.missing), '; '.join(rep.missing[:10])))
+        rep.add('\n**Empty cells**: ' + '; '.join(rep.missing))
+    with open(os.path.join(out, name + '.md'), 'w') as f:
+        f.write('\n'.join(rep.lines) + '\n')
+    with open(os.path.join(out, 'results.json'), 'w') as f:
+        json.dump(dict(results, failures=failures), f, indent=1)
+    log('\nwrote %s/%s.md, results.json (%.0f s)' % (out, name, results['meta']['seconds']))
+    if failures:
+        log('\n%d SELF-CHECK FAILURE(S):' % len(failures))
+        for f in failures:
+            log('  ' + f)
+        return 1
+    log('all self-checks passed (%d cross-system comparisons, every table filled)' % checked)
+    return 0
+
+
 def load_results(path):
     """A results.json written by a run, gzipped or not."""
     if path.endswith('.gz'):
