@@ -43,10 +43,6 @@ namespace {
 // a bug there must not hang it).
 [[gnu::tls_model("initial-exec")]] thread_local bool t_is_evictor = false;
 
-// Pages per batch: written ones make one log write of at most 4 MiB, and few
-// enough pages are held that writers wait little for them.
-constexpr std::size_t evict_batch_pages = vm::fault_space::max_held;
-
 std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) {
     static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
     return reinterpret_cast<std::uint32_t*>(&word);
@@ -102,7 +98,7 @@ void pager::ask_evictor() noexcept {
 // eviction thread makes progress; never while a pause keeps it off, or once
 // it is stalled (nothing it could take out), or on the eviction thread itself.
 void pager::wait_for_evictor() noexcept {
-    const std::uint64_t budget = opts_.resident_budget_pages, limit = budget + budget / 8 + 16;
+    const std::uint64_t budget = ring_budget(), limit = budget + budget / 8 + 16;
     for (int round = 0; round < 50 && !t_is_evictor && resident_->size() > limit; ++round) {
         if (paused_.load(std::memory_order_acquire) > 0 || evictor_->stalled.load(std::memory_order_acquire)) return;
         const std::uint32_t seen = evictor_->batches.load(std::memory_order_acquire);
@@ -127,6 +123,7 @@ void pager::evict_loop() {
         evictor_->asked.store(false, std::memory_order_release);  // faults during the pass may ask again
         bool progress = false;
         try {
+            refresh_budget();  // what metadata took since: faults map pages, reserve units
             progress = evict_oldest();
         } catch (const std::exception&) {  // out of memory: the pages stay, the budget is exceeded
         }
@@ -142,14 +139,18 @@ void pager::note_batch() noexcept {
 
 // Takes pages out of the residency ring, oldest first, a batch at a time,
 // until it is a little under the budget (so eviction runs in batches).
-// False if it could not get there: nothing (more) could go.
+// False if it could not get there: nothing (more) could go. A batch is
+// batch_pages(): written ones make one log write of at most 4 MiB (less
+// under a small budget, whose memory the images count against), and few
+// enough pages are held that writers wait little for them.
 bool pager::evict_oldest() {
-    const std::uint64_t target = opts_.resident_budget_pages * 15 / 16;
-    std::vector<std::uintptr_t> batch(evict_batch_pages);
+    const std::uint64_t target = ring_budget() * 15 / 16;
+    const std::size_t batch_size = batch_pages();
+    std::vector<std::uintptr_t> batch(batch_size);
     for (;;) {
         const std::uint64_t size = resident_->size();
         if (size <= target) return true;
-        std::size_t n = resident_->take_oldest(batch.data(), std::min<std::uint64_t>(evict_batch_pages, size - target));
+        std::size_t n = resident_->take_oldest(batch.data(), std::min<std::uint64_t>(batch_size, size - target));
         if (n == 0) {  // a fault is recording the oldest page right now
             sched_yield();
             continue;

@@ -525,9 +525,9 @@ void storage::spin_lock::lock() const noexcept {
 
 bool storage::find_pending(page_no page, wal_entry& out) const noexcept {
     std::lock_guard<const spin_lock> hold(pending_lock_);
-    auto it = pending_.find(page);
-    if (it == pending_.end()) return false;
-    out = it->second;
+    pending_index::entry e;
+    if (!pending_.find(page, e)) return false;
+    out = {e.offset, e.sum};
     return true;
 }
 
@@ -687,13 +687,35 @@ void storage::extend_log(std::uint64_t needed) {
 void storage::spill(std::span<const page_image> pages) {
     std::vector<std::pair<page_no, wal_entry>> entries;
     tail_ = append(pages, nullptr, entries);
+    std::vector<pending_index::entry> spilled;
+    spilled.reserve(entries.size());
+    for (auto& [page, entry] : entries) spilled.push_back({static_cast<std::uint32_t>(page), entry.sum, entry.offset});
     std::lock_guard<const spin_lock> hold(pending_lock_);
-    for (auto& [page, entry] : entries) pending_[page] = entry;
+    pending_.add(spilled);
+}
+
+storage::memory storage::memory_bytes() const noexcept {
+    // An unordered_map node: the next link, the key, the entry, malloc's
+    // header, rounded to 16; and a bucket pointer per bucket.
+    constexpr std::uint64_t node = 48, bucket = sizeof(void*);
+    std::lock_guard<const spin_lock> hold(pending_lock_);
+    return {groups_.capacity() * sizeof(group_sums) + wal_index_.size() * node + wal_index_.bucket_count() * bucket +
+                pending_.memory_bytes(),
+            append_buffer_.capacity()};
 }
 
 std::size_t storage::pending_count() const noexcept {
     std::lock_guard<const spin_lock> hold(pending_lock_);
-    return pending_.size();
+    return pending_.distinct();
+}
+
+std::vector<page_no> storage::pending_pages() const {
+    std::vector<page_no> pages;
+    {
+        std::lock_guard<const spin_lock> hold(pending_lock_);
+        for (const pending_index::entry& e : pending_.newest()) pages.push_back(e.page);
+    }
+    return pages;
 }
 
 void storage::discard_pending() noexcept {
@@ -714,7 +736,7 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
         }
         ++stats_.syncs;
     }
-    for (auto& [page, entry] : pending_) wal_index_[page] = entry;
+    for (const pending_index::entry& e : pending_.newest()) wal_index_[e.page] = {e.offset, e.sum};
     for (auto& [page, entry] : entries) wal_index_[page] = entry;
     page_count_ = t.page_count;
     meta_ = meta;
@@ -874,6 +896,10 @@ info storage::describe() const {
 
 std::vector<std::string> storage::check() const {
     std::vector<std::string> findings;
+    {
+        std::lock_guard<const spin_lock> hold(pending_lock_);
+        for (const std::string& f : pending_.check()) findings.push_back(path_ + ": " + f);
+    }
     std::byte buf[2 * page_size] = {};
     main_->read_at(0, buf);
     for (int i = 0; i < 2; ++i) {

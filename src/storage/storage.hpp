@@ -36,6 +36,7 @@
 
 #include "storage/file_format.hpp"
 #include "storage/io.hpp"
+#include "storage/pending_index.hpp"
 #include "storage/wal_format.hpp"
 
 namespace steppe::storage {
@@ -139,13 +140,24 @@ public:
         wal_entry unused;
         return find_pending(page, unused);
     }
-    // How many pages spill() holds for the transaction in progress.
+    // How many pages spill() holds for the transaction in progress, and which.
     std::size_t pending_count() const noexcept;
+    std::vector<page_no> pending_pages() const;
     // Copies the log's pages into the main file and resets the log.
     void checkpoint();
 
     info describe() const;
     const stats& counters() const { return stats_; }
+    // What this handle holds in memory, in bytes (estimates from its
+    // containers' sizes): `index` is the checksum pages of the main file
+    // (4 KiB per 1,020 pages), the log's index (its pages since the last
+    // checkpoint: at most checkpoint_bytes / 4 KiB entries) and the index
+    // of the pages spilled by the transaction in progress; `buffers` the
+    // append buffer, as big as the largest write to the log so far.
+    struct memory {
+        std::uint64_t index = 0, buffers = 0;
+    };
+    memory memory_bytes() const noexcept;
     // Every checksum and structural invariant of the files; one line per finding.
     std::vector<std::string> check() const;
     const std::string& path() const { return path_; }
@@ -246,7 +258,7 @@ private:
     commit_mark mark_{};                           // the main file's commit mark, as last read or written
     bool mark_valid_ = false;
     std::string salvage_report_;
-    std::unordered_map<page_no, wal_entry> pending_;  // spilled by the transaction in progress
+    pending_index pending_;                            // spilled by the transaction in progress
     spin_lock pending_lock_;
     std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames
     std::vector<std::byte> append_buffer_;
