@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
         }
     }
     g_dir = bench_util::scratch_dir(g_dir);
+    std::filesystem::create_directories(g_dir);
     std::printf("memory_bench: a %llu MiB store (%ld nodes of 64 bytes, a commit every %ld) in %s\n",
                 static_cast<unsigned long long>(g_store_mib), node_count(), commit_every, g_dir.c_str());
     for (std::uint64_t budget : g_budgets_mib) {

@@ -170,14 +170,20 @@ void pager::committed() {
     admit_new_pages();
     pages_committed_ += collected_pages_ + collected_spilled_;
     retire_freed_pages();
-    unwritten_.clear();
-    txn_new_.clear();
-    new_spilled_ = 0;
-    txn_freed_.clear();
+    forget_transaction();
     retired_committed_ = false;
     forget_spill_failure();
     refresh_budget();
-    keep_within_budget();
+    evict_if_over_budget();
+}
+
+// The transaction's page lists go, memory and all: a big transaction's
+// would otherwise stay as capacity (store_memory::transaction).
+void pager::forget_transaction() noexcept {
+    unwritten_ = std::vector<std::uintptr_t>();  // (= {} would keep the capacity)
+    txn_new_ = std::vector<std::uint64_t>();
+    txn_freed_ = std::vector<std::uint64_t>();
+    new_spilled_ = 0;
 }
 
 // T10: new pages were kept resident (the file may hold a former life of
@@ -250,10 +256,7 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
     heap_ = std::move(committed_heap);
     forget_new_pages();
     if (retired_committed_) discard_all_resident();
-    unwritten_.clear();
-    txn_new_.clear();
-    txn_freed_.clear();
-    new_spilled_ = 0;
+    forget_transaction();
     retired_committed_ = false;
     forget_spill_failure();
     refresh_budget();

@@ -132,6 +132,19 @@ void pager::evict_loop() {
     }
 }
 
+// The eviction thread waits for the pause's mutex, and a program that
+// allocates in a tight loop takes it back at once (the mutex is not fair),
+// so past the budget the allocating thread, holding the pause already,
+// evicts itself; so does a commit, whose new pages enter the ring at once.
+void pager::evict_if_over_budget() noexcept {
+    if (!resident_ || resident_->size() <= ring_budget()) return;
+    try {
+        evict_oldest();
+    } catch (const std::exception&) {  // out of memory, as in evict_loop: the eviction thread tries again
+        ask_evictor();
+    }
+}
+
 void pager::note_batch() noexcept {
     evictor_->batches.fetch_add(1, std::memory_order_acq_rel);
     common::futex_wake_all(*futex_word(evictor_->batches));

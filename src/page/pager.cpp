@@ -148,6 +148,7 @@ void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t cou
     }
     ensure_budget_room();
     spill_if_over_budget();
+    evict_if_over_budget();
     std::uint64_t addr = heap_->allocate(type, elem_size, count, align);
     std::size_t before = txn_new_.size();
     take_new_and_freed_pages();

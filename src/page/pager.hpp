@@ -309,6 +309,7 @@ private:
     void discard_written();
     void forget_new_pages();
     void discard_all_resident();
+    void forget_transaction() noexcept;
     // The checkers of R1-R6 (residency_check.cpp).
     void check_resident(const std::vector<std::uintptr_t>& resident, const std::vector<std::uintptr_t>& ring,
                         std::vector<std::string>& findings) const;
@@ -383,6 +384,7 @@ private:
     void wait_for_evictor() noexcept;     // fault path, far over the budget
     void evict_loop();
     bool evict_oldest();
+    void evict_if_over_budget() noexcept;  // normal context, under a pause
     void note_batch() noexcept;
     std::size_t evict_batch(std::span<const std::uintptr_t> pages);
     // A batch the eviction thread holds: what hold() said of each page,

@@ -36,7 +36,7 @@
 
 #include "storage/file_format.hpp"
 #include "storage/io.hpp"
-#include "storage/pending_index.hpp"
+#include "storage/log_index.hpp"
 #include "storage/wal_format.hpp"
 
 namespace steppe::storage {
@@ -217,6 +217,10 @@ private:
     // What a page read that misses the page cache brings in (the kernel's
     // default read-ahead window).
     static constexpr std::uint64_t read_cluster_bytes = 128 << 10;
+    // The append buffer is kept for the next write up to this many frames
+    // (the page engine writes at most 1,024 pages at a time but for its
+    // last commit chunk with the heap's and blobs' pages).
+    static constexpr std::uint64_t retained_append_frames = 1100;
     log_tail append(std::span<const page_image> pages, const meta_bytes* meta,
                     std::vector<std::pair<page_no, wal_entry>>& entries);
     void write_header();
@@ -224,6 +228,8 @@ private:
     bool read_group_slot(std::uint64_t group, int slot, checksum_page& out) const;
     std::uint32_t expected_sum(page_no page) const noexcept;
     bool find_pending(page_no page, wal_entry& out) const noexcept;
+    static std::vector<log_index::entry> index_entries(std::span<const std::pair<page_no, wal_entry>> entries);
+    void index_committed(std::span<const std::pair<page_no, wal_entry>> entries);
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
                       bool with_pending) const noexcept;
 
@@ -247,7 +253,7 @@ private:
     file_header header_{};                 // newest valid header slot
     int header_slot_ = 0;
     std::vector<group_sums> groups_;       // checksums of main-file pages, by group
-    std::unordered_map<page_no, wal_entry> wal_index_;  // newest committed version in the log
+    log_index wal_index_;                              // newest committed version in the log
     wal_header wal_header_{};
     std::uint64_t wal_end_ = wal_frames_offset;  // end of the last complete commit
     std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
@@ -258,7 +264,7 @@ private:
     commit_mark mark_{};                           // the main file's commit mark, as last read or written
     bool mark_valid_ = false;
     std::string salvage_report_;
-    pending_index pending_;                            // spilled by the transaction in progress
+    log_index pending_;                            // spilled by the transaction in progress
     spin_lock pending_lock_;
     std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames
     std::vector<std::byte> append_buffer_;

@@ -1,9 +1,11 @@
-// steppe::storage::pending_index — where the log holds the pages a
-// transaction in progress spilled (storage::spill): page -> the offset of
-// its newest frame's image and that image's checksum.
+// steppe::storage::log_index — where the log holds pages: page -> the
+// offset of its newest frame's image and that image's checksum. The storage
+// keeps two: the committed pages since the last checkpoint, and the pages a
+// transaction in progress spilled (storage::spill).
 //
-// 16 bytes a page (the unordered_map it replaced cost about 56, a third of
-// a 64 MiB budget for a transaction that rewrites a 1 GiB store). Entries
+// 16 bytes a page (the unordered_maps they replaced cost about 56: a third
+// of a 64 MiB budget for a transaction that rewrites a 1 GiB store, and as
+// much again when its commit moved them to the committed index). Entries
 // sit in sorted runs, newest run first; a run no longer than the one before
 // it is merged into it (newer entries win), like a binary counter, so there
 // are O(log n) runs, a lookup is O(log² n) and allocates nothing (the fault
@@ -14,7 +16,8 @@
 //      has it. distinct() is the number of pages some run has. check()
 //      checks both.
 //
-// Not thread-safe: storage guards it with its spin lock.
+// Not thread-safe: storage guards the spilled pages' index with its spin
+// lock, and changes the committed one only while no fault reads it.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +27,7 @@
 
 namespace steppe::storage {
 
-class pending_index {
+class log_index {
 public:
     struct entry {
         std::uint32_t page;  // < max_pages (2^32)
