@@ -82,7 +82,10 @@ struct open_options {
     // process ends on an error inside a page fault.
     void (*fatal_hook)(const char* message) = nullptr;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
-    // Bytes of store pages kept in memory (docs/guarantees.md, promise 8).
+    // Bytes of memory the store may keep: its resident pages and, for the
+    // page engine, its own memory (store_stats::memory; docs/guarantees.md,
+    // promise 8). At least 1 MiB. When the store's own memory alone passes
+    // it, make throws no_space naming it.
     // Past it, a background thread evicts the oldest pages (the next touch
     // loads them again); pages the transaction wrote go to the log first, as
     // its uncommitted frames. A fault more than 1/8 past the budget waits for

@@ -111,7 +111,9 @@
 // oldest if clean and wake the thread; it drops the oldest clean pages, and
 // writes the oldest written ones to the log as frames of the transaction in
 // progress (storage::spill) before dropping them. A fault far past the
-// budget waits for it.
+// budget waits for it. An allocation or a commit past it evicts on its own
+// thread (evict_if_over_budget). The budget holds the store's own memory
+// too (memory(), refresh_budget): pages get what the rest leaves.
 #pragma once
 
 #include <atomic>
@@ -264,9 +266,6 @@ public:
     // Call under a pause.
     store_memory memory() const noexcept;
     void note_types_memory(std::uint64_t bytes) noexcept { types_bytes_ = bytes; }
-    // Store pages the budget leaves after the store's other memory (at
-    // least min_pages), as of the last look. Call under a pause.
-    std::uint64_t pages_allowed() const noexcept { return pages_allowed_; }
     // Under a budget: the fewest pages left to the ring, whatever metadata
     // takes; an allocation while metadata alone takes the whole budget is
     // no_space.

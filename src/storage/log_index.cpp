@@ -76,11 +76,11 @@ std::vector<std::string> log_index::check() const {
     for (std::size_t r = 0; r < runs_.size(); ++r)
         for (std::size_t i = 1; i < runs_[r].size(); ++i)
             if (runs_[r][i - 1].page >= runs_[r][i].page)
-                findings.push_back("N1: run " + std::to_string(r) + " of the spilled pages' index is not sorted and "
-                                   "unique at entry " + std::to_string(i));
-    if (newest().size() != distinct_)
-        findings.push_back("N1: the spilled pages' index counts " + std::to_string(distinct_) + " pages but holds " +
-                           std::to_string(newest().size()));
+                findings.push_back("N1: run " + std::to_string(r) + " is not sorted and unique at entry " +
+                                   std::to_string(i));
+    if (const std::size_t held = newest().size(); held != distinct_)
+        findings.push_back("N1: the index counts " + std::to_string(distinct_) + " pages but holds " +
+                           std::to_string(held));
     return findings;
 }
 

@@ -904,8 +904,9 @@ std::vector<std::string> storage::check() const {
     std::vector<std::string> findings;
     {
         std::lock_guard<const spin_lock> hold(pending_lock_);
-        for (const std::string& f : pending_.check()) findings.push_back(path_ + ": " + f);
+        for (const std::string& f : pending_.check()) findings.push_back(path_ + ": spilled pages: " + f);
     }
+    for (const std::string& f : wal_index_.check()) findings.push_back(path_ + ": committed log pages: " + f);
     std::byte buf[2 * page_size] = {};
     main_->read_at(0, buf);
     for (int i = 0; i < 2; ++i) {
