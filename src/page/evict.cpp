@@ -190,6 +190,7 @@ std::size_t pager::evict_batch(std::span<const std::uintptr_t> pages) {
 void pager::spill_written(held_batch& b) {
     std::vector<std::size_t> source_of;  // where in the batch each source is
     const std::vector<page_source> sources = spill_sources(b, source_of);
+    evict_buffer_.reserve(batch_pages() * translate::page_size);  // exactly a batch: resize alone may double
     evict_buffer_.resize(sources.size() * translate::page_size);
     std::vector<storage::page_image> images;
     const std::vector<unswizzled> done = unswizzle_pages(sources, evict_buffer_.data(), false, true, images);

@@ -635,7 +635,9 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
     log_tail t = tail_;
     std::uint64_t txn = txn_seq_ + 1;
     std::vector<std::byte>& buf = append_buffer_;  // reused, up to retained_append_frames
-    buf.resize(pages.size() * page_frame_size + (meta ? commit_frame_size : 0));
+    const std::size_t bytes = pages.size() * page_frame_size + (meta ? commit_frame_size : 0);
+    buf.reserve(bytes);  // exactly: resize alone may double it, and it is kept
+    buf.resize(bytes);
     std::size_t at = 0;
     auto put = [&](frame_kind kind, std::uint64_t number, std::uint32_t payload_crc, const std::byte* payload,
                    std::size_t n) {
