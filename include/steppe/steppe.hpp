@@ -98,7 +98,10 @@ struct open_options {
     // process ends on an error inside a page fault.
     void (*fatal_hook)(const char* message) = nullptr;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
-    // Bytes of store pages kept in memory (docs/guarantees.md, promise 8).
+    // Bytes of memory the store may keep: its resident pages and, for the
+    // page engine, its own memory (store_stats::memory; docs/guarantees.md,
+    // promise 8). At least 1 MiB. When the store's own memory alone passes
+    // it, make throws no_space naming it.
     // Past it, a background thread evicts the oldest pages (the next touch
     // loads them again); pages the transaction wrote go to the log first, as
     // its uncommitted frames. A fault more than 1/8 past the budget waits for
@@ -137,6 +140,29 @@ struct root_info {
     std::string type;
 };
 
+// What an open store costs this process in memory, by kind, in bytes:
+// estimates from the sizes of its structures (a table mapped NORESERVE
+// counts the part written, in whole pages). The page engine keeps total()
+// within open_options::resident_budget: what the rest takes, resident store
+// pages give up (docs/design.md, "What the budget counts"). The object
+// engine reports zeros for now.
+struct store_memory {
+    std::uint64_t store_pages = 0;  // resident store pages, 4 KiB each
+    std::uint64_t heap = 0;         // allocator: a descriptor per store page, free runs, non-full lists
+    std::uint64_t page_map = 0;     // persistent page <-> virtual page tables
+    std::uint64_t fault_space = 0;  // per virtual page: state, dirty bit, checksum of its clean contents
+    std::uint64_t residency = 0;    // the eviction ring, the read-ahead and new-page tables
+    std::uint64_t types = 0;        // type catalog, pointer shapes, roots, vtables
+    std::uint64_t storage = 0;      // checksums of main-file pages, the log's index, the spilled pages' index
+    std::uint64_t transaction = 0;  // pages made, freed and written since the last commit
+    std::uint64_t buffers = 0;      // page images on their way to the log (commit, spill, eviction)
+    // Everything but store_pages: what the budget holds besides pages.
+    std::uint64_t metadata() const noexcept {
+        return heap + page_map + fault_space + residency + types + storage + transaction + buffers;
+    }
+    std::uint64_t total() const noexcept { return store_pages + metadata(); }
+};
+
 struct store_stats {
     std::string backend;         // "uffd" or "mprotect"
     std::string write_tracking;  // "wp_async", "wp_sync" or "mprotect"
@@ -162,6 +188,7 @@ struct store_stats {
     std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
     std::string resident_budget_source;     // "option", or the limit the budget is half of
+    store_memory memory;                    // what the store costs in memory, by kind
 };
 // store_stats as lines of "name value", for people.
 std::string to_string(const store_stats& stats);

@@ -262,6 +262,13 @@ std::uint64_t heap::take_page() {
 std::uint64_t heap::grow(std::uint64_t pages) {
     std::uint64_t first = page_count();
     assert(pages <= max_page_count - first);
+    // Room for 1/16 more at a time, not the vector's doubling: a big store's
+    // descriptors would otherwise cost up to twice what they must.
+    if (first + pages > pages_.capacity()) {
+        const std::uint64_t room = first + pages + std::max<std::uint64_t>(first / 16, 1024);
+        pages_.reserve(room);
+        list_pos_.reserve(room);
+    }
     pages_.resize(first + pages);
     list_pos_.resize(first + pages);
     // The count field of every metadata page covering new pages changes.
@@ -315,6 +322,19 @@ void heap::release_pages(std::uint64_t first, std::uint64_t count) {
         mark_dirty(p);
     }
     free_.insert(first, count);
+}
+
+std::uint64_t heap::memory_bytes() const noexcept {
+    // A tree node costs its links and colour (32 bytes), its value and
+    // malloc's header, rounded to 16.
+    constexpr std::uint64_t set_node = 48, map_node = 64, hash_node = 48;
+    std::uint64_t bytes = pages_.capacity() * sizeof(page_desc) + list_pos_.capacity() * sizeof(std::uint32_t) +
+                          free_.runs().size() * (map_node + set_node) +
+                          (new_pages_.size() + freed_pages_.size()) * set_node +
+                          meta_pages_.capacity() * sizeof(std::uint64_t) + meta_crc_.capacity() * sizeof(std::uint32_t) +
+                          meta_dirty_.capacity() + dirty_list_.capacity() * sizeof(std::uint32_t);
+    for (const auto& [key, list] : nonfull_) bytes += hash_node + list.capacity() * sizeof(std::uint64_t);
+    return bytes;
 }
 
 // --- non-full lists -----------------------------------------------------------

@@ -369,6 +369,10 @@ public:
     const std::vector<std::uint64_t>& metadata_pages() const noexcept { return meta_pages_; }
     const heap_detail::free_runs& free_pages() const noexcept { return free_; }
     stats_t stats() const noexcept;
+    // What this heap holds in memory, in bytes (an estimate from its
+    // containers' sizes): 52 bytes per page below page_count() (a
+    // descriptor and a list position), plus the free runs and lists.
+    std::uint64_t memory_bytes() const noexcept;
 
     // Data pages (small / large) handed out since the last call that are still
     // data pages: their previous contents are garbage (or past the end of the

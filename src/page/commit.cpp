@@ -100,7 +100,7 @@ std::set<std::uint64_t> pager::pages_to_write() {
     note_written_pages();
     std::set<std::uint64_t> pages;
     for (std::uint64_t page : txn_new_)
-        if (!spilled_.count(page)) pages.insert(page);
+        if (!storage_.is_pending(page)) pages.insert(page);
     for (std::uintptr_t v : unwritten_) {
         auto where = map_->lookup(v);
         if (where.what == translate::page_map::kind::page) pages.insert(where.page);
@@ -147,7 +147,7 @@ pager::page_images pager::collect() {
     // write). A later error leaves them there, as spilled pages, until the
     // transaction commits or rolls back. (T6 and T11 in pager.hpp; the pages
     // stay resident.)
-    constexpr std::size_t chunk = 1024;
+    const std::size_t chunk = batch_pages();
     page_images out;
     out.bytes.resize(std::min(sources.size(), chunk) * translate::page_size);
     for (std::size_t from = 0; from < sources.size(); from += chunk) {
@@ -160,6 +160,7 @@ pager::page_images pager::collect() {
         unswizzle_pages(std::span(sources).subspan(from, n), out.bytes.data(), true, false, out.pages);
     }
     collected_pages_ = out.pages.size();  // the others are counted as spilled
+    collected_spilled_ = storage_.pending_count();
     return out;
 }
 
@@ -167,15 +168,22 @@ pager::page_images pager::collect() {
 // state now, written and spilled pages are clean, new pages ordinary ones.
 void pager::committed() {
     admit_new_pages();
-    pages_committed_ += collected_pages_ + spilled_.size();
+    pages_committed_ += collected_pages_ + collected_spilled_;
     retire_freed_pages();
-    unwritten_.clear();
-    txn_new_.clear();
-    spilled_.clear();
-    txn_freed_.clear();
+    forget_transaction();
     retired_committed_ = false;
     forget_spill_failure();
-    keep_within_budget();
+    refresh_budget();
+    evict_if_over_budget();
+}
+
+// The transaction's page lists go, memory and all: a big transaction's
+// would otherwise stay as capacity (store_memory::transaction).
+void pager::forget_transaction() noexcept {
+    unwritten_ = std::vector<std::uintptr_t>();  // (= {} would keep the capacity)
+    txn_new_ = std::vector<std::uint64_t>();
+    txn_freed_ = std::vector<std::uint64_t>();
+    new_spilled_ = 0;
 }
 
 // T10: new pages were kept resident (the file may hold a former life of
@@ -195,11 +203,11 @@ void pager::retire_freed_pages() {
         if (!heap_->describe(page)->is_data()) map_->retire(page);
 }
 
-// R4: spilled_ follows what storage::spill took. R3: a new page the log
-// holds may be evicted (its next fill reads it from there).
+// R3, R4: a new page the log holds may be evicted (its next fill reads it
+// from there); new_spilled_ counts it.
 void pager::note_spilled(const std::vector<storage::page_image>& images) {
     for (const auto& image : images) {
-        spilled_.insert(image.page);
+        if (fresh_ && fresh_[image.page].load(std::memory_order_relaxed)) ++new_spilled_;
         mark_new(image.page, false);
     }
 }
@@ -207,24 +215,30 @@ void pager::note_spilled(const std::vector<storage::page_image>& images) {
 // A transaction that makes more new pages than the budget holds writes them
 // (and the pages it has written) to the log ahead of its commit and lets them
 // go; they fault back in from the log if touched. Runs where the program
-// allocates (normal context, so errors can be thrown); a transaction that only
-// writes existing pages is not spilled (docs/design.md).
+// allocates (normal context, so errors can be thrown), once the new pages
+// pass half of what the budget leaves store pages; a batch at a time, so it
+// needs a batch's images, not the transaction's. A transaction that only
+// writes existing pages is spilled by the eviction thread (docs/design.md).
 void pager::spill_if_over_budget() {
-    if (!resident_ || txn_new_.size() - std::min(txn_new_.size(), spilled_.size()) < opts_.resident_budget_pages / 2)
-        return;
+    if (!resident_ || unspilled_new_pages() < pages_allowed_ / 2) return;
     const std::vector<page_source> sources = resident_sources(pages_to_write());
-    std::vector<std::byte> bytes(sources.size() * translate::page_size);
-    std::vector<storage::page_image> images;
-    const std::vector<unswizzled> how = unswizzle_pages(sources, bytes.data(), true, true, images);
+    const std::size_t chunk = batch_pages();
+    std::vector<std::byte> bytes(std::min(sources.size(), chunk) * translate::page_size);
     // Pages that cannot be written yet (a transient pointer: commit reports
     // it) stay resident and dirty.
     std::vector<std::uintptr_t> kept;
-    for (std::size_t i = 0; i < sources.size(); ++i)
-        if (how[i] == unswizzled::kept) kept.push_back(reinterpret_cast<std::uintptr_t>(sources[i].contents));
-    storage_.spill(images);
-    drop_spilled(images);
+    for (std::size_t from = 0; from < sources.size(); from += chunk) {
+        const auto part = std::span(sources).subspan(from, std::min(chunk, sources.size() - from));
+        std::vector<storage::page_image> images;
+        const std::vector<unswizzled> how = unswizzle_pages(part, bytes.data(), true, true, images);
+        for (std::size_t i = 0; i < part.size(); ++i)
+            if (how[i] == unswizzled::kept) kept.push_back(reinterpret_cast<std::uintptr_t>(part[i].contents));
+        storage_.spill(images);
+        drop_spilled(images);
+    }
     unwritten_ = std::move(kept);
     std::sort(unwritten_.begin(), unwritten_.end());
+    refresh_budget();
 }
 
 // T6 and T11 (pager.hpp) at an allocation: the spilled pages go; a touch
@@ -242,20 +256,19 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
     heap_ = std::move(committed_heap);
     forget_new_pages();
     if (retired_committed_) discard_all_resident();
-    unwritten_.clear();
-    txn_new_.clear();
-    txn_freed_.clear();
+    forget_transaction();
     retired_committed_ = false;
     forget_spill_failure();
+    refresh_budget();
 }
 
 // T8 (pager.hpp): the log forgets the transaction's frames (R4), and pages
 // read back from them are dropped, to show their committed contents.
 void pager::discard_spilled() {
+    const std::vector<std::uint64_t> spilled = storage_.pending_pages();
     storage_.discard_pending();
-    for (std::uint64_t page : spilled_)
+    for (std::uint64_t page : spilled)
         if (std::uintptr_t v = map_->virtual_of(page)) space_->discard(v, 1);
-    spilled_.clear();
 }
 
 // T8: written pages are dropped, to show their committed contents.

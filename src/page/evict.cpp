@@ -43,10 +43,6 @@ namespace {
 // a bug there must not hang it).
 [[gnu::tls_model("initial-exec")]] thread_local bool t_is_evictor = false;
 
-// Pages per batch: written ones make one log write of at most 4 MiB, and few
-// enough pages are held that writers wait little for them.
-constexpr std::size_t evict_batch_pages = vm::fault_space::max_held;
-
 std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) {
     static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
     return reinterpret_cast<std::uint32_t*>(&word);
@@ -102,7 +98,7 @@ void pager::ask_evictor() noexcept {
 // eviction thread makes progress; never while a pause keeps it off, or once
 // it is stalled (nothing it could take out), or on the eviction thread itself.
 void pager::wait_for_evictor() noexcept {
-    const std::uint64_t budget = opts_.resident_budget_pages, limit = budget + budget / 8 + 16;
+    const std::uint64_t budget = ring_budget(), limit = budget + budget / 8 + 16;
     for (int round = 0; round < 50 && !t_is_evictor && resident_->size() > limit; ++round) {
         if (paused_.load(std::memory_order_acquire) > 0 || evictor_->stalled.load(std::memory_order_acquire)) return;
         const std::uint32_t seen = evictor_->batches.load(std::memory_order_acquire);
@@ -127,11 +123,25 @@ void pager::evict_loop() {
         evictor_->asked.store(false, std::memory_order_release);  // faults during the pass may ask again
         bool progress = false;
         try {
+            refresh_budget();  // what metadata took since: faults map pages, reserve units
             progress = evict_oldest();
         } catch (const std::exception&) {  // out of memory: the pages stay, the budget is exceeded
         }
         evictor_->stalled.store(!progress, std::memory_order_release);
         note_batch();
+    }
+}
+
+// The eviction thread waits for the pause's mutex, and a program that
+// allocates in a tight loop takes it back at once (the mutex is not fair),
+// so past the budget the allocating thread, holding the pause already,
+// evicts itself; so does a commit, whose new pages enter the ring at once.
+void pager::evict_if_over_budget() noexcept {
+    if (!resident_ || resident_->size() <= ring_budget()) return;
+    try {
+        evict_oldest();
+    } catch (const std::exception&) {  // out of memory, as in evict_loop: the eviction thread tries again
+        ask_evictor();
     }
 }
 
@@ -142,14 +152,18 @@ void pager::note_batch() noexcept {
 
 // Takes pages out of the residency ring, oldest first, a batch at a time,
 // until it is a little under the budget (so eviction runs in batches).
-// False if it could not get there: nothing (more) could go.
+// False if it could not get there: nothing (more) could go. A batch is
+// batch_pages(): written ones make one log write of at most 4 MiB (less
+// under a small budget, whose memory the images count against), and few
+// enough pages are held that writers wait little for them.
 bool pager::evict_oldest() {
-    const std::uint64_t target = opts_.resident_budget_pages * 15 / 16;
-    std::vector<std::uintptr_t> batch(evict_batch_pages);
+    const std::uint64_t target = ring_budget() * 15 / 16;
+    const std::size_t batch_size = batch_pages();
+    std::vector<std::uintptr_t> batch(batch_size);
     for (;;) {
         const std::uint64_t size = resident_->size();
         if (size <= target) return true;
-        std::size_t n = resident_->take_oldest(batch.data(), std::min<std::uint64_t>(evict_batch_pages, size - target));
+        std::size_t n = resident_->take_oldest(batch.data(), std::min<std::uint64_t>(batch_size, size - target));
         if (n == 0) {  // a fault is recording the oldest page right now
             sched_yield();
             continue;
@@ -176,6 +190,7 @@ std::size_t pager::evict_batch(std::span<const std::uintptr_t> pages) {
 void pager::spill_written(held_batch& b) {
     std::vector<std::size_t> source_of;  // where in the batch each source is
     const std::vector<page_source> sources = spill_sources(b, source_of);
+    evict_buffer_.reserve(batch_pages() * translate::page_size);  // exactly a batch: resize alone may double
     evict_buffer_.resize(sources.size() * translate::page_size);
     std::vector<storage::page_image> images;
     const std::vector<unswizzled> done = unswizzle_pages(sources, evict_buffer_.data(), false, true, images);

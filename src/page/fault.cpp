@@ -27,9 +27,9 @@ namespace steppe::page {
 // back to the ring for the eviction thread, which is woken, and waited for
 // far past the budget.
 void pager::keep_within_budget() noexcept {
-    if (!resident_ || resident_->size() <= opts_.resident_budget_pages) return;
+    if (!resident_ || resident_->size() <= ring_budget()) return;
     drop_oldest_clean();
-    if (resident_->size() <= opts_.resident_budget_pages) return;
+    if (resident_->size() <= ring_budget()) return;
     ask_evictor();
     wait_for_evictor();
 }

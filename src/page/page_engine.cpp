@@ -77,6 +77,7 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
     budget_pages_ = po.resident_budget_pages;
     validate();
     sync_shapes(true);
+    note_types_memory();
 }
 
 // 1. drop the pager: its eviction thread stops, uncommitted changes go
@@ -134,6 +135,7 @@ types::catalog::index page_engine::type_index(const types::layout& layout) {
     if (live_.catalog.size() != before) {
         catalog_dirty_ = true;
         sync_shapes(false);
+        note_types_memory();
     }
     return i;
 }
@@ -237,6 +239,7 @@ void page_engine::commit() {
     live_.meta = meta;
     committed_ = live_;
     catalog_dirty_ = roots_dirty_ = false;
+    note_types_memory();
     reuse_if_crowded("the commit");
 }
 
@@ -262,6 +265,7 @@ void page_engine::rollback() {
     live_ = committed_;
     catalog_dirty_ = roots_dirty_ = false;
     sync_shapes(true);
+    note_types_memory();
     reuse_if_crowded("the rollback");
 }
 
@@ -286,31 +290,43 @@ store_stats page_engine::stats() const {
     pager::pause paused(*pager_);
     pager_stats p = pager_->stats();
     const storage::stats& s = storage_->counters();
-    store_stats out{vm::to_string(pager_->backend()),
-            vm::to_string(pager_->tracking()),
-            p.faults,
-            p.pointers_swizzled,
-            s.commits,
-            p.pages_committed,
-            p.pointers_unswizzled,
-            s.bytes_written,
-            s.syncs,
-            storage_->page_count(),
-            pager_->allocator().free_pages().total_pages(),
-            p.resident_pages,
-            p.dirty_pages,
-            p.evictions,
-            budget_pages_,
-            p.spilled_pages,
-            p.prefetched_pages,
-            p.prefetch_hits,
-            p.address_space_limit,
-            p.reserved_virtual_pages,
-            p.reuse_rounds,
-            p.reclaimed_arenas,
-            p.reclaimed_pages,
-            budget_source_};
+    store_stats out;
+    out.backend = vm::to_string(pager_->backend());
+    out.write_tracking = vm::to_string(pager_->tracking());
+    out.faults = p.faults;
+    out.pointers_swizzled = p.pointers_swizzled;
+    out.commits = s.commits;
+    out.pages_committed = p.pages_committed;
+    out.pointers_unswizzled = p.pointers_unswizzled;
+    out.bytes_logged = s.bytes_written;
+    out.syncs = s.syncs;
+    out.store_pages = storage_->page_count();
+    out.free_pages = pager_->allocator().free_pages().total_pages();
+    out.resident_pages = p.resident_pages;
+    out.dirty_pages = p.dirty_pages;
+    out.evictions = p.evictions;
+    out.resident_budget_pages = budget_pages_;
+    out.spilled_pages = p.spilled_pages;
+    out.prefetched_pages = p.prefetched_pages;
+    out.prefetch_hits = p.prefetch_hits;
+    out.address_space_limit = p.address_space_limit;
+    out.reserved_virtual_pages = p.reserved_virtual_pages;
+    out.reuse_rounds = p.reuse_rounds;
+    out.reclaimed_arenas = p.reclaimed_arenas;
+    out.reclaimed_pages = p.reclaimed_pages;
+    out.resident_budget_source = budget_source_;
+    out.memory = pager_->memory();
     return out;
+}
+
+// The catalog, shapes, roots and vtables, live and committed: an estimate
+// (their encodings, twice), redone when one of them changes. They grow with
+// the program's types and roots, not with the store.
+void page_engine::note_types_memory() {
+    constexpr std::uint64_t per_root = 128;  // a map node, its name and entry
+    const std::uint64_t catalog = live_.catalog.encode().size() * 2;  // the layouts and the shapes made of them
+    const std::uint64_t bytes = catalog + live_.roots.size() * per_root + live_.vtables.encode().size();
+    pager_->note_types_memory(2 * bytes);
 }
 
 std::vector<type_usage> page_engine::types() const {

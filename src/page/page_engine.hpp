@@ -68,6 +68,7 @@ private:
     void validate() const;
     void ensure_writable() const;
     void reuse_if_crowded(const char* after);
+    void note_types_memory();
 
     open_options options_;
     std::unique_ptr<storage::storage> storage_;

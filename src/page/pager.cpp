@@ -42,6 +42,8 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
     vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
     if (opts.prefetch) prefetch_.hinted = map_page_bytes();
+    budget_bytes_ = opts.resident_budget_pages * translate::page_size;
+    refresh_budget();
     if (resident_) start_evictor();
 }
 
@@ -144,10 +146,13 @@ void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t cou
         std::uint64_t pages = (bytes + translate::page_size - 1) / translate::page_size;
         if (pages + 1 > map_->arena_pages()) throw no_address_space(pages);
     }
+    ensure_budget_room();
     spill_if_over_budget();
+    evict_if_over_budget();
     std::uint64_t addr = heap_->allocate(type, elem_size, count, align);
     std::size_t before = txn_new_.size();
     take_new_and_freed_pages();
+    if (txn_new_.size() != before) refresh_budget();
     void* p = to_pointer(addr);
     std::uint64_t page = addr / translate::page_size;
     bool fresh = std::find(txn_new_.begin() + static_cast<long>(before), txn_new_.end(), page) != txn_new_.end();
@@ -171,7 +176,7 @@ void pager::free(void* object) {
 std::size_t pager::uncommitted_pages() {
     take_new_and_freed_pages();
     note_written_pages();
-    return txn_new_.size() + txn_freed_.size() + spilled_.size() + unwritten_.size();
+    return txn_new_.size() + txn_freed_.size() + storage_.pending_count() + unwritten_.size();
 }
 
 void pager::reuse_address_space() {
@@ -203,6 +208,61 @@ void pager::start_epoch() {
     reclaimed_pages_ += r.pages;
     std::uint64_t limit = map_->limit_pages(), left = map_->reserved_virtual_pages();
     reuse_at_pages_ = std::min(limit * 7 / 8, std::max(limit * 3 / 4, left + (limit - left) / 2));
+}
+
+// Memory -----------------------------------------------------------------------
+
+store_memory pager::memory() const noexcept {
+    const vm::space_stats vs = space_->stats();
+    const storage::storage::memory sm = storage_.memory_bytes();
+    const std::uint64_t page_bytes = (heap_->page_count() + translate::page_size - 1) / translate::page_size *
+                                     translate::page_size;  // a byte per store page, written up to the last
+    store_memory m;
+    m.store_pages = (vs.installs - vs.discards - vs.evictions) * translate::page_size;  // I7
+    m.heap = heap_->memory_bytes();
+    m.page_map = map_->table_bytes(heap_->page_count());
+    m.fault_space = space_->table_bytes();
+    m.residency = (resident_ ? resident_->memory_bytes() : 0) + (fresh_ ? page_bytes : 0) +
+                  (prefetch_.hinted ? page_bytes : 0);
+    m.types = types_bytes_.load(std::memory_order_relaxed);
+    m.storage = sm.index;
+    m.transaction = (txn_new_.capacity() + txn_freed_.capacity()) * sizeof(std::uint64_t) +
+                    unwritten_.capacity() * sizeof(std::uintptr_t);
+    m.buffers = sm.buffers + evict_buffer_.capacity();
+    return m;
+}
+
+void pager::refresh_budget() noexcept {
+    if (!resident_) return;
+    metadata_bytes_ = memory().metadata();
+    const std::uint64_t left = budget_bytes_ > metadata_bytes_ ? (budget_bytes_ - metadata_bytes_) / translate::page_size : 0;
+    pages_allowed_ = std::max(left, min_pages);
+    const std::uint64_t fresh = unspilled_new_pages();
+    ring_budget_.store(std::max(pages_allowed_ > fresh ? pages_allowed_ - fresh : 0, min_pages),
+                       std::memory_order_relaxed);
+}
+
+// Metadata grows with the store (about 1% of it, docs/design.md) and with
+// the transaction. The ring keeps min_pages whatever it takes; once it
+// takes the whole budget, eviction and spilling can do no more, and the
+// store refuses to grow rather than let the process outgrow its memory.
+void pager::ensure_budget_room() const {
+    if (!resident_ || metadata_bytes_ <= budget_bytes_) return;
+    const store_memory m = memory();
+    const auto kib = [](std::uint64_t bytes) { return std::to_string((bytes + 1023) >> 10) + " KiB"; };
+    throw error(errc::no_space,
+                "cannot make an object in store " + storage_.path() + ": the store's own memory (" +
+                    kib(m.metadata()) + ": heap " + kib(m.heap) + ", page map " + kib(m.page_map) + ", fault space " +
+                    kib(m.fault_space) + ", residency " + kib(m.residency) + ", types " + kib(m.types) +
+                    ", storage " + kib(m.storage) + ", transaction " + kib(m.transaction) + ", buffers " +
+                    kib(m.buffers) + ") exceeds the resident budget of " + kib(budget_bytes_) +
+                    ", so no store page fits in it; raise open_options::resident_budget (or the memory limit it is half of), "
+                    "or commit the transaction");
+}
+
+std::size_t pager::batch_pages() const noexcept {
+    const std::uint64_t budget = opts_.resident_budget_pages ? opts_.resident_budget_pages : vm::fault_space::max_held * 16;
+    return static_cast<std::size_t>(std::clamp<std::uint64_t>(budget / 16, 16, vm::fault_space::max_held));
 }
 
 pager_stats pager::stats() const {

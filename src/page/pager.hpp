@@ -18,7 +18,7 @@
 //                 zeros and kept resident (the file may hold a former life of
 //                 it), written at the commit even if untouched
 //   S5 spilled    its image of the transaction in progress is in the log
-//                 (spilled_, storage::spill): missing, or S2/S3 again after a
+//                 (storage::spill, is_pending): missing, or S2/S3 again after a
 //                 touch reads it back
 //   S6 retired    its range is dead (page_map::retire): a touch ends the
 //                 process; named again, the page gets a new range
@@ -79,9 +79,11 @@
 //      transaction keeps its range). Dropped, it would read that former
 //      life back from the file. A spill (note_spilled), the commit
 //      (admit_new_pages) and a rollback (forget_new_pages) clear the mark.
-// (R4) spilled_ is exactly the storage's pending pages: every spill adds
-//      to spilled_ what storage::spill took (note_spilled, collect), and
-//      committed() and discard_spilled() clear both.
+// (R4) The transaction's spilled pages are the storage's pending pages
+//      (storage::is_pending, pending_pages): the pager keeps no copy of its
+//      own (it cost 48 bytes per page spilled), and none of them is marked
+//      new (note_spilled clears the mark, counting it in new_spilled_), so
+//      an evictor may drop it and its next fill reads the log.
 // (R5) The ring names only pages of the map or retired ranges, never a
 //      guard or unreserved space: it records the pages fill_page filled,
 //      admit_new_pages admitted and the evictors took from it, and
@@ -109,7 +111,9 @@
 // oldest if clean and wake the thread; it drops the oldest clean pages, and
 // writes the oldest written ones to the log as frames of the transaction in
 // progress (storage::spill) before dropping them. A fault far past the
-// budget waits for it.
+// budget waits for it. An allocation or a commit past it evicts on its own
+// thread (evict_if_over_budget). The budget holds the store's own memory
+// too (memory(), refresh_budget): pages get what the rest leaves.
 #pragma once
 
 #include <atomic>
@@ -123,6 +127,7 @@
 #include <vector>
 
 #include <steppe/error.hpp>
+#include <steppe/steppe.hpp>
 
 #include "heap/heap.hpp"
 #include "page/residency.hpp"
@@ -256,6 +261,15 @@ public:
     };
 
     pager_stats stats() const;
+    // What the store costs in memory, by kind (store_memory), but for
+    // `types`, which is what the engine last said with note_types_memory.
+    // Call under a pause.
+    store_memory memory() const noexcept;
+    void note_types_memory(std::uint64_t bytes) noexcept { types_bytes_ = bytes; }
+    // Under a budget: the fewest pages left to the ring, whatever metadata
+    // takes; an allocation while metadata alone takes the whole budget is
+    // no_space.
+    static constexpr std::uint64_t min_pages = 64;
     vm::backend_kind backend() const { return space_->backend(); }
     vm::tracking_kind tracking() const { return space_->tracking(); }
 
@@ -294,6 +308,7 @@ private:
     void discard_written();
     void forget_new_pages();
     void discard_all_resident();
+    void forget_transaction() noexcept;
     // The checkers of R1-R6 (residency_check.cpp).
     void check_resident(const std::vector<std::uintptr_t>& resident, const std::vector<std::uintptr_t>& ring,
                         std::vector<std::string>& findings) const;
@@ -331,6 +346,22 @@ private:
     std::unique_ptr<translate::page_map> map_;
     std::unique_ptr<residency> resident_;
     void keep_within_budget() noexcept;
+    // The budget (pager_options::resident_budget_pages) holds everything
+    // memory() counts: what metadata, the transaction's bookkeeping and
+    // buffers take, store pages give up. refresh_budget() recomputes
+    // pages_allowed_ and ring_budget_ (pages the ring may hold besides the
+    // transaction's new pages), under a pause or on the eviction thread;
+    // ensure_budget_room() is the no_space of an allocation that would find
+    // none left.
+    void refresh_budget() noexcept;
+    void ensure_budget_room() const;
+    std::uint64_t unspilled_new_pages() const noexcept {
+        return txn_new_.size() - std::min<std::uint64_t>(txn_new_.size(), new_spilled_);
+    }
+    std::uint64_t ring_budget() const noexcept { return ring_budget_.load(std::memory_order_relaxed); }
+    // Pages per batch of unswizzled images (eviction, spills, commit
+    // chunks): 1/16 of the budget, between 16 and 1,024 (4 MiB).
+    std::size_t batch_pages() const noexcept;
     void drop_oldest_clean() noexcept;
     void record_again(std::uintptr_t page) noexcept;
     // The eviction thread (evict.cpp).
@@ -352,6 +383,7 @@ private:
     void wait_for_evictor() noexcept;     // fault path, far over the budget
     void evict_loop();
     bool evict_oldest();
+    void evict_if_over_budget() noexcept;  // normal context, under a pause
     void note_batch() noexcept;
     std::size_t evict_batch(std::span<const std::uintptr_t> pages);
     // A batch the eviction thread holds: what hold() said of each page,
@@ -379,7 +411,13 @@ private:
     std::vector<std::uint64_t> txn_freed_;      // pages freed since the last commit (ranges kept until it)
     bool retired_committed_ = false;            // a committed page's range was retired since the last commit
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write
-    std::set<std::uint64_t> spilled_;           // pages of this transaction already in the log
+    std::uint64_t new_spilled_ = 0;             // of txn_new_, how many the log has (spilled while new)
+    std::uint64_t collected_spilled_ = 0;       // pages of the commit in the log before it (collect)
+    std::uint64_t budget_bytes_ = 0;            // the resident budget; 0 = none
+    std::uint64_t pages_allowed_ = 0;           // store pages the budget leaves after the rest (refresh_budget)
+    std::uint64_t metadata_bytes_ = 0;          // memory().metadata() at the last refresh_budget
+    std::atomic<std::uint64_t> ring_budget_{0}; // pages the ring may hold (read by the fault path)
+    std::atomic<std::uint64_t> types_bytes_{0}; // the engine's catalog, shapes, roots, vtables
     std::atomic<std::uint64_t> pointers_swizzled_{0};
     std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0;
     std::atomic<std::uint64_t> spilled_pages_{0};

@@ -3,6 +3,7 @@
 #include <steppe/error.hpp>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -19,6 +20,11 @@ residency::residency(std::uint64_t capacity) : capacity_(capacity) {
 }
 
 residency::~residency() { ::munmap(slots_, capacity_ * sizeof(std::uintptr_t)); }
+
+std::uint64_t residency::memory_bytes() const noexcept {
+    const std::uint64_t written = std::min(head_.load(std::memory_order_relaxed), capacity_) * sizeof(std::uintptr_t);
+    return (written + 4095) / 4096 * 4096;
+}
 
 // A slot is claimed only while the ring has room (Q1): two producers that
 // both saw the last free slot cannot both take it and overwrite the oldest.

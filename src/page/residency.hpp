@@ -54,6 +54,8 @@ public:
     std::vector<std::uintptr_t> recorded() const;
     std::uint64_t unrecorded() const noexcept { return unrecorded_.load(std::memory_order_relaxed); }
     std::vector<std::string> check_invariants() const;
+    // Memory its slots hold: those ever written (NORESERVE), whole pages.
+    std::uint64_t memory_bytes() const noexcept;
 
 private:
     // The evictor's: the oldest page, or 0 if its producer has not written it yet.

@@ -551,7 +551,7 @@ void storage::replay_frames(std::uint64_t limit) {
                 stop = "a commit record that does not match its transaction's page frames";
                 break;
             }
-            for (auto& [page, entry] : pending) wal_index_[page] = entry;
+            index_committed(pending);
             pending.clear();
             txn_pages = 0;
             page_count_ = h.number;
@@ -676,9 +676,9 @@ void storage::spin_lock::lock() const noexcept {
 
 bool storage::find_pending(page_no page, wal_entry& out) const noexcept {
     std::lock_guard<const spin_lock> hold(pending_lock_);
-    auto it = pending_.find(page);
-    if (it == pending_.end()) return false;
-    out = it->second;
+    log_index::entry e;
+    if (!pending_.find(page, e)) return false;
+    out = {e.offset, e.sum};
     return true;
 }
 
@@ -695,10 +695,10 @@ bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool
                            bool with_pending) const noexcept {
     common::fixed_message msg(why->message, sizeof why->message);
     why->code = errc::corrupt;
-    wal_entry spilled;
+    wal_entry spilled, committed;
     const wal_entry* logged = nullptr;  // the transaction in progress's spilled pages come first
     if (with_pending && find_pending(page, spilled)) logged = &spilled;
-    else if (auto it = wal_index_.find(page); it != wal_index_.end()) logged = &it->second;
+    else if (log_index::entry e; wal_index_.find(page, e)) logged = &(committed = {e.offset, e.sum});
     if (!logged && page >= page_count_) {
         why->code = errc::invalid_argument;
         msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
@@ -771,7 +771,7 @@ bool storage::log_overtaken() const noexcept {
 
 void storage::prefetch(page_no page) const noexcept {
     if (wal_entry spilled; find_pending(page, spilled)) return wal_->will_need(spilled.offset, page_size);
-    if (auto it = wal_index_.find(page); it != wal_index_.end()) return wal_->will_need(it->second.offset, page_size);
+    if (log_index::entry e; wal_index_.find(page, e)) return wal_->will_need(e.offset, page_size);
     if (page < page_count_) main_->will_need(physical_page(page) * page_size, page_size);
 }
 
@@ -804,8 +804,10 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
     if (opts_.read_only) throw error(errc::invalid_argument, path_ + " is open read-only; commit is not allowed");
     log_tail t = tail_;
     std::uint64_t txn = txn_seq_ + 1;
-    std::vector<std::byte>& buf = append_buffer_;  // reused: no 40 MB allocation per big commit
-    buf.resize(pages.size() * page_frame_size + (meta ? commit_frame_size : 0));
+    std::vector<std::byte>& buf = append_buffer_;  // reused, up to retained_append_frames
+    const std::size_t bytes = pages.size() * page_frame_size + (meta ? commit_frame_size : 0);
+    buf.reserve(bytes);  // exactly: resize alone may double it, and it is kept
+    buf.resize(bytes);
     std::size_t at = 0;
     auto put = [&](frame_kind kind, std::uint64_t number, std::uint32_t payload_crc, const std::byte* payload,
                    std::size_t n) {
@@ -833,6 +835,7 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
     t.end += buf.size();
     stats_.bytes_written += buf.size();
     stats_.pages_written += pages.size();
+    if (buf.capacity() > retained_append_frames * page_frame_size) buf = {};  // a rare big write keeps no memory
     return t;
 }
 
@@ -857,13 +860,40 @@ void storage::extend_log(std::uint64_t needed) {
 void storage::spill(std::span<const page_image> pages) {
     std::vector<std::pair<page_no, wal_entry>> entries;
     tail_ = append(pages, nullptr, entries);
+    const std::vector<log_index::entry> spilled = index_entries(entries);
     std::lock_guard<const spin_lock> hold(pending_lock_);
-    for (auto& [page, entry] : entries) pending_[page] = entry;
+    pending_.add(spilled);
+}
+
+std::vector<log_index::entry> storage::index_entries(std::span<const std::pair<page_no, wal_entry>> entries) {
+    std::vector<log_index::entry> out;
+    out.reserve(entries.size());
+    for (const auto& [page, entry] : entries) out.push_back({static_cast<std::uint32_t>(page), entry.sum, entry.offset});
+    return out;
+}
+
+void storage::index_committed(std::span<const std::pair<page_no, wal_entry>> entries) {
+    wal_index_.add(index_entries(entries));
+}
+
+storage::memory storage::memory_bytes() const noexcept {
+    std::lock_guard<const spin_lock> hold(pending_lock_);
+    return {groups_.capacity() * sizeof(group_sums) + wal_index_.memory_bytes() + pending_.memory_bytes(),
+            append_buffer_.capacity()};
 }
 
 std::size_t storage::pending_count() const noexcept {
     std::lock_guard<const spin_lock> hold(pending_lock_);
-    return pending_.size();
+    return pending_.distinct();
+}
+
+std::vector<page_no> storage::pending_pages() const {
+    std::vector<page_no> pages;
+    {
+        std::lock_guard<const spin_lock> hold(pending_lock_);
+        for (const log_index::entry& e : pending_.newest()) pages.push_back(e.page);
+    }
+    return pages;
 }
 
 void storage::discard_pending() noexcept {
@@ -884,8 +914,8 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
         }
         ++stats_.syncs;
     }
-    for (auto& [page, entry] : pending_) wal_index_[page] = entry;
-    for (auto& [page, entry] : entries) wal_index_[page] = entry;
+    wal_index_.add(pending_.newest());
+    index_committed(entries);
     page_count_ = t.page_count;
     meta_ = meta;
     ++txn_seq_;
@@ -960,14 +990,14 @@ std::optional<reader_info> storage::checkpoint_now(bool even_if_empty) {
             return behind;
         }
     }
-    std::vector<std::pair<page_no, wal_entry>> sorted(wal_index_.begin(), wal_index_.end());
-    std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    const std::vector<log_index::entry> sorted = wal_index_.newest();
 
     std::uint64_t groups = (page_count_ + group_data_pages - 1) / group_data_pages;
     std::map<std::uint64_t, group_sums> touched;
     std::vector<std::byte> image(page_size);
     read_failure why;
-    for (auto& [page, entry] : sorted) {
+    for (const log_index::entry& entry : sorted) {
+        const page_no page = entry.page;
         if (!read_page_nothrow(page, image.data(), &why)) throw error(why.code, why.message);
         main_->write_at(physical_page(page) * page_size, image);
         std::uint64_t g = group_of(page);
@@ -1077,7 +1107,7 @@ info storage::describe() const {
                 wal_header_.generation,
                 wal_end_ - wal_frames_offset,
                 wal_commits_,
-                wal_index_.size(),
+                wal_index_.distinct(),
                 txn_seq_,
                 header_.header_seq,
                 mark_counts() ? mark_.txn : 0,
@@ -1104,6 +1134,11 @@ std::vector<std::string> storage::check() const {
 // The header slots, the checksum slots, the commit mark and the log header.
 std::vector<std::string> storage::check_slots() const {
     std::vector<std::string> findings;
+    {
+        std::lock_guard<const spin_lock> hold(pending_lock_);
+        for (const std::string& f : pending_.check()) findings.push_back(path_ + ": spilled pages: " + f);
+    }
+    for (const std::string& f : wal_index_.check()) findings.push_back(path_ + ": committed log pages: " + f);
     std::byte buf[2 * page_size] = {};
     main_->read_at(0, buf);
     for (int i = 0; i < 2; ++i) {

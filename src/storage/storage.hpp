@@ -46,6 +46,7 @@
 #include "storage/file_format.hpp"
 #include "common/sigsafe.hpp"
 #include "storage/io.hpp"
+#include "storage/log_index.hpp"
 #include "storage/reader_table.hpp"
 #include "storage/wal_format.hpp"
 
@@ -154,8 +155,9 @@ public:
         wal_entry unused;
         return find_pending(page, unused);
     }
-    // How many pages spill() holds for the transaction in progress.
+    // How many pages spill() holds for the transaction in progress, and which.
     std::size_t pending_count() const noexcept;
+    std::vector<page_no> pending_pages() const;
     // Copies the log's pages into the main file and resets the log. Throws
     // locked naming the reader when a live reader holds an older snapshot
     // (invariant 5: the checkpoint waits for it to move on or close).
@@ -165,6 +167,16 @@ public:
 
     info describe() const;
     const stats& counters() const { return stats_; }
+    // What this handle holds in memory, in bytes (estimates from its
+    // containers' sizes): `index` is the checksum pages of the main file
+    // (4 KiB per 1,020 pages), the log's index (its pages since the last
+    // checkpoint: at most checkpoint_bytes / 4 KiB entries) and the index
+    // of the pages spilled by the transaction in progress; `buffers` the
+    // append buffer, as big as the largest write to the log so far.
+    struct memory {
+        std::uint64_t index = 0, buffers = 0;
+    };
+    memory memory_bytes() const noexcept;
     // Every checksum and structural invariant of the files; one line per finding.
     std::vector<std::string> check() const;
     const std::string& path() const { return path_; }
@@ -239,6 +251,10 @@ private:
     // What a page read that misses the page cache brings in (the kernel's
     // default read-ahead window).
     static constexpr std::uint64_t read_cluster_bytes = 128 << 10;
+    // The append buffer is kept for the next write up to this many frames
+    // (the page engine writes at most 1,024 pages at a time but for its
+    // last commit chunk with the heap's and blobs' pages).
+    static constexpr std::uint64_t retained_append_frames = 1100;
     log_tail append(std::span<const page_image> pages, const meta_bytes* meta,
                     std::vector<std::pair<page_no, wal_entry>>& entries);
     void write_header();
@@ -246,6 +262,8 @@ private:
     bool read_group_slot(std::uint64_t group, int slot, checksum_page& out) const;
     std::uint32_t expected_sum(page_no page) const noexcept;
     bool find_pending(page_no page, wal_entry& out) const noexcept;
+    static std::vector<log_index::entry> index_entries(std::span<const std::pair<page_no, wal_entry>> entries);
+    void index_committed(std::span<const std::pair<page_no, wal_entry>> entries);
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
                       bool with_pending) const noexcept;
 
@@ -273,7 +291,7 @@ private:
     file_header header_{};                 // newest valid header slot
     int header_slot_ = 0;
     std::vector<group_sums> groups_;       // checksums of main-file pages, by group
-    std::unordered_map<page_no, wal_entry> wal_index_;  // newest committed version in the log
+    log_index wal_index_;                              // newest committed version in the log
     wal_header wal_header_{};
     std::uint64_t wal_end_ = wal_frames_offset;  // end of the last complete commit
     std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
@@ -284,7 +302,7 @@ private:
     commit_mark mark_{};                           // the main file's commit mark, as last read or written
     bool mark_valid_ = false;
     std::string salvage_report_;
-    std::unordered_map<page_no, wal_entry> pending_;  // spilled by the transaction in progress
+    log_index pending_;                            // spilled by the transaction in progress
     spin_lock pending_lock_;
     std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames
     std::vector<std::byte> append_buffer_;

@@ -20,6 +20,8 @@ void* map_table(std::size_t bytes) noexcept {
     return p == MAP_FAILED ? nullptr : p;
 }
 
+std::uint64_t round_to_pages(std::uint64_t bytes) { return (bytes + page_size - 1) / page_size * page_size; }
+
 std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 }  // namespace
@@ -247,14 +249,25 @@ bool page_map::holds_pages(const arena& a) const noexcept {
 
 // Clears an arena's entries, both sides together (P1), and restarts its bump
 // pointer (P2). Returns the virtual pages it had handed out.
-std::uint64_t page_map::reclaim(arena& a) noexcept {
+// The reverse entries' memory goes back to the system (MADV_DONTNEED leaves
+// zeros), so what the table costs follows what is handed out (table_bytes).
+std::uint64_t page_map::reclaim(arena& a) {
     std::uint64_t pages = bumped(a);
     for (std::uint64_t i = 0; i < pages; ++i) {
         std::uint64_t entry = a.reverse[i].exchange(0, std::memory_order_relaxed);
         if ((entry & 3) == tag_page) forward_[entry >> 2].store(0, std::memory_order_relaxed);
     }
+    ::madvise(a.reverse, round_to_pages(pages * sizeof(std::uint64_t)), MADV_DONTNEED);  // advisory: zeros either way
     a.next.store(0, std::memory_order_release);
+    space_.release_tables(a.base);  // every page was discarded first (start_epoch)
     return pages;
+}
+
+std::uint64_t page_map::table_bytes(std::uint64_t page_count) const noexcept {
+    std::uint64_t bytes = round_to_pages(std::min(page_count, max_pages_) * sizeof(std::uintptr_t));
+    for (std::size_t i = 0; i < arena_count_.load(); ++i)
+        bytes += round_to_pages(bumped(arenas_[i]) * sizeof(std::uint64_t));
+    return bytes;
 }
 
 std::uint64_t page_map::reserved_virtual_pages() const noexcept {

@@ -136,6 +136,13 @@ public:
     std::uint64_t arena_pages() const noexcept { return arena_pages_; }
     std::uint64_t limit_pages() const noexcept { return arena_pages_ * max_arenas; }
     std::uint64_t reserved_virtual_pages() const noexcept;
+    // Memory the forward and reverse tables hold (NORESERVE: only what was
+    // written costs): the forward entries of pages [0, page_count) (no unit
+    // is reserved past the store's pages) and the reverse entries handed out
+    // (a reclaimed arena gives its entries' memory back). 8 bytes per store
+    // page plus 8 per virtual page reserved (a small page's unit is 2: the
+    // page and its guard), rounded up to pages.
+    std::uint64_t table_bytes(std::uint64_t page_count) const noexcept;
 
     // Checks P1 and P2 over the forward entries of pages [0, page_count) (the
     // pages the store has: no unit is reserved past them; the whole table is
@@ -176,7 +183,7 @@ private:
     lookup_result lookup_in(std::size_t index, std::uintptr_t addr) const noexcept;
     std::uint64_t bumped(const arena& a) const noexcept;  // pages handed out (not past the end)
     bool holds_pages(const arena& a) const noexcept;
-    std::uint64_t reclaim(arena& a) noexcept;
+    std::uint64_t reclaim(arena& a);  // throws what fault_space::release_tables does, reclaimed all the same
 
     vm::fault_space& space_;
     std::uint64_t max_pages_;

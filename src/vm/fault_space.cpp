@@ -330,6 +330,8 @@ public:
     bool is_resident(std::uintptr_t page) const override;
     bool is_missing(std::uintptr_t page) const override;
     std::vector<std::uintptr_t> resident_pages() const override;
+    std::uint64_t table_bytes() const override;
+    void release_tables(std::uintptr_t base) override;
     std::uint64_t count_written() const override;
     void hold(std::span<const std::uintptr_t> pages, std::span<held> out,
               std::span<const std::byte*> contents) noexcept override;
@@ -1134,6 +1136,29 @@ std::vector<std::uintptr_t> space::resident_pages() const {
     });
     std::sort(pages.begin(), pages.end());
     return pages;
+}
+
+std::uint64_t space::table_bytes() const {
+    const auto pages = [](std::uint64_t bytes) { return (bytes + page_size - 1) / page_size * page_size; };
+    std::uint64_t bytes = 0;
+    for_each_own_arena([&](arena& a) {
+        const std::uint64_t n = touched_pages(a);
+        const std::uint64_t parts = pages(n * sizeof(std::uint32_t)) + pages((n + 63) / 64 * sizeof(std::uint64_t)) +
+                                    (keeps_sums() ? pages(n * sizeof(std::uint32_t)) : 0);
+        if (n > 0) bytes += std::min<std::uint64_t>(parts, a.side_bytes);  // a small arena's parts share pages
+    });
+    return bytes;
+}
+
+// I6 holds after it: the touched mark goes back to 0 with every page missing.
+void space::release_tables(std::uintptr_t base) {
+    arena& a = checked_arena(base, 1, "release_tables");
+    for (std::size_t i = 0, n = touched_pages(a); i < n; ++i)
+        if (state_ref(a.states[i]).load(std::memory_order_acquire) != page_missing)
+            throw error(errc::invalid_argument, "vm: release_tables: page " + hex(a.page_at(i)) + " is not missing");
+    if (madvise(a.side, a.side_bytes, MADV_DONTNEED) != 0)
+        common::throw_system_error("madvise", errno, "vm: releasing the side table of the arena at " + hex(base));
+    a.touched.store(0, std::memory_order_relaxed);
 }
 
 space_stats space::stats() const {

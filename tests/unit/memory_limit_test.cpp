@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -123,33 +124,116 @@ TEST(MemoryLimit, RlimitDataSetsTheDefaultBudget) {
     EXPECT_NE(report.find("RLIMIT_DATA"), std::string::npos) << report;
 }
 
-// A real cgroup v1 group of 256 MiB (this machine has the v1 memory
-// controller and runs tests as root); skipped where it cannot be made.
-TEST(MemoryLimit, ARealCgroupV1CapSetsTheDefaultBudget) {
+// A real cgroup v1 group under this process's own, capped at `limit`; ""
+// where the machine has no v1 memory controller or we may not make one.
+std::string make_group(std::uint64_t limit, const std::string& name) {
     std::ifstream self("/proc/self/cgroup");
     std::string line, group;
     while (std::getline(self, line))
         if (line.find(":memory:") != std::string::npos) group = line.substr(line.find(":memory:") + 8);
     fs::path dir = fs::path("/sys/fs/cgroup/memory") / fs::path(group).relative_path() /
-                   ("steppe-test-" + std::to_string(::getpid()));
+                   ("steppe-" + name + "-" + std::to_string(::getpid()));
     std::error_code ec;
-    if (group.empty() || !fs::create_directory(dir, ec)) GTEST_SKIP() << "cannot create a memory cgroup here: " << dir;
-    { std::ofstream(dir / "memory.limit_in_bytes") << 256 * MiB; }
+    if (group.empty() || !fs::create_directory(dir, ec)) return "";
+    std::ofstream(dir / "memory.limit_in_bytes") << limit;
+    return dir.string();
+}
+
+void join_group(const std::string& dir) { std::ofstream(fs::path(dir) / "cgroup.procs") << ::getpid(); }
+
+// A group's directory goes once its last process has (the child was reaped).
+void remove_group(const std::string& dir) {
+    std::error_code ec;
+    fs::remove(dir, ec);
+}
+
+// A real cgroup v1 group of 256 MiB (this machine has the v1 memory
+// controller and runs tests as root); skipped where it cannot be made.
+TEST(MemoryLimit, ARealCgroupV1CapSetsTheDefaultBudget) {
+    const std::string dir = make_group(256 * MiB, "cap");
+    if (dir.empty()) GTEST_SKIP() << "cannot create a memory cgroup here (cgroup v1 memory controller, root)";
     steppe::test::temp_dir stores;
     std::string report = in_child([&] {
-        { std::ofstream(dir / "cgroup.procs") << ::getpid(); }
+        join_group(dir);
         auto page = steppe::store::open(stores.path("p.db"));
         auto objects = steppe::objects::store::open(stores.path("o.ods"));
         return std::to_string(page.stats().resident_budget_pages * 4096) + "|" +
                std::to_string(objects.stats().resident_budget) + "|" + page.stats().resident_budget_source;
     });
-    fs::remove(dir, ec);
+    remove_group(dir);
     std::uint64_t page_budget = std::stoull(report.substr(0, report.find('|')));
     std::uint64_t object_budget = std::stoull(report.substr(report.find('|') + 1));
     EXPECT_GT(page_budget, 0u) << report;
     EXPECT_LE(page_budget, 128 * MiB) << report;
     EXPECT_LE(object_budget, 128 * MiB) << report;
     EXPECT_NE(report.find("cgroup v1"), std::string::npos) << report;
+}
+
+}  // namespace
+
+namespace memory_limit {
+struct Big {
+    Big* next;
+    long id;
+    long check;
+    long pad[29];  // 256 bytes: 16 a page
+};
+}  // namespace memory_limit
+
+namespace {
+
+using memory_limit::Big;
+
+std::uint64_t peak_rss() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    std::uint64_t kib = 0;
+    while (status >> key)
+        if (key == "VmHWM:" && status >> kib) return kib << 10;
+    return 0;
+}
+
+// Issue 13: a child in a real 64 MiB cgroup, with default options, builds a
+// page-engine store 8x the cap in commits, closes it, reopens it and walks
+// every node, checking each; the budget follows the cap and the store's
+// metadata, buffers and pages stay within it, so the child is not killed.
+TEST(MemoryLimit, ADefaultStoreEightTimesItsCgroupCapIsBuiltAndWalked) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a 64 MiB cgroup";
+#endif
+    constexpr std::uint64_t cap = 64 * MiB;
+    constexpr long nodes = 8 * cap / sizeof(Big);
+    const std::string dir = make_group(cap, "eightfold");
+    if (dir.empty()) GTEST_SKIP() << "cannot create a memory cgroup here (cgroup v1 memory controller, root)";
+    steppe::test::temp_dir stores;
+    const std::string path = stores.path("big.db");
+    std::string report = in_child([&] {
+        join_group(dir);
+        {
+            auto s = steppe::store::open(path);
+            Big** head = s.root<Big*>("head");
+            for (long i = 0; i < nodes; ++i) {
+                Big* b = s.make<Big>();
+                *b = Big{*head, i, i * 7 + 1, {}};
+                *head = b;
+                if (i % 200'000 == 199'999) s.commit();
+            }
+            s.commit();
+        }
+        auto s = steppe::store::open(path);
+        long seen = 0, expect = nodes - 1;
+        for (Big* b = *s.find_root<Big*>("head"); b; b = b->next, --expect, ++seen)
+            if (b->id != expect || b->check != expect * 7 + 1) return "node " + std::to_string(seen) + " is wrong";
+        const steppe::store_stats st = s.stats();
+        return "walked " + std::to_string(seen) + "|budget " + std::to_string(st.resident_budget_pages * 4096) +
+               "|peak " + std::to_string(peak_rss()) + "|" + st.resident_budget_source;
+    });
+    remove_group(dir);
+    std::printf("  the child in a %llu MiB group: %s\n", static_cast<unsigned long long>(cap >> 20), report.c_str());
+    ASSERT_EQ(report.rfind("walked " + std::to_string(nodes) + "|", 0), 0u) << report;
+    EXPECT_NE(report.find("cgroup v1"), std::string::npos) << report;
+    const std::uint64_t peak = std::stoull(report.substr(report.find("|peak ") + 6));
+    EXPECT_LT(peak, cap) << report;
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+// steppe::storage::log_index — where the log holds pages: page -> the
+// offset of its newest frame's image and that image's checksum. The storage
+// keeps two: the committed pages since the last checkpoint, and the pages a
+// transaction in progress spilled (storage::spill).
+//
+// 16 bytes a page (the unordered_maps they replaced cost about 56: a third
+// of a 64 MiB budget for a transaction that rewrites a 1 GiB store, and as
+// much again when its commit moved them to the committed index). Entries
+// sit in sorted runs, newest run first; a run no longer than the one before
+// it is merged into it (newer entries win), like a binary counter, so there
+// are O(log n) runs, a lookup is O(log² n) and allocates nothing (the fault
+// path looks pages up), and add() moves each entry O(log n) times.
+//
+// (N1) Each run is sorted by page, without a page twice; runs_ is ordered
+//      newest first, and a page's newest entry is in the first run that
+//      has it. distinct() is the number of pages some run has. check()
+//      checks both.
+//
+// Not thread-safe: storage guards the spilled pages' index with its spin
+// lock, and changes the committed one only while no fault reads it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace steppe::storage {
+
+class log_index {
+public:
+    struct entry {
+        std::uint32_t page;  // < max_pages (2^32)
+        std::uint32_t sum;
+        std::uint64_t offset;
+    };
+    // Adds a spill's entries (a page may come again: the newer wins).
+    void add(std::span<const entry> entries);
+    bool find(std::uint64_t page, entry& out) const noexcept;
+    std::size_t distinct() const noexcept { return distinct_; }
+    bool empty() const noexcept { return distinct_ == 0; }
+    void clear() noexcept;
+    // Every page's newest entry, ascending by page.
+    std::vector<entry> newest() const;
+    std::uint64_t memory_bytes() const noexcept;
+    std::vector<std::string> check() const;  // N1
+
+private:
+    static std::vector<entry> merge(const std::vector<entry>& newer, const std::vector<entry>& older);
+    std::vector<std::vector<entry>> runs_;  // newest first
+    std::size_t distinct_ = 0;
+};
+
+}  // namespace steppe::storage
