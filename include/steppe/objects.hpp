@@ -544,6 +544,8 @@ public:
     void rollback();
     // As steppe::store::checkpoint.
     void checkpoint();
+    // As steppe::store::backup: the last commit as one new main file `dest`.
+    void backup(const std::string& dest);
 
     objects::stats stats() const;
     // Every finding of the store: the storage manager's checks, every segment,

@@ -14,6 +14,7 @@
 
 #include "common/memory_limit.hpp"
 #include "engine/storage_options.hpp"
+#include "storage/backup.hpp"
 #include "storage/blob.hpp"
 
 namespace steppe::objects {
@@ -429,6 +430,11 @@ std::vector<steppe::root_info> engine_handle::roots() const {
     return out;
 }
 
+void engine_handle::backup(const std::string& dest) {
+    if (!storage_) throw error(errc::invalid_argument, "object store: backup of a closed store");
+    storage::backup_from(*storage_, dest);
+}
+
 void engine_handle::checkpoint() {
     ensure_writable("checkpoint");
     storage_->checkpoint();
@@ -528,6 +534,7 @@ std::vector<root_info> store::roots() const {
 void store::commit() { engine_->commit(); }
 void store::rollback() { engine_->rollback(); }
 void store::checkpoint() { engine_->checkpoint(); }
+void store::backup(const std::string& dest) { engine_->backup(dest); }
 objects::stats store::stats() const { return engine_->object_stats(); }
 std::vector<std::string> store::check() const { return engine_->check(); }
 const std::string& store::path() const { return engine_->path(); }
