@@ -110,9 +110,15 @@ void engine_handle::set_stored_root(std::string_view name, const types::layout& 
 // The buffer of the segment at `page`, read (and its header spaces filled,
 // S1) on first use.
 engine_handle::stored_segment& engine_handle::stored(std::uint64_t page) {
+    if (page == last_page_ && last_segment_) {  // a walk meets one segment's objects one after another
+        last_segment_->used = ++buffer_clock_;
+        return *last_segment_;
+    }
     auto it = in_store_.find(page);
     if (it != in_store_.end()) {
         it->second.used = ++buffer_clock_;
+        last_page_ = page;
+        last_segment_ = &it->second;
         return it->second;
     }
     if (page == 0 || page >= meta_.next_page)  // not a committed segment (nor one made since: those are buffered)
@@ -131,7 +137,10 @@ engine_handle::stored_segment& engine_handle::stored(std::uint64_t page) {
     stats_.objects_faulted += s.head.objects;
     buffered_bytes_ += fresh.bytes.size();
     trim_stored();
-    return in_store_.emplace(page, std::move(fresh)).first->second;
+    stored_segment& made = in_store_.emplace(page, std::move(fresh)).first->second;
+    last_page_ = page;
+    last_segment_ = &made;
+    return made;
 }
 
 // Past the resident budget, clean segments leave, least recently used
@@ -145,6 +154,7 @@ void engine_handle::trim_stored() {
         if (victim == in_store_.end()) return;
         buffered_bytes_ -= victim->second.bytes.size();
         stats_.evicted_objects += victim->second.objects;
+        forget_last_segment();
         in_store_.erase(victim);
     }
 }
@@ -275,6 +285,7 @@ void engine_handle::drop_written_segments() {
             continue;
         }
         buffered_bytes_ -= it->second.bytes.size();
+        forget_last_segment();
         it = in_store_.erase(it);
     }
     made_since_commit_ = 0;

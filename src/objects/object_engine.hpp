@@ -177,6 +177,7 @@ private:
     stored_segment& stored(std::uint64_t page);
     std::byte* locate_typed(std::uint64_t oid, std::uint32_t type, bool array, bool write);
     void trim_stored();
+    void forget_last_segment() noexcept { last_segment_ = nullptr; }
     void open_creating();
     void close_creating();
     void drop_written_segments();
@@ -261,6 +262,8 @@ private:
     std::uint64_t creating_ = 0;
     std::uint64_t in_store_next_page_ = 0;
     std::uint64_t buffered_bytes_ = 0;
+    std::uint64_t last_page_ = 0;  // the segment stored() gave last (nullptr: none)
+    stored_segment* last_segment_ = nullptr;
     const types::layout* last_layout_ = nullptr;
     types::catalog::index last_type_ = 0;
     objects::stats stats_;
