@@ -192,11 +192,10 @@ def report(args, meta, records, failures):
             'delivery. Read-ahead off (one page read per fault, as Texas). Medians over rounds of per-round sums.\n'
             % (WARM, HOT))
     rep.add('## Fault delivery (the fault loop, Table 7.1)\n')
+    rep.need('fault delivery (fault_bench --delivery)', d_us)
     rep.table(['', 'steppe (this machine)', 'paper'],
-              [['SIGBUS (userfaultfd: the page engine\'s)', rep.need('delivery SIGBUS', fnum(delivery.get('sigbus_us')))
-                + ' us' if delivery else '–', PAPER_DELIVERY],
-               ['SIGSEGV (PROT_NONE: the mprotect backend\'s)', fnum(delivery.get('sigsegv_us')) + ' us'
-                if delivery else '–', '']])
+              [['SIGBUS (userfaultfd: the page engine\'s)', fnum(delivery.get('sigbus_us')) + ' us', PAPER_DELIVERY],
+               ['SIGSEGV (PROT_NONE: the mprotect backend\'s)', fnum(delivery.get('sigsegv_us')) + ' us', '']])
     for size in meta['sizes']:
         recs = [r for r in records if r['size_name'] == size and r['op'] == 'traversal']
         by = {name: [r for r in recs if r['system'] == name] for name, _, _ in VARIANTS}
@@ -222,8 +221,8 @@ def overhead_table(rep, size, recs, d_us):
         hot = first > WARM + 1
         body.append([name, fms(p['ms']), fnum(p['faults']), fms(p['io']), fms(p['swizzle']), fms(p['handler']),
                      fms(p['delivery']), fms(p['overhead']),
-                     pct(p['of_io']) if not hot else (pct(p['of_io']) if p['io'] else '0 (no I/O)'),
-                     rep.need('%s %s %% of total' % (size, name), pct(p['of_total'])), PAPER_OVERHEAD[name]])
+                     pct(p['of_io']) if not hot or p['io'] else '0 (no I/O)',
+                     pct(rep.need('%s %s %% of total' % (size, name), p['of_total'])), PAPER_OVERHEAD[name]])
     rep.table(['phase (traversals)', 'total ms', 'faults', 'I/O ms', 'swizzle ms', 'handler ms', 'delivery ms (est.)',
                'overhead ms', 'overhead / I/O', 'overhead / total', 'paper (Linux)'], body)
 
@@ -238,7 +237,7 @@ def granularity_table(rep, size, by, d_us):
             p = phase_medians(by[name], d_us, f, l)
             ms = p['ms'] / (l - f + 1) if p else None
             base = raw[ph]['ms'] / (l - f + 1) if raw.get(ph) else None
-            row += [rep.need('%s %s %s' % (size, name, ph), fms(ms)) + (' (%s)' % oo_bench.fmt_ratio(ratio(ms, base))
+            row += [fms(rep.need('%s %s %s' % (size, name, ph), ms)) + (' (%s)' % oo_bench.fmt_ratio(ratio(ms, base))
                                                                        if name != 'all-raw' else ''),
                     fnum(p['faults'] if p else None), fnum(p['reserved'] if p else None)]
         body.append(row)
