@@ -26,7 +26,8 @@ so a miss's I/O is its own. Everything on the userfaultfd backend.
 
 Modes: quick (OO1 small, 1 round: every table filled, the three variants'
 traversal answers equal, no fault in a hot traversal, nothing swizzled under
-all-smart: what CI runs), full (OO1 small and large, 5 rounds, medians).
+all-smart: what CI runs; a few seconds), full (OO1 small, large and huge
+(2,000,000 parts), 7 rounds, medians; about 2 minutes here).
 """
 import datetime
 import os
@@ -52,7 +53,7 @@ for _, _system, _ in VARIANTS[1:]:  # a store of their own each: their types dif
 WARM, HOT = 34, 10
 SERIES = ['--warm', str(WARM), '--hot', str(HOT), '--slope-passes', '0', '--no-pair', '--prefetch', 'off',
           '--budget-s', '600']
-MODES = {'quick': (['small'], 1), 'full': (['small', 'large'], 5)}
+MODES = {'quick': (['small'], 1), 'full': (['small', 'large', 'huge'], 7)}
 
 # Traversal numbers (1-based) of each phase; Texas's regions (§5.4.2) were
 # I/O-bound 1-7, mixed 8-35, hot 36-45, and its granularity plots the first ~15.
@@ -309,8 +310,10 @@ def plot(out, meta, records, d_us):
         log('plots skipped: %s' % e)
         return []
     files = []
-    parts = [('io', 'I/O (reading the page)'), ('swizzle', 'swizzling'), ('handler', 'rest of the handler'),
-             ('delivery', 'fault delivery (est.)'), ('rest', 'the traversal itself')]
+    # Cumulative, as the paper's timers (Fig. 5.1): I/O, + swizzling, + handler, + delivery; and the total.
+    steps = [(('io',), 'I/O (reading the page)'), (('io', 'swizzle'), '+ swizzling'),
+             (('io', 'swizzle', 'handler'), '+ rest of the handler'),
+             (('io', 'swizzle', 'handler', 'delivery'), '+ fault delivery (est.)'), (('ms',), 'total')]
     for size in meta['sizes']:
         recs = [r for r in records if r['size_name'] == size]
         raw = [traversals(r, d_us) for r in recs if r['system'] == 'all-raw']
@@ -318,19 +321,16 @@ def plot(out, meta, records, d_us):
             continue
         n = len(raw[0])
         m = [{k: med([t[i][k] for t in raw if i < len(t)]) for k in raw[0][i]} for i in range(n)]
-        for t in m:
-            t['rest'] = max(0.0, t['ms'] - t['io'] - t['swizzle'] - t['handler'] - t['delivery'])
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
         x = list(range(1, n + 1))
-        bottom = [0.0] * n
-        for i, (k, label) in enumerate(parts):
-            ys = [t[k] for t in m]
-            axes[0].bar(x, ys, bottom=bottom, color=plt.cm.tab10(i), label=label, width=0.85)
-            bottom = [b + y for b, y in zip(bottom, ys)]
-        axes[0].set_yscale('symlog', linthresh=0.01)
-        axes[0].set_xlabel('traversal (1 cold, 2-35 warm, 36-45 hot)')
-        axes[0].set_ylabel('ms')
-        axes[0].set_title('OO1 %s, all-raw: where each traversal\'s time goes' % size)
+        for i, (keys, label) in enumerate(steps):
+            ys = [sum(t[k] for k in keys) for t in m]
+            axes[0].plot([a for a, y in zip(x, ys) if y > 0], [y for y in ys if y > 0], marker='o', ms=2.5, lw=1.1,
+                         color=plt.cm.tab10(i), label=label, ls='--' if keys == ('ms',) else '-')
+        axes[0].set_yscale('log')
+        axes[0].set_xlabel('traversal (1 cold, 2-35 warm, 36-45 hot: no faults)')
+        axes[0].set_ylabel('ms (log), cumulative')
+        axes[0].set_title('OO1 %s, all-raw: the miss time, cumulative (Fig. 5.1\'s timers)' % size)
         axes[0].legend(fontsize=7)
         axes[0].grid(alpha=.3)
         for i, (name, _, _) in enumerate(VARIANTS):
