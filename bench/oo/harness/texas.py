@@ -301,11 +301,18 @@ def self_checks(records, failures):
 
 # ---- plots ---------------------------------------------------------------------------------------
 
+def label_axes(ax, xlabel, ylabel, title):
+    ax.set_yscale('log')
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=.3)
+
+
 def plot(out, meta, records, d_us):
     try:
-        import matplotlib
-        matplotlib.use('Agg')
-        import matplotlib.pyplot as plt
+        from oo_plots import plt  # matplotlib on the Agg backend
     except ImportError as e:
         log('plots skipped: %s' % e)
         return []
@@ -327,23 +334,14 @@ def plot(out, meta, records, d_us):
             ys = [sum(t[k] for k in keys) for t in m]
             axes[0].plot([a for a, y in zip(x, ys) if y > 0], [y for y in ys if y > 0], marker='o', ms=2.5, lw=1.1,
                          color=plt.cm.tab10(i), label=label, ls='--' if keys == ('ms',) else '-')
-        axes[0].set_yscale('log')
-        axes[0].set_xlabel('traversal (1 cold, 2-35 warm, 36-45 hot: no faults)')
-        axes[0].set_ylabel('ms (log), cumulative')
-        axes[0].set_title('OO1 %s, all-raw: the miss time, cumulative (Fig. 5.1\'s timers)' % size)
-        axes[0].legend(fontsize=7)
-        axes[0].grid(alpha=.3)
+        label_axes(axes[0], 'traversal (1 cold, 2-35 warm, 36-45 hot: no faults)', 'ms (log), cumulative',
+                   'OO1 %s, all-raw: the miss time, cumulative (Fig. 5.1\'s timers)' % size)
         for i, (name, _, _) in enumerate(VARIANTS):
             per = [traversals(r, d_us) for r in recs if r['system'] == name]
             if per:
                 axes[1].plot(x, [med([t[j]['ms'] for t in per if j < len(t)]) for j in range(n)], marker='o',
                              ms=3, lw=1.2, color=plt.cm.tab10(i), label=name)
-        axes[1].set_yscale('log')
-        axes[1].set_xlabel('traversal')
-        axes[1].set_ylabel('ms (log)')
-        axes[1].set_title('OO1 %s: granularity, time per traversal' % size)
-        axes[1].legend(fontsize=8)
-        axes[1].grid(alpha=.3)
+        label_axes(axes[1], 'traversal', 'ms (log)', 'OO1 %s: granularity, time per traversal' % size)
         fig.tight_layout()
         f = os.path.join(out, 'texas-%s.png' % size)
         fig.savefig(f, dpi=110)
