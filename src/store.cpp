@@ -475,7 +475,8 @@ std::string to_string(const store_stats& st) {
     std::snprintf(buf, sizeof buf,
                   "  backend             %s, write tracking %s\n"
                   "  faults              %llu pages loaded on first touch, %llu pointers swizzled\n"
-                  "  miss time           %llu us reading pages, %llu us swizzling, %llu us in the rest of the handler\n"
+                  "  miss time           %llu us reading pages, %llu us swizzling, %llu us in the rest of the "
+                  "handler\n"
                   "  resident pages      %llu (budget %llu: %s), %llu written since the last commit\n"
                   "  evictions           %llu pages dropped to keep the budget, %llu of them spilled to the log first\n"
                   "  prefetched pages    %llu read-ahead hints, %llu then faulted in\n"

@@ -242,16 +242,24 @@ void print_cell(double value, double scale) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool delivery_only = false;
-    for (int i = 1; i < argc && std::strcmp(argv[i], "--delivery") == 0; ++i, --argc, ++argv) delivery_only = true;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    bool delivery_only = false, odd = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--delivery") == 0) {
+            delivery_only = true;
+            continue;
+        }
+        if (i + 1 == argc) {
+            odd = true;  // an option without its value
+            break;
+        }
         if (std::strcmp(argv[i], "--pages") == 0) g_pages = std::strtoul(argv[i + 1], nullptr, 10);
         if (std::strcmp(argv[i], "--runs") == 0) g_runs = std::atoi(argv[i + 1]);
         if (std::strcmp(argv[i], "--clock") == 0) {
             g_clock = std::strcmp(argv[i + 1], "wall") == 0 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
         }
+        ++i;
     }
-    if (g_pages == 0 || g_runs <= 0 || argc % 2 == 0) {
+    if (g_pages == 0 || g_runs <= 0 || odd) {
         std::fprintf(stderr, "usage: fault_bench [--delivery] [--pages N] [--runs R] [--clock cpu|wall]\n");
         return 1;
     }

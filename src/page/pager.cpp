@@ -80,8 +80,10 @@ void* pager::translate_at_use(std::uint64_t persistent) {
     // End-tagged words (one past a unit's end) have bit 63 set: never below
     // page_count, so they take the checked way.
     const std::uint64_t page = persistent / translate::page_size;
-    if (page < heap_->page_count())
-        if (const std::uintptr_t v = map_->use(page)) return reinterpret_cast<void*>(v + persistent % translate::page_size);
+    if (page < heap_->page_count()) {
+        if (const std::uintptr_t v = map_->use(page))
+            return reinterpret_cast<void*>(v + persistent % translate::page_size);
+    }
     return to_pointer(persistent, errc::invalid_argument, "a steppe::pref ",
                       " (a pref taken from another store, or dereferenced with another store current than the one it "
                       "came from: open that store or name it with steppe::use_store)");
@@ -283,13 +285,13 @@ std::size_t pager::batch_pages() const noexcept {
 pager_stats pager::stats() const {
     vm::space_stats vs = space_->stats();
     pager_stats out{vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
-            pages_committed_, pointers_unswizzled_,
-            map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
-            space_->count_written() + unwritten_.size(),
-            vs.evictions,     spilled_pages_.load(std::memory_order_relaxed),
-            prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
-            map_->limit_pages() * translate::page_size, reuse_rounds_,
-            reclaimed_arenas_, reclaimed_pages_};
+                    pages_committed_, pointers_unswizzled_,
+                    map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
+                    space_->count_written() + unwritten_.size(),
+                    vs.evictions,     spilled_pages_.load(std::memory_order_relaxed),
+                    prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
+                    map_->limit_pages() * translate::page_size, reuse_rounds_,
+                    reclaimed_arenas_, reclaimed_pages_};
     const std::uint64_t io = miss_io_ns_.load(std::memory_order_relaxed);
     const std::uint64_t swizzle = miss_swizzle_ns_.load(std::memory_order_relaxed);
     out.miss_io_ns = io;
