@@ -36,7 +36,10 @@ public:
     bool holds(const void* p) const { return engine_->holds(p); }
     bool opened_here() const noexcept;  // false in a child forked since
     std::uint64_t persistent_address(const void* p) const { return engine_->persistent_address(p); }
-    void* translate(std::uint64_t address) { return engine_->translate(address); }
+    void* translate(std::uint64_t address) {
+        ensure_opened_here();
+        return engine_->translate(address);
+    }
 
     void* allocate(const types::layout& layout, std::size_t count) {
         ensure_opened_here();

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <steppe/pref.hpp>
 #include <steppe/steppe.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <functional>
 #include <string>
@@ -192,6 +194,27 @@ TEST_P(pref_test, dereference_with_another_store_is_an_error) {
     auto b = steppe::store::open(dir.path("b.db"), options());
     steppe::use_store use(b);
     expect_error([&] { copy.get(); }, steppe::errc::invalid_argument, dir.path("b.db") + ": a steppe::pref");
+}
+
+TEST_P(pref_test, a_forked_child_cannot_translate) {
+    auto s = open();
+    auto* h = s.root<Holder>("h");
+    h->one = s.make<Leaf>();
+    const steppe::pref<Leaf> copy = h->one;
+    const pid_t child = ::fork();
+    if (child == 0) {
+        try {
+            copy.get();
+            ::_exit(1);
+        } catch (const steppe::error& e) {
+            const bool named = std::string(e.what()).find("forked") != std::string::npos;
+            ::_exit(e.code() == steppe::errc::invalid_argument && named ? 0 : 2);
+        }
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: translated in the child; 2: another error";
 }
 
 STEPPE_BOTH_BACKENDS(pref_test);
