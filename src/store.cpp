@@ -21,6 +21,7 @@
 #include <mutex>
 #include <utility>
 
+#include "common/hex.hpp"
 #include "common/system_error.hpp"
 #include "engine/engine.hpp"
 #include "engine/open_internal.hpp"
@@ -35,6 +36,10 @@ public:
     bool holds(const void* p) const { return engine_->holds(p); }
     bool opened_here() const noexcept;  // false in a child forked since
     std::uint64_t persistent_address(const void* p) const { return engine_->persistent_address(p); }
+    void* translate(std::uint64_t address) {
+        ensure_opened_here();
+        return engine_->translate(address);
+    }
 
     void* allocate(const types::layout& layout, std::size_t count) {
         ensure_opened_here();
@@ -327,6 +332,34 @@ std::uint64_t persistent_address_of(const void* p) noexcept {
     return reinterpret_cast<std::uintptr_t>(p) | (std::uint64_t{1} << 63);
 }
 
+// steppe::pref (pref.hpp): translated by the store holding the pref, else
+// by the current store, as allocate_for chooses.
+void* pref_translate(const void* slot, std::uint64_t address) {
+    store_impl* s = owner_of(slot);
+    if (!s) s = t_current;
+    if (!s)
+        throw error(errc::invalid_argument,
+                    "steppe::pref: a pref holding persistent address " + common::hex(address) +
+                        " was dereferenced outside every open store while this thread has no current store (open "
+                        "the store it came from, or name it with steppe::use_store)");
+    return s->translate(address);
+}
+
+std::uint64_t pref_address(const void* slot, const void* target) {
+    store_impl* target_store = owner_of(target);
+    if (!target_store)
+        throw error(errc::transient_pointer,
+                    "steppe::pref: cannot refer to " + common::hex(reinterpret_cast<std::uintptr_t>(target)) +
+                        ", which is in no open store (a pref holds a persistent address: only objects made with "
+                        "store.make<T>() have one)");
+    if (store_impl* slot_store = owner_of(slot); slot_store && slot_store != target_store)
+        throw error(errc::transient_pointer,
+                    "steppe::pref: a pref in store " + slot_store->path() + " cannot refer to " +
+                        common::hex(reinterpret_cast<std::uintptr_t>(target)) + ", an object of store " +
+                        target_store->path() + " (a persistent address means something only in its own store)");
+    return target_store->persistent_address(target);
+}
+
 void deallocate_anywhere(void* object) noexcept {
     if (store_impl* owner = owner_of(object)) owner->deallocate(object);  // a forked child frees nothing of its parent's
 }
@@ -348,6 +381,11 @@ store::store(std::unique_ptr<detail::store_impl> impl) : impl_(std::move(impl)) 
 store::store(store&&) noexcept = default;
 store& store::operator=(store&&) noexcept = default;
 store::~store() = default;
+
+void* engine::translate(std::uint64_t) {
+    throw error(errc::unsupported, "steppe::pref is translated by the page engine's page map; this store's engine "
+                                   "has none");
+}
 
 store store::open(const std::string& path, const open_options& options) {
     return detail::open_with_env(path, options, nullptr);
@@ -445,6 +483,8 @@ std::string to_string(const store_stats& st) {
     std::snprintf(buf, sizeof buf,
                   "  backend             %s, write tracking %s\n"
                   "  faults              %llu pages loaded on first touch, %llu pointers swizzled\n"
+                  "  miss time           %llu us reading pages, %llu us swizzling, %llu us in the rest of the "
+                  "handler\n"
                   "  resident pages      %llu (budget %llu: %s), %llu written since the last commit\n"
                   "  evictions           %llu pages dropped to keep the budget, %llu of them spilled to the log first\n"
                   "  prefetched pages    %llu read-ahead hints, %llu then faulted in\n"
@@ -454,6 +494,7 @@ std::string to_string(const store_stats& st) {
                   "  memory              %llu KiB of budget %llu KiB: store pages %llu, heap %llu, page map %llu, "
                   "fault space %llu, residency %llu, types %llu, storage %llu, transaction %llu, buffers %llu (KiB)\n",
                   st.backend.c_str(), st.write_tracking.c_str(), u(st.faults), u(st.pointers_swizzled),
+                  u(st.miss_io_ns / 1000), u(st.miss_swizzle_ns / 1000), u(st.miss_handler_ns / 1000),
                   u(st.resident_pages), u(st.resident_budget_pages), st.resident_budget_source.c_str(),
                   u(st.dirty_pages), u(st.evictions),
                   u(st.spilled_pages), u(st.prefetched_pages), u(st.prefetch_hits), u(st.commits),

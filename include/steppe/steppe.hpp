@@ -47,6 +47,7 @@
 #include <steppe/containers.hpp>
 #include <steppe/error.hpp>
 #include <steppe/layout.hpp>
+#include <steppe/pref.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -187,6 +188,16 @@ struct store_stats {
     std::uint64_t reuse_rounds = 0;         // address-space reuse rounds (automatic or asked for)
     std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
+    // Time spent serving page misses (the page engine's fault fills), by
+    // part, in nanoseconds (CLOCK_MONOTONIC): reading the page (from the log
+    // or the main file: the page cache or the disk), swizzling its pointers
+    // and relinking its vtables, and the rest of the handler (residency
+    // bookkeeping, read-ahead hints, mapping the page). The kernel's delivery
+    // of the fault to the handler and back is not seen from inside
+    // (bench/micro/fault_bench --delivery estimates it).
+    std::uint64_t miss_io_ns = 0;
+    std::uint64_t miss_swizzle_ns = 0;
+    std::uint64_t miss_handler_ns = 0;
     std::string resident_budget_source;     // "option", or the limit the budget is half of
     store_memory memory;                    // what the store costs in memory, by kind
 };

@@ -34,6 +34,11 @@ public:
     virtual bool holds(const void* p) const noexcept = 0;
     // transient_pointer if p is not in the store.
     virtual std::uint64_t persistent_address(const void* p) const = 0;
+    // Translate-at-use (steppe::pref): the address of the object at
+    // persistent address `address`, reserving its page as a swizzled pointer
+    // would; invalid_argument if it names no object of the store. An engine
+    // without a page map has no such translation (unsupported).
+    virtual void* translate(std::uint64_t address);
 
     virtual void* make(const types::layout& layout, std::size_t count) = 0;
     virtual void destroy(void* object) = 0;

@@ -108,7 +108,10 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     keep_within_budget();
     note_fault_for_prefetch(page);
     storage::read_failure why;
+    const std::uint64_t read_start = common::monotonic_ns();
     if (!storage_.read_page_nothrow(page, out, &why, true)) fatal("cannot load", page, why.message);
+    const std::uint64_t swizzle_start = common::monotonic_ns();
+    miss_io_ns_.fetch_add(swizzle_start - read_start, std::memory_order_relaxed);
     translate::page_layout layout = layout_of_page(page);
     if (d->type() >= shapes_.size()) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
     std::uint64_t count = 0;
@@ -145,6 +148,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         }
         std::memcpy(out + at, &v, sizeof v);
     });
+    miss_swizzle_ns_.fetch_add(common::monotonic_ns() - swizzle_start, std::memory_order_relaxed);
     if (resident_) resident_->record(page_addr);
     prefetch_targets(targets, target_count);
     return true;

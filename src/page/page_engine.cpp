@@ -322,6 +322,9 @@ store_stats page_engine::stats() const {
     out.reuse_rounds = p.reuse_rounds;
     out.reclaimed_arenas = p.reclaimed_arenas;
     out.reclaimed_pages = p.reclaimed_pages;
+    out.miss_io_ns = p.miss_io_ns;
+    out.miss_swizzle_ns = p.miss_swizzle_ns;
+    out.miss_handler_ns = p.miss_handler_ns;
     out.resident_budget_source = budget_source_;
     out.memory = pager_->memory();
     return out;

@@ -34,6 +34,7 @@ public:
     void close() override;
     bool holds(const void* p) const noexcept override { return pager_->holds(p); }
     std::uint64_t persistent_address(const void* p) const override { return pager_->to_persistent(p, "pointer"); }
+    void* translate(std::uint64_t address) override { return pager_->translate_at_use(address); }
     void* make(const types::layout& layout, std::size_t count) override;
     void destroy(void* object) override;
     void note_vtable(const void* object) override;

@@ -59,6 +59,10 @@ pager::~pager() {
 // Allocation ------------------------------------------------------------------
 
 void* pager::to_pointer(std::uint64_t persistent) {
+    return to_pointer(persistent, errc::corrupt, "a stored persistent address ", "");
+}
+
+void* pager::to_pointer(std::uint64_t persistent, errc code, const char* what, const char* advice) {
     if (persistent == 0) return nullptr;
     const pointer_aim aim = aim_of(*heap_, persistent);
     bool ok = aim.admitted();  // S1 (stored_pointer.hpp); swizzle_word accepts every such word
@@ -67,9 +71,22 @@ void* pager::to_pointer(std::uint64_t persistent) {
         char why[512];
         common::fixed_message m(why, sizeof why);
         describe_aim(m, persistent, aim, *heap_);
-        throw error(errc::corrupt, storage_.path() + ": a stored persistent address " + why);
+        throw error(code, storage_.path() + ": " + what + why + advice);
     }
     return reinterpret_cast<void*>(v);
+}
+
+void* pager::translate_at_use(std::uint64_t persistent) {
+    // End-tagged words (one past a unit's end) have bit 63 set: never below
+    // page_count, so they take the checked way.
+    const std::uint64_t page = persistent / translate::page_size;
+    if (page < heap_->page_count()) {
+        if (const std::uintptr_t v = map_->use(page))
+            return reinterpret_cast<void*>(v + persistent % translate::page_size);
+    }
+    return to_pointer(persistent, errc::invalid_argument, "a steppe::pref ",
+                      " (a pref taken from another store, or dereferenced with another store current than the one it "
+                      "came from: open that store or name it with steppe::use_store)");
 }
 
 std::uint64_t pager::to_persistent(const void* p, const std::string& what) const {
@@ -267,14 +284,21 @@ std::size_t pager::batch_pages() const noexcept {
 
 pager_stats pager::stats() const {
     vm::space_stats vs = space_->stats();
-    return {vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
-            pages_committed_, pointers_unswizzled_,
-            map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
-            space_->count_written() + unwritten_.size(),
-            vs.evictions,     spilled_pages_.load(std::memory_order_relaxed),
-            prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
-            map_->limit_pages() * translate::page_size, reuse_rounds_,
-            reclaimed_arenas_, reclaimed_pages_};
+    pager_stats out{vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
+                    pages_committed_, pointers_unswizzled_,
+                    map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
+                    space_->count_written() + unwritten_.size(),
+                    vs.evictions,     spilled_pages_.load(std::memory_order_relaxed),
+                    prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),
+                    map_->limit_pages() * translate::page_size, reuse_rounds_,
+                    reclaimed_arenas_, reclaimed_pages_};
+    const std::uint64_t io = miss_io_ns_.load(std::memory_order_relaxed);
+    const std::uint64_t swizzle = miss_swizzle_ns_.load(std::memory_order_relaxed);
+    out.miss_io_ns = io;
+    out.miss_swizzle_ns = swizzle;
+    // The parts are read one after the other while faults may run: keep the rest from going below 0.
+    out.miss_handler_ns = vs.fill_ns - std::min(vs.fill_ns, io + swizzle);
+    return out;
 }
 
 }  // namespace steppe::page

@@ -174,6 +174,8 @@ struct pager_stats {
     std::uint64_t reuse_rounds = 0;         // address-space reuse rounds (automatic or asked for)
     std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
+    // Time in the fills of missing pages, by part (store_stats).
+    std::uint64_t miss_io_ns = 0, miss_swizzle_ns = 0, miss_handler_ns = 0;
 };
 
 class pager {
@@ -199,8 +201,16 @@ public:
 
     // Persistent address <-> pointer (normal context). to_pointer reserves.
     void* to_pointer(std::uint64_t persistent);
+    // The same, failing with `code` and "<path>: <what>holds 0x..., which
+    // aims at ...<advice>".
+    void* to_pointer(std::uint64_t persistent, errc code, const char* what, const char* advice);
     // Throws transient_pointer naming `what` if p is not in the store.
     std::uint64_t to_persistent(const void* p, const std::string& what) const;
+    // steppe::pref's translation at each use (normal context): to_pointer,
+    // with the page map's lookup first (the usual case: the target's page is
+    // reserved already) and invalid_argument for an address that names no
+    // object of this store.
+    void* translate_at_use(std::uint64_t persistent);
 
     // Unswizzles every page written (or handed out) since the last commit into
     // `images`, ready for storage::commit; past 1,024 pages, all but the last
@@ -419,6 +429,7 @@ private:
     std::atomic<std::uint64_t> ring_budget_{0}; // pages the ring may hold (read by the fault path)
     std::atomic<std::uint64_t> types_bytes_{0}; // the engine's catalog, shapes, roots, vtables
     std::atomic<std::uint64_t> pointers_swizzled_{0};
+    std::atomic<std::uint64_t> miss_io_ns_{0}, miss_swizzle_ns_{0};  // fill_page's parts of the fault space's fill_ns
     std::uint64_t pages_committed_ = 0, pointers_unswizzled_ = 0, collected_pages_ = 0;
     std::atomic<std::uint64_t> spilled_pages_{0};
     std::uint64_t reuse_at_pages_ = 0;  // reserved virtual pages past which commit and rollback reuse

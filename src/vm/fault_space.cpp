@@ -406,7 +406,7 @@ private:
     std::uintptr_t held_[max_held] = {};
     std::size_t held_count_ = 0;
     std::atomic<std::uint64_t> free_fault_slots_{~std::uint64_t{0}};  // a bit per fault slot, set when free
-    std::atomic<std::uint64_t> faults_{0}, write_faults_{0}, installs_{0}, discards_{0}, evictions_{0};
+    std::atomic<std::uint64_t> faults_{0}, write_faults_{0}, installs_{0}, discards_{0}, evictions_{0}, fill_ns_{0};
 };
 
 int space::map_page(std::uintptr_t page, const std::byte* content, bool writable, const char*& call) noexcept {
@@ -647,6 +647,7 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     // uffd: fill into a page on this thread's stack (no allocation; a nested
     // fault in another arena gets its own). mprotect: fill straight into the
     // hidden alias view (I1).
+    const std::uint64_t start = common::monotonic_ns();
     alignas(page_size) std::byte buffer[page_size];
     std::byte* out = backend_ == backend_kind::mprotect ? a.alias_of(page) : buffer;
     note_touched(a, a.index_of(page));  // before the page can leave missing (I6)
@@ -663,6 +664,7 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     if (writable && tracking_ != tracking_kind::wp_async) mark_dirty(a, a.index_of(page));
     faults_.fetch_add(1, std::memory_order_relaxed);
     installs_.fetch_add(1, std::memory_order_relaxed);
+    fill_ns_.fetch_add(common::monotonic_ns() - start, std::memory_order_relaxed);
     finish(state, page_resident);
     t_spurious.page = 0;
     return true;
@@ -1164,7 +1166,7 @@ void space::release_tables(std::uintptr_t base) {
 space_stats space::stats() const {
     return {faults_.load(std::memory_order_relaxed), write_faults_.load(std::memory_order_relaxed),
             installs_.load(std::memory_order_relaxed), discards_.load(std::memory_order_relaxed),
-            evictions_.load(std::memory_order_relaxed)};
+            evictions_.load(std::memory_order_relaxed), fill_ns_.load(std::memory_order_relaxed)};
 }
 
 // Calls f(arena, first, last) for each run pages[first, last) of consecutive

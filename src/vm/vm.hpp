@@ -150,6 +150,7 @@ struct space_stats {
     std::uint64_t installs;      // pages made resident, by touch or by install()
     std::uint64_t discards;      // resident pages made missing by discard()
     std::uint64_t evictions;     // held pages dropped by release()
+    std::uint64_t fill_ns;       // in the fills of missing pages: the fill callback, bookkeeping, mapping
 };
 
 // try_reserve()'s answer: base, or the failed call and its errno.

@@ -515,7 +515,8 @@ def moss(args):
     return moss1990.run(args)
 
 
-EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995, 'moss': moss}
+EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995, 'moss': moss,
+               'texas': lambda args: __import__('texas').run(args, None)}
 
 
 def main():

@@ -98,6 +98,13 @@ inline std::uint64_t& steppe_address_space_limit() {
     return n;
 }
 
+// open_options::prefetch for those stores (a driver's `--prefetch off`: one
+// page read per fault, as Texas had; bench/oo/harness/texas.py).
+inline bool& steppe_prefetch() {
+    static bool on = true;
+    return on;
+}
+
 struct steppe_policy {
     static constexpr const char* name = "steppe";
     template <class T>
@@ -141,7 +148,11 @@ struct steppe_policy {
                 {"store_syncs", static_cast<std::int64_t>(s.syncs)},
                 {"evictions", static_cast<std::int64_t>(s.evictions)},
                 {"prefetched_pages", static_cast<std::int64_t>(s.prefetched_pages)},
-                {"prefetch_hits", static_cast<std::int64_t>(s.prefetch_hits)}};
+                {"prefetch_hits", static_cast<std::int64_t>(s.prefetch_hits)},
+                {"reserved_virtual_pages", static_cast<std::int64_t>(s.reserved_virtual_pages)},
+                {"miss_io_ns", static_cast<std::int64_t>(s.miss_io_ns)},
+                {"miss_swizzle_ns", static_cast<std::int64_t>(s.miss_swizzle_ns)},
+                {"miss_handler_ns", static_cast<std::int64_t>(s.miss_handler_ns)}};
     }
     std::vector<std::string> files() const { return {path_, path_ + "-wal"}; }
     std::string describe() const {
@@ -163,6 +174,7 @@ private:
         o.backend = backend;
         o.durable = true;
         o.address_space_limit = steppe_address_space_limit();
+        o.prefetch = steppe_prefetch();
         return steppe::store::open(path, o);
     }
     steppe::store store_;
@@ -378,6 +390,15 @@ inline int print_run(json& out) {
 // Calls f(model, info) with Model<policy> open on `path` for the systems that
 // store pointers (transient, steppe-uffd/-mprotect, bip, pmem, pmem-nd); false
 // if `sys` is none of them. Both OO1 and OO7 drivers use it.
+// f(model, info) over a steppe_policy (or a policy derived from it) on `path`.
+template <template <class> class Model, class Policy, class F>
+void with_steppe_model(const std::string& path, steppe::fault_backend backend, bool create, F&& f) {
+    Policy p(path, backend, create);
+    Model<Policy> m(p);
+    f(m, system_info{p.describe(), p.backend(), [&] { return p.counters(); }, p.files(),
+                     [&] { return p.store().check(); }});
+}
+
 template <template <class> class Model, class F>
 bool with_pointer_model(const std::string& sys, const std::string& path, bool create, std::size_t pool_bytes,
                         const char* pmem_layout, F&& f) {
@@ -386,11 +407,8 @@ bool with_pointer_model(const std::string& sys, const std::string& path, bool cr
         Model<transient_policy> m(p);
         f(m, system_info{p.describe(), "", [] { return std::map<std::string, std::int64_t>{}; }, {}, {}});
     } else if (sys == "steppe-uffd" || sys == "steppe-mprotect") {
-        steppe_policy p(path, sys == "steppe-uffd" ? steppe::fault_backend::uffd : steppe::fault_backend::mprotect,
-                        create);
-        Model<steppe_policy> m(p);
-        f(m, system_info{p.describe(), p.backend(), [&] { return p.counters(); }, p.files(),
-                         [&] { return p.store().check(); }});
+        with_steppe_model<Model, steppe_policy>(
+            path, sys == "steppe-uffd" ? steppe::fault_backend::uffd : steppe::fault_backend::mprotect, create, f);
     } else if (sys == "bip") {
         bip_policy p(path, create, pool_bytes);
         Model<bip_policy> m(p);

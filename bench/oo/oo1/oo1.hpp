@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "harness.hpp"
@@ -264,10 +265,25 @@ bench::op_result insert(M& m, std::int64_t n, std::uint64_t seed, double* commit
 
 // ---- the pointer model ------------------------------------------------------------------
 
+// What the index's slots store to refer to a part: P::index_ptr where the
+// policy has one (Texas's mixed granularity, texas_policies.hpp: pointers
+// translated at each use in the index only), else P::ptr like every other field.
+template <class P, class T>
+struct index_ptr_of {
+    using type = typename P::template ptr<T>;
+};
+template <class P, class T>
+    requires requires { typename P::template index_ptr<T>; }
+struct index_ptr_of<P, T> {
+    using type = typename P::template index_ptr<T>;
+};
+
 template <class P>
 struct types {
     template <class T>
     using ptr = typename P::template ptr<T>;
+    template <class T>
+    using index_ptr = typename index_ptr_of<P, T>::type;
     struct Part;
     struct Conn {
         ptr<Part> to;
@@ -289,7 +305,7 @@ struct types {
     };
     struct Slot {  // the index: open addressing, linear probing, identity hash, id 0 = empty
         std::int64_t id;
-        ptr<Part> part;
+        index_ptr<Part> part;
     };
     struct Db {
         std::int64_t parts;
@@ -432,7 +448,10 @@ private:
         Slot* s = P::get(db_->index);
         std::uint64_t mask = db_->index_cap - 1;
         for (std::uint64_t h = slot_hash(id) & mask;; h = (h + 1) & mask) {
-            if (s[h].id == id) return s[h].part;
+            if (s[h].id == id) {
+                if constexpr (std::is_same_v<decltype(s[h].part), ptr<Part>>) return s[h].part;
+                else return P::get(s[h].part);  // an index pointer translated at use (Texas's smart-index)
+            }
             if (s[h].id == 0) return ptr<Part>{};
         }
     }

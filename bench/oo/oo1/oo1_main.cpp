@@ -51,9 +51,13 @@
 //       page engine's and objects-fb-pages' write tracking)
 //   --address-space-mib N: the object engine's heap_limit and the page engine's
 //       address_space_limit (valgrind cannot reserve their default 64 GiB)
+//   --prefetch on|off: the page engine's read-ahead (open_options::prefetch;
+//       default on; off: one page read per fault, as Texas had)
 //
 // Systems: transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb
-// (pmem-nd is libpmemobj with PMEM_IS_PMEM_FORCE=1: not durable here), and
+// (pmem-nd is libpmemobj with PMEM_IS_PMEM_FORCE=1: not durable here),
+// steppe-smart-index and steppe-all-smart (the page engine with
+// steppe::pref in the index only / for every pointer: texas_policies.hpp), and
 // steppe's object engine in four schemes: objects-fb (fault_block + cards),
 // objects-id (id + cards), objects-idsh (id_self_heal + cards), objects-pf
 // (page_fault + cards), and fault_block with the other write barriers for the
@@ -76,6 +80,7 @@
 #include "policies.hpp"
 #include "objects_support.hpp"
 #include "perf_counters.hpp"
+#include "texas_policies.hpp"
 #ifdef OO1_OBJECTS_SYSTEM
 #include "oo1_objects.hpp"
 #endif
@@ -104,6 +109,7 @@ template <class F>
 void with_model(const std::string& sys, const std::string& path, bool create, std::int64_t n, F&& f) {
     std::size_t pool = sys == "bip" ? bip_bytes(n) : pmem_bytes(n);
     if (bench::with_pointer_model<oo1::pointer_model>(sys, path, create, pool, "oo1", f)) return;
+    if (bench::with_texas_model<oo1::pointer_model>(sys, path, create, f)) return;
     if (sys == "lmdb") {
         oo1::lmdb_model m(path, create, lmdb_bytes(n));
         f(m, system_info{m.describe(), "", [&] { return m.counters(); }, m.files(), {}});
@@ -118,7 +124,8 @@ void with_model(const std::string& sys, const std::string& path, bool create, st
     }
 #endif
     bench::fail("unknown system " + sys +
-                " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb, objects-fb, objects-id, "
+                " (transient, steppe-uffd, steppe-mprotect, steppe-smart-index, steppe-all-smart, bip, pmem, pmem-nd, "
+                "lmdb, objects-fb, objects-id, "
                 "objects-idsh, objects-pf)");
 }
 
@@ -487,6 +494,7 @@ int main(int argc, char** argv) {
         bench::steppe_address_space_limit() = mib << 20;
     }
     if (a.flag("write-tracking")) ::setenv("STEPPE_WRITE_TRACKING", a.get("write-tracking").c_str(), 1);
+    if (a.flag("prefetch")) bench::steppe_prefetch() = a.get("prefetch") != "off";
     if (a.flag("segment-objects"))
         bench::object_segment_objects() = static_cast<std::uint32_t>(a.num("segment-objects", 255));
 #ifdef OO1_OBJECTS_SYSTEM
