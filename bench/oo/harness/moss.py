@@ -103,7 +103,7 @@ def run(args):
     if not os.path.exists(exe):
         raise SystemExit('experiments: %s not built (bench/run --experiment moss builds it)' % exe)
     os.makedirs(args.out, exist_ok=True)
-    store_dir = os.path.join(args.store_dir, 'moss')
+    store_dir = os.path.join(args.store_dir, 'moss-%d' % os.getpid())  # experiments may run side by side
     os.makedirs(store_dir, exist_ok=True)
     runner = oo_bench.Runner(args, {'moss': exe}, 0)
     bench = type('B', (), {'name': 'moss'})
