@@ -510,7 +510,8 @@ def hosking_1995(args):
     return hosking95.run(args, None)
 
 
-EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995}
+EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995,
+               'pevm': lambda args: __import__('pevm').run(args)}
 
 
 def main():
