@@ -45,7 +45,6 @@ import math
 import os
 import shutil
 import statistics
-import sys
 import time
 
 import oo_bench
@@ -126,11 +125,7 @@ def run(args):
     if args.sizes:
         sizes = args.sizes.split(',')
     rounds = args.rounds or rounds
-    os.makedirs(args.out, exist_ok=True)
-    os.makedirs(args.store_dir, exist_ok=True)
-    exe = os.path.join(args.bin_dir, 'oo7', 'oo7')
-    if not os.path.exists(exe):
-        sys.exit('pevm: %s not built (bench/run --experiment pevm builds it)' % exe)
+    exe = oo_bench.experiment_binary(args, 'oo7', 'pevm')
     runner = Runner(args, {'oo7': exe}, float('inf'))  # no row is skipped in later rounds as slow
     meta = {'date': datetime.datetime.now().strftime('%Y-%m-%d %H:%M'), 'experiment': 'pevm', 'mode': args.mode,
             'rounds': rounds, 'sizes': sizes, 'series': SERIES, 'evict_iterations': evict_iters,
@@ -473,15 +468,11 @@ def report(args, meta, records, failures, generated):
     self_checks(agg, failures)
     rep = Report()
     oo_bench.experiment_header(rep, 'The PEVM (Lewis, Mathiske & Gafter 2000) on steppe: OO7', meta)
-    if failures:
-        rep.add('## SELF-CHECK FAILURES\n')
-        rep.add(*['- **%s**' % f for f in failures])
-        rep.add('')
-    else:
-        rep.add('Self-checks: every row gave the same answers (visit counts and checksums, every run; %d '
-                'cross-row comparisons); the updating runs\' stores reopened to the state their process '
-                'committed; the resident row never faulted; the persistent rows faulted in their cold run; no '
-                'policy evicted within its budget, and every policy but none evicted past it.\n' % checked)
+    oo_bench.experiment_verdict(rep, failures, (
+        'Self-checks: every row gave the same answers (visit counts and checksums, every run; %d cross-row '
+        'comparisons); the updating runs\' stores reopened to the state their process committed; the resident '
+        'row never faulted; the persistent rows faulted in their cold run; no policy evicted within its budget, '
+        'and every policy but none evicted past it.\n' % checked))
     rep.add('Protocol (digest 004 §3.1): each operation 5 times in one process, a commit after each run inside the '
             'time; cold = run 1 (a fresh process, OS caches dropped), warm = the mean of runs 2–5; the median '
             'of that over %d round(s). Rows: %s.\n' % (meta['rounds'], '; '.join(
@@ -500,9 +491,7 @@ def report(args, meta, records, failures, generated):
 
 def plot(agg, meta, out):
     try:
-        import matplotlib
-        matplotlib.use('Agg')
-        import matplotlib.pyplot as plt
+        from oo_plots import plt  # the harness's plots: matplotlib, Agg backend
     except ImportError as e:
         log('plots skipped: %s' % e)
         return []
