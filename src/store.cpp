@@ -76,6 +76,10 @@ public:
         exclusive_call one(*this, "checkpoint");
         engine_->checkpoint();
     }
+    void backup(const std::string& dest) {
+        exclusive_call one(*this, "backup");
+        engine_->backup(dest);
+    }
     void reuse_address_space() {
         exclusive_call one(*this, "reuse_address_space");
         engine_->reuse_address_space();
@@ -363,6 +367,7 @@ std::vector<root_info> store::roots() const { return impl_->roots(); }
 void store::commit() { impl_->commit(); }
 void store::rollback() { impl_->rollback(); }
 void store::checkpoint() { impl_->checkpoint(); }
+void store::backup(const std::string& dest) { impl_->backup(dest); }
 void store::close() {
     if (!impl_) return;  // closed already, or moved from
     std::unique_ptr<detail::store_impl> closing = std::move(impl_);

@@ -12,6 +12,10 @@
 //                        copy the log's commits into the main file and reset
 //                        the log (a writable open: not while a program has
 //                        the store open)
+//   steppe backup STORE DEST
+//                        a copy of the last commit as one new main file DEST
+//                        (as a reader: a program may go on committing),
+//                        checked before it is reported done
 //
 // Every command reads stores of both engines (the page engine's and the
 // object engine's): the storage meta says which made the store.
@@ -20,12 +24,14 @@
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "engine/engine.hpp"
 #include "objects/object_format.hpp"
+#include "storage/backup.hpp"
 #include "storage/storage.hpp"
 
 namespace {
@@ -38,7 +44,9 @@ int usage() {
                  "       steppe stats STORE   pages, objects per type, free space\n"
                  "       steppe recover STORE open a store whose log is damaged at its last intact commit\n"
                  "       steppe checkpoint STORE\n"
-                 "                            copy the log's commits into the main file, reset the log\n");
+                 "                            copy the log's commits into the main file, reset the log\n"
+                 "       steppe backup STORE DEST\n"
+                 "                            copy the last commit to the new file DEST (while a program commits)\n");
     return 2;
 }
 
@@ -172,9 +180,28 @@ int checkpoint(const std::string& path) {
     return 0;
 }
 
+int backup(const std::string& path, const std::string& dest) {
+    auto started = std::chrono::steady_clock::now();
+    steppe::storage::backup_result r = steppe::storage::backup(path, dest);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::printf("%s: commit %llu backed up to %s: %llu pages (%llu written, %.1f MiB), checked, %.2f s\n", path.c_str(),
+                static_cast<unsigned long long>(r.txn), dest.c_str(), static_cast<unsigned long long>(r.pages),
+                static_cast<unsigned long long>(r.copied),
+                static_cast<double>(r.copied) * steppe::storage::page_size / (1 << 20), s);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 4 && std::string(argv[1]) == "backup") {
+        try {
+            return backup(argv[2], argv[3]);
+        } catch (const steppe::error& e) {
+            std::fprintf(stderr, "steppe backup: %s (%s)\n", e.what(), steppe::to_string(e.code()));
+            return 2;
+        }
+    }
     if (argc != 3) return usage();
     std::string command = argv[1], path = argv[2];
     try {

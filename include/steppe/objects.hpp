@@ -45,6 +45,8 @@
 #include <steppe/error.hpp>
 #include <steppe/layout.hpp>
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -83,6 +85,11 @@ enum class placement : std::uint8_t {
     copy = 1,      // each object copied out of the segment read into its own place in the heap
     in_place = 2,  // the segment's pages read into the heap and used where they are (no copy);
                    // with granularity::object, as copy
+    // No swizzling and no heap: objects stay in their segments in the
+    // store's buffers, reached by identifier (oid<T>) through the pointer
+    // interface (peek, poke) or the call interface (read, write); made with
+    // create (persistent at once, no reachability). ref<T> is refused.
+    in_store = 3,
 };
 // When a slot swizzled to an object's stand-in (its identifier, or its
 // fault block) gets the object's address (Hosking 1995's eagerness, digest
@@ -163,7 +170,9 @@ struct options {
     // PEVM's policies, digest 004 §1.13). Dirty and pinned objects never
     // leave. Where no object can leave (id_self_heal, page_fault, eager
     // swizzling: above) `total` and `random` are refused at open
-    // (invalid_argument); `second_chance` and `none` are accepted and do nothing.
+    // (invalid_argument); `second_chance` and `none` are accepted and do
+    // nothing. placement::in_store takes only the default (its segment
+    // buffers leave least recently used first).
     enum class eviction_policy : std::uint8_t {
         second_chance = 0,  // as above: unused since the last safe point leave, the rest become victims
         total = 1,          // every evictable object leaves
@@ -199,7 +208,8 @@ struct stats {
     std::uint64_t resident_objects = 0;   // in the resident object table now
     std::uint64_t heap_bytes = 0;         // of the engine's heap in use (objects, fault blocks, free blocks)
     std::uint64_t resident_bytes = 0;     // of those, in persistent objects (what the budget bounds; fault
-                                          // blocks, 32 bytes per object referenced, and transient objects not)
+                                          // blocks, 32 bytes per object referenced, and transient objects not);
+                                          // placement::in_store: bytes of segment buffers
     std::uint64_t resident_budget = 0;
     std::string resident_budget_source;   // "option", or the limit it is half of
     std::uint64_t store_pages = 0;
@@ -300,6 +310,27 @@ class engine_handle;
 struct store_access;  // src/objects/object_engine.hpp: opens with a test's I/O layer
 
 }  // namespace detail
+
+// An object's identifier as the store holds it (its first segment page << 8
+// | slot; 0 is null): placement::in_store's handle to an object, and its
+// reference fields (where the other placements use ref<T>). Nothing to
+// dereference: the store locates the object (store::peek, poke, read,
+// write), checking its type, at every use. Scheme-independent, so one store
+// can be read with ref<T> fields by one program and with oid<T> by another.
+template<class T> class oid {
+public:
+    using steppe_reference_word = typename detail::element_of<T>::type;
+
+    oid() noexcept = default;
+    oid(std::nullptr_t) noexcept {}
+    explicit operator bool() const noexcept { return value_ != 0; }
+    std::uint64_t value() const noexcept { return value_; }
+    friend bool operator==(const oid&, const oid&) = default;
+
+private:
+    friend class store;
+    std::uint64_t value_ = 0;
+};
 
 inline namespace STEPPE_DETAIL_SCHEME_NS {
 
@@ -452,6 +483,70 @@ public:
         return ref<array<T>>::from_body(memory);
     }
 
+    // ---- placement::in_store (Moss 1990's in-store access) -----------------
+    // Objects stay in their segments in the store's buffers; every access
+    // presents an oid<T>, and the store locates the object (reading its
+    // segment on first use), checks it is a T, and gives its bytes. Every
+    // call here is unsupported under the other placements.
+    //
+    // The root named `name` (null if absent; type_mismatch if it is not a T).
+    template<class T> oid<T> find_stored_root(std::string_view name) {
+        return identified<T>(stored_root_raw(name, types::layout_of<T>()));
+    }
+    template<class T> void set_stored_root(std::string_view name, oid<T> object) {
+        set_stored_root_raw(name, types::layout_of<T>(), object.value_);
+    }
+    // A new T (as make's arguments) in the segment being filled: persistent
+    // at the next commit whether or not anything refers to it.
+    template<class T, class... Args> oid<T> create(Args&&... args) {
+        static_assert(detail::storable<T>, "steppe::objects stores trivially copyable, non-polymorphic types");
+        std::uint64_t id = 0;
+        void* memory = create_raw(types::layout_of<T>(), 1, id);
+        if constexpr (sizeof...(Args) == 0) ::new (memory) T();
+        else if constexpr (std::is_constructible_v<T, Args&&...>) ::new (memory) T(std::forward<Args>(args)...);
+        else ::new (memory) T{std::forward<Args>(args)...};
+        return identified<T>(id);
+    }
+    template<class T> oid<array<T>> create_array(std::size_t count) {
+        static_assert(detail::storable<T>, "steppe::objects stores trivially copyable, non-polymorphic types");
+        std::uint64_t id = 0;
+        T* first = static_cast<T*>(create_raw(types::layout_of<T>(), count, id));
+        for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
+        return identified<array<T>>(id);
+    }
+    // The pointer interface: the object's bytes in its segment buffer, valid
+    // until the next call on this store (one access). Its reference fields
+    // are oid<U>s. poke records the write (the segment is written at commit).
+    template<class T> const T* peek(oid<T> object) {
+        return static_cast<const T*>(locate_raw(object.value_, element_layout<T>(), is_array<T>, false));
+    }
+    template<class T> T* poke(oid<T> object) {
+        return static_cast<T*>(locate_raw(object.value_, element_layout<T>(), is_array<T>, true));
+    }
+    // The call interface: each call locates the object, bounds-checks and
+    // copies through the caller's value (Moss's scratch buffer).
+    template<class T> T read(oid<T> object) {
+        static_assert(!is_array<T>, "read an array's elements with read(object, index)");
+        std::array<std::byte, sizeof(T)> scratch;
+        read_raw(object.value_, types::layout_of<T>(), false, 0, scratch.data());
+        return std::bit_cast<T>(scratch);
+    }
+    template<class T> void write(oid<T> object, const T& value) {
+        static_assert(!is_array<T>, "write an array's elements with write(object, index, value)");
+        write_raw(object.value_, types::layout_of<T>(), false, 0, &value);
+    }
+    template<class E> E read(oid<array<E>> object, std::size_t index) {
+        std::array<std::byte, sizeof(E)> scratch;
+        read_raw(object.value_, types::layout_of<E>(), true, index, scratch.data());
+        return std::bit_cast<E>(scratch);
+    }
+    template<class E> void write(oid<array<E>> object, std::size_t index, const E& value) {
+        write_raw(object.value_, types::layout_of<E>(), true, index, &value);
+    }
+    template<class E> std::size_t size(oid<array<E>> object) {
+        return static_cast<const array<E>*>(locate_raw(object.value_, types::layout_of<E>(), true, false))->size();
+    }
+
     // Finds what the roots reach, gives new objects identifiers, writes new
     // and changed objects, all in one atomic, durable commit. Objects nothing
     // reaches are not written. Throws transient_pointer (a reference to
@@ -464,6 +559,8 @@ public:
     void rollback();
     // As steppe::store::checkpoint.
     void checkpoint();
+    // As steppe::store::backup: the last commit as one new main file `dest`.
+    void backup(const std::string& dest);
 
     objects::stats stats() const;
     // Every finding of the store: the storage manager's checks, every segment,
@@ -478,6 +575,22 @@ private:
     void* allocate(const types::layout& layout, std::size_t count);
     const void* find_root_raw(std::string_view name, const types::layout& layout);
     void set_root_raw(std::string_view name, const types::layout& layout, const void* body);
+    // placement::in_store (src/objects/in_store.cpp)
+    template<class T> static constexpr bool is_array = !std::is_same_v<typename detail::element_of<T>::type, T>;
+    template<class T> static const types::layout& element_layout() {
+        return types::layout_of<typename detail::element_of<T>::type>();
+    }
+    template<class T> static oid<T> identified(std::uint64_t value) noexcept {
+        oid<T> o;
+        o.value_ = value;
+        return o;
+    }
+    std::uint64_t stored_root_raw(std::string_view name, const types::layout& layout);
+    void set_stored_root_raw(std::string_view name, const types::layout& layout, std::uint64_t oid);
+    void* create_raw(const types::layout& layout, std::size_t count, std::uint64_t& oid);
+    void* locate_raw(std::uint64_t oid, const types::layout& element, bool array, bool write);
+    void read_raw(std::uint64_t oid, const types::layout& element, bool array, std::size_t index, void* out);
+    void write_raw(std::uint64_t oid, const types::layout& element, bool array, std::size_t index, const void* in);
 
     std::unique_ptr<detail::engine_handle> engine_;
 };

@@ -329,6 +329,12 @@ public:
     // it has refreshed or closed. Like commit, it must not run while another
     // thread touches the store.
     void checkpoint();
+    // A consistent copy of the last commit (not of changes since) as one new
+    // main file `dest`, verified by opening and checking it; `dest` appears
+    // only once it is complete and durable. exists if `dest` exists. Another
+    // process (`steppe backup STORE DEST`) can take one while this store
+    // goes on committing. Like commit, not while another thread touches it.
+    void backup(const std::string& dest);
 
     // Address-space reuse (Texas's "strategy 2"). Starts a new epoch: every
     // resident page is dropped from memory (its data comes back from the

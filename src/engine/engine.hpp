@@ -47,6 +47,8 @@ public:
     virtual void commit() = 0;
     virtual void rollback() = 0;
     virtual void checkpoint() = 0;
+    // A copy of the last commit as one new main file (storage::backup_from).
+    virtual void backup(const std::string& dest) = 0;
     virtual void reuse_address_space() = 0;
 
     virtual store_stats stats() const = 0;

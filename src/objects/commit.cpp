@@ -228,13 +228,10 @@ void engine_handle::write_changed(commit_plan& plan, const std::vector<header*>&
 
 void engine_handle::commit() {
     ensure_writable("commit");
+    if (options_.place == placement::in_store) return commit_in_store();
     segment_buffers_.clear();  // they hold committed images, which this commit changes
     std::vector<header*> written = written_objects();
     commit_plan plan;
-    format::object_meta meta = meta_;
-    auto taken_pages = [&](std::uint32_t, std::uint64_t) { return plan.next_page++; };
-    storage::page_source pages{taken_pages, [](storage::page_no) {}};
-    std::vector<storage::page_no> catalog_chain = catalog_pages_, roots_chain = roots_pages_;
     try {
         gather(plan, written);
         cluster(plan);
@@ -243,6 +240,35 @@ void engine_handle::commit() {
         root_table roots;
         for (const auto& [name, r] : roots_)
             roots[name] = {r.type, r.word ? unswizzle_word(r.word, nullptr, 0) : 0};
+        commit_meta(plan, std::move(roots), plan.reached.size(), plan.segments.size());
+    } catch (...) {
+        for (header* h : plan.reached) h->word &= 0xFFFF & ~header::marked;  // transient again
+        throw;
+    }
+    for (header* h : plan.reached) {
+        h->word &= ~header::marked;
+        rot_.emplace(h->oid(), h);
+        resident_bytes_ += heap_->extent_of(h);
+    }
+    forget_writes();
+    ++stats_.commits;
+    stats_.new_objects += plan.reached.size();
+    stats_.unreached_objects += made_since_commit_ - std::min<std::uint64_t>(made_since_commit_, plan.reached.size());
+    made_since_commit_ = 0;
+    stats_.segments_written += plan.segments.size();
+    enforce_budget();
+}
+
+// Steps 6 and 7 for the pages in `plan` (its next_page: the first page not
+// taken by them): the roots table and catalog if they changed, the meta
+// counting `objects` and `segments` more, one storage commit. If it throws,
+// the store and this engine's meta are as before.
+void engine_handle::commit_meta(commit_plan& plan, root_table roots, std::uint64_t objects, std::uint64_t segments) {
+    format::object_meta meta = meta_;
+    auto taken_pages = [&](std::uint32_t, std::uint64_t) { return plan.next_page++; };
+    storage::page_source pages{taken_pages, [](storage::page_no) {}};
+    std::vector<storage::page_no> catalog_chain = catalog_pages_, roots_chain = roots_pages_;
+    try {
         if (roots_dirty_ || roots != committed_roots_)
             meta.roots = storage::write_blob(encode_roots(roots), format::roots_owner, roots_pages_, pages,
                                              plan.buffers, plan.images);
@@ -250,33 +276,55 @@ void engine_handle::commit() {
             meta.catalog = storage::write_blob(catalog_.encode(), format::catalog_owner, catalog_pages_, pages,
                                                plan.buffers, plan.images);
         meta.next_page = plan.next_page;
-        meta.objects += plan.reached.size();
-        meta.segments += plan.segments.size();
+        meta.objects += objects;
+        meta.segments += segments;
         storage::meta_bytes raw{};
         std::memcpy(raw.data(), &meta, sizeof meta);
         storage_->commit(plan.images, raw);
-        committed_roots_ = std::move(roots);
     } catch (...) {
-        for (header* h : plan.reached) h->word &= 0xFFFF & ~header::marked;  // transient again
         catalog_pages_ = std::move(catalog_chain);  // pages past the committed ones were never written
         roots_pages_ = std::move(roots_chain);
         throw;
     }
     meta_ = meta;
-    for (header* h : plan.reached) {
-        h->word &= ~header::marked;
-        rot_.emplace(h->oid(), h);
-        resident_bytes_ += heap_->extent_of(h);
-    }
-    forget_writes();
+    committed_roots_ = std::move(roots);
     catalog_dirty_ = roots_dirty_ = false;
-    ++stats_.commits;
-    stats_.new_objects += plan.reached.size();
-    stats_.unreached_objects += made_since_commit_ - std::min<std::uint64_t>(made_since_commit_, plan.reached.size());
-    made_since_commit_ = 0;
-    stats_.segments_written += plan.segments.size();
     stats_.pages_committed += plan.images.size();
-    enforce_budget();
+}
+
+// placement::in_store (in_store.cpp): every written or new segment whole,
+// its header spaces zeroed (S1), then as commit's steps 6 and 7.
+void engine_handle::commit_in_store() {
+    close_creating();
+    commit_plan plan;
+    plan.next_page = in_store_next_page_;
+    std::uint64_t new_objects = 0, new_segments = 0, written = 0;
+    std::vector<std::byte> image;
+    for (const auto& [page, s] : in_store_) {
+        if (!s.dirty) continue;
+        image = s.bytes;
+        for (std::uint32_t i = 0; i < s.objects; ++i)
+            std::memset(image.data() + stored_entry(s, i).offset - sizeof(header), 0, sizeof(header));
+        for (std::uint64_t p = 0; p < image.size() / storage::page_size; ++p) {
+            std::byte* out = new_page(plan.buffers);
+            std::memcpy(out, image.data() + p * storage::page_size, storage::page_size);
+            plan.images.push_back({page + p, out});
+        }
+        new_objects += s.fresh ? s.objects : 0;
+        new_segments += s.fresh ? 1 : 0;
+        written += s.objects;
+    }
+    root_table roots;
+    for (const auto& [name, r] : roots_) roots[name] = {r.type, r.word};
+    commit_meta(plan, std::move(roots), new_objects, new_segments);
+    in_store_next_page_ = meta_.next_page;  // past the blobs' pages too
+    for (auto& [page, s] : in_store_) s.dirty = s.fresh = false;
+    ++stats_.commits;
+    stats_.new_objects += new_objects;
+    stats_.objects_written += written;
+    stats_.segments_written += new_segments;
+    made_since_commit_ = 0;
+    trim_stored();
 }
 
 void engine_handle::forget_writes() {
@@ -303,8 +351,12 @@ void engine_handle::restore(header* h) {
 
 void engine_handle::rollback() {
     if (!storage_) throw error(errc::invalid_argument, "object store: rollback on a closed store");
-    for (header* h : written_objects()) restore(h);
-    forget_writes();
+    if (options_.place == placement::in_store) {
+        drop_written_segments();
+    } else {
+        for (header* h : written_objects()) restore(h);
+        forget_writes();
+    }
     roots_.clear();
     for (const auto& [name, r] : committed_roots_) roots_[name] = {r.type, root_word(name, r.type, r.address)};
     roots_dirty_ = false;

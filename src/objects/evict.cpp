@@ -57,6 +57,13 @@ void engine_handle::check_eviction_policy() const {
         throw error(errc::invalid_argument, "object store " + storage_->path() + ": eviction policy " +
                                                 std::to_string(static_cast<unsigned>(p)) +
                                                 " is none of second_chance, total, random, none");
+    // placement::in_store keeps no objects in the heap: its segment buffers
+    // leave least recently used first past the budget (in_store.cpp).
+    if (p != policy::second_chance && options_.place == placement::in_store)
+        throw error(errc::invalid_argument, "object store " + storage_->path() + ": eviction " + to_string(p) +
+                                                " does not apply to placement in_store, whose segment buffers "
+                                                "leave least recently used first; leave options::eviction at "
+                                                "its default");
     // The default (second_chance) stays silent where nothing can leave, as
     // before the policies existed; a policy asked for by name must not be.
     if ((p == policy::total || p == policy::random) && !can_evict())

@@ -510,7 +510,7 @@ std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want,
 // Root `name`'s word at open and rollback: corrupt if its object is known to
 // be of another type than the roots table says (T1).
 std::uint64_t engine_handle::root_word(const std::string& name, std::uint32_t type, std::uint64_t oid) {
-    if (oid == 0) return 0;
+    if (oid == 0 || options_.place == placement::in_store) return oid;  // in_store: roots stay oids
     std::string wrong;
     std::uint64_t word = word_for_oid(oid, type, wrong);
     if (!wrong.empty())

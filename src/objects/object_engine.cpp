@@ -14,6 +14,7 @@
 
 #include "common/memory_limit.hpp"
 #include "engine/storage_options.hpp"
+#include "storage/backup.hpp"
 #include "storage/blob.hpp"
 
 namespace steppe::objects {
@@ -40,6 +41,7 @@ const char* to_string(placement p) noexcept {
     switch (p) {
     case placement::copy: return "copy";
     case placement::in_place: return "in_place";
+    case placement::in_store: return "in_store";
     }
     return "unknown";
 }
@@ -164,6 +166,7 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
         budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
     }
     load_committed(compiled);
+    in_store_next_page_ = meta_.next_page;
     slot_ = take_slot(this);
     // A cache of one entry that never matches (a tagged word is odd) for fault_block.
     rot_cache_.assign(scheme_.detect == detection::fault_block ? 1 : rot_cache_entries, rot_cache_entry{0, nullptr});
@@ -295,6 +298,7 @@ void engine_handle::ensure_writable(const char* call) const {
 // if the store's entry differs, or that of a type its references lead to.
 types::catalog::index engine_handle::type_index(const types::layout& layout) {
     if (auto known = known_layouts_.find(&layout); known != known_layouts_.end()) return known->second;
+    refuse_other_references(layout);
     std::uint64_t before = catalog_.changes();
     types::catalog::index i = catalog_.find_or_add(layout);
     catalog_moved(before);
@@ -344,6 +348,19 @@ std::uint64_t engine_handle::object_bytes(std::uint32_t type, std::uint64_t coun
 
 void* engine_handle::make(const types::layout& layout, std::size_t count) {
     ensure_writable("make");
+    not_in_store("make");
+    types::catalog::index type = checked_type(layout, count);
+    header* h = heap_->allocate(object_bytes(type, count));
+    // Under id the program holds this object's address (no check can catch
+    // its eviction); under fault_block the proxy bit would.
+    h->word = std::uint64_t{slot_} << 8 | (scheme_.detect == detection::id ? header::pinned : 0);
+    h->type = type;
+    h->count = static_cast<std::uint32_t>(count);
+    ++made_since_commit_;
+    return h + 1;
+}
+
+types::catalog::index engine_handle::checked_type(const types::layout& layout, std::size_t count) {
     auto refuse = [&](const std::string& why) {
         throw error(errc::invalid_argument, "object store: type " + layout.name + ": " + why);
     };
@@ -353,15 +370,7 @@ void* engine_handle::make(const types::layout& layout, std::size_t count) {
     if (!layout.vptrs.empty()) refuse("is polymorphic; the object engine stores no vtable pointers");
     if (layout.align > format::object_alignment) refuse("is aligned to more than 16 bytes");
     if (count == 0 || count > UINT32_MAX) refuse("an array of " + std::to_string(count) + " elements");
-    types::catalog::index type = type_index(layout);
-    header* h = heap_->allocate(object_bytes(type, count));
-    // Under id the program holds this object's address (no check can catch
-    // its eviction); under fault_block the proxy bit would.
-    h->word = std::uint64_t{slot_} << 8 | (scheme_.detect == detection::id ? header::pinned : 0);
-    h->type = type;
-    h->count = static_cast<std::uint32_t>(count);
-    ++made_since_commit_;
-    return h + 1;
+    return type_index(layout);
 }
 
 void engine_handle::destroy(void*) {
@@ -376,6 +385,7 @@ std::uint64_t engine_handle::persistent_address(const void* p) const {
 
 void* engine_handle::find_root(std::string_view name, const types::layout& layout) {
     if (!storage_) throw error(errc::invalid_argument, "object store: find_root on a closed store");
+    not_in_store("find_root");
     auto it = roots_.find(name);
     if (it == roots_.end() || it->second.word == 0) return nullptr;
     const types::layout& stored = catalog_.at(it->second.type);
@@ -390,6 +400,7 @@ void* engine_handle::find_root(std::string_view name, const types::layout& layou
 
 void engine_handle::set_root(std::string_view name, const types::layout& layout, void* object) {
     ensure_writable("set_root");
+    not_in_store("set_root");
     types::catalog::index type = type_index(layout);
     if (object) {
         if (!holds(object))
@@ -420,6 +431,11 @@ std::vector<steppe::root_info> engine_handle::roots() const {
     return out;
 }
 
+void engine_handle::backup(const std::string& dest) {
+    if (!storage_) throw error(errc::invalid_argument, "object store: backup of a closed store");
+    storage::backup_from(*storage_, dest);
+}
+
 void engine_handle::checkpoint() {
     ensure_writable("checkpoint");
     storage_->checkpoint();
@@ -437,7 +453,7 @@ objects::stats engine_handle::object_stats() const {
     s.scheme = scheme.str();
     s.resident_objects = rot_.size();
     s.heap_bytes = heap_->bytes_used();
-    s.resident_bytes = resident_bytes();
+    s.resident_bytes = options_.place == placement::in_store ? buffered_bytes_ : resident_bytes();
     s.resident_budget = budget_;
     s.resident_budget_source = budget_source_;
     if (storage_) {
@@ -469,6 +485,7 @@ store_stats engine_handle::stats() const {
 std::vector<std::string> engine_handle::check_memory() const {
     std::vector<std::string> findings = heap_->check();
     if (!findings.empty()) return findings;
+    findings = in_store_check();
     std::size_t indexed = 0;
     heap_->for_each([&](header* h) {
         std::uint64_t oid = h->oid();
@@ -488,7 +505,7 @@ std::vector<std::string> engine_handle::check_memory() const {
             findings.push_back("object engine: R3: victim " + std::to_string(oid) + " is dirty or pinned");
     for (const auto& [name, r] : roots_) {
         bool tagged = r.word & 1;
-        if (r.word && !tagged && !heap_->contains(header_at(r.word)))
+        if (r.word && !tagged && options_.place != placement::in_store && !heap_->contains(header_at(r.word)))
             findings.push_back("object engine: R2: root '" + name + "' points outside the heap");
     }
     return findings;
@@ -518,11 +535,31 @@ std::vector<root_info> store::roots() const {
 void store::commit() { engine_->commit(); }
 void store::rollback() { engine_->rollback(); }
 void store::checkpoint() { engine_->checkpoint(); }
+void store::backup(const std::string& dest) { engine_->backup(dest); }
 objects::stats store::stats() const { return engine_->object_stats(); }
 std::vector<std::string> store::check() const { return engine_->check(); }
 const std::string& store::path() const { return engine_->path(); }
 const std::string& store::salvage_report() const { return engine_->salvage_report(); }
 void* store::allocate(const types::layout& layout, std::size_t count) { return engine_->make(layout, count); }
+std::uint64_t store::stored_root_raw(std::string_view name, const types::layout& layout) {
+    return engine_->stored_root(name, layout);
+}
+void store::set_stored_root_raw(std::string_view name, const types::layout& layout, std::uint64_t oid) {
+    engine_->set_stored_root(name, layout, oid);
+}
+void* store::create_raw(const types::layout& layout, std::size_t count, std::uint64_t& oid) {
+    return engine_->create_stored(layout, count, oid);
+}
+void* store::locate_raw(std::uint64_t oid, const types::layout& element, bool array, bool write) {
+    return engine_->locate(oid, element, array, write);
+}
+void store::read_raw(std::uint64_t oid, const types::layout& element, bool array, std::size_t index, void* out) {
+    engine_->access(oid, element, array, index, out, nullptr);
+}
+void store::write_raw(std::uint64_t oid, const types::layout& element, bool array, std::size_t index,
+                      const void* in) {
+    engine_->access(oid, element, array, index, nullptr, in);
+}
 const void* store::find_root_raw(std::string_view name, const types::layout& layout) {
     return engine_->find_root(name, layout);
 }

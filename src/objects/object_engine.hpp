@@ -76,6 +76,7 @@ public:
     void commit() override;
     void rollback() override;
     void checkpoint() override;
+    void backup(const std::string& dest) override;
     void reuse_address_space() override {}
     store_stats stats() const override;
     std::vector<type_usage> types() const override;
@@ -97,6 +98,18 @@ public:
     // a protected address, page_fault), without faulting.
     header* header_at(std::uint64_t word) const noexcept;
 
+    // in_store.cpp: placement::in_store, objects used in their segments' buffers.
+    std::uint64_t stored_root(std::string_view name, const types::layout& layout);
+    void set_stored_root(std::string_view name, const types::layout& layout, std::uint64_t oid);
+    void* create_stored(const types::layout& layout, std::size_t count, std::uint64_t& oid);
+    // The body of object `oid`, checked to be a `element` (an array of them
+    // if `array`); `write` marks its segment written.
+    void* locate(std::uint64_t oid, const types::layout& element, bool array, bool write);
+    // Element `index` of the object copied to `out`, or from `in` (a write).
+    void access(std::uint64_t oid, const types::layout& element, bool array, std::size_t index, void* out,
+                const void* in);
+    std::vector<std::string> in_store_check() const;  // S1
+
 private:
     struct segment_view {  // a segment read and checked (read_segment)
         std::uint64_t page;
@@ -111,6 +124,8 @@ private:
     void make_heap();  // once the scheme is known
     void ensure_writable(const char* call) const;
     types::catalog::index type_index(const types::layout& layout);
+    // type_index for a new object of `count` elements, refused (invalid_argument) if the engine cannot store it.
+    types::catalog::index checked_type(const types::layout& layout, std::size_t count);
     // As the scheme swizzles a reference to `oid` from a field wanting type
     // `want` (fault.cpp: it checks the type, T1).
     // `stand_in`: the word is the object's stand-in (it is not in memory).
@@ -150,7 +165,29 @@ private:
     std::string type_name(std::uint32_t type) const;
     std::string wrong_target(const types::layout& l, std::size_t r, std::uint32_t type) const;  // check.cpp
 
+    // in_store.cpp
+    struct stored_segment {
+        std::vector<std::byte> bytes;  // the segment's pages (the one being filled: its bytes so far)
+        std::uint32_t objects = 0;
+        bool dirty = false;  // written since the last commit (poke, write, create)
+        bool fresh = false;  // made since the last commit
+        std::uint64_t used = 0;
+    };
+    static format::object_entry stored_entry(const stored_segment& s, std::uint32_t slot);
+    stored_segment& stored(std::uint64_t page);
+    std::byte* locate_typed(std::uint64_t oid, std::uint32_t type, bool array, bool write);
+    void trim_stored();
+    void open_creating();
+    void close_creating();
+    void drop_written_segments();
+    void in_store_only(const char* call) const;
+    void not_in_store(const char* call) const;
+    // ref<T> under in_store, oid<T> elsewhere: invalid_argument naming the field.
+    void refuse_other_references(const types::layout& l) const;
+
     // commit.cpp
+    void commit_in_store();
+    void commit_meta(commit_plan& plan, root_table roots, std::uint64_t objects, std::uint64_t segments);
     std::vector<header*> written_objects();
     void gather(commit_plan& plan, const std::vector<header*>& written);
     void cluster(commit_plan& plan);
@@ -221,6 +258,15 @@ private:
     std::vector<buffered> segment_buffers_;
     std::uint64_t buffer_clock_ = 0;
     static constexpr std::uint64_t segment_buffer_bytes = std::uint64_t{1} << 20;
+    // placement::in_store: segment buffers by first page (clean ones leave
+    // past the budget), the segment being filled (its first page; 0 none),
+    // where the next new segment starts, and the last type located.
+    std::unordered_map<std::uint64_t, stored_segment> in_store_;
+    std::uint64_t creating_ = 0;
+    std::uint64_t in_store_next_page_ = 0;
+    std::uint64_t buffered_bytes_ = 0;
+    const types::layout* last_layout_ = nullptr;
+    types::catalog::index last_type_ = 0;
     objects::stats stats_;
     std::uint64_t made_since_commit_ = 0;
     std::uint64_t budget_ = 0;

@@ -19,6 +19,7 @@
 #include "common/memory_limit.hpp"
 #include "engine/storage_options.hpp"
 #include "page/stored_pointer.hpp"
+#include "storage/backup.hpp"
 
 namespace steppe::page {
 
@@ -257,6 +258,13 @@ void page_engine::checkpoint() {
                         " pages written, made or freed" + (roots_dirty_ ? "; roots changed" : "") +
                         (catalog_dirty_ ? "; new types" : "") + "); commit() or rollback() first");
     storage_->checkpoint();
+}
+
+// The pause keeps the eviction thread from spilling while the pages are
+// read; the backup holds the last commit whatever the transaction did since.
+void page_engine::backup(const std::string& dest) {
+    pager::pause p(*pager_);
+    storage::backup_from(*storage_, dest);
 }
 
 void page_engine::rollback() {

@@ -44,6 +44,7 @@ public:
     void commit() override;
     void rollback() override;
     void checkpoint() override;
+    void backup(const std::string& dest) override;
     void reuse_address_space() override;
     store_stats stats() const override;
     std::vector<type_usage> types() const override;

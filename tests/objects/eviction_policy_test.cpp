@@ -186,6 +186,21 @@ TEST(EvictionPolicyOptions, AnUnknownPolicyIsRefusedByName) {
     EXPECT_CONTAINS(e.what(), "bad.ods");
 }
 
+TEST(EvictionPolicyOptions, InStorePlacementTakesOnlyTheDefault) {
+    steppe::test::temp_dir dir;
+    so::options o;
+    o.durable = false;
+    o.place = so::placement::in_store;
+    for (policy p : {policy::total, policy::random, policy::none}) {
+        o.eviction = p;
+        steppe::error e = steppe::test::error_of([&] { (void)so::store::open(dir.path("in_store.ods"), o); });
+        EXPECT_EQ(e.code(), steppe::errc::invalid_argument) << e.what();
+        EXPECT_CONTAINS(e.what(), "does not apply to placement in_store");
+    }
+    o.eviction = policy::second_chance;
+    so::store::open(dir.path("in_store.ods"), o).close();
+}
+
 TEST(EvictionPolicyOptions, EachPolicyHasAName) {
     EXPECT_STREQ(to_string(policy::second_chance), "second_chance");
     EXPECT_STREQ(to_string(policy::total), "total");

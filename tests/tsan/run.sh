@@ -40,12 +40,13 @@ cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1 history_size=4} exitcode=66"
 run() {
   echo "== $*"
-  if "$@"; then return 0; fi
-  rc=$?
+  rc=0
+  "$@" || rc=$?
+  [ "$rc" -eq 0 ] && return 0
   if [ "$rc" -ne 66 ] && command -v setarch >/dev/null 2>&1; then
     echo "== retrying without ASLR (setarch -R)"
-    setarch "$(uname -m)" -R "$@" && return 0
-    rc=$?
+    rc=0
+    setarch "$(uname -m)" -R "$@" || rc=$?
   fi
   return $rc
 }

@@ -510,7 +510,12 @@ def hosking_1995(args):
     return hosking95.run(args, None)
 
 
-EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995,
+def moss(args):
+    import moss as moss1990
+    return moss1990.run(args)
+
+
+EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995, 'moss': moss,
                'pevm': lambda args: __import__('pevm').run(args)}
 
 
