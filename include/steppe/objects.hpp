@@ -166,6 +166,21 @@ struct options {
     // direct address). A T* from get() or mut() stays valid until the next
     // safe point.
     std::uint64_t resident_budget = 0;
+    // Which objects leave memory at a safe point past resident_budget (the
+    // PEVM's policies, digest 004 §1.13). Dirty and pinned objects never
+    // leave. Where no object can leave (id_self_heal, page_fault, eager
+    // swizzling: above) `total` and `random` are refused at open
+    // (invalid_argument); `second_chance` and `none` are accepted and do
+    // nothing. placement::in_store takes only the default (its segment
+    // buffers leave least recently used first).
+    enum class eviction_policy : std::uint8_t {
+        second_chance = 0,  // as above: unused since the last safe point leave, the rest become victims
+        total = 1,          // every evictable object leaves
+        random = 2,         // evictable objects chosen at random leave until memory is under the budget
+        none = 3,           // nothing leaves: memory may grow past the budget, without error
+    };
+    friend const char* to_string(eviction_policy p) noexcept;  // found by ADL: call it unqualified
+    eviction_policy eviction = eviction_policy::second_chance;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
     bool checkpoint_on_close = true;  // as steppe::open_options
     bool salvage_damaged_log = false; // as steppe::open_options

@@ -266,6 +266,7 @@ swizzling resolve_swizzling(detection detect, swizzling asked, const std::string
 
 void engine_handle::make_heap() {
     swizzle_ = resolve_swizzling(scheme_.detect, options_.swizzle, storage_->path());
+    check_eviction_policy();
     std::uint64_t limit = options_.heap_limit ? options_.heap_limit : std::uint64_t{64} << 30;
     heap_ = std::make_unique<object_heap>(limit, options_.card_bytes, scheme_.write == barrier::pages);
     if (scheme_.detect == detection::page_fault) {

@@ -9,7 +9,7 @@
 //                      copying its objects into the heap and swizzling them
 //   commit.cpp         persistence by reachability: gather, cluster, write;
 //                      rollback
-//   evict.cpp          the resident budget: second chance at safe points
+//   evict.cpp          the resident budget: the eviction policies at safe points
 //
 // Object states (each object in the heap is in one):
 //   transient     made since the last commit, oid 0, not in the ROT
@@ -201,9 +201,13 @@ private:
 
     // eviction (evict.cpp)
     std::uint64_t resident_bytes() const noexcept { return resident_bytes_; }
+    bool can_evict() const noexcept;  // the scheme can re-point references to an object that leaves
+    void check_eviction_policy() const;  // at open: invalid_argument for a policy the scheme cannot follow
     bool evictable(const header* h) const noexcept;
     void evict(header* h);
     void enforce_budget();
+    void second_chance();
+    void evict_at_random();
 
     options options_;
     scheme scheme_{};
@@ -271,6 +275,7 @@ private:
     std::uint64_t budget_ = 0;
     std::string budget_source_;
     std::uint64_t resident_bytes_ = 0;  // heap extents of persistent objects (not fault blocks)
+    std::uint64_t eviction_random_ = 0x9E3779B97F4A7C15;  // eviction_policy::random's generator state
     // The id schemes' lookup cache (barrier_state::rot_cache): emptied
     // whenever an object leaves or becomes a victim (its uses must reach the
     // table again).

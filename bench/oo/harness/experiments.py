@@ -516,7 +516,8 @@ def moss(args):
 
 
 EXPERIMENTS = {'hosking-moss': hosking_moss, 'hosking-1995': hosking_1995, 'moss': moss,
-               'texas': lambda args: __import__('texas').run(args, None)}
+               'texas': lambda args: __import__('texas').run(args, None),
+               'pevm': lambda args: __import__('pevm').run(args)}
 
 
 def main():

@@ -67,7 +67,8 @@ inline void set_object_fetch(const std::string& name) {
 // Swizzling and conversion (steppe::objects::options::swizzle, convert) for
 // the stores open_object_store opens: the engine's defaults unless a driver's
 // `--swizzle lazy|opportunistic|eager` or `--convert lazy|eager` set them
-// (Hosking 1995's eagerness, Moss 1990's eager conversion).
+// (Hosking 1995's eagerness, Moss 1990's eager conversion). The same object
+// holds the eviction settings (set_object_eviction).
 inline steppe::objects::options& object_eagerness() {
     static steppe::objects::options o;
     return o;
@@ -81,6 +82,22 @@ inline void set_object_eagerness(const std::string& flag, const std::string& nam
     else if (flag == "convert" && name == "lazy") o.convert = conversion::lazy;
     else if (flag == "convert" && name == "eager") o.convert = conversion::eager;
     else fail("unknown --" + flag + " " + name + " (swizzle: lazy, opportunistic, eager; convert: lazy, eager)");
+}
+
+// The resident budget and eviction policy (steppe::objects::options::
+// resident_budget, eviction) for the stores open_object_store opens: the
+// engine's defaults unless a driver's `--eviction none|total|random|
+// second_chance` or `--budget-kib N` set them (the PEVM's eviction study).
+inline void set_object_eviction(const std::string& policy, std::uint64_t budget_kib) {
+    using p = steppe::objects::options::eviction_policy;
+    steppe::objects::options& o = object_eagerness();
+    if (!policy.empty()) {
+        bool known = false;
+        for (p x : {p::second_chance, p::total, p::random, p::none})  // to_string: options' friend, by ADL
+            if (policy == to_string(x)) o.eviction = x, known = true;
+        if (!known) fail("unknown --eviction " + policy + " (second_chance, total, random, none)");
+    }
+    if (budget_kib) o.resident_budget = budget_kib << 10;
 }
 
 // Objects per segment for the stores open_object_store creates
@@ -121,6 +138,8 @@ inline steppe::objects::store open_object_store(const std::string& path, bool cr
     o.fetch = object_fetch();
     o.swizzle = object_eagerness().swizzle;
     o.convert = object_eagerness().convert;
+    o.eviction = object_eagerness().eviction;
+    o.resident_budget = object_eagerness().resident_budget;
     o.segment_objects = object_segment_objects();
     o.card_bytes = object_card_bytes();
     o.heap_limit = object_heap_limit();

@@ -712,6 +712,26 @@ def experiment_header(rep, title, meta):
         rep.add('The measuring processes ran at nice %d (the machine is shared).\n' % meta['nice'])
 
 
+def experiment_binary(args, bench, experiment):
+    """An experiment's first step: OUT and the store directory made; the
+    path of `bench`'s executable (oo1, oo7), or exit saying how to build it."""
+    os.makedirs(args.out, exist_ok=True)
+    os.makedirs(args.store_dir, exist_ok=True)
+    exe = os.path.join(args.bin_dir, bench, bench)
+    if not os.path.exists(exe):
+        sys.exit('%s: %s not built (bench/run --experiment %s builds it)' % (experiment, exe, experiment))
+    return exe
+
+
+def experiment_verdict(rep, failures, passed):
+    """An experiment report's self-check section: every failure, or the
+    sentence `passed` saying what was checked."""
+    if failures:
+        rep.add('## SELF-CHECK FAILURES\n', *['- **%s**' % f for f in failures], '')
+    else:
+        rep.add(passed)
+
+
 def finish_experiment(out, name, rep, quick, plots, failures, results, checked):
     """An experiment's last steps (experiments.py, hosking95.py): the plots
     into the report, quick mode's empty cells as failures, OUT/<name>.md and

@@ -7,6 +7,19 @@
 //       1 cold + warm iterations (+ hot repeats and Hosking's slope for the
 //       read-only operations); updating operations commit inside the timed
 //       region and report the commit's share; prints one JSON object
+//                [--commit-each] [--resident] [--eviction P --budget-kib N]
+//       --commit-each: every operation commits inside the timed region (the
+//       PEVM's protocol, digest 004 §3.1: a checkpoint after each run), each
+//       commit's time in "commit_ms"; --resident (objects-* systems): the
+//       database is built in the measuring process, in a new store at P, as
+//       transient builds it, and nothing is committed after that: the
+//       residency checks and barriers run and never fire (the PEVM's
+//       transient runs, Hosking & Moss's "-resident" builds); --eviction
+//       second_chance|total|random|none, --budget-kib N (objects-* systems):
+//       steppe::objects::options::eviction and resident_budget; the
+//       persistent bytes in memory just before and after each commit (the
+//       safe point where the engine evicts) are reported as
+//       "resident_before_commit" and "resident_after_commit"
 //   oo7 verify   --system S --config C --path P --after OP --iterations K
 //       reopens the store after an updating run: counts of composite parts,
 //       atomic parts and documents, a full T1 (its visit count and checksum
@@ -26,6 +39,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "lmdb_oo7.hpp"
@@ -86,15 +100,17 @@ std::uint64_t input_seed(std::uint64_t seed, oo7::op o, int iteration) {
     return bench::rnd(seed ^ 0x0077u, static_cast<std::uint64_t>(o) + 1, static_cast<std::uint64_t>(iteration));
 }
 
-// One iteration of `o`; updating operations commit and put the commit's time in *commit_ms.
+// The persistent bytes in memory (the object engine's; 0 for other models).
 template <class M>
-bench::op_result run_op(M& m, oo7::op o, const oo7::config& c, std::uint64_t seed, int i, double* commit_ms,
-                        std::vector<std::int32_t>* to_delete) {
-    auto commit = [&] {
-        auto t = bench::clock_type::now();
-        m.commit();
-        *commit_ms = bench::ms_since(t);
-    };
+std::uint64_t resident_bytes(const M& m) {
+    if constexpr (requires { m.resident_bytes(); }) return m.resident_bytes();
+    else return 0;
+}
+
+// One iteration of `o`, `commit` called where an updating operation commits.
+template <class M, class Commit>
+bench::op_result run_read_or_update(M& m, oo7::op o, const oo7::config& c, std::uint64_t seed, int i,
+                                    const Commit& commit, std::vector<std::int32_t>* to_delete) {
     switch (o) {
         case oo7::op::t1: {
             auto r = m.traverse(0);
@@ -137,6 +153,33 @@ bench::op_result run_op(M& m, oo7::op o, const oo7::config& c, std::uint64_t see
         }
     }
     return {};
+}
+
+// How run_op commits: `each` commits after the read-only operations too
+// (--commit-each); `store` false skips every commit (--resident: nothing
+// persists after building). `before` and `after` get resident_bytes() around
+// each commit (the object engine evicts at commit: its safe point).
+struct commit_policy {
+    bool each = false;
+    bool store = true;
+    std::vector<double> before, after;
+};
+
+// One iteration of `o`; updating operations (and under cp->each, all) commit
+// and put the commit's time in *commit_ms.
+template <class M>
+bench::op_result run_op(M& m, oo7::op o, const oo7::config& c, std::uint64_t seed, int i, double* commit_ms,
+                        std::vector<std::int32_t>* to_delete, commit_policy* cp = nullptr) {
+    auto commit = [&] {
+        if (cp) cp->before.push_back(static_cast<double>(resident_bytes(m)));
+        auto t = bench::clock_type::now();
+        if (!cp || cp->store) m.commit();
+        *commit_ms = bench::ms_since(t);
+        if (cp) cp->after.push_back(static_cast<double>(resident_bytes(m)));
+    };
+    bench::op_result r = run_read_or_update(m, o, c, seed, i, commit, to_delete);
+    if (cp && cp->each && !oo7::updates(o)) commit();
+    return r;
 }
 
 int cmd_generate(const bench::args& a) {
@@ -182,13 +225,20 @@ int cmd_measure(const bench::args& a) {
     cfg.budget_ms = static_cast<double>(a.num("budget-s", 0)) * 1000;
     cfg.has_hot = !oo7::updates(o);
     bool pair = sys != "transient" && cfg.has_hot && !a.flag("no-pair");
+    bool resident = a.flag("resident");
+    bench::check(!resident || bench::objects_suffix(sys), "--resident is for the objects-* systems");
+    commit_policy cp;
+    cp.each = a.flag("commit-each");
+    cp.store = !resident;
 
     json out;
     out.set("bench", "oo7").set("command", "measure").set("system", sys).set("config", c.name).set("op", oo7::to_string(o));
+    if (resident) out.set("resident", true);
+    if (cp.each) out.set("commit_each", true);
     bench::counters before_open = bench::counters::now();
     auto t_open = bench::clock_type::now();
-    with_model(sys, path, false, c, [&](auto& m, const system_info& info) {
-        if (sys == "transient") {
+    with_model(sys, path, resident, c, [&](auto& m, const system_info& info) {
+        if (sys == "transient" || resident) {
             auto t = bench::clock_type::now();
             m.generate(c, seed, false);
             out.set("generate_ms", bench::ms_since(t));
@@ -205,8 +255,8 @@ int cmd_measure(const bench::args& a) {
         std::vector<std::int32_t> to_delete;
         auto run = [&](int i) {
             double cm = 0;
-            auto r = run_op(m, o, c, seed, i, &cm, &to_delete);
-            if (oo7::updates(o)) commit_ms.push_back(cm);
+            auto r = run_op(m, o, c, seed, i, &cm, &to_delete, &cp);
+            if (oo7::updates(o) || cp.each) commit_ms.push_back(cm);
             return r;
         };
         std::function<void(int)> prepare;
@@ -235,8 +285,12 @@ int cmd_measure(const bench::args& a) {
         // Test hook for the harness: BENCH_INJECT_MISMATCH=<system> falsifies one answer,
         // which the driver's cross-system check must catch.
         if (const char* bad = std::getenv("BENCH_INJECT_MISMATCH"); bad && sys == bad) r.results[0].sum += 1;
+        if (!commit_ms.empty()) out.set("commit_ms", json::list(commit_ms));
+        if (!cp.before.empty() && cp.before.back() > 0) {
+            out.set("resident_before_commit", json::list(cp.before));
+            out.set("resident_after_commit", json::list(cp.after));
+        }
         if (oo7::updates(o)) {
-            out.set("commit_ms", json::list(commit_ms));
             auto st = m.traverse(0);  // the state the verifying process must find
             out.set("final_state", bench::to_json(st));
         }
@@ -281,6 +335,8 @@ int cmd_verify(const bench::args& a) {
 int main(int argc, char** argv) {
     bench::args a(argc, argv);
     std::string sys = a.get("system");
+    if (a.flag("eviction") || a.flag("budget-kib"))
+        bench::set_object_eviction(a.get("eviction"), static_cast<std::uint64_t>(a.num("budget-kib", 0)));
 #ifdef OO7_OBJECTS_SYSTEM
     bench::exec_objects_build("oo7", sys, OO7_OBJECTS_SYSTEM, argv);
 #else

@@ -365,6 +365,7 @@ public:
                "(delete unlinks); indexes in 4 KiB array objects; durable commit (fdatasync)";
     }
     std::string scheme() const { return store_.stats().scheme; }
+    std::uint64_t resident_bytes() const { return store_.stats().resident_bytes; }  // what the budget bounds
 
 private:
     ref<OCompositePart> make_composite(const config& c, std::uint64_t seed) {
