@@ -21,12 +21,6 @@
 namespace so = steppe::objects;
 using steppe::errc;
 
-#define EXPECT_ERROR(want, part, ...)                                            \
-    do {                                                                         \
-        steppe::error e_ = steppe::test::error_of([&] { (void)(__VA_ARGS__); }); \
-        EXPECT_EQ(e_.code(), want) << e_.what();                                 \
-        EXPECT_CONTAINS(e_.what(), part);                                        \
-    } while (0)
 
 namespace {
 

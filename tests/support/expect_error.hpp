@@ -23,5 +23,13 @@ inline steppe::error error_of(const std::function<void()>& f) {
 
 }  // namespace steppe::test
 
+// The call throws a steppe::error with code `want` whose message says `part`.
+#define EXPECT_ERROR(want, part, ...)                                            \
+    do {                                                                         \
+        steppe::error e_ = steppe::test::error_of([&] { (void)(__VA_ARGS__); }); \
+        EXPECT_EQ(e_.code(), want) << e_.what();                                 \
+        EXPECT_CONTAINS(e_.what(), part);                                        \
+    } while (0)
+
 #define EXPECT_CONTAINS(text, part) \
     EXPECT_NE(std::string(text).find(part), std::string::npos) << "'" << (text) << "' lacks '" << (part) << "'"

@@ -19,6 +19,7 @@
 #include "storage/storage.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
+#include "support/filled_commits.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace steppe;
@@ -27,15 +28,7 @@ namespace {
 
 constexpr std::uint64_t kPages = 300;
 
-// Commit `txn`: every page and the meta's first byte hold the byte txn.
-void commit_all(storage::storage& s, std::uint8_t txn) {
-    std::vector<std::byte> image(storage::page_size, std::byte{txn});
-    std::vector<storage::page_image> images;
-    for (std::uint64_t p = 0; p < kPages; ++p) images.push_back({p, image.data()});
-    storage::meta_bytes meta{};
-    meta[0] = std::byte{txn};
-    s.commit(images, meta);
-}
+void commit_all(storage::storage& s, std::uint8_t txn) { test::commit_filled(s, txn, kPages); }
 
 // "" if every page holds the meta's commit byte, else what differs.
 std::string torn(const std::string& path) {

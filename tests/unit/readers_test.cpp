@@ -20,6 +20,7 @@
 #include "storage/storage.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
+#include "support/filled_commits.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace steppe;
@@ -28,15 +29,7 @@ namespace {
 
 constexpr std::uint64_t pages = 40;
 
-// Every page of commit `txn` is filled with the byte txn.
-void commit_all(storage::storage& s, std::uint8_t txn) {
-    std::vector<std::byte> image(storage::page_size, std::byte{txn});
-    std::vector<storage::page_image> images;
-    for (std::uint64_t p = 0; p < pages; ++p) images.push_back({p, image.data()});
-    storage::meta_bytes meta{};
-    meta[0] = std::byte{txn};
-    s.commit(images, meta);
-}
+void commit_all(storage::storage& s, std::uint8_t txn) { test::commit_filled(s, txn, pages); }
 
 // "" if every page and the meta hold `txn`, else what differs.
 std::string snapshot_problem(const storage::storage& s, std::uint8_t txn) {
