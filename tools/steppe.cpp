@@ -12,6 +12,10 @@
 //                        copy the log's commits into the main file and reset
 //                        the log (a writable open: not while a program has
 //                        the store open)
+//   steppe dump STORE    each root, then every object the last commit reaches
+//                        from them, one JSON object per line: id, type,
+//                        count, value (fields by name; pointers and references
+//                        as the id of their target)
 //   steppe backup STORE DEST
 //                        a copy of the last commit as one new main file DEST
 //                        (as a reader: a program may go on committing),
@@ -45,6 +49,7 @@ int usage() {
                  "       steppe recover STORE open a store whose log is damaged at its last intact commit\n"
                  "       steppe checkpoint STORE\n"
                  "                            copy the log's commits into the main file, reset the log\n"
+                 "       steppe dump STORE    the objects the roots reach, one JSON object per line\n"
                  "       steppe backup STORE DEST\n"
                  "                            copy the last commit to the new file DEST (while a program commits)\n");
     return 2;
@@ -146,6 +151,12 @@ int check(const std::string& path) {
     return findings.empty() ? 0 : 1;
 }
 
+int dump(const std::string& path) {
+    auto s = open_store(path);
+    s->dump([](const std::string& line) { std::printf("%s\n", line.c_str()); });
+    return 0;
+}
+
 int roots(const std::string& path) {
     auto s = open_store(path);
     for (const auto& r : s->roots()) std::printf("%-24s %s\n", r.name.c_str(), r.type.c_str());
@@ -208,6 +219,7 @@ int main(int argc, char** argv) {
         if (command == "info") return info(path);
         if (command == "check") return check(path);
         if (command == "roots") return roots(path);
+        if (command == "dump") return dump(path);
         if (command == "stats") return stats(path);
         if (command == "recover") return recover(path);
         if (command == "checkpoint") return checkpoint(path);

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,9 @@ public:
     virtual void checkpoint() = 0;
     // A copy of the last commit as one new main file (storage::backup_from).
     virtual void backup(const std::string& dest) = 0;
+    // `steppe dump`: each root, then every object the last commit reaches
+    // from them, as one JSON object per line (types/json_dump.hpp).
+    virtual void dump(const std::function<void(const std::string&)>& line) const = 0;
     virtual void reuse_address_space() = 0;
 
     virtual store_stats stats() const = 0;

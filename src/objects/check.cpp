@@ -1,5 +1,5 @@
-// check and types for the object engine (object_engine.hpp): a walk over the
-// committed store's object pages.
+// check, types and dump for the object engine (object_engine.hpp): walks over
+// the committed store's object pages (dump: from the roots, by reference).
 //
 // Pages 1 .. next_page-1 are segments and blob pages, in allocation order; a
 // page that starts neither is a finding. Checked (invariants of the format,
@@ -15,9 +15,12 @@
 #include <steppe/error.hpp>
 
 #include <cstring>
+#include <deque>
 #include <map>
+#include <set>
 
 #include "objects/object_engine.hpp"
+#include "types/json_dump.hpp"
 
 namespace steppe::objects::detail {
 
@@ -125,6 +128,36 @@ std::vector<type_usage> engine_handle::types() const {
         page += s.head.pages;
     }
     return out;
+}
+
+// Breadth first from the roots over stored references (oids), each object
+// read from its committed segment.
+void engine_handle::dump(const std::function<void(const std::string&)>& line) const {
+    if (!storage_) throw error(errc::invalid_argument, "object store: dump of a closed store");
+    std::deque<std::uint64_t> todo;
+    std::set<std::uint64_t> seen;
+    auto name = [](std::uint64_t oid) { return "\"o:" + std::to_string(oid) + "\""; };
+    types::word_to_json word = [&](std::uint64_t oid) -> std::string {
+        if (oid == 0) return "null";
+        if (seen.insert(oid).second) todo.push_back(oid);
+        return name(oid);
+    };
+    for (const auto& [root, r] : committed_roots_)
+        line("{\"root\":" + types::json_string(root) + ",\"type\":" + types::json_string(catalog_.at(r.type).name) +
+             ",\"id\":" + word(r.address) + "}");
+    std::vector<std::byte> buffer;
+    while (!todo.empty()) {
+        std::uint64_t oid = todo.front();
+        todo.pop_front();
+        segment_view s = read_segment(format::page_of(oid), buffer, "a dump");
+        if (format::slot_of(oid) >= s.head.objects)
+            throw segment_damage(s.page, "a dump", "a reference names object " + std::to_string(format::slot_of(oid)) +
+                                                       " of " + std::to_string(s.head.objects));
+        const format::object_entry& e = s.entries[format::slot_of(oid)];
+        line("{\"id\":" + name(oid) + ",\"type\":" + types::json_string(catalog_.at(e.type).name) + ",\"count\":" +
+             std::to_string(e.count) + ",\"value\":" +
+             types::object_json(catalog_, e.type, e.count, s.bytes + e.offset, word) + "}");
+    }
 }
 
 }  // namespace steppe::objects::detail

@@ -15,11 +15,15 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <optional>
+#include <set>
 
+#include "common/hex.hpp"
 #include "common/memory_limit.hpp"
 #include "engine/storage_options.hpp"
 #include "page/stored_pointer.hpp"
 #include "storage/backup.hpp"
+#include "types/json_dump.hpp"
 
 namespace steppe::page {
 
@@ -353,6 +357,47 @@ std::vector<type_usage> page_engine::types() const {
         if (d->kind() == heap::page_kind::large_head) ++u.objects;
     }
     return out;
+}
+
+// Committed state only, as check: breadth first from the roots over the
+// committed heap's chunks, each read from the storage (pointers in their
+// persistent form), a pointer shown as its persistent address.
+void page_engine::dump(const std::function<void(const std::string&)>& line) const {
+    pager::pause p(*pager_);
+    std::unique_ptr<heap> committed_heap = load_committed_heap();
+    const heap& h = *committed_heap;
+    const types::catalog& catalog = committed_.catalog;
+    std::deque<std::uint64_t> todo;
+    std::set<std::uint64_t> seen;
+    auto name = [](std::uint64_t address) { return "\"p:" + common::hex(address) + "\""; };
+    types::word_to_json word = [&](std::uint64_t address) -> std::string {
+        if (address == 0) return "null";
+        std::optional<heap::chunk_info> c = h.find_chunk(address);
+        if (!c) return "\"dangling " + common::hex(address) + "\"";
+        if (seen.insert(c->addr).second) todo.push_back(c->addr);
+        return name(address);
+    };
+    for (const auto& [root, e] : committed_.roots)
+        line("{\"root\":" + types::json_string(root) + ",\"type\":" + types::json_string(catalog.at(e.type).name) +
+             ",\"id\":" + word(e.address) + "}");
+    std::vector<std::byte> bytes;
+    storage::read_failure why;
+    while (!todo.empty()) {
+        std::uint64_t address = todo.front();
+        todo.pop_front();
+        heap::chunk_info c = *h.find_chunk(address);
+        if (c.type >= catalog.size() || catalog.at(c.type).size == 0) continue;
+        std::uint64_t first = c.addr / storage::page_size, last = (c.addr + c.bytes - 1) / storage::page_size;
+        bytes.resize((last - first + 1) * storage::page_size);
+        for (std::uint64_t pg = first; pg <= last; ++pg)
+            if (!storage_->read_committed_page_nothrow(pg, bytes.data() + (pg - first) * storage::page_size, &why))
+                throw error(why.code, why.message);
+        const types::layout& l = catalog.at(c.type);
+        std::uint64_t count = c.large ? c.elem_count : c.bytes / l.size;  // a small chunk's spare bytes may add one
+        line("{\"id\":" + name(c.addr) + ",\"type\":" + types::json_string(l.name) + ",\"count\":" +
+             std::to_string(count) + ",\"value\":" +
+             types::object_json(catalog, c.type, count, bytes.data() + c.addr % storage::page_size, word) + "}");
+    }
 }
 
 // Committed state only: pages are read from the storage, not from memory.

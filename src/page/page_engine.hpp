@@ -46,6 +46,7 @@ public:
     void rollback() override;
     void checkpoint() override;
     void backup(const std::string& dest) override;
+    void dump(const std::function<void(const std::string&)>& line) const override;
     void reuse_address_space() override;
     store_stats stats() const override;
     std::vector<type_usage> types() const override;
