@@ -2,11 +2,12 @@
 //   1. open `source` read-only: a snapshot of its last commit (reader table,
 //      invariant 5: the writer's checkpoints keep the versions it reads)
 //   2. make a new store at DEST.backup-PID, copy every page written (in
-//      batches of `batch_pages`, each an ordinary commit with an empty meta:
+//      batches of `batch_pages`, each a commit with an empty meta, not synced:
 //      a crash leaves a store that holds nothing of the source's, under a
 //      name no one opens), then commit the source's meta, and checkpoint
-//   3. close it, remove its log, lock and reader table (the main file alone
-//      holds it), rename it to DEST and sync the directory
+//   3. close it, sync its main file, remove its log, lock and reader table
+//      (the main file alone holds it), rename it to DEST and sync the
+//      directory
 //   4. open DEST read-only and check it
 #include "storage/backup.hpp"
 
@@ -55,7 +56,7 @@ std::uint64_t copy_pages(const storage& from, storage& to) {
     for (page_no p = 0; p < count; ++p) {
         std::byte* slot = buffer.data() + batch.size() * page_size;
         read_failure why;
-        if (!from.read_committed_page_nothrow(p, slot, &why)) throw error(why.code, why.message);
+        if (!from.read_committed_page_nothrow(p, slot, &why, true)) throw error(why.code, why.message);
         // A page never written reads as zeros in the copy too; the last one
         // is written whatever it holds, so the copy has the same page count.
         if (all_zero(slot) && p + 1 != count) continue;
@@ -96,14 +97,18 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
     std::string temp = dest + ".backup-" + std::to_string(::getpid());
     remove_store(files, temp);  // a crashed attempt of a process that had this pid
     try {
+        // Not durable commit by commit: nothing under this name counts until
+        // the rename, and the main file is synced once before it.
         options writer;
         writer.exclusive_create = true;
+        writer.durable = false;
         writer.io = io;
         std::unique_ptr<storage> to = storage::open(temp, writer);
         r.copied = copy_pages(from, *to);
         to->commit({}, from.meta());
         to->checkpoint();
         to.reset();
+        files.open(temp, open_mode::read_write, writer.file_mode)->sync();
         for (const std::string& f : companions(temp))
             if (files.exists(f)) files.remove(f);
         if (files.exists(dest))
