@@ -228,6 +228,7 @@ void engine_handle::write_changed(commit_plan& plan, const std::vector<header*>&
 
 void engine_handle::commit() {
     ensure_writable("commit");
+    ensure_not_forked("commit");
     if (options_.place == placement::in_store) return commit_in_store();
     segment_buffers_.clear();  // they hold committed images, which this commit changes
     std::vector<header*> written = written_objects();

@@ -281,17 +281,31 @@ void engine_handle::close() {
     if (!storage_) return;
     std::unique_ptr<storage::storage> files = std::move(storage_);
     give_back_slot(slot_);
-    if (!options_.read_only && options_.checkpoint_on_close) files->checkpoint();
+    // A forked child leaves the parent's store alone (its lock handles do too).
+    if (!options_.read_only && options_.checkpoint_on_close && ::getpid() == opener_) files->checkpoint();
 }
 
 void engine_handle::clear_rot_cache() noexcept {
     std::fill(rot_cache_.begin(), rot_cache_.end(), rot_cache_entry{0, nullptr});
 }
 
+// The calls that write the store (commit, checkpoint) refuse in a forked
+// child: its commit would land in the parent's store behind its back (the
+// flock is shared across fork). What a child does in its own memory is its
+// own; getpid() is a system call, so make and poke do not pay it.
+void engine_handle::ensure_not_forked(const char* call) const {
+    if (::getpid() != opener_)
+        throw error(errc::invalid_argument, storage_->path() + ": " + call + " in process " +
+                                                std::to_string(::getpid()) +
+                                                ", a child forked from the process that opened the store, which "
+                                                "cannot change it (fork before opening the store, or exec)");
+}
+
 void engine_handle::ensure_writable(const char* call) const {
     if (!storage_) throw error(errc::invalid_argument, std::string("object store: ") + call + " on a closed store");
     if (options_.read_only)
         throw error(errc::invalid_argument, storage_->path() + ": " + call + " on a store opened read-only");
+
 }
 
 // The catalog index of the program's `layout`, added if new; type_mismatch
@@ -438,6 +452,7 @@ void engine_handle::backup(const std::string& dest) {
 
 void engine_handle::checkpoint() {
     ensure_writable("checkpoint");
+    ensure_not_forked("checkpoint");
     storage_->checkpoint();
 }
 

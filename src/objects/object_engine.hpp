@@ -34,6 +34,8 @@
 //  plus the heap's H1-H3 (object_heap.hpp).
 #pragma once
 
+#include <unistd.h>
+
 #include <steppe/objects.hpp>
 
 #include <array>
@@ -124,6 +126,7 @@ private:
     void load_committed(std::optional<scheme> compiled);
     void make_heap();  // once the scheme is known
     void ensure_writable(const char* call) const;
+    void ensure_not_forked(const char* call) const;
     types::catalog::index type_index(const types::layout& layout);
     // type_index for a new object of `count` elements, refused (invalid_argument) if the engine cannot store it.
     types::catalog::index checked_type(const types::layout& layout, std::size_t count);
@@ -211,6 +214,7 @@ private:
     void evict_at_random();
 
     options options_;
+    pid_t opener_ = ::getpid();  // a forked child changes nothing (ensure_writable, close)
     scheme scheme_{};
     unsigned slot_ = 0;  // in open_stores
     std::unique_ptr<storage::storage> storage_;

@@ -5,6 +5,9 @@
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <functional>
@@ -375,6 +378,45 @@ TEST_P(ObjectsTest, UnderPageFaultAForkedChildsTrapEndsItSayingWhy) {
         ::testing::ExitedWithCode(steppe::common::fatal_exit_status),
         "touched in a child forked from the process that opened the store");
     verify(s, 500);  // the parent goes on
+}
+
+// A forked child cannot change its parent's store: its commit and checkpoint
+// are refused, and its close (which would checkpoint) leaves the store alone;
+// the parent's store holds the parent's commits only.
+TEST_P(ObjectsTest, AForkedChildCannotCommitToItsParentsStore) {
+    auto s = open();
+    build(s, 100);
+    s.commit();
+    auto list = s.find_root<List>("list");
+    std::fflush(nullptr);
+    pid_t child = ::fork();
+    if (child == 0) {
+        int rc = 0;
+        list.mut()->count = -1;  // its own memory
+        try {
+            s.commit();
+            rc |= 1;
+        } catch (const steppe::error& e) {
+            if (std::string(e.what()).find("forked") == std::string::npos) rc |= 2;
+        }
+        try {
+            s.checkpoint();
+            rc |= 4;
+        } catch (const steppe::error&) {
+        }
+        s.close();
+        ::_exit(rc);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the child committed, 2: the refusal did not say why, 4: it checkpointed";
+    EXPECT_EQ(list->count, 100);
+    s.commit();
+    s.close();
+    auto again = open();
+    verify(again, 100);
+    EXPECT_TRUE(again.check().empty());
 }
 
 // Threads on stores of their own trap at once: each trap is served by its
