@@ -486,7 +486,8 @@ std::string to_string(const store_stats& st) {
                   "  miss time           %llu us reading pages, %llu us swizzling, %llu us in the rest of the "
                   "handler\n"
                   "  resident pages      %llu (budget %llu: %s), %llu written since the last commit\n"
-                  "  evictions           %llu pages dropped to keep the budget, %llu of them spilled to the log first\n"
+                  "  evictions           %llu pages dropped to keep the budget, %llu of them spilled to the log first, %llu "
+                  "cooled (%llu touched again while cooling, put back without a read)\n"
                   "  prefetched pages    %llu read-ahead hints, %llu then faulted in\n"
                   "  commits             %llu: %llu data pages, %llu pointers unswizzled, %llu bytes logged, %llu syncs\n"
                   "  store pages         %llu (%llu free)\n"
@@ -497,7 +498,7 @@ std::string to_string(const store_stats& st) {
                   u(st.miss_io_ns / 1000), u(st.miss_swizzle_ns / 1000), u(st.miss_handler_ns / 1000),
                   u(st.resident_pages), u(st.resident_budget_pages), st.resident_budget_source.c_str(),
                   u(st.dirty_pages), u(st.evictions),
-                  u(st.spilled_pages), u(st.prefetched_pages), u(st.prefetch_hits), u(st.commits),
+                  u(st.spilled_pages), u(st.cooled_pages), u(st.rewarmed_pages), u(st.prefetched_pages), u(st.prefetch_hits), u(st.commits),
                   u(st.pages_committed), u(st.pointers_unswizzled), u(st.bytes_logged), u(st.syncs), u(st.store_pages),
                   u(st.free_pages), u(st.reserved_virtual_pages), u(st.address_space_limit >> 20), u(st.reuse_rounds),
                   u(st.reclaimed_arenas), kib(m.total()), kib(st.resident_budget_pages * 4096), kib(m.store_pages),

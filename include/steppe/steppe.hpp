@@ -114,6 +114,12 @@ struct open_options {
     // Read ahead the pages a faulted page points to. It turns itself off for
     // a while when most of its guesses go unused.
     bool prefetch = true;
+    // Past resident_budget, clean pages first cool: out of reach but kept
+    // (a quarter of the budget holds them), so a touch puts them back
+    // without a read, and the pages nobody touched meanwhile are the ones
+    // that leave memory (docs/design.md, "Larger than memory"). Off, the
+    // oldest leave at once (first in, first out), as before.
+    bool cooling = true;
     // Bytes of virtual address space the store may reserve for the objects
     // pointers name (see store::reuse_address_space). 0 = 4 TiB. It is cut
     // into 64 arenas; the largest object must fit in one arena with a guard
@@ -179,6 +185,8 @@ struct store_stats {
     std::uint64_t resident_pages = 0;       // in memory now (approximate)
     std::uint64_t dirty_pages = 0;          // of those, written since the last commit (new ones once written)
     std::uint64_t evictions = 0;            // pages dropped to stay within the budget (spilled ones too)
+    std::uint64_t cooled_pages = 0;         // of those, clean ones kept cooling (open_options::cooling)
+    std::uint64_t rewarmed_pages = 0;       // faults that put a cooling page back, without a read
     std::uint64_t resident_budget_pages = 0;
     std::uint64_t spilled_pages = 0;        // uncommitted pages written to the log early (big transactions)
     std::uint64_t prefetched_pages = 0;     // read-ahead requests

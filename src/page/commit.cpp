@@ -199,6 +199,7 @@ void pager::admit_new_pages() {
 // T13 at the commit: a page freed in the transaction kept its range until
 // now, so that a rollback could revive its objects where they were.
 void pager::retire_freed_pages() {
+    if (!txn_freed_.empty()) forget_cooling();
     for (std::uint64_t page : txn_freed_)
         if (!heap_->describe(page)->is_data()) map_->retire(page);
 }
@@ -250,6 +251,7 @@ void pager::drop_spilled(const std::vector<storage::page_image>& images) {
 }
 
 void pager::rollback(std::unique_ptr<heap> committed_heap) {
+    forget_cooling();
     take_new_and_freed_pages();
     discard_spilled();
     discard_written();

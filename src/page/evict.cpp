@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <exception>
 #include <system_error>
 
@@ -240,16 +241,30 @@ std::vector<pager::page_source> pager::spill_sources(held_batch& b, std::vector<
 }
 
 // The end of T5 and T6: dropped pages become missing (the next touch fills
-// them again, from the log if spilled); kept ones go back as they were, and
-// into the ring (R6).
+// them again, from the log if spilled, from the cooling pool if clean);
+// kept ones go back as they were, and into the ring (R6).
 std::size_t pager::release_batch(const held_batch& b) {
     std::vector<std::uintptr_t> dropped, kept;
-    for (std::size_t i = 0; i < b.pages.size(); ++i)
-        if (b.how[i] != vm::fault_space::held::none) (b.keep[i] ? kept : dropped).push_back(b.pages[i]);
+    for (std::size_t i = 0; i < b.pages.size(); ++i) {
+        if (b.how[i] == vm::fault_space::held::none) continue;
+        (b.keep[i] ? kept : dropped).push_back(b.pages[i]);
+        if (!b.keep[i] && b.how[i] == vm::fault_space::held::clean) cool(b.pages[i], b.contents[i]);
+    }
     space_->release(dropped, true);
     space_->release(kept, false);
     for (std::uintptr_t v : kept) resident_->record(v);
     return dropped.size();
+}
+
+// A held clean page cools (R7): its bytes cannot change while it is held,
+// and a touch waits until release() dropped it, then finds it.
+void pager::cool(std::uintptr_t page, const std::byte* contents) noexcept {
+    const auto where = map_->lookup(page);
+    if (!cooling_ || where.what != translate::page_map::kind::page) return;
+    const std::size_t slot = cooling_->claim(where.page);
+    if (slot == cooling::no_slot) return;
+    std::memcpy(cooling_->bytes(slot), contents, translate::page_size);
+    cooling_->settle(slot, where.page, true);
 }
 
 }  // namespace steppe::page

@@ -43,9 +43,21 @@ void pager::drop_oldest_clean() noexcept {
     const std::size_t n = resident_->take_oldest(oldest, std::size(oldest));
     for (std::size_t i = 0; i < n; ++i) {
         const bool kept = std::binary_search(unwritten_.begin(), unwritten_.end(), oldest[i]) ||
-                          is_new(oldest[i]) || !space_->evict_clean(oldest[i]);
+                          is_new(oldest[i]) || !drop_clean(oldest[i]);
         if (kept) record_again(oldest[i]);
     }
+}
+
+// The page cools (R7): published in the pool before the fault space may
+// drop it, so a touch after the drop finds it, and withdrawn if it stays.
+bool pager::drop_clean(std::uintptr_t page) noexcept {
+    const auto where = map_->lookup(page);
+    const std::size_t slot = cooling_ && where.what == translate::page_map::kind::page ? cooling_->claim(where.page)
+                                                                                        : cooling::no_slot;
+    if (slot == cooling::no_slot) return space_->evict_clean(page, nullptr);
+    const bool dropped = space_->evict_clean(page, cooling_->bytes(slot));
+    cooling_->settle(slot, where.page, dropped);
+    return dropped;
 }
 
 // A page taken out of the ring and kept goes back to it (R6), unless it is
@@ -103,6 +115,11 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     const heap::page_desc* d = heap_->describe(page);
     if (!d || !d->is_data() || (page >= storage_.page_count() && !storage_.is_pending(page))) {
         std::memset(out, 0, translate::page_size);  // freed since, or never written
+        return true;
+    }
+    if (cooling_ && cooling_->rewarm(page, out)) {  // the bytes it had: read and swizzled already
+        keep_within_budget();
+        resident_->record(page_addr);
         return true;
     }
     keep_within_budget();

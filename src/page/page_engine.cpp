@@ -68,6 +68,7 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
     po.null_transient_pointers = options.null_transient_pointers;
     po.fatal_hook = options.fatal_hook;
     po.prefetch = options.prefetch;
+    po.cooling = options.cooling;
     po.read_only = options.read_only;
     po.address_space_limit = options.address_space_limit;
     std::uint64_t budget = options.resident_budget;
@@ -317,6 +318,8 @@ store_stats page_engine::stats() const {
     out.resident_pages = p.resident_pages;
     out.dirty_pages = p.dirty_pages;
     out.evictions = p.evictions;
+    out.cooled_pages = p.cooled_pages;
+    out.rewarmed_pages = p.rewarmed_pages;
     out.resident_budget_pages = budget_pages_;
     out.spilled_pages = p.spilled_pages;
     out.prefetched_pages = p.prefetched_pages;

@@ -38,6 +38,9 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
         resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);
         fresh_ = map_page_bytes();
         if (!fresh_) common::throw_system_error("mmap", errno, storage_.path() + ": the table of new pages");
+        // A quarter of the budget cools: enough that a page used about as
+        // often as the ring turns over gets re-touched while it cools.
+        if (opts.cooling) cooling_ = std::make_unique<cooling>(opts.resident_budget_pages / 4, heap::max_page_count);
     }
     vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
@@ -140,12 +143,18 @@ bool pager::is_new(std::uintptr_t v) const noexcept {
 void pager::forget_contents(std::uint64_t page, translate::unit shape) {
     translate::unit reserved = map_->reserved_unit(page);
     if (reserved.pages == 0) return;
+    forget_cooling();
     if (reserved == shape) {
         space_->discard(map_->virtual_of(page), 1);
         return;
     }
     if (page < storage_.page_count()) retired_committed_ = true;
     map_->retire(page);
+}
+
+// R8: cooling pages were swizzled for ranges that change here.
+void pager::forget_cooling() noexcept {
+    if (cooling_) cooling_->clear();
 }
 
 error pager::no_address_space(std::uint64_t unit_pages) const {
@@ -218,6 +227,7 @@ void pager::reuse_if_crowded() {
 // for a whole epoch; the ring is emptied before they are handed out again
 // (R5).
 void pager::start_epoch() {
+    forget_cooling();
     translate::page_map::reclaimed r = map_->start_epoch();
     if (resident_) resident_->clear();  // every page was discarded
     ++reuse_rounds_;
@@ -245,7 +255,8 @@ store_memory pager::memory() const noexcept {
     m.storage = sm.index;
     m.transaction = (txn_new_.capacity() + txn_freed_.capacity()) * sizeof(std::uint64_t) +
                     unwritten_.capacity() * sizeof(std::uintptr_t);
-    m.buffers = sm.buffers + evict_buffer_.capacity();
+    // The cooling pool's pages count here, so the budget leaves the ring less.
+    m.buffers = sm.buffers + evict_buffer_.capacity() + (cooling_ ? cooling_->memory_bytes() : 0);
     return m;
 }
 
@@ -294,6 +305,8 @@ pager_stats pager::stats() const {
                     reclaimed_arenas_, reclaimed_pages_};
     const std::uint64_t io = miss_io_ns_.load(std::memory_order_relaxed);
     const std::uint64_t swizzle = miss_swizzle_ns_.load(std::memory_order_relaxed);
+    out.cooled_pages = cooling_ ? cooling_->cooled() : 0;
+    out.rewarmed_pages = cooling_ ? cooling_->rewarmed() : 0;
     out.miss_io_ns = io;
     out.miss_swizzle_ns = swizzle;
     // The parts are read one after the other while faults may run: keep the rest from going below 0.

@@ -53,10 +53,17 @@
 //                     resident page (T5) and reclaims the arenas not used
 //                     for a whole epoch
 //
+// Cooling (cooling.hpp), under a budget with pager_options::cooling: T5
+// keeps the bytes of the clean pages it drops in the cooling pool (cool,
+// drop_clean), and T2 puts a cooling page's bytes back instead of reading
+// and swizzling it (fill_page, rewarm): a reference while cooling is a cheap
+// refault, and only pages nobody touched leave memory. A cooling page is S1
+// as the fault space sees it.
+//
 // Invariants, as seen between operations (under a pause, no other thread
 // touching the store); check_residency() (residency_check.cpp) checks them,
 // and check_invariants() runs it with the page map's (P1-P2), the fault
-// space's (I1-I7) and the ring's (Q1) checkers:
+// space's (I1-I7), the ring's (Q1) and the cooling pool's (C1) checkers:
 // (R1) Every resident page of the fault space is a page of a unit the page
 //      map holds, never a guard, a retired range or space a reuse round
 //      gave back: fill_page ends the process for those (wild_access), and
@@ -92,6 +99,18 @@
 //      the ring was full: residency::unrecorded()), or it could never be
 //      evicted: fill_page records what it fills, and a page taken out and
 //      kept goes back (record_again, release_batch).
+// (R7) A cooling page is missing in the fault space, at the address the page
+//      map gives it: the evictors publish it in the pool only while they
+//      hold the page (cool, drop_clean, which withdraws it if the page
+//      stays), fill_page takes it out before the page is resident again,
+//      and nothing else makes a reserved page resident but install_new_page,
+//      after forget_contents emptied the pool.
+// (R8) A cooling page's bytes are what its fill would produce: only clean
+//      pages cool, and what changes that for a page that is not resident (a
+//      range retired or discarded, so a pointer would swizzle elsewhere; a
+//      rollback; a new epoch) empties the pool first (forget_cooling). Not
+//      checked (it would read and swizzle every cooling page); the
+//      cooling tests compare contents.
 //
 // New pages (handed out by the heap since the last commit) are installed as
 // zeros at once, because the storage may still hold a previous life of the
@@ -130,6 +149,7 @@
 #include <steppe/steppe.hpp>
 
 #include "heap/heap.hpp"
+#include "page/cooling.hpp"
 #include "page/residency.hpp"
 #include "page/stored_pointer.hpp"
 #include "common/sigsafe.hpp"
@@ -156,6 +176,9 @@ struct pager_options {
     // Pages are mapped read-only and a write to one ends the process with a
     // message naming the store and the object's type (write_refused).
     bool read_only = false;
+    // Under a budget, clean pages the evictors take cool before they leave
+    // (cooling.hpp); off, they leave at once, oldest first (FIFO).
+    bool cooling = true;
 };
 
 struct pager_stats {
@@ -167,6 +190,8 @@ struct pager_stats {
     std::uint64_t resident_pages = 0;   // recorded as resident (approximate)
     std::uint64_t dirty_pages = 0;      // written since the last commit and in memory (approximate)
     std::uint64_t evictions = 0;        // clean pages dropped to stay within the budget
+    std::uint64_t cooled_pages = 0;     // of those, kept cooling (cooling.hpp)
+    std::uint64_t rewarmed_pages = 0;   // faults that put a cooling page back, without a read
     std::uint64_t spilled_pages = 0;    // uncommitted pages written to the log early
     std::uint64_t prefetched_pages = 0; // read-ahead hints given
     std::uint64_t prefetch_hits = 0;    // of those, pages then faulted in
@@ -251,7 +276,7 @@ public:
     // The same as `h` (another state of the heap, e.g. the committed one) has it.
     translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
     // The page map's P1-P2, the fault space's I1-I7, the ring's Q1 and the
-    // residency invariants R1-R6 above, as seen between operations (call
+    // residency invariants R1-R7 above, as seen between operations (call
     // under a pause): one line per finding. Cheap: the fault space reads
     // only the part of its arenas ever touched (I6).
     std::vector<std::string> check_invariants() const;
@@ -319,13 +344,14 @@ private:
     void forget_new_pages();
     void discard_all_resident();
     void forget_transaction() noexcept;
-    // The checkers of R1-R6 (residency_check.cpp).
+    // The checkers of R1-R7 (residency_check.cpp).
     void check_resident(const std::vector<std::uintptr_t>& resident, const std::vector<std::uintptr_t>& ring,
                         std::vector<std::string>& findings) const;
     void check_written(const std::vector<std::uintptr_t>& resident, std::vector<std::string>& findings) const;
     void check_new(const std::vector<std::uintptr_t>& resident, std::vector<std::string>& findings) const;
     void check_spilled(std::vector<std::string>& findings) const;
     void check_ring(const std::vector<std::uintptr_t>& ring, std::vector<std::string>& findings) const;
+    void check_cooling(std::vector<std::string>& findings) const;
     // The one unswizzler of written pages, for commit, spill and eviction:
     // each source still a data page is unswizzled into the next free page of
     // `buffer` (room for every source) and appended to `images`. A page that
@@ -355,6 +381,7 @@ private:
     std::unique_ptr<vm::fault_space> space_;
     std::unique_ptr<translate::page_map> map_;
     std::unique_ptr<residency> resident_;
+    std::unique_ptr<cooling> cooling_;  // under a budget with pager_options::cooling
     void keep_within_budget() noexcept;
     // The budget (pager_options::resident_budget_pages) holds everything
     // memory() counts: what metadata, the transaction's bookkeeping and
@@ -373,6 +400,12 @@ private:
     // chunks): 1/16 of the budget, between 16 and 1,024 (4 MiB).
     std::size_t batch_pages() const noexcept;
     void drop_oldest_clean() noexcept;
+    // The cooling stage's part of T5: drop_clean on a faulting thread (the
+    // page's bytes are copied as the fault space drops it), cool on the
+    // eviction thread (of a held page); forget_cooling where R8 asks.
+    bool drop_clean(std::uintptr_t page) noexcept;
+    void cool(std::uintptr_t page, const std::byte* contents) noexcept;
+    void forget_cooling() noexcept;
     void record_again(std::uintptr_t page) noexcept;
     // The eviction thread (evict.cpp).
     struct evictor {

@@ -1,7 +1,8 @@
-// The checkers of the page engine's residency invariants R1-R6 (pager.hpp),
+// The checkers of the page engine's residency invariants R1-R7 (pager.hpp),
 // run between operations (under a pause, no other thread touching the
 // store) by check_invariants(), with the checkers of what they build on: the
-// page map (P1-P2), the fault space (I1-I7) and the residency ring (Q1).
+// page map (P1-P2), the fault space (I1-I7), the residency ring (Q1) and
+// the cooling pool (C1).
 // They read the fault space's resident pages and the ring's entries, never
 // the store's memory, so checking faults nothing in and changes nothing.
 #include <algorithm>
@@ -52,6 +53,7 @@ std::vector<std::string> pager::check_residency() const {
     check_written(resident, findings);
     check_new(resident, findings);
     check_spilled(findings);
+    check_cooling(findings);
     return findings;
 }
 
@@ -118,6 +120,19 @@ void pager::check_ring(const std::vector<std::uintptr_t>& ring, std::vector<std:
             what == translate::page_map::kind::none)
             findings.push_back("R5: the residency ring names " + common::hex(v) + ", " + what_is(what) +
                                (v % translate::page_size ? ", not page-aligned" : ""));
+    }
+}
+
+// C1 and R7: a cooling page is missing, where the page map puts it.
+void pager::check_cooling(std::vector<std::string>& findings) const {
+    if (!cooling_) return;
+    for (auto& f : cooling_->check_invariants()) findings.push_back(f);
+    for (std::uint64_t page : cooling_->pages()) {
+        const std::uintptr_t v = map_->virtual_of(page);
+        if (v == 0 || !space_->is_missing(v))
+            findings.push_back("R7: page " + std::to_string(page) + " is cooling but " +
+                               (v ? "not missing at " + common::hex(v) : std::string("has no range")) +
+                               ": its next fill would not take its bytes back");
     }
 }
 

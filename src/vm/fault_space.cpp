@@ -336,7 +336,7 @@ public:
     void hold(std::span<const std::uintptr_t> pages, std::span<held> out,
               std::span<const std::byte*> contents) noexcept override;
     void release(std::span<const std::uintptr_t> pages, bool drop) noexcept override;
-    bool evict_clean(std::uintptr_t page) noexcept override;
+    bool evict_clean(std::uintptr_t page, std::byte* copy_to) noexcept override;
     backend_kind backend() const override { return backend_; }
     tracking_kind tracking() const override { return tracking_; }
     space_stats stats() const override;
@@ -371,7 +371,8 @@ private:
     int unprotect(std::uintptr_t page, const char*& call) noexcept;
     int protect(std::uintptr_t first, std::size_t npages, const char*& call) noexcept;
     int unmap(arena& a, std::uintptr_t first, std::size_t npages, bool restore_protection) noexcept;
-    bool drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index) noexcept;
+    bool drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index, std::byte* copy_to) noexcept;
+    bool drop_if_clean(arena& a, std::uintptr_t page, std::size_t index, std::byte* copy_to) noexcept;
     template <class OnWritten>
     int scan_written(std::uintptr_t start, std::uintptr_t end, bool rearm, OnWritten&& on_written) const noexcept;
     static void mark_dirty(arena& a, std::size_t index) noexcept;
@@ -1301,21 +1302,29 @@ void space::move_back(std::uintptr_t page, std::uintptr_t from) noexcept {
 // page traps into the handler, which claims it too, for every tracking but
 // wp_async: there the dirty bit is final once claimed. wp_async writes do
 // not trap, so the page is moved aside and compared (I5).
-bool space::evict_clean(std::uintptr_t page) noexcept {
+// The copy for the cooling stage is taken where the page cannot change any
+// more: claimed and write-protected (a write traps and waits), or moved aside.
+bool space::evict_clean(std::uintptr_t page, std::byte* copy_to) noexcept {
     if (tracking_ == tracking_kind::wp_async && !keeps_sums()) return false;
     arena* a = arena_of(page);
     if (a == nullptr) return false;
     const std::size_t i = a->index_of(page);
     std::uint32_t& state = a->states[i];
     if (!claim_resident(state)) return false;
-    const bool dropped = tracking_ == tracking_kind::wp_async ? drop_if_unchanged(*a, page, i)
-                                                              : !dirty_bit(*a, i) && unmap(*a, page, 1, false) == 0;
+    const bool dropped = tracking_ == tracking_kind::wp_async ? drop_if_unchanged(*a, page, i, copy_to)
+                                                              : drop_if_clean(*a, page, i, copy_to);
     finish(state, dropped ? page_missing : page_resident);
     if (dropped) evictions_.fetch_add(1, std::memory_order_relaxed);
     return dropped;
 }
 
-bool space::drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index) noexcept {
+bool space::drop_if_clean(arena& a, std::uintptr_t page, std::size_t index, std::byte* copy_to) noexcept {
+    if (dirty_bit(a, index)) return false;
+    if (copy_to) std::memcpy(copy_to, reinterpret_cast<const void*>(page), page_size);
+    return unmap(a, page, 1, false) == 0;
+}
+
+bool space::drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index, std::byte* copy_to) noexcept {
     bool written = false;
     if (scan_written(page, page + page_size, false, [&](std::uintptr_t, std::uintptr_t) { written = true; }) != 0 ||
         written)
@@ -1331,8 +1340,9 @@ bool space::drop_if_unchanged(arena& a, std::uintptr_t page, std::size_t index) 
         dropped = common::crc32c(0, reinterpret_cast<const void*>(aside), page_size) == a.sums[index];
         if (!dropped) {
             move_back(page, aside);  // written after all
-        } else if (madvise(reinterpret_cast<void*>(aside), page_size, MADV_DONTNEED) != 0) {
-            fatal("madvise", errno, aside);
+        } else {
+            if (copy_to) std::memcpy(copy_to, reinterpret_cast<const void*>(aside), page_size);
+            if (madvise(reinterpret_cast<void*>(aside), page_size, MADV_DONTNEED) != 0) fatal("madvise", errno, aside);
         }
     }
     free_fault_slots_.fetch_or(bit, std::memory_order_acq_rel);

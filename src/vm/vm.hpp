@@ -221,8 +221,11 @@ public:
     // not written since the last take_dirty(), without losing a write another
     // thread makes meanwhile; false, changing nothing, if it was written, is
     // busy, or cannot be checked that way here (wp_async tracking without
-    // UFFDIO_MOVE). Async-signal-safe.
-    virtual bool evict_clean(std::uintptr_t page) noexcept = 0;
+    // UFFDIO_MOVE). With `copy_to` (page_size bytes, not an arena page), a
+    // page it drops is first copied there as it was when claimed, so the
+    // copy holds its last contents: the page engine's cooling stage keeps it.
+    // Async-signal-safe.
+    virtual bool evict_clean(std::uintptr_t page, std::byte* copy_to) noexcept = 0;
 
     // Pages written since the previous take_dirty() (or since install/fill),
     // sorted; write tracking is re-armed so the next write is seen again. A write
