@@ -492,17 +492,18 @@ std::string to_string(const store_stats& st) {
                   "  commits             %llu: %llu data pages, %llu pointers unswizzled, %llu bytes logged, %llu syncs\n"
                   "  store pages         %llu (%llu free)\n"
                   "  address space       %llu virtual pages reserved of %llu MiB; %llu reuse rounds gave back %llu arenas\n"
-                  "  memory              %llu KiB of budget %llu KiB: store pages %llu, heap %llu, page map %llu, "
+                  "  memory              %llu KiB of budget %llu KiB: store pages %llu, cooling %llu, heap %llu, page map %llu, "
                   "fault space %llu, residency %llu, types %llu, storage %llu, transaction %llu, buffers %llu (KiB)\n",
                   st.backend.c_str(), st.write_tracking.c_str(), u(st.faults), u(st.pointers_swizzled),
                   u(st.miss_io_ns / 1000), u(st.miss_swizzle_ns / 1000), u(st.miss_handler_ns / 1000),
                   u(st.resident_pages), u(st.resident_budget_pages), st.resident_budget_source.c_str(),
                   u(st.dirty_pages), u(st.evictions),
-                  u(st.spilled_pages), u(st.cooled_pages), u(st.rewarmed_pages), u(st.prefetched_pages), u(st.prefetch_hits), u(st.commits),
-                  u(st.pages_committed), u(st.pointers_unswizzled), u(st.bytes_logged), u(st.syncs), u(st.store_pages),
-                  u(st.free_pages), u(st.reserved_virtual_pages), u(st.address_space_limit >> 20), u(st.reuse_rounds),
-                  u(st.reclaimed_arenas), kib(m.total()), kib(st.resident_budget_pages * 4096), kib(m.store_pages),
-                  kib(m.heap), kib(m.page_map), kib(m.fault_space), kib(m.residency), kib(m.types), kib(m.storage),
+                  u(st.spilled_pages), u(st.cooled_pages), u(st.rewarmed_pages), u(st.prefetched_pages),
+                  u(st.prefetch_hits), u(st.commits), u(st.pages_committed), u(st.pointers_unswizzled),
+                  u(st.bytes_logged), u(st.syncs), u(st.store_pages), u(st.free_pages), u(st.reserved_virtual_pages),
+                  u(st.address_space_limit >> 20), u(st.reuse_rounds), u(st.reclaimed_arenas), kib(m.total()),
+                  kib(st.resident_budget_pages * 4096), kib(m.store_pages), kib(m.cooling), kib(m.heap),
+                  kib(m.page_map), kib(m.fault_space), kib(m.residency), kib(m.types), kib(m.storage),
                   kib(m.transaction), kib(m.buffers));
     return buf;
 }

@@ -155,6 +155,7 @@ struct root_info {
 // engine reports zeros for now.
 struct store_memory {
     std::uint64_t store_pages = 0;  // resident store pages, 4 KiB each
+    std::uint64_t cooling = 0;      // store pages kept cooling (open_options::cooling), the pool's slots
     std::uint64_t heap = 0;         // allocator: a descriptor per store page, free runs, non-full lists
     std::uint64_t page_map = 0;     // persistent page <-> virtual page tables
     std::uint64_t fault_space = 0;  // per virtual page: state, dirty bit, checksum of its clean contents
@@ -167,7 +168,7 @@ struct store_memory {
     std::uint64_t metadata() const noexcept {
         return heap + page_map + fault_space + residency + types + storage + transaction + buffers;
     }
-    std::uint64_t total() const noexcept { return store_pages + metadata(); }
+    std::uint64_t total() const noexcept { return store_pages + cooling + metadata(); }
 };
 
 struct store_stats {

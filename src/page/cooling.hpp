@@ -61,8 +61,9 @@ public:
 
     std::uint64_t cooled() const noexcept { return cooled_.load(std::memory_order_relaxed); }
     std::uint64_t rewarmed() const noexcept { return rewarmed_.load(std::memory_order_relaxed); }
-    // Memory its slots hold: those ever written (NORESERVE).
+    // Memory its slots hold: those ever written (NORESERVE); all of them.
     std::uint64_t memory_bytes() const noexcept;
+    std::uint64_t capacity_bytes() const noexcept { return capacity_ * page_bytes; }
     // For checkers, between operations: the cooling pages (persistent page
     // numbers), and C1, one line per finding.
     std::vector<std::uint64_t> pages() const;

@@ -255,15 +255,18 @@ store_memory pager::memory() const noexcept {
     m.storage = sm.index;
     m.transaction = (txn_new_.capacity() + txn_freed_.capacity()) * sizeof(std::uint64_t) +
                     unwritten_.capacity() * sizeof(std::uintptr_t);
-    // The cooling pool's pages count here, so the budget leaves the ring less.
-    m.buffers = sm.buffers + evict_buffer_.capacity() + (cooling_ ? cooling_->memory_bytes() : 0);
+    m.cooling = cooling_ ? cooling_->memory_bytes() : 0;
+    m.buffers = sm.buffers + evict_buffer_.capacity();
     return m;
 }
 
 void pager::refresh_budget() noexcept {
     if (!resident_) return;
     metadata_bytes_ = memory().metadata();
-    const std::uint64_t left = budget_bytes_ > metadata_bytes_ ? (budget_bytes_ - metadata_bytes_) / translate::page_size : 0;
+    // The pool fills as pages cool, while faults keep the ring within its
+    // budget without refreshing it: its share is set aside from the start.
+    const std::uint64_t taken = metadata_bytes_ + (cooling_ ? cooling_->capacity_bytes() : 0);
+    const std::uint64_t left = budget_bytes_ > taken ? (budget_bytes_ - taken) / translate::page_size : 0;
     pages_allowed_ = std::max(left, min_pages);
     const std::uint64_t fresh = unspilled_new_pages();
     ring_budget_.store(std::max(pages_allowed_ > fresh ? pages_allowed_ - fresh : 0, min_pages),

@@ -33,7 +33,7 @@ namespace {
 constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB;
 
 std::uint64_t sum_of_kinds(const steppe::store_memory& m) {
-    return m.store_pages + m.heap + m.page_map + m.fault_space + m.residency + m.types + m.storage + m.transaction +
+    return m.store_pages + m.cooling + m.heap + m.page_map + m.fault_space + m.residency + m.types + m.storage + m.transaction +
            m.buffers;
 }
 
@@ -64,7 +64,7 @@ TEST_P(MemoryAccountingTest, KindsAddUpAndFollowTheStore) {
     const steppe::store_stats st = s.stats();
     const steppe::store_memory& m = st.memory;
     EXPECT_EQ(m.total(), sum_of_kinds(m));
-    EXPECT_EQ(m.metadata(), m.total() - m.store_pages);
+    EXPECT_EQ(m.metadata(), m.total() - m.store_pages - m.cooling);
     EXPECT_GE(m.store_pages, 2000 * 4096u);
     EXPECT_LE(m.store_pages, (st.store_pages + 16) * 4096);
     EXPECT_GE(m.heap, 2000 * 52u) << "a 48-byte descriptor and a list position per page";
