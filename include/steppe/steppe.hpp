@@ -115,7 +115,7 @@ struct open_options {
     // a while when most of its guesses go unused.
     bool prefetch = true;
     // Past resident_budget, clean pages first cool: out of reach but kept
-    // (a quarter of the budget holds them), so a touch puts them back
+    // (an eighth of the budget holds them), so a touch puts them back
     // without a read, and the pages nobody touched meanwhile are the ones
     // that leave memory (docs/design.md, "Larger than memory"). Off, the
     // oldest leave at once (first in, first out), as before.

@@ -38,9 +38,10 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
         resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);
         fresh_ = map_page_bytes();
         if (!fresh_) common::throw_system_error("mmap", errno, storage_.path() + ": the table of new pages");
-        // A quarter of the budget cools: enough that a page used about as
-        // often as the ring turns over gets re-touched while it cools.
-        if (opts.cooling) cooling_ = std::make_unique<cooling>(opts.resident_budget_pages / 4, heap::max_page_count);
+        // An eighth of the budget cools: a page used about once per turn of
+        // the ring is met while it cools; a larger pool leaves the ring less
+        // and costs more refaults for the misses it saves (evict_bench).
+        if (opts.cooling) cooling_ = std::make_unique<cooling>(opts.resident_budget_pages / 8, heap::max_page_count);
     }
     vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
