@@ -1,5 +1,6 @@
-// steppe::storage::log_index — where the log holds pages: page -> the
-// offset of its newest frame's image and that image's checksum. The storage
+// steppe::storage::log_index — where the log holds pages: page -> where
+// its newest frame's payload lies (a whole image or a difference) and the
+// image's checksum. The storage
 // keeps two: the committed pages since the last checkpoint, and the pages a
 // transaction in progress spilled (storage::spill).
 //
@@ -32,8 +33,22 @@ public:
     struct entry {
         std::uint32_t page;  // < max_pages (2^32)
         std::uint32_t sum;
-        std::uint64_t offset;
+        std::uint64_t where;  // location(): packed to keep an entry 16 bytes
     };
+    // Where a page version's payload lies in the log: a whole image, or a
+    // difference of `diff_bytes` against the main file's page.
+    struct location {
+        std::uint64_t offset;  // < 2^48
+        bool diff;
+        std::uint32_t diff_bytes;  // <= max_diff_bytes < 2^15
+    };
+    static std::uint64_t pack(const location& l) noexcept {
+        return l.offset | (l.diff ? std::uint64_t{1} << 63 | std::uint64_t{l.diff_bytes} << 48 : 0);
+    }
+    static location unpack(std::uint64_t where) noexcept {
+        return {where & ((std::uint64_t{1} << 48) - 1), (where >> 63) != 0,
+                static_cast<std::uint32_t>((where >> 48) & 0x7fff)};
+    }
     // Adds a spill's entries (a page may come again: the newer wins).
     void add(std::span<const entry> entries);
     bool find(std::uint64_t page, entry& out) const noexcept;

@@ -23,6 +23,7 @@
 #include "common/sigsafe.hpp"
 #include "common/system_error.hpp"
 #include "storage/checksum.hpp"
+#include "storage/page_diff.hpp"
 #include "storage/wal_format.hpp"
 
 namespace steppe::storage {
@@ -446,10 +447,13 @@ void storage::open_wal() {
         wal_needs_reset_ = true;
         return;
     }
-    if (h.version != format_version || h.page_size != page_size)
+    if (h.version < oldest_wal_format_version || h.version > wal_format_version || h.page_size != page_size)
         throw error(errc::version, wal_path_ + " has log format version " + std::to_string(h.version) + ", page size " +
-                                       std::to_string(h.page_size) + "; this build reads version " +
-                                       std::to_string(format_version) + ", page size " + std::to_string(page_size));
+                                       std::to_string(h.page_size) + "; this build reads versions " +
+                                       std::to_string(oldest_wal_format_version) + " to " +
+                                       std::to_string(wal_format_version) + ", page size " +
+                                       std::to_string(page_size) +
+                                       (h.version > wal_format_version ? " (written by a newer steppe: use that one)" : ""));
     if (std::memcmp(h.store_id, header_.store_id, sizeof h.store_id) != 0)
         throw error(errc::corrupt, "foreign log: " + wal_path_ + " belongs to store " + common::hex(h.store_id) +
                                        ", but " + path_ + " is store " + common::hex(header_.store_id));
@@ -495,12 +499,14 @@ void storage::open_missing_wal() {
 const char* storage::read_frame(std::uint64_t offset, frame_header& h, std::byte* payload) const {
     if (wal_->read_at(offset, {reinterpret_cast<std::byte*>(&h), sizeof h}) != sizeof h) return "the log ends there";
     if (h.magic != frame_magic || h.salt != wal_header_.salt) return "no frame of this log generation starts there";
-    std::size_t n = payload_size(h.kind);
-    if (n == 0) return "a frame of unknown kind";
+    if (!payload_known(h)) return "a frame of unknown kind, or a difference longer than any the log holds";
+    std::size_t n = payload_size(h);
     if (wal_->read_at(offset + sizeof h, {payload, n}) != n) return "the log ends inside the frame";
     if (frame_crc_of(h, payload) != h.frame_crc) return "the frame fails its checksum";
     if (h.kind == frame_kind::page && page_checksum(payload, page_size) != h.payload_crc)
         return "the page image fails its checksum";
+    if (h.kind == frame_kind::diff && !page_diff_well_formed(payload, h.payload_bytes))
+        return "a difference frame whose runs break the format (page_diff.hpp)";
     return nullptr;
 }
 
@@ -538,12 +544,13 @@ void storage::replay_frames(std::uint64_t limit) {
             stop = "a frame out of order: its chain checksum does not follow the frame before";
             break;
         }
-        if (h.kind == frame_kind::page) {
+        if (h.kind != frame_kind::commit) {
             if (h.number >= max_pages) {
                 stop = "a page number beyond any store";
                 break;
             }
-            pending.push_back({h.number, {off + sizeof h, h.payload_crc}});
+            const bool diff = h.kind == frame_kind::diff;
+            pending.push_back({h.number, {{off + sizeof h, diff, diff ? h.payload_bytes : 0}, h.payload_crc}});
             txn_pages = std::max(txn_pages, h.number + 1);
         } else {
             // commit() always records max(page count, highest page + 1).
@@ -558,11 +565,11 @@ void storage::replay_frames(std::uint64_t limit) {
             std::memcpy(meta_.data(), frame.data(), meta_size);
             ++txn_seq_;
             ++wal_commits_;
-            wal_end_ = off + sizeof h + payload_size(h.kind);
+            wal_end_ = off + sizeof h + payload_size(h);
             wal_chain_ = next;
         }
         chain = next;
-        off += sizeof h + payload_size(h.kind);
+        off += sizeof h + payload_size(h);
     }
     replay_stop_ = off;
     replay_stop_reason_ = stop;
@@ -580,18 +587,18 @@ storage::tail_evidence storage::examine_tail(std::uint64_t from) const {
     }
     if (!wal_) return ev;
     constexpr std::size_t chunk = 1 << 20;
-    std::vector<std::byte> buf(chunk + commit_frame_size);
+    // A frame starting in the chunk is read whole with the bytes its checksum covers.
+    std::vector<std::byte> buf(chunk + sizeof(frame_header) + std::max(meta_size, max_diff_bytes));
     for (std::uint64_t at = from;; at += chunk) {
         std::size_t n = wal_->read_at(at, buf);
         for (std::size_t i = 0; i + sizeof(frame_header) <= n && i < chunk; i += 8) {
             frame_header h;
             std::memcpy(&h, buf.data() + i, sizeof h);
             if (h.magic != frame_magic || h.salt != wal_header_.salt || h.txn <= txn_seq_) continue;
-            std::size_t payload = payload_size(h.kind);
-            if (payload == 0 || i + sizeof h + (h.kind == frame_kind::commit ? payload : 0) > n) continue;
+            if (!payload_known(h) || i + sizeof h + covered_payload(h) > n) continue;
             if (frame_crc_of(h, buf.data() + i + sizeof h) != h.frame_crc) continue;
             ev.last_seen_txn = std::max(ev.last_seen_txn, h.txn);
-            if (h.kind == frame_kind::page) ev.pages.push_back(h.number);
+            if (h.kind != frame_kind::commit) ev.pages.push_back(h.number);
             // A commit starts only once the one before it is durable.
             if (h.txn >= txn_seq_ + 2 && h.txn - 1 > ev.shown_txn) {
                 ev.shown_txn = h.txn - 1;
@@ -678,7 +685,7 @@ bool storage::find_pending(page_no page, wal_entry& out) const noexcept {
     std::lock_guard<const spin_lock> hold(pending_lock_);
     log_index::entry e;
     if (!pending_.find(page, e)) return false;
-    out = {e.offset, e.sum};
+    out = {log_index::unpack(e.where), e.sum};
     return true;
 }
 
@@ -698,7 +705,7 @@ bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool
     wal_entry spilled, committed;
     const wal_entry* logged = nullptr;  // the transaction in progress's spilled pages come first
     if (with_pending && find_pending(page, spilled)) logged = &spilled;
-    else if (log_index::entry e; wal_index_.find(page, e)) logged = &(committed = {e.offset, e.sum});
+    else if (log_index::entry e; wal_index_.find(page, e)) logged = &(committed = {log_index::unpack(e.where), e.sum});
     if (!logged && page >= page_count_) {
         why->code = errc::invalid_argument;
         msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
@@ -711,15 +718,8 @@ bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool
             << checksum_slot_page(g, 0) << " and " << checksum_slot_page(g, 1) << ") are damaged";
         return false;
     }
-    std::uint64_t offset = physical_page(page) * page_size;
-    long n = read_around ? main_->read_cached_nothrow(offset, out, page_size) : -EAGAIN;
-    if (n == -EAGAIN) {
-        // A miss goes to the disk anyway, and data pages allocated together
-        // are used together, so read the aligned cluster around it in one
-        // I/O, as the kernel's read-ahead does for a file mapped with mmap.
-        if (read_around) main_->will_need(offset & ~(read_cluster_bytes - 1), read_cluster_bytes);
-        n = main_->read_at_nothrow(offset, out, page_size);
-    }
+    const std::uint64_t offset = physical_page(page) * page_size;
+    long n = read_main_page(page, out, read_around);
     if (n < 0) {
         why->code = errc::io;
         msg << "pread failed on " << path_.c_str() << " reading page " << page << ", errno " << std::uint64_t(-n);
@@ -727,7 +727,6 @@ bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool
     }
     std::uint32_t sum = expected_sum(page);
     if (sum == 0) {
-        std::memset(out + n, 0, page_size - static_cast<std::size_t>(n));
         if (all_zero(out, page_size)) return true;
         msg << path_.c_str() << ": page " << page << " (file offset " << offset
             << ") was never written but is not zero";
@@ -739,6 +738,38 @@ bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool
     return false;
 }
 
+// The main file's bytes of `page`, zeros past its end: the bytes read, or
+// -errno. With read_around, a read that misses the page cache brings the
+// aligned cluster around the page in one I/O.
+long storage::read_main_page(page_no page, std::byte* out, bool read_around) const noexcept {
+    const std::uint64_t offset = physical_page(page) * page_size;
+    long n = read_around ? main_->read_cached_nothrow(offset, out, page_size) : -EAGAIN;
+    if (n == -EAGAIN) {
+        // A miss goes to the disk anyway, and data pages allocated together
+        // are used together, so read the aligned cluster around it in one
+        // I/O, as the kernel's read-ahead does for a file mapped with mmap.
+        if (read_around) main_->will_need(offset & ~(read_cluster_bytes - 1), read_cluster_bytes);
+        n = main_->read_at_nothrow(offset, out, page_size);
+    }
+    if (n >= 0) std::memset(out + n, 0, page_size - static_cast<std::size_t>(n));
+    return n;
+}
+
+// A page version in the log: its image, or its difference applied to the
+// main file's page (wal_format.hpp). page_size, or what a short read gave,
+// or -errno; `malformed` if a difference breaks the format.
+long storage::read_log_version(page_no page, const wal_entry& e, std::byte* out, bool& malformed) const noexcept {
+    if (!e.at.diff) return wal_->read_at_nothrow(e.at.offset, out, page_size);
+    std::byte diff[max_diff_bytes];
+    const std::size_t bytes = std::min<std::size_t>(e.at.diff_bytes, sizeof diff);
+    long n = wal_->read_at_nothrow(e.at.offset, diff, bytes);
+    if (n < 0 || static_cast<std::size_t>(n) < bytes) return std::min<long>(n, 0);
+    long base = read_main_page(page, out, false);
+    if (base < 0) return base;
+    malformed = !apply_page_diff(diff, bytes, out);
+    return static_cast<long>(page_size);
+}
+
 // A page version in the log. A reader beside the writer reads it from the
 // main file instead once the reader table says the writer checkpointed the
 // snapshot's log (which may then be overwritten; the main file holds
@@ -746,20 +777,26 @@ bool storage::read_version(page_no page, std::byte* out, read_failure* why, bool
 // may have raced the log's reset.
 bool storage::read_logged(page_no page, const wal_entry& e, std::byte* out, common::fixed_message& msg,
                           read_failure* why) const noexcept {
+    bool malformed = false;
     bool from_main = log_overtaken();
-    long n = from_main ? 0 : wal_->read_at_nothrow(e.offset, out, page_size);
+    long n = from_main ? 0 : read_log_version(page, e, out, malformed);
     from_main = from_main || log_overtaken();
-    std::uint64_t offset = from_main ? physical_page(page) * page_size : e.offset;
-    if (from_main) n = main_->read_at_nothrow(offset, out, page_size);
+    std::uint64_t offset = from_main ? physical_page(page) * page_size : e.at.offset;
+    if (from_main) n = main_->read_at_nothrow(offset, out, page_size), malformed = false;
     const std::string& file = from_main ? path_ : wal_path_;
     if (n < 0) {
         why->code = errc::io;
-        msg << "pread failed on " << file.c_str() << " reading page " << page << ", errno " << std::uint64_t(-n);
+        msg << "pread failed on " << file.c_str() << " or the main file reading page " << page << ", errno "
+            << std::uint64_t(-n);
         return false;
     }
-    if (static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == e.sum) return true;
-    msg << file.c_str() << ": page " << page << " (" << (from_main ? "file" : "log") << " offset " << offset
-        << ") fails its checksum";
+    if (!malformed && static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == e.sum) return true;
+    msg << file.c_str() << ": page " << page << " (" << (from_main ? "file" : "log") << " offset " << offset << ") ";
+    if (malformed) msg << "is a difference frame whose runs break the format";
+    else if (!from_main && e.at.diff)
+        msg << "is a difference against the main file's page (file offset " << physical_page(page) * page_size
+            << "), and what it makes fails the page's checksum: that main-file page or the frame is damaged";
+    else msg << "fails its checksum";
     return false;
 }
 
@@ -770,9 +807,13 @@ bool storage::log_overtaken() const noexcept {
 }
 
 void storage::prefetch(page_no page) const noexcept {
-    if (wal_entry spilled; find_pending(page, spilled)) return wal_->will_need(spilled.offset, page_size);
-    if (log_index::entry e; wal_index_.find(page, e)) return wal_->will_need(e.offset, page_size);
-    if (page < page_count_) main_->will_need(physical_page(page) * page_size, page_size);
+    wal_entry logged;
+    log_index::entry e;
+    bool in_log = find_pending(page, logged);
+    if (!in_log && wal_index_.find(page, e)) in_log = true, logged = {log_index::unpack(e.where), e.sum};
+    if (in_log) wal_->will_need(logged.at.offset, logged.at.diff ? logged.at.diff_bytes : page_size);
+    // A difference is made from the main file's page.
+    if (in_log ? logged.at.diff : page < page_count_) main_->will_need(physical_page(page) * page_size, page_size);
 }
 
 void storage::read_page(page_no page, std::byte* out) const {
@@ -805,31 +846,40 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
     log_tail t = tail_;
     std::uint64_t txn = txn_seq_ + 1;
     std::vector<std::byte>& buf = append_buffer_;  // reused, up to retained_append_frames
+    // At most this much: diff frames are smaller than page frames.
     const std::size_t bytes = pages.size() * page_frame_size + (meta ? commit_frame_size : 0);
     buf.reserve(bytes);  // exactly: resize alone may double it, and it is kept
     buf.resize(bytes);
     std::size_t at = 0;
     auto put = [&](frame_kind kind, std::uint64_t number, std::uint32_t payload_crc, const std::byte* payload,
                    std::size_t n) {
-        frame_header h{frame_magic, kind, wal_header_.salt, txn, number, payload_crc, 0, 0, 0};
+        const std::uint32_t diff_bytes = kind == frame_kind::diff ? static_cast<std::uint32_t>(n) : 0;
+        frame_header h{frame_magic, kind, wal_header_.salt, txn, number, payload_crc, diff_bytes, 0, 0};
         h.frame_crc = frame_crc_of(h, payload);
         h.chain = t.chain = chain_of(t.chain, h.frame_crc);
         std::memcpy(buf.data() + at, &h, sizeof h);
         std::memcpy(buf.data() + at + sizeof h, payload, n);
-        at += sizeof h + n;
+        std::memset(buf.data() + at + sizeof h + n, 0, padded_to_frame(n) - n);
+        at += sizeof h + padded_to_frame(n);
     };
     for (const auto& p : pages)
         if (p.page >= max_pages)
             throw error(errc::invalid_argument, path_ + ": page " + std::to_string(p.page) + " is beyond the " +
                                                     std::to_string(max_pages) + " pages a store can hold");
+    std::byte diff[max_diff_bytes];
     for (const auto& p : pages) {
         std::uint32_t sum = page_checksum(p.data, page_size);
-        entries.push_back({p.page, {t.end + at + sizeof(frame_header), sum}});
-        put(frame_kind::page, p.page, sum, p.data, page_size);
+        const long diff_bytes = opts_.log_diffs ? diff_against_main(p, diff) : -1;
+        const bool as_diff = diff_bytes >= 0;
+        const std::uint32_t n = as_diff ? static_cast<std::uint32_t>(diff_bytes) : page_size;
+        entries.push_back({p.page, {{t.end + at + sizeof(frame_header), as_diff, as_diff ? n : 0}, sum}});
+        put(as_diff ? frame_kind::diff : frame_kind::page, p.page, sum, as_diff ? diff : p.data, n);
+        stats_.pages_as_diffs += as_diff;
         t.page_count = std::max(t.page_count, p.page + 1);
     }
     t.frames += pages.size();
     if (meta) put(frame_kind::commit, t.page_count, static_cast<std::uint32_t>(t.frames), meta->data(), meta_size);
+    buf.resize(at);
     extend_log(t.end + buf.size());
     wal_->write_at(t.end, buf);  // a failure here leaves a torn tail: state unchanged
     t.end += buf.size();
@@ -837,6 +887,18 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
     stats_.pages_written += pages.size();
     if (buf.capacity() > retained_append_frames * page_frame_size) buf = {};  // a rare big write keeps no memory
     return t;
+}
+
+// The difference of a page version against the main file's copy of the
+// page (wal_format.hpp): its length in `diff`, or -1 when the whole page
+// is the smaller record. The main file changes only at checkpoints, which
+// copy the newest versions, so a difference holds until the log is reset.
+long storage::diff_against_main(const page_image& p, std::byte* diff) const {
+    std::byte base[page_size];
+    const std::uint64_t offset = physical_page(p.page) * page_size;
+    const std::size_t n = main_->read_at(offset, {base, page_size});
+    std::memset(base + n, 0, page_size - n);
+    return encode_page_diff(base, p.data, diff);
 }
 
 // Appending to a file makes fdatasync commit its new size through the file
@@ -868,7 +930,8 @@ void storage::spill(std::span<const page_image> pages) {
 std::vector<log_index::entry> storage::index_entries(std::span<const std::pair<page_no, wal_entry>> entries) {
     std::vector<log_index::entry> out;
     out.reserve(entries.size());
-    for (const auto& [page, entry] : entries) out.push_back({static_cast<std::uint32_t>(page), entry.sum, entry.offset});
+    for (const auto& [page, entry] : entries)
+        out.push_back({static_cast<std::uint32_t>(page), entry.sum, log_index::pack(entry.at)});
     return out;
 }
 
@@ -1067,7 +1130,7 @@ std::optional<reader_info> storage::checkpoint_now(bool even_if_empty) {
 void storage::reset_wal(std::uint64_t generation, std::uint64_t salt) {
     wal_header h{};
     std::memcpy(h.magic, wal_magic, sizeof h.magic);
-    h.version = format_version;
+    h.version = wal_format_version;
     h.page_size = page_size;
     std::memcpy(h.store_id, header_.store_id, sizeof h.store_id);
     h.generation = generation;

@@ -148,10 +148,9 @@ void fix_wal(const bytes& main, bytes& wal, std::uint8_t flags) {
     for (std::uint64_t off = st::wal_frames_offset;;) {
         st::frame_header h;
         if (!load(wal, off, h) || h.magic != st::frame_magic) return;
-        std::size_t payload = h.kind == st::frame_kind::page     ? st::page_size
-                              : h.kind == st::frame_kind::commit ? st::meta_size
-                                                                 : 0;
-        if (payload == 0 || wal.size() - off - sizeof h < payload) return;
+        if (!st::payload_known(h)) return;
+        std::size_t payload = st::payload_size(h);
+        if (wal.size() - off - sizeof h < payload) return;
         const std::uint8_t* p = wal.data() + off + sizeof h;
         if ((flags & adopt_identity) && h.salt == old_salt) h.salt = wh.salt;
         if (flags & fix_frames) {
@@ -254,15 +253,15 @@ bool known_finding(const bytes& main, const bytes& wal) {
     for (std::uint64_t off = st::wal_frames_offset;;) {
         st::frame_header f;
         if (!load(wal, off, f) || f.magic != st::frame_magic) break;
-        if (f.kind == st::frame_kind::page) {
+        if (f.kind == st::frame_kind::page || f.kind == st::frame_kind::diff) {
             highest = std::max(highest, f.number + 1);
             highest_in_txn = std::max(highest_in_txn, f.number + 1);
         }
         if (f.kind == st::frame_kind::commit && f.number > highest + backed) return true;
         if (f.kind == st::frame_kind::commit && highest_in_txn > f.number) return true;
         if (f.kind == st::frame_kind::commit) highest_in_txn = 0;
-        if (f.kind != st::frame_kind::page && f.kind != st::frame_kind::commit) break;
-        off += sizeof f + (f.kind == st::frame_kind::page ? st::page_size : st::meta_size);
+        if (!st::payload_known(f)) break;
+        off += sizeof f + st::payload_size(f);
     }
     return false;
 }

@@ -59,7 +59,7 @@ TEST_F(CliTest, InfoShowsFormatSizesAndLogState) {
               "store id     ID\n"
               "pages        10 (0.0 MiB)\n"
               "main file    12288 bytes\n"
-              "log          STORE-wal: 1048576 bytes, generation 1, 37600 bytes in use\n"
+              "log          STORE-wal: 1048576 bytes, generation 1, 17880 bytes in use\n"
               "log state    1 commits (9 distinct pages) not yet checkpointed\n"
               "last commit  1\n"
               "commit mark  commit 1 known durable\n");
@@ -148,7 +148,7 @@ TEST_F(CliTest, DamagedLogIsNamedByCheckAndSalvagedByRecover) {
         s.commit();
     }
     std::uint64_t second_commit_start = 4096;
-    steppe::test::flip_byte(path + "-wal", second_commit_start + 200);
+    steppe::test::flip_byte(path + "-wal", second_commit_start + 20);  // its first frame's header
     try {
         steppe::store::open(path);
         FAIL() << "a damaged log before later commits opened";

@@ -68,7 +68,7 @@ protected:
             frame_header h;
             std::memcpy(&h, wal_bytes.data() + off, sizeof h);
             if (h.magic != frame_magic || h.txn > last) break;
-            std::uint64_t size = sizeof h + payload_size(h.kind);
+            std::uint64_t size = sizeof h + payload_size(h);
             frames.push_back({off, size, h.txn, h.kind});
             off += size;
         }

@@ -160,7 +160,7 @@ TEST(LogIndex, MatchesAMapOverRandomSpills) {
         std::vector<steppe::storage::log_index::entry> batch(1 + random() % 64);
         for (auto& e : batch) {
             e = {static_cast<std::uint32_t>(random() % 5000), static_cast<std::uint32_t>(offset), ++offset};
-            model[e.page] = e.offset;
+            model[e.page] = e.where;
         }
         index.add(batch);
         ASSERT_EQ(index.distinct(), model.size());
@@ -171,7 +171,7 @@ TEST(LogIndex, MatchesAMapOverRandomSpills) {
         const bool found = index.find(page, e);
         ASSERT_EQ(found, model.count(page) == 1) << page;
         if (found) {
-            EXPECT_EQ(e.offset, model[page]) << page;
+            EXPECT_EQ(e.where, model[page]) << page;
         }
     }
     const auto newest = index.newest();
@@ -179,7 +179,7 @@ TEST(LogIndex, MatchesAMapOverRandomSpills) {
     auto it = model.begin();
     for (const auto& e : newest) {
         EXPECT_EQ(e.page, it->first);
-        EXPECT_EQ(e.offset, it->second);
+        EXPECT_EQ(e.where, it->second);
         ++it;
     }
     EXPECT_LE(index.memory_bytes(), model.size() * 16 * 3) << "16 bytes an entry, runs up to twice their size";
