@@ -33,8 +33,8 @@ namespace {
 constexpr std::uint64_t KiB = 1024, MiB = 1024 * KiB;
 
 std::uint64_t sum_of_kinds(const steppe::store_memory& m) {
-    return m.store_pages + m.cooling + m.heap + m.page_map + m.fault_space + m.residency + m.types + m.storage + m.transaction +
-           m.buffers;
+    return m.store_pages + m.cooling + m.heap + m.page_map + m.fault_space + m.residency + m.types + m.storage +
+           m.transaction + m.buffers;
 }
 
 class MemoryAccountingTest : public steppe::test::store_fixture {
