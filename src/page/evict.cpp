@@ -1,5 +1,6 @@
 // The eviction thread keeps resident store pages within the budget: it
-// takes the oldest out a batch at a time, drops the clean ones, and writes
+// takes the oldest out a batch at a time, drops the clean ones (they cool
+// first: cool(), cooling.hpp), and writes
 // the ones the transaction in progress wrote to the log (as its frames,
 // storage::spill) before dropping them, so a transaction that writes more
 // existing pages than the budget holds runs in bounded memory

@@ -1,10 +1,11 @@
 // The page engine's fault path (async-signal-safe, run by the fault space
 // for the first touch of a page):
-//   - keep_within_budget, drop_oldest_clean: drop the oldest clean pages
-//     past the budget (T5 in pager.hpp)
+//   - keep_within_budget, drop_oldest_clean, drop_clean: drop the oldest
+//     clean pages past the budget, into the cooling pool (T5 in pager.hpp)
 //   - read-ahead: note_fault_for_prefetch, prefetch_targets
-//   - fill_page: read the page, check and swizzle its pointers (swizzle_word),
-//     relink its vtable pointers, record it as resident (T2)
+//   - fill_page: take a cooling page's bytes back, or read the page, check
+//     and swizzle its pointers (swizzle_word), relink its vtable pointers;
+//     record it as resident (T2)
 //   - unit_of, layout_of_page: what lies on a page, from the heap
 //   - fatal errors: fatal, wild_access, bad_pointer, address_space_exhausted,
 //     write_refused (a write to a read-only store)
