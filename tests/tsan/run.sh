@@ -6,7 +6,9 @@
 # the 4-thread walk under address-space reuse in reuse_test
 # (ThreadsWalkingTogetherBetweenRoundsSeeEveryNode, both backends), and the
 # eviction thread spilling under two writing threads in budget_test
-# (TwoThreadsWritingTenTimesTheBudgetLoseNothing, uffd), and the
+# (TwoThreadsWritingTenTimesTheBudgetLoseNothing, uffd), the cooling stage
+# in cooling_test (the eviction thread and the faulting thread cool and
+# rewarm pages in one pool; uffd), and the
 # two-thread tests of one_writer_test, and the object engine's page_fault
 # scheme, whose traps hand faults to a service thread (objects_test for
 # page_fault + cards: its trap tests and a reopened graph walked through traps).
@@ -34,7 +36,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" \
   -DSTEPPE_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test one_writer_test \
+cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test cooling_test one_writer_test \
   objects_test_page_fault_cards
 
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1 history_size=4} exitcode=66"
@@ -66,6 +68,8 @@ run "$build/tests/reuse_test" --gtest_filter='*ThreadsWalkingTogether*' || statu
 # holds the page read-only and copies it while a writer thread sits in the
 # fault its store took (seen in CI as a race in unswizzle_into): uffd only.
 run "$build/tests/budget_test" --gtest_filter='*TwoThreadsWriting*/uffd' || status=$?
+# (Its test of every tracking variant holds pages read-only too: left out.)
+run "$build/tests/cooling_test" --gtest_filter='*/uffd:-*EveryTrackingVariant*' || status=$?
 # Two threads racing to commit (one must be refused), and growing containers
 # through steppe::allocator at once (make and destroy take turns).
 # RootsOfTwoThreadsCommitting... is left out: one thread writes a new object
