@@ -182,6 +182,7 @@ struct options {
     friend const char* to_string(eviction_policy p) noexcept;  // found by ADL: call it unqualified
     eviction_policy eviction = eviction_policy::second_chance;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
+    bool log_diffs = true;            // as steppe::open_options
     bool checkpoint_on_close = true;  // as steppe::open_options
     bool salvage_damaged_log = false; // as steppe::open_options
 };
@@ -561,6 +562,10 @@ public:
     void checkpoint();
     // As steppe::store::backup: the last commit as one new main file `dest`.
     void backup(const std::string& dest);
+    // A read-only store (options::read_only) moves to the newest commit, as
+    // steppe::store::refresh: it opens the store again, so references from
+    // before are invalid. invalid_argument for a store open for writing.
+    void refresh();
 
     objects::stats stats() const;
     // Every finding of the store: the storage manager's checks, every segment,

@@ -99,6 +99,10 @@ struct open_options {
     // process ends on an error inside a page fault.
     void (*fatal_hook)(const char* message) = nullptr;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
+    // A page written at commit that differs from its checkpointed version in
+    // at most 2 KiB is logged as the changed words only (docs/format.md,
+    // "Diff frames"); off: whole pages (to measure what that saves).
+    bool log_diffs = true;
     // Bytes of memory the store may keep: its resident pages and, for the
     // page engine, its own memory (store_stats::memory; docs/guarantees.md,
     // promise 8). At least 1 MiB. When the store's own memory alone passes

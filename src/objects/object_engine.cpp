@@ -526,6 +526,16 @@ std::vector<std::string> engine_handle::check_memory() const {
     return findings;
 }
 
+// The new snapshot is opened before the old one closes, so a failed open
+// leaves the store as it was (two read-only opens of one store may overlap).
+std::unique_ptr<engine_handle> engine_handle::reopened() const {
+    if (!options_.read_only)
+        throw error(errc::invalid_argument, "refresh: object store " + path() +
+                                                " is open for writing and always sees its newest commit; refresh is "
+                                                "for read-only stores");
+    return std::make_unique<engine_handle>(path(), options_, scheme_);
+}
+
 }  // namespace detail
 
 // ---- the public store --------------------------------------------------------
@@ -551,6 +561,11 @@ void store::commit() { engine_->commit(); }
 void store::rollback() { engine_->rollback(); }
 void store::checkpoint() { engine_->checkpoint(); }
 void store::backup(const std::string& dest) { engine_->backup(dest); }
+void store::refresh() {
+    std::unique_ptr<detail::engine_handle> next = engine_->reopened();
+    std::swap(engine_, next);
+    next->close();
+}
 objects::stats store::stats() const { return engine_->object_stats(); }
 std::vector<std::string> store::check() const { return engine_->check(); }
 const std::string& store::path() const { return engine_->path(); }
@@ -592,6 +607,7 @@ std::unique_ptr<engine> open_object_engine(const std::string& path, const open_o
     o.durable = options.durable;
     o.checkpoint_on_close = options.checkpoint_on_close;
     o.salvage_damaged_log = options.salvage_damaged_log;
+    o.log_diffs = options.log_diffs;
     return std::make_unique<objects::detail::engine_handle>(path, o, std::nullopt);
 }
 }  // namespace steppe

@@ -79,6 +79,8 @@ public:
     void rollback() override;
     void checkpoint() override;
     void backup(const std::string& dest) override;
+    // A read-only store opened again, on the newest commit (store::refresh).
+    std::unique_ptr<engine_handle> reopened() const;
     void dump(const std::function<void(const std::string&)>& line) const override;  // check.cpp
     void reuse_address_space() override {}
     store_stats stats() const override;

@@ -893,11 +893,17 @@ storage::log_tail storage::append(std::span<const page_image> pages, const meta_
 // page (wal_format.hpp): its length in `diff`, or -1 when the whole page
 // is the smaller record. The main file changes only at checkpoints, which
 // copy the newest versions, so a difference holds until the log is reset.
+// Only a copy in the page cache is compared: a difference must not cost a
+// disk read (the eviction thread spills pages under memory pressure, when
+// the page cache holds little), so a page whose copy is not cached is
+// logged whole.
 long storage::diff_against_main(const page_image& p, std::byte* diff) const {
     std::byte base[page_size];
     const std::uint64_t offset = physical_page(p.page) * page_size;
-    const std::size_t n = main_->read_at(offset, {base, page_size});
-    std::memset(base + n, 0, page_size - n);
+    long n = main_->read_cached_nothrow(offset, base, page_size);
+    if (n == -EAGAIN && offset >= main_->size()) n = 0;  // past the file's end: zeros
+    if (n < 0) return -1;
+    std::memset(base + n, 0, page_size - static_cast<std::size_t>(n));
     return encode_page_diff(base, p.data, diff);
 }
 

@@ -490,4 +490,11 @@ inline sink_t g_sink;
     g_sink.sum += x + 3 * static_cast<std::int64_t>(y) + static_cast<unsigned char>(type[9]);
 }
 
+// open_options::log_diffs for both engines' stores (a driver's
+// `--log-diffs off`: whole pages logged; bench/oo/harness/hosking95.py).
+inline bool& steppe_log_diffs() {
+    static bool on = true;
+    return on;
+}
+
 }  // namespace bench

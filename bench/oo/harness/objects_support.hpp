@@ -143,6 +143,7 @@ inline steppe::objects::store open_object_store(const std::string& path, bool cr
     o.segment_objects = object_segment_objects();
     o.card_bytes = object_card_bytes();
     o.heap_limit = object_heap_limit();
+    o.log_diffs = steppe_log_diffs();
     return steppe::objects::store::open(path, o);
 }
 

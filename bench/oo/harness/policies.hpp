@@ -175,6 +175,7 @@ private:
         o.durable = true;
         o.address_space_limit = steppe_address_space_limit();
         o.prefetch = steppe_prefetch();
+        o.log_diffs = steppe_log_diffs();
         return steppe::store::open(path, o);
     }
     steppe::store store_;
