@@ -190,8 +190,6 @@ struct pager_stats {
     std::uint64_t resident_pages = 0;   // recorded as resident (approximate)
     std::uint64_t dirty_pages = 0;      // written since the last commit and in memory (approximate)
     std::uint64_t evictions = 0;        // clean pages dropped to stay within the budget
-    std::uint64_t cooled_pages = 0;     // of those, kept cooling (cooling.hpp)
-    std::uint64_t rewarmed_pages = 0;   // faults that put a cooling page back, without a read
     std::uint64_t spilled_pages = 0;    // uncommitted pages written to the log early
     std::uint64_t prefetched_pages = 0; // read-ahead hints given
     std::uint64_t prefetch_hits = 0;    // of those, pages then faulted in
@@ -199,6 +197,8 @@ struct pager_stats {
     std::uint64_t reuse_rounds = 0;         // address-space reuse rounds (automatic or asked for)
     std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
+    std::uint64_t cooled_pages = 0;         // evictions that kept the page cooling (cooling.hpp)
+    std::uint64_t rewarmed_pages = 0;       // faults that put a cooling page back, without a read
     // Time in the fills of missing pages, by part (store_stats).
     std::uint64_t miss_io_ns = 0, miss_swizzle_ns = 0, miss_handler_ns = 0;
 };
