@@ -275,8 +275,9 @@ public:
     translate::page_layout layout_of_page(std::uint64_t page) const noexcept;
     // The same as `h` (another state of the heap, e.g. the committed one) has it.
     translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
-    // The page map's P1-P2, the fault space's I1-I7, the ring's Q1 and the
-    // residency invariants R1-R7 above, as seen between operations (call
+    // The page map's P1-P2, the fault space's I1-I7, the ring's Q1, the
+    // cooling pool's C1 and the residency invariants R1-R7 above (R8 is not
+    // checked), as seen between operations (call
     // under a pause): one line per finding. Cheap: the fault space reads
     // only the part of its arenas ever touched (I6).
     std::vector<std::string> check_invariants() const;
