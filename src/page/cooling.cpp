@@ -24,7 +24,8 @@ void* map_table(std::uint64_t bytes, const char* what) {
 
 }  // namespace
 
-cooling::cooling(std::size_t capacity, std::uint64_t pages) : capacity_(std::min(capacity, max_capacity)), pages_(pages) {
+cooling::cooling(std::size_t capacity, std::uint64_t pages)
+    : capacity_(std::clamp<std::size_t>(capacity, 1, max_capacity)), pages_(pages) {
     pool_ = static_cast<std::byte*>(map_table(capacity_ * page_bytes, "pages"));
     try {
         words_ = static_cast<std::atomic<std::uint64_t>*>(map_table(capacity_ * sizeof(std::uint64_t), "slots"));

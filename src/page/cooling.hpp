@@ -37,7 +37,7 @@ namespace steppe::page {
 class cooling {
 public:
     // `pages`: the largest persistent page number + 1 the entries cover;
-    // `capacity` is at most max_capacity.
+    // `capacity` is taken between 1 and max_capacity.
     static constexpr std::size_t max_capacity = (std::size_t{1} << 20) - 1;
     cooling(std::size_t capacity, std::uint64_t pages);
     ~cooling();
