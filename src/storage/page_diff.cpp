@@ -52,7 +52,10 @@ long encode_page_diff(const std::byte* base, const std::byte* target, std::byte*
             continue;
         }
         std::size_t end = at + word;
-        while (end < page_size && word_differs(base, target, end)) end += word;
+        // Gives up as soon as the run passes the bound: a page rewritten
+        // whole is found after 2 KiB, not 4.
+        for (; end < page_size && word_differs(base, target, end); end += word)
+            if (used + run_header + (end - at) > max_diff_bytes) return -1;
         const std::size_t length = end - at;
         if (used + run_header + length > max_diff_bytes) return -1;
         put_u16(out + used, at);

@@ -223,7 +223,7 @@ private:
                      read_failure* why) const noexcept;
     long read_main_page(page_no page, std::byte* out, bool read_around) const noexcept;
     long read_log_version(page_no page, const wal_entry& e, std::byte* out, bool& malformed) const noexcept;
-    long diff_against_main(const page_image& p, std::byte* diff) const;
+    long diff_against_main(const page_image& p, std::uint64_t main_bytes, std::byte* diff) const;
     void create_files();
     void load_header();
     void load_checksums();
