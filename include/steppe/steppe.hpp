@@ -121,9 +121,12 @@ struct open_options {
     // Past resident_budget, clean pages first cool: out of reach but kept
     // (an eighth of the budget holds them), so a touch puts them back
     // without a read, and the pages nobody touched meanwhile are the ones
-    // that leave memory (docs/design.md, "Larger than memory"). Off, the
-    // oldest leave at once (first in, first out), as before.
-    bool cooling = true;
+    // that leave memory (docs/design.md, "Larger than memory"). Off (the
+    // default), the oldest leave at once (first in, first out). On, it
+    // misses 2-10 % less, but with the store in the page cache it was
+    // 0.96-1.32x as slow (docs/benchmarks.md); it may pay where misses go
+    // to the disk (not measured yet).
+    bool cooling = false;
     // Bytes of virtual address space the store may reserve for the objects
     // pointers name (see store::reuse_address_space). 0 = 4 TiB. It is cut
     // into 64 arenas; the largest object must fit in one arena with a guard
