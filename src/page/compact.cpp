@@ -352,7 +352,7 @@ void report_by_type(const types::catalog& catalog, const std::vector<heap::chunk
 }
 }  // namespace
 
-compact_report compact_into(const committed_store& from, const std::string& temp, bool collect) {
+compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io) {
     refuse_address_ordered(from.catalog, from.files.path());
     page_reader pages(from.files);
     const std::vector<heap::chunk_info> all = allocated_chunks(from.h);
@@ -369,7 +369,7 @@ compact_report compact_into(const committed_store& from, const std::string& temp
     for (auto& [name, root] : roots) root.address = forward(root.address);
     new_metadata metadata;
     write_metadata(from, to, roots, metadata);
-    storage::write_main_file(temp, [&](storage::storage& out) { write_pages(out, to, data, metadata); });
+    storage::write_main_file(temp, [&](storage::storage& out) { write_pages(out, to, data, metadata); }, io);
 
     compact_report r;
     r.pages_after = to.page_count();
@@ -404,17 +404,17 @@ compact_report page_engine::compact(const compact_options& options) {
     const std::string temp = store + ".compact";
     std::unique_ptr<heap> h = load_committed_heap();
     compact_report r =
-        compact_into({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, temp, options.collect);
+        compact_into({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, temp, options.collect, io_);
+    storage::env& files = io_ ? *io_ : storage::posix_env();
     try {
-        storage::replace_store(store, temp);
+        storage::replace_store(store, temp, io_);
     } catch (...) {
-        storage::env& files = storage::posix_env();
         if (files.exists(temp)) files.remove(temp);
         throw;
     }
     r.pages_before = before.page_count;
     r.bytes_before = before.main_file_bytes + before.wal_file_bytes;
-    r.bytes_after = storage::posix_env().open(store, storage::open_mode::read_only, 0)->size();
+    r.bytes_after = files.open(store, storage::open_mode::read_only, 0)->size();
     return r;
 }
 

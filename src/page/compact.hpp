@@ -27,11 +27,11 @@ struct committed_store {
 };
 
 // Writes the compacted copy of `from` as the new main file `temp`
-// (storage::write_main_file): every allocated object, or with `collect`
+// (storage::write_main_file, through `io`): every allocated object, or with `collect`
 // only those the roots reach, moved and its pointers forwarded. The report's
 // sizes before and after are left for the caller. Throws unsupported for a
 // store holding containers hashed or ordered by persistent address (their
 // order would change), and what reading or writing throws.
-compact_report compact_into(const committed_store& from, const std::string& temp, bool collect);
+compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io);
 
 }  // namespace steppe::page

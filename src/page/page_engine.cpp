@@ -34,7 +34,7 @@ vm::backend_kind backend_for(fault_backend b) {
 }  // namespace
 
 page_engine::page_engine(const std::string& path, const open_options& options, storage::env* io)
-    : options_(options) {
+    : options_(options), io_(io) {
     storage_ = storage::storage::open(path, storage_options(options, io));
 
     const auto& raw = storage_->meta();

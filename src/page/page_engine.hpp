@@ -76,6 +76,7 @@ private:
     void note_types_memory();
 
     open_options options_;
+    storage::env* io_;  // the file system the store's files go through (nullptr: the real one)
     std::unique_ptr<storage::storage> storage_;
     state live_, committed_;
     std::unique_ptr<pager> pager_;  // after live_: it holds live_.vtables

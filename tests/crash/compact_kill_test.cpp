@@ -4,6 +4,9 @@
 // the old one or the new one whole: its page count is the old store's or the
 // compacted store's, nothing between (the collect frees 300 objects, so the
 // two differ). Then a compaction of the survivor goes through.
+// The same at every I/O call of a compaction in turn (the old store's
+// checkpoint, the new file, the swap), as a power loss there leaves the
+// files (tests/support/fault_env.hpp), until a compaction runs through.
 // STEPPE_COMPACT_KILLS sets the number of kills (default 24), at instants up to 1.5 times what one compaction took.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -17,7 +20,9 @@
 #include <random>
 #include <thread>
 
+#include "engine/open_internal.hpp"
 #include "storage/storage.hpp"
+#include "support/fault_env.hpp"
 #include "support/compact_model.hpp"
 #include "support/temp_dir.hpp"
 
@@ -40,6 +45,11 @@ pid_t start_compaction(const std::string& path) {
     return child;
 }
 
+// The store at `path` is `old_pages` or `new_pages` long, checks clean and
+// holds `contents`.
+void expect_old_or_new(const std::string& path, std::uint64_t old_pages, std::uint64_t new_pages,
+                       const std::string& contents, const std::string& after);
+
 std::uint64_t page_count(const std::string& path) {
     auto s = steppe::storage::storage::open(path, {.create = false, .read_only = true});
     return s->page_count();
@@ -50,6 +60,15 @@ void copy_store(const std::string& from, const std::string& to) {
     for (const char* suffix : {"", "-wal", ".compact", "-shm"}) fs::remove(to + suffix);
     for (const char* suffix : {"", "-wal"})
         if (fs::exists(from + suffix)) fs::copy_file(from + suffix, to + suffix);
+}
+
+void expect_old_or_new(const std::string& path, std::uint64_t old_pages, std::uint64_t new_pages,
+                       const std::string& contents, const std::string& after) {
+    std::uint64_t pages = page_count(path);
+    ASSERT_TRUE(pages == old_pages || pages == new_pages) << after << ": " << pages << " pages";
+    auto s = steppe::store::open(path, {.create = false});
+    EXPECT_EQ(s.check(), std::vector<std::string>{}) << after;
+    EXPECT_EQ(compact_model::fingerprint(s), contents) << after;
 }
 
 TEST(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
@@ -79,12 +98,8 @@ TEST(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
         std::this_thread::sleep_for(std::chrono::microseconds(random() % (span * 3 / 2 + 1)));
         ::kill(child, SIGKILL);
         ::waitpid(child, &status, 0);
-        std::uint64_t pages = page_count(path);
-        ASSERT_TRUE(pages == old_pages || pages == new_pages) << "kill " << i << ": " << pages << " pages";
-        (pages == old_pages ? olds : news)++;
-        auto s = steppe::store::open(path, {.create = false});
-        EXPECT_EQ(s.check(), std::vector<std::string>{}) << "kill " << i;
-        EXPECT_EQ(compact_model::fingerprint(s), contents) << "kill " << i;
+        (page_count(path) == old_pages ? olds : news)++;
+        expect_old_or_new(path, old_pages, new_pages, contents, "kill " + std::to_string(i));
     }
     std::printf("%d kills over %lld us: %d left the old store, %d the new one\n", kills,
                 static_cast<long long>(span), olds, news);
@@ -92,6 +107,45 @@ TEST(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the survivor compacts";
     EXPECT_EQ(page_count(path), new_pages);
     EXPECT_EQ(compact_model::fingerprint(path), contents);
+}
+
+TEST(CompactKill, APowerLossAtEveryIoCallLeavesTheOldStoreOrTheNewOne) {
+    steppe::test::temp_dir dir;
+    const std::string original = dir.path("original.db"), path = dir.path("s.db");
+    compact_model::build(original, 300, 30);
+    const std::string contents = compact_model::fingerprint(original);
+    const std::uint64_t old_pages = page_count(original);
+    copy_store(original, path);
+    steppe::compact(path, {.collect = true});
+    const std::uint64_t new_pages = page_count(path);
+    const steppe::test::loss modes[] = {steppe::test::loss::drop_all, steppe::test::loss::random_subset,
+                                        steppe::test::loss::random_torn, steppe::test::loss::keep_all};
+    for (long n = 1;; ++n) {
+        copy_store(original, path);
+        pid_t child = ::fork();
+        if (child == 0) {
+            steppe::test::fault_env io;
+            io.kill_after(n, modes[n % 4], static_cast<std::uint64_t>(n));
+            try {
+                steppe::detail::compact_with_env(path, {.collect = true}, &io);
+            } catch (...) {
+                ::_exit(3);
+            }
+            ::_exit(0);
+        }
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        const bool through = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        ASSERT_TRUE(through || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) << "call " << n << ": " << status;
+        expect_old_or_new(path, old_pages, new_pages, contents,
+                          "power loss (" + std::string(to_string(modes[n % 4])) + ") at call " + std::to_string(n));
+        if (::testing::Test::HasFailure()) return;
+        if (through) {
+            EXPECT_EQ(page_count(path), new_pages);
+            std::printf("a power loss at each of the %ld I/O calls of a compaction\n", n - 1);
+            return;
+        }
+    }
 }
 
 }  // namespace
