@@ -35,7 +35,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <unordered_map>
 
 #include "page/engine_meta.hpp"
 #include "page/page_engine.hpp"
@@ -51,10 +50,10 @@ constexpr std::size_t batch_pages = 1024;  // 4 MiB of page images per commit of
 // The old store's committed page images, each read once.
 class page_reader {
 public:
-    explicit page_reader(const storage::storage& files) : files_(files) {}
+    page_reader(const storage::storage& files, std::uint64_t page_count) : files_(files), pages_(page_count) {}
 
     const std::byte* page(std::uint64_t p) {
-        std::unique_ptr<buffer>& slot = pages_[p];
+        std::unique_ptr<buffer>& slot = pages_.at(p);
         if (!slot) {
             slot = std::make_unique<buffer>();
             storage::read_failure why;
@@ -80,7 +79,7 @@ public:
 private:
     using buffer = std::array<std::byte, page_bytes>;
     const storage::storage& files_;
-    std::unordered_map<std::uint64_t, std::unique_ptr<buffer>> pages_;
+    std::vector<std::unique_ptr<buffer>> pages_;  // by page number
 };
 
 void refuse_address_ordered(const types::catalog& catalog, const std::string& path) {
@@ -234,9 +233,7 @@ void check_placement(const std::vector<block>& blocks, const std::vector<heap::c
 // A stored word of the old store as the new store stores it (C1, C4).
 class forwarding {
 public:
-    explicit forwarding(const std::vector<block>& blocks) {
-        for (const block& b : blocks) by_old_.emplace(b.old_addr, &b);
-    }
+    explicit forwarding(const std::vector<block>& blocks) : blocks_(blocks) {}  // in address order
     std::uint64_t operator()(std::uint64_t word) const {
         const bool tagged = word & translate::end_tag;
         const std::uint64_t a = word & ~translate::end_tag;
@@ -252,12 +249,13 @@ public:
 
 private:
     const block* holding(std::uint64_t addr) const {
-        auto it = by_old_.upper_bound(addr);
-        if (it == by_old_.begin()) return nullptr;
+        auto it = std::upper_bound(blocks_.begin(), blocks_.end(), addr,
+                                   [](std::uint64_t a, const block& b) { return a < b.old_addr; });
+        if (it == blocks_.begin()) return nullptr;
         --it;
-        return addr < it->first + it->second->bytes ? it->second : nullptr;
+        return addr < it->old_addr + it->bytes ? &*it : nullptr;
     }
-    std::map<std::uint64_t, const block*> by_old_;
+    const std::vector<block>& blocks_;
 };
 
 // The new store's pages [0, page_count) as one image (only data pages filled).
@@ -354,7 +352,7 @@ void report_by_type(const types::catalog& catalog, const std::vector<heap::chunk
 
 compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io) {
     refuse_address_ordered(from.catalog, from.files.path());
-    page_reader pages(from.files);
+    page_reader pages(from.files, from.h.page_count());
     const std::vector<heap::chunk_info> all = allocated_chunks(from.h);
     const std::vector<heap::chunk_info> kept = collect ? reachable_chunks(from, pages) : all;
     std::vector<block> blocks = make_blocks(kept);

@@ -175,6 +175,24 @@ TEST_F(CompactTest, ObjectEngineStoresAreRefusedAsUnsupported) {
     EXPECT_NE(r.out.find("(unsupported)"), std::string::npos) << r.out;
 }
 
+struct ByAddress {
+    steppe::map<compact_model::Junk*, long> order;
+    STEPPE_FIELDS(order)
+};
+
+// Its order is by persistent address, which compaction changes.
+TEST_F(CompactTest, RefusesAStoreOrderedByPersistentAddress) {
+    {
+        auto s = steppe::store::open(path);
+        auto* by = s.root<ByAddress>("by");
+        by->order[s.make<compact_model::Junk>()] = 1;
+        s.commit();
+    }
+    EXPECT_ERROR(steppe::errc::unsupported, "persistent_less", steppe::compact(path));
+    EXPECT_EQ(check(), std::vector<std::string>{});
+    EXPECT_FALSE(std::filesystem::exists(path + ".compact"));
+}
+
 TEST_F(CompactTest, AMissingStoreIsNotFound) {
     EXPECT_ERROR(steppe::errc::not_found, "s.db", steppe::compact(path));
     EXPECT_FALSE(std::filesystem::exists(path));
