@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -45,11 +46,6 @@ pid_t start_compaction(const std::string& path) {
     return child;
 }
 
-// The store at `path` is `old_pages` or `new_pages` long, checks clean and
-// holds `contents`.
-void expect_old_or_new(const std::string& path, std::uint64_t old_pages, std::uint64_t new_pages,
-                       const std::string& contents, const std::string& after);
-
 std::uint64_t page_count(const std::string& path) {
     auto s = steppe::storage::storage::open(path, {.create = false, .read_only = true});
     return s->page_count();
@@ -62,31 +58,47 @@ void copy_store(const std::string& from, const std::string& to) {
         if (fs::exists(from + suffix)) fs::copy_file(from + suffix, to + suffix);
 }
 
-void expect_old_or_new(const std::string& path, std::uint64_t old_pages, std::uint64_t new_pages,
-                       const std::string& contents, const std::string& after) {
-    std::uint64_t pages = page_count(path);
-    ASSERT_TRUE(pages == old_pages || pages == new_pages) << after << ": " << pages << " pages";
-    auto s = steppe::store::open(path, {.create = false});
-    EXPECT_EQ(s.check(), std::vector<std::string>{}) << after;
-    EXPECT_EQ(compact_model::fingerprint(s), contents) << after;
-}
-
-TEST(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
+// A store built and 80 % deleted (`original`), what it holds, and its page
+// count before and after `steppe compact --collect`; `path` is where each
+// run compacts a fresh copy of it.
+class CompactKill : public ::testing::Test {
+protected:
     steppe::test::temp_dir dir;
     const std::string original = dir.path("original.db"), path = dir.path("s.db");
-    compact_model::build(original, 3000, 300);
-    const std::string contents = compact_model::fingerprint(original);
-    const std::uint64_t old_pages = page_count(original);
+    std::string contents;
+    std::uint64_t old_pages = 0, new_pages = 0;
 
-    copy_store(original, path);
-    auto started = std::chrono::steady_clock::now();
+    // Builds the store; compacts a copy by `compact`, which returns how long it took.
+    void prepare(long items, long junk, const std::function<void()>& compact) {
+        compact_model::build(original, items, junk);
+        contents = compact_model::fingerprint(original);
+        old_pages = page_count(original);
+        copy_store(original, path);
+        compact();
+        new_pages = page_count(path);
+        ASSERT_LT(new_pages, old_pages);
+    }
+
+    // The store at `path` is the old one or the new one: its page count is
+    // one of the two, it checks clean and holds `contents`.
+    void expect_old_or_new(const std::string& after) {
+        std::uint64_t pages = page_count(path);
+        ASSERT_TRUE(pages == old_pages || pages == new_pages) << after << ": " << pages << " pages";
+        auto s = steppe::store::open(path, {.create = false});
+        EXPECT_EQ(s.check(), std::vector<std::string>{}) << after;
+        EXPECT_EQ(compact_model::fingerprint(s), contents) << after;
+    }
+};
+
+TEST_F(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
+    std::chrono::steady_clock::duration took{};
     int status = 0;
-    ::waitpid(start_compaction(path), &status, 0);
-    const auto took = std::chrono::steady_clock::now() - started;
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    const std::uint64_t new_pages = page_count(path);
-    ASSERT_LT(new_pages, old_pages);
-
+    prepare(3000, 300, [&] {
+        auto started = std::chrono::steady_clock::now();
+        ::waitpid(start_compaction(path), &status, 0);
+        took = std::chrono::steady_clock::now() - started;
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    });
     const char* kills_env = std::getenv("STEPPE_COMPACT_KILLS");
     const int kills = kills_env ? std::atoi(kills_env) : 24;
     std::mt19937_64 random(std::random_device{}());
@@ -99,7 +111,7 @@ TEST(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
         ::kill(child, SIGKILL);
         ::waitpid(child, &status, 0);
         (page_count(path) == old_pages ? olds : news)++;
-        expect_old_or_new(path, old_pages, new_pages, contents, "kill " + std::to_string(i));
+        expect_old_or_new("kill " + std::to_string(i));
     }
     std::printf("%d kills over %lld us: %d left the old store, %d the new one\n", kills,
                 static_cast<long long>(span), olds, news);
@@ -109,15 +121,8 @@ TEST(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
     EXPECT_EQ(compact_model::fingerprint(path), contents);
 }
 
-TEST(CompactKill, APowerLossAtEveryIoCallLeavesTheOldStoreOrTheNewOne) {
-    steppe::test::temp_dir dir;
-    const std::string original = dir.path("original.db"), path = dir.path("s.db");
-    compact_model::build(original, 300, 30);
-    const std::string contents = compact_model::fingerprint(original);
-    const std::uint64_t old_pages = page_count(original);
-    copy_store(original, path);
-    steppe::compact(path, {.collect = true});
-    const std::uint64_t new_pages = page_count(path);
+TEST_F(CompactKill, APowerLossAtEveryIoCallLeavesTheOldStoreOrTheNewOne) {
+    prepare(300, 30, [&] { steppe::compact(path, {.collect = true}); });
     const steppe::test::loss modes[] = {steppe::test::loss::drop_all, steppe::test::loss::random_subset,
                                         steppe::test::loss::random_torn, steppe::test::loss::keep_all};
     for (long n = 1;; ++n) {
@@ -137,8 +142,7 @@ TEST(CompactKill, APowerLossAtEveryIoCallLeavesTheOldStoreOrTheNewOne) {
         ::waitpid(child, &status, 0);
         const bool through = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         ASSERT_TRUE(through || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) << "call " << n << ": " << status;
-        expect_old_or_new(path, old_pages, new_pages, contents,
-                          "power loss (" + std::string(to_string(modes[n % 4])) + ") at call " + std::to_string(n));
+        expect_old_or_new("power loss (" + std::string(to_string(modes[n % 4])) + ") at call " + std::to_string(n));
         if (::testing::Test::HasFailure()) return;
         if (through) {
             EXPECT_EQ(page_count(path), new_pages);

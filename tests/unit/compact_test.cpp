@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 
 #include "heap/heap.hpp"
 #include "support/cli.hpp"
@@ -128,33 +130,21 @@ TEST_F(CompactTest, TheCliCompactsAndVirtualCallsWorkAfterwards) {
 
 TEST_F(CompactTest, RefusesAStoreAProgramHolds) {
     compact_model::build(path, 100);
-    int opened[2], release[2];
-    ASSERT_EQ(::pipe(opened), 0);
-    ASSERT_EQ(::pipe(release), 0);
+    const std::string opened = dir.path("opened");
     pid_t holder = ::fork();
     ASSERT_GE(holder, 0);
-    if (holder == 0) {
-        ::close(opened[0]);
-        ::close(release[1]);
-        {
-            auto s = steppe::store::open(path);
-            char c = 1;
-            if (::write(opened[1], &c, 1) != 1 || ::read(release[0], &c, 1) < 0) ::_exit(1);
-        }
-        ::_exit(0);
+    if (holder == 0) {  // holds the store until killed
+        auto s = steppe::store::open(path);
+        std::ofstream(opened) << "open";
+        for (;;) ::pause();
     }
-    ::close(opened[1]);
-    ::close(release[0]);
-    char c;
-    ASSERT_EQ(::read(opened[0], &c, 1), 1);
+    while (!std::filesystem::exists(opened)) ::usleep(1000);
     EXPECT_ERROR(steppe::errc::locked, std::to_string(holder), steppe::compact(path));
     auto r = steppe::test::run_cli("compact " + path);
-    ::close(release[1]);
-    int status = 0;
-    ::waitpid(holder, &status, 0);
-    EXPECT_EQ(status, 0);
     EXPECT_EQ(r.exit_code, 2) << r.out;
     EXPECT_NE(r.out.find("(locked)"), std::string::npos) << r.out;
+    ::kill(holder, SIGKILL);
+    ::waitpid(holder, nullptr, 0);
     EXPECT_EQ(check(), std::vector<std::string>{});
 }
 
