@@ -36,7 +36,13 @@ struct Catalogue {
     Item* newest = nullptr;
     steppe::vector<Item*> items;
     steppe::map<steppe::string, long> index;
-    STEPPE_FIELDS(newest, items, index)
+    // Pointers into blocks and one past their ends (deque), into the
+    // container itself (the hash table's first node points at its
+    // before-begin member), a node list.
+    steppe::deque<long> history;
+    steppe::unordered_map<long, steppe::string> by_value;
+    steppe::list<long> values;
+    STEPPE_FIELDS(newest, items, index, history, by_value, values)
 };
 
 // Left unreachable for --collect.
@@ -70,6 +76,9 @@ inline void build(const std::string& path, long count, long junk = 0) {
         c->newest = make_item(s, i, c->newest);
         c->items.push_back(c->newest);
         c->index[steppe::string(item_name(i))] = i;
+        c->history.push_back(i);
+        c->by_value[i] = steppe::string(item_name(i));
+        c->values.push_back(i);
     }
     Junk** j = s.root<Junk*>("junk");
     for (long i = 0; i < junk; ++i) {
@@ -84,6 +93,7 @@ inline void build(const std::string& path, long count, long junk = 0) {
     for (Item* it : c->items) {
         if (it->value % 5 != 0) {
             c->index.erase(steppe::string(it->name));
+            c->by_value.erase(it->value);
             s.destroy(it);
             continue;
         }
@@ -92,6 +102,8 @@ inline void build(const std::string& path, long count, long junk = 0) {
         kept.push_back(it);
     }
     c->items = std::move(kept);
+    while (c->history.size() > static_cast<std::size_t>(count / 5)) c->history.pop_front();
+    c->values.remove_if([](long v) { return v % 5 != 0; });
     c->newest = newest;
     s.remove_root("junk");
     s.commit();
@@ -119,6 +131,14 @@ inline std::string fingerprint(steppe::store& s) {
     for (Item* it : c->items) out += std::to_string(it->value) + ",";
     out += "\nindex:";
     for (const auto& [name, value] : c->index) out += std::string(name) + "=" + std::to_string(value) + ";";
+    out += "\nhistory:";
+    for (long v : c->history) out += std::to_string(v) + ",";
+    out += "\nby value:";
+    for (long v : c->values) {
+        auto it = c->by_value.find(v);
+        out += it == c->by_value.end() ? "MISSING" : std::string(it->second) + ";";
+    }
+    out += std::to_string(c->by_value.size());
     return out;
 }
 
