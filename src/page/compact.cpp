@@ -66,6 +66,10 @@ public:
         std::memcpy(&w, page(addr / page_bytes) + addr % page_bytes, sizeof w);
         return w;
     }
+    // Pages below `page` are not asked for again: their memory goes.
+    void forget_below(std::uint64_t page) {
+        for (; forgotten_ < page && forgotten_ < pages_.size(); ++forgotten_) pages_[forgotten_].reset();
+    }
     void copy(std::uint64_t addr, std::uint64_t bytes, std::byte* out) {
         while (bytes) {
             std::uint64_t part = std::min(bytes, page_bytes - addr % page_bytes);
@@ -80,6 +84,7 @@ private:
     using buffer = std::array<std::byte, page_bytes>;
     const storage::storage& files_;
     std::vector<std::unique_ptr<buffer>> pages_;  // by page number
+    std::uint64_t forgotten_ = 0;
 };
 
 void refuse_address_ordered(const types::catalog& catalog, const std::string& path) {
@@ -265,6 +270,7 @@ std::vector<std::byte> forwarded_pages(const committed_store& from, page_reader&
     std::vector<std::byte> image(page_count * page_bytes);
     const forwarding forward(blocks);
     for (const block& b : blocks) {
+        pages.forget_below(b.old_addr / page_bytes);  // blocks come in address order
         pages.copy(b.old_addr, b.bytes, image.data() + b.new_addr);
         for (std::size_t i = b.first; i < b.first + b.chunks; ++i)
             for_each_pointer_word(from.catalog, kept[i], [&](std::uint64_t at) {
