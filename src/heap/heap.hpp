@@ -64,6 +64,7 @@
 //             throws.
 #pragma once
 
+#include "common/prefetch.hpp"
 #include "common/page_size.hpp"
 
 #include <array>
@@ -338,6 +339,15 @@ public:
     // nullptr for pages at or past page_count().
     const page_desc* describe(std::uint64_t page) const noexcept {
         return page < pages_.size() ? &pages_[page] : nullptr;
+    }
+    // Starts loading `page`'s descriptor into the cache (no effect past
+    // page_count()): the fault handler asks place_of for every pointer of a
+    // page, whose targets are scattered, so it issues all the loads first.
+    void prefetch_describe(std::uint64_t page) const noexcept {
+        if (page >= pages_.size()) return;
+        const auto* d = reinterpret_cast<const char*>(&pages_[page]);
+        common::prefetch(d);
+        common::prefetch(d + sizeof(page_desc) - 1);  // half of them straddle two cache lines
     }
     // The large run containing `page` (head or tail), if any.
     std::optional<run> large_run(std::uint64_t page) const noexcept;
