@@ -403,8 +403,12 @@ public:
     void mark_all_dirty();
     std::size_t dirty_page_count() const noexcept { return dirty_list_.size(); }
 
+    // Asks for a page that fetch will probably be given soon (read-ahead);
+    // only a hint, which may name any page or none that is fetched.
+    using will_need_fn = std::function<void(std::uint64_t page)>;
+
     // Rebuilds a heap from a root and its metadata pages; validates everything.
-    static heap decode(const heap_root& root, const fetch_fn& fetch);
+    static heap decode(const heap_root& root, const fetch_fn& fetch, const will_need_fn& will_need = {});
 
     // Checks invariants H1..H7; returns one line per violation (empty = sound).
     std::vector<std::string> audit() const;

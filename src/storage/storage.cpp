@@ -377,6 +377,10 @@ void storage::outrank_stale_copies(std::uint64_t group, group_sums& sums) const 
 void storage::load_checksums() {
     std::uint64_t groups = (page_count_ + group_data_pages - 1) / group_data_pages;
     groups_.assign(groups, group_sums{});
+    // The slots lie every 1,024 pages of the file: asked for all at once, a
+    // cold open waits for the disk about once instead of once per slot.
+    for (std::uint64_t g = 0; g < groups; ++g)
+        for (int slot = 0; slot < 2; ++slot) main_->will_need(checksum_slot_page(g, slot) * page_size, page_size);
     for (std::uint64_t g = 0; g < groups; ++g) {
         checksum_page copies[2];
         bool valid[2] = {read_group_slot(g, 0, copies[0]), read_group_slot(g, 1, copies[1])};
