@@ -1013,7 +1013,7 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
         // (e.g. disk full) is retried after the next commit, and so is one a
         // reader holding an older snapshot defers.
         try {
-            try_checkpoint();
+            if (!try_checkpoint()) wait_for_readers_and_checkpoint();
         } catch (const error& e) {
             if (e.code() == errc::poisoned || poisoned_) throw;
         }
@@ -1043,6 +1043,31 @@ void storage::checkpoint() {
 }
 
 bool storage::try_checkpoint() { return !checkpoint_now(false); }
+
+// Readers that refresh often are still at an older commit at almost every
+// instant a busy writer tries to checkpoint, so without a pause the log
+// would grow for as long as they run. The writer stops committing for a
+// moment (this commit is already durable; only its return waits) and
+// checkpoints as soon as every reader is at the newest commit. A reader
+// that keeps an old snapshot longer makes it give up; it waits again only
+// once the log has grown by another checkpoint_bytes, so such a reader
+// costs the writer at most one wait per checkpoint_bytes of log.
+void storage::wait_for_readers_and_checkpoint() {
+    const std::uint64_t log_bytes = wal_end_ - wal_frames_offset;
+    if (!readers_ || opts_.checkpoint_wait.count() <= 0 || log_bytes < next_reader_wait_) return;
+    ++stats_.checkpoint_waits;
+    const auto give_up = std::chrono::steady_clock::now() + opts_.checkpoint_wait;
+    while (std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (readers_->first_reader_not_at(wal_header_.generation, wal_end_)) continue;
+        if (try_checkpoint()) {
+            next_reader_wait_ = 0;
+            return;
+        }
+    }
+    ++stats_.checkpoint_waits_expired;
+    next_reader_wait_ = log_bytes + opts_.checkpoint_bytes;
+}
 
 namespace {
 // The checkpoint epoch is odd from before the writer looks at the readers
