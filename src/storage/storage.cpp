@@ -767,7 +767,7 @@ long storage::read_log_version(page_no page, const wal_entry& e, std::byte* out,
     std::byte diff[max_diff_bytes];
     const std::size_t bytes = std::min<std::size_t>(e.at.diff_bytes, sizeof diff);
     long n = wal_->read_at_nothrow(e.at.offset, diff, bytes);
-    if (n < 0 || static_cast<std::size_t>(n) < bytes) return std::min<long>(n, 0);
+    if (n < 0 || static_cast<std::size_t>(n) < bytes) return n;  // short: read_logged says the log is cut short
     long base = read_main_page(page, out, false);
     if (base < 0) return base;
     malformed = !apply_page_diff(diff, bytes, out);
@@ -796,7 +796,11 @@ bool storage::read_logged(page_no page, const wal_entry& e, std::byte* out, comm
     }
     if (!malformed && static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == e.sum) return true;
     msg << file.c_str() << ": page " << page << " (" << (from_main ? "file" : "log") << " offset " << offset << ") ";
-    if (malformed) msg << "is a difference frame whose runs break the format";
+    const std::size_t frame_bytes = !from_main && e.at.diff ? e.at.diff_bytes : page_size;
+    if (static_cast<std::size_t>(n) < frame_bytes)
+        msg << "is cut short: " << std::uint64_t(n) << " of its " << std::uint64_t{frame_bytes}
+            << " bytes are there, so the " << (from_main ? "main file" : "log") << " was truncated";
+    else if (malformed) msg << "is a difference frame whose runs break the format";
     else if (!from_main && e.at.diff)
         msg << "is a difference against the main file's page (file offset " << physical_page(page) * page_size
             << "), and what it makes fails the page's checksum: that main-file page or the frame is damaged";
