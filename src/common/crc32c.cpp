@@ -26,28 +26,81 @@ std::uint32_t crc32c_software(std::uint32_t crc, const unsigned char* p, std::si
     return crc;
 }
 
+// The crc32 instruction takes 3 cycles before the next can use its result,
+// but the CPU starts one every cycle: a page is summed as three interleaved
+// stripes, joined by shifting (stripe_shift). A page checksum runs twice per
+// fault (the read's check, the fault space's clean sum), so this is worth
+// about three times less of each fault.
+constexpr std::size_t stripe = 1360;  // 3 stripes + 16 bytes = a 4 KiB page
+
 __attribute__((target("sse4.2")))
-std::uint32_t crc32c_hardware(std::uint32_t crc, const unsigned char* p, std::size_t n) noexcept {
-    std::uint64_t c = crc;
-    for (; n >= 8; n -= 8, p += 8) {
+std::uint64_t crc32c_words(std::uint64_t c, const unsigned char* p, std::size_t words) noexcept {
+    for (; words > 0; --words, p += 8) {
         std::uint64_t word;
         std::memcpy(&word, p, 8);
         c = _mm_crc32_u64(c, word);
     }
+    return c;
+}
+
+// The crc register after `stripe` more zero bytes is a linear function of
+// the register before: the xor of one table entry per byte of it. Built from
+// the 32 single-bit registers (a dozen microseconds at load time).
+using shift_table = std::array<std::array<std::uint32_t, 256>, 4>;
+
+__attribute__((target("sse4.2")))
+shift_table make_stripe_shift() noexcept {
+    static constexpr unsigned char zeros[stripe] = {};
+    std::uint32_t bit[32];
+    for (int i = 0; i < 32; ++i)
+        bit[i] = static_cast<std::uint32_t>(crc32c_words(std::uint32_t{1} << i, zeros, stripe / 8));
+    shift_table t{};
+    for (int k = 0; k < 4; ++k)
+        for (std::uint32_t b = 0; b < 256; ++b)
+            for (int i = 0; i < 8; ++i)
+                if (b >> i & 1) t[k][b] ^= bit[8 * k + i];
+    return t;
+}
+
+std::uint32_t stripe_shift(const shift_table& t, std::uint32_t c) noexcept {
+    return t[0][c & 0xFF] ^ t[1][c >> 8 & 0xFF] ^ t[2][c >> 16 & 0xFF] ^ t[3][c >> 24];
+}
+
+__attribute__((target("sse4.2")))
+std::uint32_t crc32c_hardware(const shift_table& shift, std::uint32_t crc, const unsigned char* p,
+                              std::size_t n) noexcept {
+    std::uint64_t c = crc;
+    for (; n >= 3 * stripe; n -= 3 * stripe, p += 3 * stripe) {
+        std::uint64_t c1 = 0, c2 = 0;
+        for (std::size_t i = 0; i < stripe; i += 8) {
+            std::uint64_t w0, w1, w2;
+            std::memcpy(&w0, p + i, 8);
+            std::memcpy(&w1, p + stripe + i, 8);
+            std::memcpy(&w2, p + 2 * stripe + i, 8);
+            c = _mm_crc32_u64(c, w0);
+            c1 = _mm_crc32_u64(c1, w1);
+            c2 = _mm_crc32_u64(c2, w2);
+        }
+        c = stripe_shift(shift, static_cast<std::uint32_t>(c)) ^ c1;
+        c = stripe_shift(shift, static_cast<std::uint32_t>(c)) ^ c2;
+    }
+    c = crc32c_words(c, p, n / 8);
+    p += n / 8 * 8;
     std::uint32_t c32 = static_cast<std::uint32_t>(c);
-    for (; n > 0; --n) c32 = _mm_crc32_u8(c32, *p++);
+    for (n %= 8; n > 0; --n) c32 = _mm_crc32_u8(c32, *p++);
     return c32;
 }
 
 // Resolved once at load time, so the signal-context path never runs cpuid.
 const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+const shift_table kStripeShift = kHaveSse42 ? make_stripe_shift() : shift_table{};
 
 }  // namespace
 
 std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t size) noexcept {
     auto p = static_cast<const unsigned char*>(data);
     crc = ~crc;
-    crc = kHaveSse42 ? crc32c_hardware(crc, p, size) : crc32c_software(crc, p, size);
+    crc = kHaveSse42 ? crc32c_hardware(kStripeShift, crc, p, size) : crc32c_software(crc, p, size);
     return ~crc;
 }
 

@@ -64,6 +64,7 @@
 //             throws.
 #pragma once
 
+#include "common/prefetch.hpp"
 #include "common/page_size.hpp"
 
 #include <array>
@@ -339,6 +340,15 @@ public:
     const page_desc* describe(std::uint64_t page) const noexcept {
         return page < pages_.size() ? &pages_[page] : nullptr;
     }
+    // Starts loading `page`'s descriptor into the cache (no effect past
+    // page_count()): the fault handler asks place_of for every pointer of a
+    // page, whose targets are scattered, so it issues all the loads first.
+    void prefetch_describe(std::uint64_t page) const noexcept {
+        if (page >= pages_.size()) return;
+        const auto* d = reinterpret_cast<const char*>(&pages_[page]);
+        common::prefetch(d);
+        common::prefetch(d + sizeof(page_desc) - 1);  // half of them straddle two cache lines
+    }
     // The large run containing `page` (head or tail), if any.
     std::optional<run> large_run(std::uint64_t page) const noexcept;
     // Is `addr` the start of an allocated chunk?
@@ -393,8 +403,12 @@ public:
     void mark_all_dirty();
     std::size_t dirty_page_count() const noexcept { return dirty_list_.size(); }
 
+    // Asks for a page that fetch will probably be given soon (read-ahead);
+    // only a hint, which may name any page or none that is fetched.
+    using will_need_fn = std::function<void(std::uint64_t page)>;
+
     // Rebuilds a heap from a root and its metadata pages; validates everything.
-    static heap decode(const heap_root& root, const fetch_fn& fetch);
+    static heap decode(const heap_root& root, const fetch_fn& fetch, const will_need_fn& will_need = {});
 
     // Checks invariants H1..H7; returns one line per violation (empty = sound).
     std::vector<std::string> audit() const;

@@ -194,6 +194,45 @@ struct codec {
 
 using namespace heap_detail;
 
+namespace {
+
+// The metadata chain can only be followed one page at a time, and on a cold
+// open each page is a wait for the disk (about 3,000 of them on a 400 MB
+// store). But a heap that grows takes a metadata page every 84 pages, so the
+// pages ahead usually lie at the same stride: asking for `depth` of them
+// ahead of the chain lets the disk serve them together. A wrong guess costs
+// a needless read of one page, never a wrong result: the chain decides.
+class chain_read_ahead {
+public:
+    chain_read_ahead(const heap_root& root, const heap::will_need_fn& will_need)
+        : count_(root.meta_page_count), page_count_(root.page_count), will_need_(will_need) {}
+
+    // Metadata page i is at `page`, page i + 1 at `next`.
+    void step(std::uint64_t i, std::uint64_t page, std::uint64_t next) {
+        if (!will_need_ || next == 0) return;
+        const std::int64_t stride = static_cast<std::int64_t>(next) - static_cast<std::int64_t>(page);
+        // On a new stride, the guesses already made are likely wrong: guess the window again.
+        std::uint64_t from = stride == stride_ ? std::max(hinted_, i + 2) : i + 2;
+        stride_ = stride;
+        const std::uint64_t to = std::min(count_, i + 2 + depth);
+        for (std::uint64_t j = from; j < to; ++j) {
+            const std::int64_t guess = static_cast<std::int64_t>(next) + stride * static_cast<std::int64_t>(j - i - 1);
+            if (guess <= 0 || static_cast<std::uint64_t>(guess) >= page_count_) break;
+            will_need_(static_cast<std::uint64_t>(guess));
+        }
+        hinted_ = std::max(hinted_, to);
+    }
+
+private:
+    static constexpr std::uint64_t depth = 32;
+    const std::uint64_t count_, page_count_;
+    const heap::will_need_fn& will_need_;
+    std::int64_t stride_ = 0;
+    std::uint64_t hinted_ = 0;  // metadata pages below this index were asked for
+};
+
+}  // namespace
+
 std::array<std::byte, heap_root::size> heap_root::to_bytes() const noexcept {
     std::array<std::byte, size> out{};
     store_le<std::uint32_t>(out.data() + kRootMagicOff, kRootMagic);
@@ -251,7 +290,7 @@ heap::commit_image heap::encode_dirty() {
 
 // 4. decode ---------------------------------------------------------------------
 
-heap heap::decode(const heap_root& root, const fetch_fn& fetch) {
+heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_fn& will_need) {
     if (root.reserved_pages == 0 || root.reserved_pages > max_reserved_pages)
         corrupt("heap root: reserved_pages " + std::to_string(root.reserved_pages) + " out of range");
     if (root.page_count <= root.reserved_pages || root.page_count > max_page_count)
@@ -276,6 +315,7 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch) {
                "): ";
     };
     std::uint64_t page_no = root.first_meta_page;
+    chain_read_ahead ahead{root, will_need};
     for (std::uint64_t i = 0; i < root.meta_page_count; ++i) {
         h.meta_pages_.push_back(page_no);
         auto fail = [&](const std::string& what) { corrupt(where(i) + what); };
@@ -304,6 +344,7 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch) {
             !all_zero(b, kMetaHeaderSize + count * kDescSize, kPageSize))
             fail("unused bytes are not zero");
         h.meta_crc_.push_back(stored);
+        ahead.step(i, page_no, next);
         page_no = next;
     }
     if (heap_detail::pages_crc(h.meta_crc_) != root.pages_crc)

@@ -22,10 +22,13 @@ std::unique_ptr<heap> load_heap(const storage::storage& files, const engine_meta
         return std::make_unique<heap>(1);  // page 0 stays unused: address 0 is null
     heap_root root = heap_root::from_bytes(meta.heap);
     std::vector<std::byte> buf(storage::page_size);
-    return std::make_unique<heap>(heap::decode(root, [&](std::uint64_t page) {
-        files.read_page(page, buf.data());
-        return std::span<const std::byte>(buf);
-    }));
+    return std::make_unique<heap>(heap::decode(
+        root,
+        [&](std::uint64_t page) {
+            files.read_page(page, buf.data());
+            return std::span<const std::byte>(buf);
+        },
+        [&](std::uint64_t page) { files.prefetch(page); }));
 }
 
 }  // namespace steppe::page

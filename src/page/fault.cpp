@@ -132,6 +132,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     miss_io_ns_.fetch_add(swizzle_start - read_start, std::memory_order_relaxed);
     translate::page_layout layout = layout_of_page(page);
     if (d->type() >= shapes_.size()) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
+    prefetch_pointer_targets(layout, out);
     std::uint64_t count = 0;
     std::uint64_t targets[prefetch_per_page];
     int target_count = 0;
@@ -170,6 +171,21 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     if (resident_) resident_->record(page_addr);
     prefetch_targets(targets, target_count);
     return true;
+}
+
+// The targets of a page's pointers are scattered over the heap's
+// descriptors and the page map, and looking them up one by one waits for one
+// cache miss after another (on OO1 huge, warm, that wait was a fifth of the
+// time). Asking for all of them first lets the misses overlap.
+void pager::prefetch_pointer_targets(const translate::page_layout& layout, const std::byte* image) const noexcept {
+    translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t) {
+        std::uint64_t word;
+        std::memcpy(&word, image + at, sizeof word);
+        const std::uint64_t page = (word & ~translate::end_tag) / translate::page_size;
+        if (page == 0 || page >= heap_->page_count()) return;
+        heap_->prefetch_describe(page);
+        map_->prefetch(page);
+    });
 }
 
 std::uintptr_t pager::swizzle_word(std::uint64_t word, bool& ok) noexcept {

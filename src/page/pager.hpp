@@ -329,6 +329,7 @@ private:
                                   common::fixed_message& advice) const noexcept;
     error no_address_space(std::uint64_t unit_pages) const;
     translate::unit unit_of(std::uint64_t page) const noexcept;
+    void prefetch_pointer_targets(const translate::page_layout& layout, const std::byte* image) const noexcept;
     std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;
     void take_new_and_freed_pages();
     void install_new_page(std::uint64_t page);

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "common/page_size.hpp"
+#include "common/prefetch.hpp"
 #include "vm/vm.hpp"
 
 namespace steppe::translate {
@@ -91,6 +92,9 @@ public:
     std::uintptr_t virtual_of(std::uint64_t page) const noexcept {
         return address_of(forward_[page].load(std::memory_order_acquire));
     }
+    // Starts loading `page`'s entry into the cache (`page` < max_pages), as
+    // heap::prefetch_describe does for its descriptor.
+    void prefetch(std::uint64_t page) const noexcept { common::prefetch(&forward_[page]); }
     // The same, marking the arena used in this epoch: for pointers handed to
     // the program or written into a resident page. Async-signal-safe.
     std::uintptr_t use(std::uint64_t page) noexcept;

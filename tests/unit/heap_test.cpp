@@ -265,6 +265,42 @@ TEST(HeapAllocate, ArgumentErrors) {
 
 // 3. Large objects ---------------------------------------------------------------------
 
+// Decoding follows the metadata chain; the read-ahead hints it gives on the
+// way (heap::will_need_fn) name the pages ahead on a heap that grew page by
+// page, and a heap whose chain breaks the pattern still decodes exactly.
+TEST(HeapPersistence, DecodeAsksForTheMetadataPagesAheadOfTheChain) {
+    for (bool with_large_runs : {false, true}) {
+        heap h;
+        for (int i = 0; i < 2 * 84 * 60; ++i) {  // two chunks to a page
+            h.allocate(1, 2048, 1);
+            if (with_large_runs && i % 700 == 0) h.allocate(2, 4096, 1 + i % 37);
+        }
+        disk d;
+        d.apply(h.encode_dirty());
+        std::set<std::uint64_t> hinted;
+        std::size_t fetched_before_hint = 0, metadata_fetches = 0;
+        const std::set<std::uint64_t> metadata(h.metadata_pages().begin(), h.metadata_pages().end());
+        heap back = heap::decode(
+            d.root,
+            [&](std::uint64_t page) {
+                if (metadata.count(page) && ++metadata_fetches <= metadata.size() && !hinted.count(page))
+                    ++fetched_before_hint;
+                return d.fetch()(page);
+            },
+            [&](std::uint64_t page) { hinted.insert(page); });
+        EXPECT_EQ(back.audit(), std::vector<std::string>{});
+        EXPECT_EQ(back.page_count(), h.page_count());
+        EXPECT_EQ(back.metadata_pages(), h.metadata_pages());
+        ASSERT_GE(metadata.size(), 60u);
+        if (!with_large_runs) {
+            // The first two are read before any stride is known.
+            EXPECT_LE(fetched_before_hint, 2u) << "metadata pages read without being asked for ahead";
+        } else {
+            EXPECT_LT(fetched_before_hint, metadata.size() / 2);
+        }
+    }
+}
+
 TEST(HeapLarge, RunsOfOneTwoThreeAndHundredPages) {
     heap h;
     struct obj { std::uint64_t addr, pages, count; std::uint32_t elem; };
