@@ -661,9 +661,11 @@ int main(int argc, char** argv) {
             for (cell c : layout) {
                 c.system = systems[s];
                 run_cell(c, cfg, paths[s]);
-                std::fprintf(stderr, "round %d %-6s readers %d %s: %.0f lookups/s, commit mean %.0f us (%.0f us paused)\n", round + 1,
-                             name_of(c.system), c.readers, c.writer ? "+ writer" : "alone   ", c.lookups_per_s_total,
-                             c.active.mean_us, c.paused.mean_us);
+                std::error_code ec;
+                auto wal = std::filesystem::file_size(paths[s] + "-wal", ec);
+                std::fprintf(stderr, "round %d %-6s readers %d %s: %.0f lookups/s, refresh %.1f ms, commit mean %.0f us (%.0f us paused), steppe log %.1f MiB\n",
+                             round + 1, name_of(c.system), c.readers, c.writer ? "+ writer" : "alone   ", c.lookups_per_s_total,
+                             c.refresh_ms_mean, c.active.mean_us, c.paused.mean_us, ec ? 0.0 : static_cast<double>(wal) / (1 << 20));
                 results[s][round].push_back(c);
             }
         }
