@@ -3,10 +3,12 @@
 // writer"). For 0, 1 and 3 reader processes that open a snapshot, read every
 // page, and open again, in a loop, the writer makes `commits` commits of 8
 // pages out of 256 (durable: one fdatasync each) and reports the mean and the
-// 99th percentile of its commit latency, how many checkpoints ran and how many
-// attempts waited for a reader, and how many snapshots the readers read (each
-// verified page by page). Twice: without checkpoints (the commit path alone)
-// and with one due every MiB of log (where readers make checkpoints wait).
+// 99th percentile of its commit latency, how many checkpoints ran, how many
+// attempts a reader deferred, how often the writer paused for readers
+// (storage::options::checkpoint_wait) and how big the log ended, and how many
+// snapshots the readers read (each verified page by page). Without
+// checkpoints (the commit path alone), then with one due every MiB of log
+// (where readers make checkpoints wait), without the pause and with 100 ms.
 //
 // Usage: readers_bench [--dir D] [--commits N]   (default /var/tmp, 400)
 #include <signal.h>
@@ -53,12 +55,14 @@ pid_t start_reader(const std::string& path, int count_fd) {
     }
 }
 
-void run(const std::string& path, int readers, int commits, std::uint64_t checkpoint_bytes) {
+void run(const std::string& path, int readers, int commits, std::uint64_t checkpoint_bytes,
+         std::chrono::milliseconds checkpoint_wait) {
     std::filesystem::remove(path);
     std::filesystem::remove(path + "-wal");
     std::filesystem::remove(path + "-shm");
     storage::options o;
     o.checkpoint_bytes = checkpoint_bytes;
+    o.checkpoint_wait = checkpoint_wait;
     auto w = storage::storage::open(path, o);
     for (std::uint64_t t = 0; t < store_pages / 8; ++t) commit_pages(*w, t);
     int counts[2];
@@ -81,9 +85,15 @@ void run(const std::string& path, int readers, int commits, std::uint64_t checkp
     std::sort(us.begin(), us.end());
     double mean = 0;
     for (double u : us) mean += u / static_cast<double>(us.size());
-    std::printf("checkpoint_bytes %llu, readers %d: commit mean %.0f us, p99 %.0f us; checkpoints %llu run, %llu waited; %ld snapshots read\n",
-                (unsigned long long)checkpoint_bytes, readers, mean, us[us.size() * 99 / 100], (unsigned long long)w->counters().checkpoints,
-                (unsigned long long)w->counters().checkpoints_deferred, snapshots);
+    const storage::stats& st = w->counters();
+    std::printf("checkpoint_bytes %llu, checkpoint_wait %lld ms, readers %d: commit mean %.0f us, p99 %.0f us; "
+                "checkpoints %llu run, %llu deferred, %llu pauses (%llu gave up); log %.1f MiB at the end; "
+                "%ld snapshots read\n",
+                (unsigned long long)checkpoint_bytes, (long long)checkpoint_wait.count(), readers, mean,
+                us[us.size() * 99 / 100], (unsigned long long)st.checkpoints,
+                (unsigned long long)st.checkpoints_deferred, (unsigned long long)st.checkpoint_waits,
+                (unsigned long long)st.checkpoint_waits_expired, static_cast<double>(w->describe().wal_bytes_used) / (1 << 20),
+                snapshots);
 }
 
 }  // namespace
@@ -96,7 +106,9 @@ int main(int argc, char** argv) {
         if (std::strcmp(argv[i], "--commits") == 0) commits = std::atoi(argv[i + 1]);
     }
     std::string path = dir + "/readers_bench_" + std::to_string(::getpid()) + ".db";
-    for (std::uint64_t checkpoint_bytes : {std::uint64_t{1} << 40, std::uint64_t{1} << 20})
-        for (int readers : {0, 1, 3}) run(path, readers, commits, checkpoint_bytes);
+    using std::chrono::milliseconds;
+    for (int readers : {0, 1, 3}) run(path, readers, commits, std::uint64_t{1} << 40, milliseconds(0));
+    for (milliseconds wait : {milliseconds(0), milliseconds(100)})
+        for (int readers : {0, 1, 3}) run(path, readers, commits, std::uint64_t{1} << 20, wait);
     for (const char* suffix : {"", "-wal", "-shm", "-lock"}) std::filesystem::remove(path + suffix);
 }

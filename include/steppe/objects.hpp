@@ -47,6 +47,7 @@
 
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -183,6 +184,7 @@ struct options {
     eviction_policy eviction = eviction_policy::second_chance;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
     bool log_diffs = true;            // as steppe::open_options
+    std::chrono::milliseconds checkpoint_wait{100};  // as steppe::open_options
     bool checkpoint_on_close = true;  // as steppe::open_options
     bool salvage_damaged_log = false; // as steppe::open_options
 };

@@ -99,6 +99,13 @@ struct open_options {
     // process ends on an error inside a page fault.
     void (*fatal_hook)(const char* message) = nullptr;
     std::uint64_t checkpoint_bytes = std::uint64_t{64} << 20;
+    // Readers beside this writer (read_only opens in other processes) defer
+    // a checkpoint while one of them is at an older commit. The commit that
+    // was to run it then waits up to this long for them to refresh, and
+    // checkpoints; a reader that keeps an old snapshot longer makes it wait
+    // again only after another checkpoint_bytes of log. 0: never wait (the
+    // log grows while readers lag; docs/design.md, "Readers beside the writer").
+    std::chrono::milliseconds checkpoint_wait{100};
     // A page written at commit that differs from its checkpointed version in
     // at most 2 KiB is logged as the changed words only (docs/format.md,
     // "Diff frames"); off: whole pages (to measure what that saves).

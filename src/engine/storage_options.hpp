@@ -14,6 +14,7 @@ template<class Options> storage::options storage_options(const Options& o, stora
     so.checkpoint_bytes = o.checkpoint_bytes;
     so.salvage = o.salvage_damaged_log;
     so.log_diffs = o.log_diffs;
+    so.checkpoint_wait = o.checkpoint_wait;
     // Opening options the object engine's struct does not have (yet).
     if constexpr (requires { o.exclusive_create; }) so.exclusive_create = o.exclusive_create;
     if constexpr (requires { o.lock_timeout; }) so.lock_timeout = o.lock_timeout;

@@ -767,7 +767,7 @@ long storage::read_log_version(page_no page, const wal_entry& e, std::byte* out,
     std::byte diff[max_diff_bytes];
     const std::size_t bytes = std::min<std::size_t>(e.at.diff_bytes, sizeof diff);
     long n = wal_->read_at_nothrow(e.at.offset, diff, bytes);
-    if (n < 0 || static_cast<std::size_t>(n) < bytes) return std::min<long>(n, 0);
+    if (n < 0 || static_cast<std::size_t>(n) < bytes) return n;  // short: read_logged says the log is cut short
     long base = read_main_page(page, out, false);
     if (base < 0) return base;
     malformed = !apply_page_diff(diff, bytes, out);
@@ -796,7 +796,11 @@ bool storage::read_logged(page_no page, const wal_entry& e, std::byte* out, comm
     }
     if (!malformed && static_cast<std::size_t>(n) == page_size && page_checksum(out, page_size) == e.sum) return true;
     msg << file.c_str() << ": page " << page << " (" << (from_main ? "file" : "log") << " offset " << offset << ") ";
-    if (malformed) msg << "is a difference frame whose runs break the format";
+    const std::size_t frame_bytes = !from_main && e.at.diff ? e.at.diff_bytes : page_size;
+    if (static_cast<std::size_t>(n) < frame_bytes)
+        msg << "is cut short: " << std::uint64_t(n) << " of its " << std::uint64_t{frame_bytes}
+            << " bytes are there, so the " << (from_main ? "main file" : "log") << " was truncated";
+    else if (malformed) msg << "is a difference frame whose runs break the format";
     else if (!from_main && e.at.diff)
         msg << "is a difference against the main file's page (file offset " << physical_page(page) * page_size
             << "), and what it makes fails the page's checksum: that main-file page or the frame is damaged";
@@ -1013,7 +1017,7 @@ void storage::commit(std::span<const page_image> pages, const meta_bytes& meta) 
         // (e.g. disk full) is retried after the next commit, and so is one a
         // reader holding an older snapshot defers.
         try {
-            try_checkpoint();
+            if (!try_checkpoint()) wait_for_readers_and_checkpoint();
         } catch (const error& e) {
             if (e.code() == errc::poisoned || poisoned_) throw;
         }
@@ -1043,6 +1047,31 @@ void storage::checkpoint() {
 }
 
 bool storage::try_checkpoint() { return !checkpoint_now(false); }
+
+// Readers that refresh often are still at an older commit at almost every
+// instant a busy writer tries to checkpoint, so without a pause the log
+// would grow for as long as they run. The writer stops committing for a
+// moment (this commit is already durable; only its return waits) and
+// checkpoints as soon as every reader is at the newest commit. A reader
+// that keeps an old snapshot longer makes it give up; it waits again only
+// once the log has grown by another checkpoint_bytes, so such a reader
+// costs the writer at most one wait per checkpoint_bytes of log.
+void storage::wait_for_readers_and_checkpoint() {
+    const std::uint64_t log_bytes = wal_end_ - wal_frames_offset;
+    if (!readers_ || opts_.checkpoint_wait.count() <= 0 || log_bytes < next_reader_wait_) return;
+    ++stats_.checkpoint_waits;
+    const auto give_up = std::chrono::steady_clock::now() + opts_.checkpoint_wait;
+    while (std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (readers_->first_reader_not_at(wal_header_.generation, wal_end_)) continue;
+        if (try_checkpoint()) {
+            next_reader_wait_ = 0;
+            return;
+        }
+    }
+    ++stats_.checkpoint_waits_expired;
+    next_reader_wait_ = log_bytes + opts_.checkpoint_bytes;
+}
 
 namespace {
 // The checkpoint epoch is odd from before the writer looks at the readers

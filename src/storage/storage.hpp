@@ -72,6 +72,11 @@ struct options {
     bool salvage = false;
     mode_t file_mode = 0600;
     std::chrono::milliseconds lock_timeout{0};  // how long to wait for a conflicting lock
+    // A checkpoint a reader defers (invariant 5) makes the commit that was to
+    // run it wait up to this long for every reader to reach the newest
+    // commit, once per checkpoint_bytes the log grows past that; 0 never
+    // waits (docs/design.md, "Readers beside the writer").
+    std::chrono::milliseconds checkpoint_wait{100};
     // Log a page version that differs from the main file's page in at most
     // max_diff_bytes as a diff frame (wal_format.hpp); off: whole pages
     // only (for measuring what differences save).
@@ -112,6 +117,8 @@ struct stats {
     std::uint64_t pages_as_diffs = 0;  // of pages_written: logged as diff frames
     std::uint64_t checkpoints = 0;
     std::uint64_t checkpoints_deferred = 0;  // a live reader held an older snapshot (invariant 5)
+    std::uint64_t checkpoint_waits = 0;      // commits that waited for readers (options::checkpoint_wait)
+    std::uint64_t checkpoint_waits_expired = 0;  // of those, the ones that ended without a checkpoint
 };
 
 class storage {
@@ -251,6 +258,7 @@ private:
     void salvage(const std::string& what);
     std::string copy_log_aside();
     std::optional<reader_info> checkpoint_now(bool even_if_empty);
+    void wait_for_readers_and_checkpoint();
     void reset_wal(std::uint64_t generation, std::uint64_t salt);
     void shrink_log();
     // A reset log keeps this many log_growth steps of zeros (a few commits'
@@ -302,6 +310,7 @@ private:
     log_index wal_index_;                              // newest committed version in the log
     wal_header wal_header_{};
     std::uint64_t wal_end_ = wal_frames_offset;  // end of the last complete commit
+    std::uint64_t next_reader_wait_ = 0;  // log bytes past which a deferred checkpoint waits again
     std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
     std::uint64_t wal_commits_ = 0;
     std::uint64_t replay_stop_ = wal_frames_offset;  // where replay met the first frame it could not take

@@ -3,6 +3,7 @@
 // replayed, checkpointed, over a main-file page a torn checkpoint left
 // half written, and over damage that must not pass silently.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -238,6 +239,31 @@ TEST_F(LogDiffTest, DamageUnderADifferenceIsNamedNotHandedOut) {
     const auto findings = r->check();
     ASSERT_FALSE(findings.empty());
     EXPECT_NE(findings[0].find("page 1"), std::string::npos) << findings[0];
+}
+
+// A log cut short under an open store (another process truncated it) gives
+// an error that says so, for a difference and for a whole page, not a
+// checksum failure.
+TEST_F(LogDiffTest, ALogCutShortUnderAnOpenStoreIsNamedAsSuch) {
+    const page_bytes v1 = changed(base, rng, 2);
+    with_base().reset();
+    auto s = storage::storage::open(path, no_checkpoint());
+    commit(*s, 1, v1);
+    commit(*s, 2, random_page(rng));  // new and full: a whole page, logged after the difference
+    const std::uint64_t diff_end = s->describe().wal_bytes_used;
+    ASSERT_EQ(::truncate((path + "-wal").c_str(), static_cast<off_t>(wal_frames_offset + 64)), 0);
+    for (page_no page : {page_no{1}, page_no{2}}) {
+        page_bytes out(page_size);
+        try {
+            s->read_page(page, out.data());
+            FAIL() << "page " << page << " was read from a log cut short";
+        } catch (const error& e) {
+            EXPECT_EQ(e.code(), errc::corrupt);
+            EXPECT_NE(std::string(e.what()).find("is cut short"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("page " + std::to_string(page)), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_GT(diff_end, wal_frames_offset + 64);
 }
 
 // A diff frame whose checksums are right but whose runs break the format

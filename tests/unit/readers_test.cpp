@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -190,6 +191,72 @@ TEST_F(ReadersTest, AReaderAtTheNewestCommitLetsACheckpointRunAndReadsTheMainFil
     r.go();
     EXPECT_EQ(r.exit_code(), 0);
     EXPECT_TRUE(w->try_checkpoint());
+}
+
+// Checkpoint starvation (storage::options::checkpoint_wait): a reader that
+// opens snapshot after snapshot is at an older commit at almost every instant
+// a busy writer tries to checkpoint. The commit pauses until it has caught
+// up, so checkpoints keep running while the reader goes on.
+TEST_F(ReadersTest, AReaderRefreshingWithoutPauseDoesNotStarveCheckpoints) {
+    storage::options o;
+    o.durable = false;
+    o.checkpoint_bytes = 256 << 10;  // 160 KiB a commit: an attempt every second commit
+    o.checkpoint_wait = std::chrono::milliseconds(5000);
+    auto w = storage::storage::open(path, o);
+    commit_all(*w, 1);
+    constexpr int last = 60;
+    child r([this](child& me) {
+        bool reported = false;
+        for (;;) {  // until it has seen the last commit
+            auto snapshot = open_reader();
+            const auto txn = static_cast<std::uint8_t>(snapshot->txn_seq());
+            if (std::string p = snapshot_problem(*snapshot, txn); !p.empty()) {
+                std::fprintf(stderr, "reader: %s\n", p.c_str());
+                return 1;
+            }
+            if (!reported) me.report_and_wait(), reported = true;
+            if (txn == last) return 0;
+        }
+    });
+    ASSERT_TRUE(r.wait_for_report());
+    r.go();
+    for (int t = 2; t <= last; ++t) commit_all(*w, static_cast<std::uint8_t>(t));
+    EXPECT_EQ(r.exit_code(), 0);
+    const storage::stats& st = w->counters();
+    EXPECT_GE(st.checkpoint_waits, 1u) << "the reader never held a checkpoint back: the test shows nothing";
+    EXPECT_EQ(st.checkpoint_waits_expired, 0u);
+    EXPECT_GE(st.checkpoints, 20u) << st.checkpoints_deferred << " deferred, " << st.checkpoint_waits << " waits";
+    EXPECT_TRUE(w->check().empty());
+}
+
+// A reader that keeps one snapshot defers every checkpoint; the writer waits
+// for it once per checkpoint_bytes of log, not at every commit, and the
+// first commit after the reader closes checkpoints at once.
+TEST_F(ReadersTest, AReaderKeepingAnOldSnapshotCostsOneWaitPerCheckpointBytes) {
+    storage::options o;
+    o.durable = false;
+    o.checkpoint_bytes = 256 << 10;
+    o.checkpoint_wait = std::chrono::milliseconds(30);
+    auto w = storage::storage::open(path, o);
+    commit_all(*w, 1);
+    child r = reader(1, 2);
+    ASSERT_TRUE(r.wait_for_report());
+    for (int t = 2; t <= 25; ++t) commit_all(*w, static_cast<std::uint8_t>(t));
+    const storage::stats& st = w->counters();
+    const std::uint64_t log_bytes = 24 * pages * storage::page_size;
+    EXPECT_EQ(st.checkpoints, 0u);
+    EXPECT_GE(st.checkpoint_waits, 2u);
+    EXPECT_LE(st.checkpoint_waits, log_bytes / o.checkpoint_bytes + 1) << "it waited at more commits than it should";
+    EXPECT_EQ(st.checkpoint_waits_expired, st.checkpoint_waits);
+    r.go();
+    ASSERT_TRUE(r.wait_for_report()) << "the reader's snapshot changed";
+    r.go();
+    EXPECT_EQ(r.exit_code(), 0);
+    const std::uint64_t waits = st.checkpoint_waits;
+    commit_all(*w, 26);
+    EXPECT_EQ(st.checkpoints, 1u);
+    EXPECT_EQ(st.checkpoint_waits, waits);
+    EXPECT_EQ(w->describe().wal_commits, 0u);
 }
 
 TEST_F(ReadersTest, AReaderOpeningAfterAWriterWasKilledReadsItsLastCommit) {
