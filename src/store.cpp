@@ -387,6 +387,32 @@ void* engine::translate(std::uint64_t) {
                                    "has none");
 }
 
+compact_report engine::compact(const compact_options&) {
+    throw error(errc::unsupported, "compaction of " + path() + ": not built for this store's engine yet (the page "
+                                   "engine's stores only)");
+}
+
+// Opened as the CLI opens stores (no program classes needed), not through a
+// store: nothing of the program's may point into it while it is replaced.
+compact_report detail::compact_with_env(const std::string& path, const compact_options& options, storage::env* io) {
+    open_options o;
+    o.create = false;
+    o.checkpoint_on_close = false;
+    std::unique_ptr<engine> e;
+    try {
+        e = open_page_engine(path, o, io);
+    } catch (const error& failed) {
+        if (failed.code() != errc::unsupported) throw;
+        throw error(errc::unsupported, "compaction of " + path + ": not built for object-engine stores yet (" +
+                                           failed.what() + ")");
+    }
+    return e->compact(options);
+}
+
+compact_report compact(const std::string& path, const compact_options& options) {
+    return detail::compact_with_env(path, options, nullptr);
+}
+
 store store::open(const std::string& path, const open_options& options) {
     return detail::open_with_env(path, options, nullptr);
 }

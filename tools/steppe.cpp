@@ -20,6 +20,12 @@
 //                        a copy of the last commit as one new main file DEST
 //                        (as a reader: a program may go on committing),
 //                        checked before it is reported done
+//   steppe compact [--collect] STORE
+//                        move the live objects together into a new store
+//                        that replaces this one, pointers rewritten, files
+//                        shrunk; --collect frees what no root reaches and
+//                        says what, by type (page-engine stores; a writable
+//                        open: not while a program has the store open)
 //
 // Every command reads stores of both engines (the page engine's and the
 // object engine's): the storage meta says which made the store.
@@ -31,6 +37,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "engine/engine.hpp"
@@ -51,7 +58,10 @@ int usage() {
                  "                            copy the log's commits into the main file, reset the log\n"
                  "       steppe dump STORE    the objects the roots reach, one JSON object per line\n"
                  "       steppe backup STORE DEST\n"
-                 "                            copy the last commit to the new file DEST (while a program commits)\n");
+                 "                            copy the last commit to the new file DEST (while a program commits)\n"
+                 "       steppe compact [--collect] STORE\n"
+                 "                            pack the live objects into a smaller store (--collect: free what no\n"
+                 "                            root reaches)\n");
     return 2;
 }
 
@@ -202,9 +212,44 @@ int backup(const std::string& path, const std::string& dest) {
     return 0;
 }
 
+void print_by_type(const char* what, const std::vector<steppe::compact_report::by_type>& types) {
+    for (const auto& t : types)
+        std::printf("%-6s %10llu objects %12llu bytes  %s\n", what, static_cast<unsigned long long>(t.objects),
+                    static_cast<unsigned long long>(t.bytes), t.type.c_str());
+}
+
+int compact(const std::string& path, bool collect) {
+    auto started = std::chrono::steady_clock::now();
+    steppe::compact_options o;
+    o.collect = collect;
+    steppe::compact_report r = steppe::compact(path, o);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    print_by_type("kept", r.kept);
+    print_by_type("freed", r.freed);
+    std::printf("%s: compacted%s: %llu pages -> %llu, %llu bytes -> %llu (main file and log), %.2f s\n", path.c_str(),
+                collect ? " and collected" : "", static_cast<unsigned long long>(r.pages_before),
+                static_cast<unsigned long long>(r.pages_after), static_cast<unsigned long long>(r.bytes_before),
+                static_cast<unsigned long long>(r.bytes_after), s);
+    return 0;
+}
+
+// `steppe compact [--collect] STORE`; nullopt if the arguments are not that.
+std::optional<int> compact_command(int argc, char** argv) {
+    if (argc < 3 || std::string(argv[1]) != "compact") return std::nullopt;
+    bool collect = argc == 4 && std::string(argv[2]) == "--collect";
+    if (argc != 3 && !collect) return usage();
+    try {
+        return compact(argv[argc - 1], collect);
+    } catch (const steppe::error& e) {
+        std::fprintf(stderr, "steppe compact: %s (%s)\n", e.what(), steppe::to_string(e.code()));
+        return 2;
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (std::optional<int> done = compact_command(argc, argv)) return *done;
     if (argc == 4 && std::string(argv[1]) == "backup") {
         try {
             return backup(argv[2], argv[3]);

@@ -26,6 +26,8 @@
 #include "bench_util.hpp"
 
 using bench_util::clock_type;
+using bench_util::drop_caches;
+using bench_util::plain_copy;
 using bench_util::median;
 using bench_util::seconds_since;
 
@@ -35,12 +37,6 @@ struct Block {
     std::uint64_t words[511];
     Block* next;
 };
-
-bool drop_caches() {
-    ::sync();
-    std::ofstream f("/proc/sys/vm/drop_caches");
-    return static_cast<bool>(f << "3\n");
-}
 
 void make_store(const std::string& path, long mib) {
     steppe::open_options o;
@@ -57,20 +53,6 @@ void make_store(const std::string& path, long mib) {
     s.set_root("last", prev);
     s.commit();
 }  // the close checkpoints: the main file alone holds the store
-
-double plain_copy(const std::string& from, const std::string& to) {
-    auto t = clock_type::now();
-    int in = ::open(from.c_str(), O_RDONLY);
-    int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (in < 0 || out < 0) std::exit(2);
-    std::vector<char> buffer(1 << 20);
-    for (ssize_t n; (n = ::read(in, buffer.data(), buffer.size())) > 0;)
-        if (::write(out, buffer.data(), static_cast<std::size_t>(n)) != n) std::exit(2);
-    if (::fsync(out) != 0) std::exit(2);
-    ::close(in);
-    ::close(out);
-    return seconds_since(t);
-}
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // to measure cold behaviour in, and a scratch directory on a real disk.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,6 +63,29 @@ inline std::string scratch_dir(const std::string& dir) {
     char templ[] = "/var/tmp/steppe-bench-XXXXXX";
     if (!::mkdtemp(templ)) std::exit(2);
     return templ;
+}
+
+// Drops the OS page cache (needs root); false if not permitted.
+inline bool drop_caches() {
+    ::sync();
+    std::ofstream f("/proc/sys/vm/drop_caches");
+    return static_cast<bool>(f << "3\n");
+}
+
+// The file `from` read and written to `to` with 1 MiB buffers, then fsync
+// (what `cp` and a sync do); seconds taken.
+inline double plain_copy(const std::string& from, const std::string& to) {
+    auto t = clock_type::now();
+    int in = ::open(from.c_str(), O_RDONLY);
+    int out = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (in < 0 || out < 0) std::exit(2);
+    std::vector<char> buffer(1 << 20);
+    for (ssize_t n; (n = ::read(in, buffer.data(), buffer.size())) > 0;)
+        if (::write(out, buffer.data(), static_cast<std::size_t>(n)) != n) std::exit(2);
+    if (::fsync(out) != 0) std::exit(2);
+    ::close(in);
+    ::close(out);
+    return seconds_since(t);
 }
 
 }  // namespace bench_util

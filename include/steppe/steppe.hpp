@@ -236,6 +236,35 @@ struct type_usage {
     std::uint64_t pages = 0;    // pages holding them
 };
 
+// Compaction (`steppe compact STORE`): the store's live objects moved
+// together into a new store that replaces it, every pointer to them
+// rewritten, the files shrunk. See docs/guarantees.md, "Compaction".
+struct compact_options {
+    // Keep only what the roots reach (a pointer the layouts do not show, such
+    // as one kept as an integer, keeps nothing alive); without it every
+    // allocated object is kept.
+    bool collect = false;
+};
+
+struct compact_report {
+    struct by_type {
+        std::string type;
+        std::uint64_t objects = 0;  // allocations (an array counts once)
+        std::uint64_t bytes = 0;    // the space they take (whole chunks or pages)
+    };
+    std::uint64_t bytes_before = 0, bytes_after = 0;  // main file + log
+    std::uint64_t pages_before = 0, pages_after = 0;  // logical pages
+    std::vector<by_type> kept, freed;                 // by type name; freed only with collect
+};
+
+// Compacts the page-engine store at `path` under its writer lock, which it
+// holds from start to end; a crash at any point leaves the old store or the
+// new one. Throws locked (a program holds the store, as writer or reader),
+// not_found, unsupported (an object-engine store; a store with containers
+// hashed or ordered by persistent address), and what opening, reading and
+// writing the store throw.
+compact_report compact(const std::string& path, const compact_options& options = {});
+
 namespace detail {
 class store_impl;
 struct store_access;  // the library's own way in (an internal open path)

@@ -59,6 +59,10 @@ public:
     // from them, as one JSON object per line (types/json_dump.hpp).
     virtual void dump(const std::function<void(const std::string&)>& line) const = 0;
     virtual void reuse_address_space() = 0;
+    // steppe::compact on this engine's store, which it closes: the engine is
+    // unusable after, whether it succeeded or not. unsupported unless the
+    // engine has it.
+    virtual compact_report compact(const compact_options& options);
 
     virtual store_stats stats() const = 0;
     virtual std::vector<type_usage> types() const = 0;

@@ -21,6 +21,8 @@ namespace detail {
 // file, the damaged log's copy) opened, written, synced, renamed and removed
 // through `io` (nullptr: the real file system). `io` must outlive the store.
 store open_with_env(const std::string& path, const open_options& options, storage::env* io);
+// steppe::compact(path, options) with every file, the new one's too, through `io`.
+compact_report compact_with_env(const std::string& path, const compact_options& options, storage::env* io);
 
 }  // namespace detail
 }  // namespace steppe

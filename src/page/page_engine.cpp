@@ -34,7 +34,7 @@ vm::backend_kind backend_for(fault_backend b) {
 }  // namespace
 
 page_engine::page_engine(const std::string& path, const open_options& options, storage::env* io)
-    : options_(options) {
+    : options_(options), io_(io) {
     storage_ = storage::storage::open(path, storage_options(options, io));
 
     const auto& raw = storage_->meta();
@@ -256,13 +256,18 @@ void page_engine::checkpoint() {
     if (options_.read_only)
         throw error(errc::invalid_argument, "checkpoint: store " + path() + " is open read-only");
     pager::pause p(*pager_);
+    require_no_changes("checkpoint");
+    storage_->checkpoint();
+}
+
+void page_engine::require_no_changes(const char* what) const {
     std::size_t pages = pager_->uncommitted_pages();
     if (pages || catalog_dirty_ || roots_dirty_)
         throw error(errc::invalid_argument,
-                    "checkpoint: store " + path() + " has changes since the last commit (" + std::to_string(pages) +
-                        " pages written, made or freed" + (roots_dirty_ ? "; roots changed" : "") +
-                        (catalog_dirty_ ? "; new types" : "") + "); commit() or rollback() first");
-    storage_->checkpoint();
+                    std::string(what) + ": store " + path() + " has changes since the last commit (" +
+                        std::to_string(pages) + " pages written, made or freed" +
+                        (roots_dirty_ ? "; roots changed" : "") + (catalog_dirty_ ? "; new types" : "") +
+                        "); commit() or rollback() first");
 }
 
 // The pause keeps the eviction thread from spilling while the pages are

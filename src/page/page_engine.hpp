@@ -48,6 +48,7 @@ public:
     void backup(const std::string& dest) override;
     void dump(const std::function<void(const std::string&)>& line) const override;
     void reuse_address_space() override;
+    compact_report compact(const compact_options& options) override;  // compact.cpp
     store_stats stats() const override;
     std::vector<type_usage> types() const override;
     std::vector<std::string> check() const override;
@@ -70,10 +71,12 @@ private:
     void sync_shapes(bool rebuild);
     void validate() const;
     void ensure_writable() const;
+    void require_no_changes(const char* what) const;
     void reuse_if_crowded(const char* after);
     void note_types_memory();
 
     open_options options_;
+    storage::env* io_;  // the file system the store's files go through (nullptr: the real one)
     std::unique_ptr<storage::storage> storage_;
     state live_, committed_;
     std::unique_ptr<pager> pager_;  // after live_: it holds live_.vtables

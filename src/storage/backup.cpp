@@ -95,22 +95,11 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
     r.pages = from.page_count();
     r.txn = from.txn_seq();
     std::string temp = dest + ".backup-" + std::to_string(::getpid());
-    remove_store(files, temp);  // a crashed attempt of a process that had this pid
+    write_main_file(temp, [&](storage& to) {
+        r.copied = copy_pages(from, to);
+        to.commit({}, from.meta());
+    }, io);
     try {
-        // Not durable commit by commit: nothing under this name counts until
-        // the rename, and the main file is synced once before it.
-        options writer;
-        writer.exclusive_create = true;
-        writer.durable = false;
-        writer.io = io;
-        std::unique_ptr<storage> to = storage::open(temp, writer);
-        r.copied = copy_pages(from, *to);
-        to->commit({}, from.meta());
-        to->checkpoint();
-        to.reset();
-        files.open(temp, open_mode::read_write, writer.file_mode)->sync();
-        for (const std::string& f : companions(temp))
-            if (files.exists(f)) files.remove(f);
         if (files.exists(dest))
             throw error(errc::exists, "backup of " + source + ": " + dest + " appeared while the backup ran");
         files.rename(temp, dest);
@@ -126,6 +115,44 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
                                        (findings.empty() ? std::string("its meta or size differs") : findings[0]) +
                                        "); it is left for inspection");
     return r;
+}
+
+void write_main_file(const std::string& temp, const std::function<void(storage&)>& fill, env* io) {
+    env& files = io ? *io : posix_env();
+    remove_store(files, temp);  // a crashed attempt's leftover: no store is ever opened by this name
+    try {
+        // Not durable commit by commit: nothing under this name counts until
+        // it is renamed, and the main file is synced once before that.
+        options writer;
+        writer.exclusive_create = true;
+        writer.durable = false;
+        writer.io = io;
+        std::unique_ptr<storage> to = storage::open(temp, writer);
+        fill(*to);
+        to->checkpoint();
+        to.reset();
+        files.open(temp, open_mode::read_write, writer.file_mode)->sync();
+        for (const std::string& f : companions(temp))
+            if (files.exists(f)) files.remove(f);
+        files.sync_dir_of(temp);
+    } catch (...) {
+        remove_store(files, temp);
+        throw;
+    }
+}
+
+// 1. the old log goes, durably: the old main file alone is the old store
+//    (the caller checkpointed it), and no frame of the old log can ever be
+//    replayed over the new main file (whose store id differs anyway)
+// 2. the reader table goes (it names the old store's id and generations)
+// 3. the rename, durably: the new main file alone is the new store
+void replace_store(const std::string& path, const std::string& temp, env* io) {
+    env& files = io ? *io : posix_env();
+    for (const std::string& f : {path + "-wal", path + "-shm"})
+        if (files.exists(f)) files.remove(f);
+    files.sync_dir_of(path);
+    files.rename(temp, path);
+    files.sync_dir_of(path);
 }
 
 }  // namespace steppe::storage

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "storage/storage.hpp"
@@ -27,5 +28,17 @@ backup_result backup(const std::string& source, const std::string& dest, env* io
 // commit, checkpoint or spill runs on it): its last commit, without the
 // pages a transaction in progress spilled.
 backup_result backup_from(const storage& from, const std::string& dest, env* io = nullptr);
+
+// Makes a new store at `temp` (a crashed attempt's files by that name are
+// removed first), lets `fill` commit into it (not durably), checkpoints it,
+// syncs its main file and removes its log, lock and reader table: `temp` is
+// then one durable main file. On failure it removes what it made and rethrows.
+void write_main_file(const std::string& temp, const std::function<void(storage&)>& fill, env* io = nullptr);
+
+// Replaces the store at `path`, checkpointed and held by the caller's writer
+// lock, by the main file `temp` (write_main_file): a crash at any point
+// leaves the old store or the new one, never a mix (compaction's swap,
+// docs/design.md "Compaction").
+void replace_store(const std::string& path, const std::string& temp, env* io = nullptr);
 
 }  // namespace steppe::storage

@@ -236,6 +236,23 @@ TEST_F(CliTest, CheckpointOfAStoreOpenElsewhereExitsTwo) {
     EXPECT_EQ(run_cli("check " + path).exit_code, 0);
 }
 
+TEST_F(CliTest, CompactCollectSaysWhatItKeptAndFreedByType) {
+    make_store();
+    {
+        auto s = steppe::store::open(path);
+        s.remove_root("count");
+        s.commit();
+    }
+    auto r = run_cli("compact --collect " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("kept         1000 objects        16000 bytes  cli::Node\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("freed           1 objects           16 bytes  long\n"), std::string::npos) << r.out;
+    EXPECT_NE(mask(r.out, path, "STORE").find("STORE: compacted and collected: "), std::string::npos) << r.out;
+    EXPECT_EQ(run_cli("check " + path).exit_code, 0);
+    EXPECT_EQ(run_cli("compact --collect").exit_code, 2) << "no store: usage";
+    EXPECT_EQ(run_cli("compact --all " + path).exit_code, 2) << "an unknown option: usage";
+}
+
 TEST_F(CliTest, CheckpointOfAMissingStoreExitsTwoAndCreatesNoStore) {
     auto r = run_cli("checkpoint " + path);
     EXPECT_EQ(r.exit_code, 2) << r.out;

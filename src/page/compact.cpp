@@ -1,0 +1,425 @@
+// Compaction (compact.hpp, docs/design.md "Compaction"). compact_into:
+//   1. refuse types hashed or ordered by persistent address
+//   2. the chunks to keep: every allocated chunk (a small chunk or a large
+//      run), or with collect those the roots reach (breadth first)
+//   3. blocks: each maximal run of kept chunks adjacent on one small page,
+//      and each large run, in address order; each gets its place in a new
+//      heap with the same type, element size and chunk size (placer)
+//   4. the new data pages: each block's bytes copied, every pointer word of
+//      its chunks forwarded (forwarding)
+//   5. the new main file: the data pages, then the blobs (the catalog and
+//      the vtable table as they were, the roots forwarded), the heap's
+//      metadata and the meta
+// page_engine::compact, at the end, runs it and swaps the file in.
+//
+// Invariants of the forwarding (check_placement checks C1):
+//   C1 a block is moved whole, its bytes in order: a small block within one
+//      page, a large run to a page boundary. So base + offset inside a block
+//      and a one-past-the-end word inside a page mean after what they meant
+//      before.
+//   C2 kept chunks adjacent on a small page are one block, so a word at
+//      their boundary (one chunk's end or the next one's start: a
+//      std::vector's end is either) keeps its meaning whichever it was.
+//   C3 with collect, a word keeps the chunk its byte lies in and, one past
+//      the end, the chunk before it: so the two are kept together (C2).
+//   C4 a word aiming at nothing kept (dangling, S1 in stored_pointer.hpp)
+//      becomes null; a one-past-the-end word is end-tagged iff it lands on a
+//      page boundary (S1).
+#include "page/compact.hpp"
+
+#include <steppe/error.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "page/engine_meta.hpp"
+#include "page/page_engine.hpp"
+#include "storage/backup.hpp"
+#include "translate/swizzle.hpp"
+
+namespace steppe::page {
+
+namespace {
+constexpr std::uint64_t page_bytes = storage::page_size;
+constexpr std::size_t batch_pages = 1024;  // 4 MiB of page images per commit of the new file
+
+// The old store's committed page images, each read once.
+class page_reader {
+public:
+    page_reader(const storage::storage& files, std::uint64_t page_count) : files_(files), pages_(page_count) {}
+
+    const std::byte* page(std::uint64_t p) {
+        std::unique_ptr<buffer>& slot = pages_.at(p);
+        if (!slot) {
+            slot = std::make_unique<buffer>();
+            storage::read_failure why;
+            if (!files_.read_committed_page_nothrow(p, slot->data(), &why, true)) throw error(why.code, why.message);
+        }
+        return slot->data();
+    }
+    std::uint64_t word(std::uint64_t addr) {  // pointer words are 8-aligned: never across pages
+        std::uint64_t w;
+        std::memcpy(&w, page(addr / page_bytes) + addr % page_bytes, sizeof w);
+        return w;
+    }
+    // Pages below `page` are not asked for again: their memory goes.
+    void forget_below(std::uint64_t page) {
+        for (; forgotten_ < page && forgotten_ < pages_.size(); ++forgotten_) pages_[forgotten_].reset();
+    }
+    void copy(std::uint64_t addr, std::uint64_t bytes, std::byte* out) {
+        while (bytes) {
+            std::uint64_t part = std::min(bytes, page_bytes - addr % page_bytes);
+            std::memcpy(out, page(addr / page_bytes) + addr % page_bytes, part);
+            addr += part;
+            out += part;
+            bytes -= part;
+        }
+    }
+
+private:
+    using buffer = std::array<std::byte, page_bytes>;
+    const storage::storage& files_;
+    std::vector<std::unique_ptr<buffer>> pages_;  // by page number
+    std::uint64_t forgotten_ = 0;
+};
+
+void refuse_address_ordered(const types::catalog& catalog, const std::string& path) {
+    for (const types::layout& l : catalog.entries())
+        for (const char* by : {"persistent_hash", "persistent_less"}) {
+            bool uses = l.name.find(by) != std::string::npos ||
+                        std::any_of(l.fields.begin(), l.fields.end(),
+                                    [&](const types::field& f) { return f.type.find(by) != std::string::npos; });
+            if (uses)
+                throw error(errc::unsupported, "compaction of " + path + ": type " + l.name + " is hashed or ordered by " +
+                                                   "persistent address (" + by + "), which compaction changes; " +
+                                                   "such stores are not compacted yet");
+        }
+}
+
+// Calls f(address) for each pointer word of chunk c where the swizzler
+// finds them (translate::for_each_slot): every element slot of a small
+// chunk, the elements of a large object.
+template <class F>
+void for_each_pointer_word(const types::catalog& catalog, const heap::chunk_info& c, F&& f) {
+    if (c.type >= catalog.size() || c.elem_size == 0) return;
+    const std::vector<std::uint32_t>& offsets = catalog.at(c.type).pointers;
+    const std::uint64_t count = c.large ? c.elem_count : c.bytes / c.elem_size;
+    for (std::uint64_t e = 0; e < count; ++e)
+        for (std::uint32_t offset : offsets)
+            if (offset + sizeof(std::uint64_t) <= c.elem_size) f(c.addr + e * c.elem_size + offset);
+}
+
+// The chunks stored word `word` may aim at (C3).
+template <class F>
+void chunks_aimed_at(const heap& h, std::uint64_t word, F&& f) {
+    const bool tagged = word & translate::end_tag;
+    const std::uint64_t a = word & ~translate::end_tag;
+    if (a == 0) return;
+    if (!tagged)
+        if (std::optional<heap::chunk_info> c = h.find_chunk(a)) f(*c);
+    if (tagged || a % page_bytes != 0)
+        if (std::optional<heap::chunk_info> c = h.find_chunk(a - 1)) f(*c);
+}
+
+std::vector<heap::chunk_info> allocated_chunks(const heap& h) {
+    std::vector<heap::chunk_info> out;
+    for (std::uint64_t p = 0; p < h.page_count(); ++p) {
+        const heap::page_desc* d = h.describe(p);
+        if (d->kind() == heap::page_kind::large_head) out.push_back(*h.find_chunk(p * page_bytes));
+        for (std::uint32_t offset : d->allocated_chunks()) out.push_back(*h.find_chunk(p * page_bytes + offset));
+    }
+    return out;
+}
+
+std::vector<heap::chunk_info> reachable_chunks(const committed_store& from, page_reader& pages) {
+    std::map<std::uint64_t, heap::chunk_info> seen;
+    std::deque<heap::chunk_info> todo;
+    auto reach = [&](const heap::chunk_info& c) {
+        if (seen.emplace(c.addr, c).second) todo.push_back(c);
+    };
+    for (const auto& [name, root] : from.roots) chunks_aimed_at(from.h, root.address, reach);
+    while (!todo.empty()) {
+        heap::chunk_info c = todo.front();
+        todo.pop_front();
+        for_each_pointer_word(from.catalog, c, [&](std::uint64_t at) { chunks_aimed_at(from.h, pages.word(at), reach); });
+    }
+    std::vector<heap::chunk_info> out;
+    for (const auto& [addr, c] : seen) out.push_back(c);
+    return out;
+}
+
+struct block {
+    std::uint64_t old_addr = 0, bytes = 0, new_addr = 0;
+    std::size_t first = 0, chunks = 0;  // its chunks in the kept list
+};
+
+// C2: `kept` in address order, adjacent small chunks of one page joined.
+std::vector<block> make_blocks(const std::vector<heap::chunk_info>& kept) {
+    std::vector<block> out;
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+        const heap::chunk_info& c = kept[i];
+        bool joins = i > 0 && !c.large && !kept[i - 1].large && c.addr % page_bytes != 0 &&
+                     out.back().old_addr + out.back().bytes == c.addr;
+        if (joins) {
+            out.back().bytes += c.bytes;
+            ++out.back().chunks;
+        } else {
+            out.push_back({c.addr, c.bytes, 0, i, 1});
+        }
+    }
+    return out;
+}
+
+// An element count heap::allocate puts in size class `cls` at that class's
+// own alignment (so no smaller class qualifies): the chunk size stays.
+std::size_t count_for_class(std::uint32_t elem_size, std::size_t cls) {
+    for (std::size_t n = 1; n * elem_size <= heap::class_size(cls); ++n)
+        if (heap::size_class_for(n * elem_size, heap::class_alignment(cls)) == cls) return n;
+    throw error(errc::corrupt, "compaction: elements of " + std::to_string(elem_size) + " bytes cannot be in " +
+                                   "chunks of " + std::to_string(heap::class_size(cls)));
+}
+
+// Places blocks in a new heap, in order: each key's chunks fill its pages
+// in sequence (a fresh heap with no frees hands out the lowest free chunk of
+// one non-full page per key); a block that would straddle a page leaves the
+// rest of the page to spacers, freed once everything is placed (C1).
+class placer {
+public:
+    explicit placer(std::uint64_t reserved_pages) : to_(reserved_pages) {}
+
+    std::uint64_t place(const heap& old, const heap::chunk_info& c, std::size_t chunks) {
+        if (c.large) return to_.allocate(c.type, c.elem_size, c.elem_count, page_bytes);
+        const std::size_t cls = old.describe(c.addr / page_bytes)->size_class();
+        const std::uint32_t size = heap::class_size(cls), capacity = heap::class_capacity(cls);
+        auto one = [&, n = count_for_class(c.elem_size, cls)] {
+            return to_.allocate(c.type, c.elem_size, n, heap::class_alignment(cls));
+        };
+        for (;;) {
+            const std::uint64_t first = one();
+            const std::uint64_t index = first % page_bytes / size;
+            if (index + chunks <= capacity) {
+                for (std::size_t k = 1; k < chunks; ++k)
+                    if (one() != first + k * size)
+                        throw error(errc::corrupt, "compaction: the new heap did not place chunk " + std::to_string(k) +
+                                                       " of a block next to the one before");
+                return first;
+            }
+            spacers_.push_back(first);
+            for (std::uint64_t i = index + 1; i < capacity; ++i) spacers_.push_back(one());
+        }
+    }
+    heap& finish() {
+        for (std::uint64_t a : spacers_) to_.free(a);
+        spacers_.clear();
+        return to_;
+    }
+
+private:
+    heap to_;
+    std::vector<std::uint64_t> spacers_;
+};
+
+// C1, once every block is placed.
+void check_placement(const std::vector<block>& blocks, const std::vector<heap::chunk_info>& kept) {
+    for (const block& b : blocks) {
+        bool whole = kept[b.first].large ? b.new_addr % page_bytes == 0
+                                         : b.new_addr / page_bytes == (b.new_addr + b.bytes - 1) / page_bytes;
+        if (!whole)
+            throw error(errc::corrupt, "compaction: C1: the block at " + std::to_string(b.old_addr) + " (" +
+                                           std::to_string(b.bytes) + " bytes) was placed at " +
+                                           std::to_string(b.new_addr) + ", across a page");
+    }
+}
+
+// A stored word of the old store as the new store stores it (C1, C4).
+class forwarding {
+public:
+    explicit forwarding(const std::vector<block>& blocks) : blocks_(blocks) {}  // in address order
+    std::uint64_t operator()(std::uint64_t word) const {
+        const bool tagged = word & translate::end_tag;
+        const std::uint64_t a = word & ~translate::end_tag;
+        if (a == 0) return 0;
+        if (!tagged)
+            if (const block* b = holding(a)) return b->new_addr + (a - b->old_addr);
+        if (!tagged && a % page_bytes == 0) return 0;
+        const block* b = holding(a - 1);  // one past its end
+        if (!b) return 0;
+        const std::uint64_t moved = b->new_addr + (a - b->old_addr);
+        return moved % page_bytes == 0 ? (moved | translate::end_tag) : moved;
+    }
+
+private:
+    const block* holding(std::uint64_t addr) const {
+        auto it = std::upper_bound(blocks_.begin(), blocks_.end(), addr,
+                                   [](std::uint64_t a, const block& b) { return a < b.old_addr; });
+        if (it == blocks_.begin()) return nullptr;
+        --it;
+        return addr < it->old_addr + it->bytes ? &*it : nullptr;
+    }
+    const std::vector<block>& blocks_;
+};
+
+// The new store's pages [0, page_count) as one image (only data pages filled).
+std::vector<std::byte> forwarded_pages(const committed_store& from, page_reader& pages,
+                                       const std::vector<heap::chunk_info>& kept, const std::vector<block>& blocks,
+                                       std::uint64_t page_count) {
+    std::vector<std::byte> image(page_count * page_bytes);
+    const forwarding forward(blocks);
+    for (const block& b : blocks) {
+        pages.forget_below(b.old_addr / page_bytes);  // blocks come in address order
+        pages.copy(b.old_addr, b.bytes, image.data() + b.new_addr);
+        for (std::size_t i = b.first; i < b.first + b.chunks; ++i)
+            for_each_pointer_word(from.catalog, kept[i], [&](std::uint64_t at) {
+                std::byte* slot = image.data() + b.new_addr + (at - b.old_addr);
+                std::uint64_t w;
+                std::memcpy(&w, slot, sizeof w);
+                w = forward(w);
+                std::memcpy(slot, &w, sizeof w);
+            });
+    }
+    return image;
+}
+
+// The blobs and heap metadata of the new store and its meta (step 5).
+struct new_metadata {
+    std::deque<std::array<std::byte, page_bytes>> buffers;
+    std::vector<storage::page_image> images;
+    storage::meta_bytes meta{};
+};
+
+void write_metadata(const committed_store& from, heap& to, const root_table& roots, new_metadata& out) {
+    storage::page_source source = system_pages(to);
+    engine_meta meta = from.meta;
+    auto carry = [&](const storage::blob_ref& ref, std::uint32_t owner, const char* what) {
+        std::vector<storage::page_no> old_chain, new_chain;
+        if (!ref.pages) return ref;  // never written
+        return storage::write_blob(storage::read_blob(from.files, ref, owner, what, old_chain), owner, new_chain,
+                                   source, out.buffers, out.images);
+    };
+    meta.catalog = carry(from.meta.catalog, catalog_owner, "type catalog");
+    meta.vtables = carry(from.meta.vtables, vtables_owner, "vtable table");
+    std::vector<storage::page_no> roots_chain;
+    if (from.meta.roots.pages)
+        meta.roots = storage::write_blob(encode_roots(roots), roots_owner, roots_chain, source, out.buffers, out.images);
+    heap::commit_image heap_image = to.encode_dirty();
+    for (const heap::metadata_page& m : heap_image.pages) {
+        out.buffers.emplace_back();
+        std::memcpy(out.buffers.back().data(), m.bytes.data(), page_bytes);
+        out.images.push_back({m.page, out.buffers.back().data()});
+    }
+    auto root_bytes = heap_image.root.to_bytes();
+    std::memcpy(meta.heap, root_bytes.data(), root_bytes.size());
+    std::memcpy(out.meta.data(), &meta, sizeof meta);
+}
+
+// The data pages in batches (not durable: write_main_file syncs once), then
+// the metadata and the meta in the last commit.
+void write_pages(storage::storage& out, const heap& to, const std::vector<std::byte>& data,
+                 const new_metadata& metadata) {
+    std::vector<storage::page_image> batch;
+    for (std::uint64_t p = 0; p < data.size() / page_bytes; ++p) {
+        if (!to.describe(p)->is_data()) continue;
+        batch.push_back({p, data.data() + p * page_bytes});
+        if (batch.size() == batch_pages) {
+            out.commit(batch, storage::meta_bytes{});
+            batch.clear();
+        }
+    }
+    batch.insert(batch.end(), metadata.images.begin(), metadata.images.end());
+    out.commit(batch, metadata.meta);
+}
+
+void tally(const types::catalog& catalog, const heap::chunk_info& c, std::map<std::string, compact_report::by_type>& to) {
+    const std::string& name = c.type < catalog.size() ? catalog.at(c.type).name : "type " + std::to_string(c.type);
+    compact_report::by_type& t = to[name];
+    t.type = name;
+    ++t.objects;
+    t.bytes += c.bytes;
+}
+
+// Kept and freed by type: `kept` is a subset of `all`, both in address order.
+void report_by_type(const types::catalog& catalog, const std::vector<heap::chunk_info>& all,
+                    const std::vector<heap::chunk_info>& kept, compact_report& r) {
+    std::map<std::string, compact_report::by_type> kept_by, freed_by;
+    std::size_t k = 0;
+    for (const heap::chunk_info& c : all) {
+        bool keeps = k < kept.size() && kept[k].addr == c.addr;
+        tally(catalog, c, keeps ? kept_by : freed_by);
+        if (keeps) ++k;
+    }
+    for (auto& [name, t] : kept_by) r.kept.push_back(t);
+    for (auto& [name, t] : freed_by) r.freed.push_back(t);
+}
+}  // namespace
+
+compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io) {
+    refuse_address_ordered(from.catalog, from.files.path());
+    page_reader pages(from.files, from.h.page_count());
+    const std::vector<heap::chunk_info> all = allocated_chunks(from.h);
+    const std::vector<heap::chunk_info> kept = collect ? reachable_chunks(from, pages) : all;
+    std::vector<block> blocks = make_blocks(kept);
+    placer place(from.h.reserved_pages());
+    for (block& b : blocks) b.new_addr = place.place(from.h, kept[b.first], b.chunks);
+    heap& to = place.finish();
+    check_placement(blocks, kept);
+    const std::vector<std::byte> data = forwarded_pages(from, pages, kept, blocks, to.page_count());
+
+    root_table roots = from.roots;
+    const forwarding forward(blocks);
+    for (auto& [name, root] : roots) root.address = forward(root.address);
+    new_metadata metadata;
+    write_metadata(from, to, roots, metadata);
+    storage::write_main_file(temp, [&](storage::storage& out) { write_pages(out, to, data, metadata); }, io);
+
+    compact_report r;
+    r.pages_after = to.page_count();
+    report_by_type(from.catalog, all, kept, r);
+    return r;
+}
+
+// 1. refuse: changes since the last commit, a reader (it would go on
+//    reading the old files)
+// 2. checkpoint: the old main file alone holds the old store
+// 3. the pager goes: nothing maps the store, no eviction thread runs
+// 4. the new main file beside the old one, complete and durable
+// 5. the swap (storage::replace_store); the old files are released
+compact_report page_engine::compact(const compact_options& options) {
+    ensure_writable();
+    const std::string store = path();
+    struct release {
+        page_engine& e;
+        ~release() {
+            e.pager_.reset();
+            e.storage_.reset();
+        }
+    } closes{*this};
+    require_no_changes("compaction");
+    storage::info before = storage_->describe();
+    if (!before.readers.empty())
+        throw error(errc::locked, "compaction of " + store + ": reader process " +
+                                      std::to_string(before.readers[0].pid) + " has the store open; compaction " +
+                                      "replaces its files, so it waits for every reader to close");
+    storage_->checkpoint();
+    pager_.reset();
+    const std::string temp = store + ".compact";
+    std::unique_ptr<heap> h = load_committed_heap();
+    compact_report r =
+        compact_into({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, temp, options.collect, io_);
+    storage::env& files = io_ ? *io_ : storage::posix_env();
+    try {
+        storage::replace_store(store, temp, io_);
+    } catch (...) {
+        if (files.exists(temp)) files.remove(temp);
+        throw;
+    }
+    r.pages_before = before.page_count;
+    r.bytes_before = before.main_file_bytes + before.wal_file_bytes;
+    r.bytes_after = files.open(store, storage::open_mode::read_only, 0)->size();
+    return r;
+}
+
+}  // namespace steppe::page

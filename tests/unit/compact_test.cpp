@@ -1,0 +1,191 @@
+// steppe::compact and `steppe compact`: after 80 % of a store is deleted the
+// files shrink, everything the roots reach is intact (values, interior
+// pointers, containers, virtual calls, also after the CLI, which lacks the
+// program's classes, compacted it), --collect frees exactly what no root
+// reaches, the store keeps working, and a store in use is refused.
+#include <gtest/gtest.h>
+#include <steppe/objects.hpp>
+#include <steppe/steppe.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "heap/heap.hpp"
+#include "support/cli.hpp"
+#include "support/compact_model.hpp"
+#include "support/expect_error.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+using compact_model::fingerprint;
+
+class CompactTest : public ::testing::Test {
+protected:
+    steppe::test::temp_dir dir;
+    std::string path = dir.path("s.db");
+
+    std::uint64_t files_bytes() const {
+        std::uint64_t n = std::filesystem::file_size(path);
+        if (std::filesystem::exists(path + "-wal")) n += std::filesystem::file_size(path + "-wal");
+        return n;
+    }
+    std::vector<std::string> check() {
+        auto s = steppe::store::open(path, {.create = false});
+        return s.check();
+    }
+    static const steppe::compact_report::by_type* find(const std::vector<steppe::compact_report::by_type>& types,
+                                                      const std::string& part) {
+        for (const auto& t : types)
+            if (t.type.find(part) != std::string::npos) return &t;
+        return nullptr;
+    }
+};
+
+TEST_F(CompactTest, ShrinksTheFilesAndKeepsEverySurvivingObjectAndPointer) {
+    compact_model::build(path, 3000);
+    const std::string before = fingerprint(path);
+    ASSERT_NE(before.find("INSIDE"), 0u);
+    ASSERT_EQ(before.find("INSIDE-BROKEN"), std::string::npos);
+    const std::uint64_t bytes = files_bytes();
+    steppe::compact_report r = steppe::compact(path);
+    EXPECT_EQ(r.bytes_before, bytes);
+    EXPECT_EQ(r.bytes_after, files_bytes());
+    EXPECT_FALSE(std::filesystem::exists(path + "-wal")) << "the new store is one main file";
+    EXPECT_LT(r.bytes_after * 2, r.bytes_before) << "80 % deleted: the files shrink to well under half";
+    EXPECT_LT(r.pages_after * 2, r.pages_before);
+    EXPECT_TRUE(r.freed.empty()) << "without collect every allocated object is kept";
+    EXPECT_EQ(fingerprint(path), before);
+    EXPECT_EQ(check(), std::vector<std::string>{});
+}
+
+TEST_F(CompactTest, TheStoreKeepsWorkingAfterwards) {
+    compact_model::build(path, 1000);
+    steppe::compact(path);
+    {
+        auto s = steppe::store::open(path, {.create = false});
+        auto* c = s.find_root<compact_model::Catalogue>("catalogue");
+        ASSERT_NE(c, nullptr);
+        for (long i = 5000; i < 5200; ++i) {
+            c->newest = compact_model::make_item(s, i * 5, c->newest);
+            c->items.push_back(c->newest);
+            c->index[steppe::string(compact_model::item_name(i * 5))] = i * 5;
+        }
+        s.commit();
+    }
+    const std::string grown = fingerprint(path);
+    EXPECT_NE(grown.find(compact_model::item_name(25995)), std::string::npos);
+    EXPECT_EQ(check(), std::vector<std::string>{});
+    steppe::compact(path);  // and again: a compacted store compacts to the same
+    EXPECT_EQ(fingerprint(path), grown);
+    EXPECT_EQ(check(), std::vector<std::string>{});
+}
+
+TEST_F(CompactTest, CollectFreesExactlyWhatNoRootReachesByType) {
+    compact_model::build(path, 1000, 300);
+    const std::string before = fingerprint(path);
+    steppe::compact_report r = steppe::compact(path, {.collect = true});
+    const auto* junk = find(r.freed, "Junk");
+    ASSERT_NE(junk, nullptr);
+    EXPECT_EQ(junk->objects, 300u);
+    const std::uint32_t chunk = steppe::heap::class_size(steppe::heap::size_class_for(sizeof(compact_model::Junk)));
+    EXPECT_EQ(junk->bytes, 300u * chunk);
+    EXPECT_EQ(find(r.kept, "Junk"), nullptr);
+    ASSERT_EQ(r.freed.size(), 2u) << "nothing else was unreachable";
+    EXPECT_EQ(r.freed[1].type, "compact_model::Junk*") << "the removed root's own cell";
+    EXPECT_EQ(r.freed[1].objects, 1u);
+    const auto* items = find(r.kept, "compact_model::Item");
+    ASSERT_NE(items, nullptr);
+    EXPECT_EQ(items->objects, 200u - 20u) << "each fifth of 1000 survives; 20 of those are Heavy";
+    EXPECT_EQ(find(r.kept, "Heavy")->objects, 20u);
+    EXPECT_EQ(fingerprint(path), before);
+    EXPECT_EQ(check(), std::vector<std::string>{});
+}
+
+TEST_F(CompactTest, WithoutCollectTheUnreachableIsKept) {
+    compact_model::build(path, 100, 50);
+    steppe::compact_report r = steppe::compact(path);
+    ASSERT_NE(find(r.kept, "Junk"), nullptr);
+    EXPECT_EQ(find(r.kept, "Junk")->objects, 50u);
+    EXPECT_TRUE(r.freed.empty());
+}
+
+// Built by this program, compacted by the CLI (stand-ins for the classes it
+// lacks), opened here again: the virtual calls reach this program's classes.
+TEST_F(CompactTest, TheCliCompactsAndVirtualCallsWorkAfterwards) {
+    compact_model::build(path, 1000, 10);
+    const std::string before = fingerprint(path);
+    auto r = steppe::test::run_cli("compact --collect " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("freed          10 objects"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(": compacted and collected: "), std::string::npos) << r.out;
+    EXPECT_EQ(fingerprint(path), before);  // weight() is virtual: Heavy's doubles
+    EXPECT_NE(before.find(":w11,"), std::string::npos) << "item 5 is a Heavy: 2 * 5 + 1";
+    EXPECT_EQ(steppe::test::run_cli("check " + path).exit_code, 0);
+}
+
+TEST_F(CompactTest, RefusesAStoreAProgramHolds) {
+    compact_model::build(path, 100);
+    const std::string opened = dir.path("opened");
+    pid_t holder = ::fork();
+    ASSERT_GE(holder, 0);
+    if (holder == 0) {  // holds the store until killed
+        auto s = steppe::store::open(path);
+        std::ofstream(opened) << "open";
+        for (;;) ::pause();
+    }
+    while (!std::filesystem::exists(opened)) ::usleep(1000);
+    EXPECT_ERROR(steppe::errc::locked, std::to_string(holder), steppe::compact(path));
+    auto r = steppe::test::run_cli("compact " + path);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("(locked)"), std::string::npos) << r.out;
+    ::kill(holder, SIGKILL);
+    ::waitpid(holder, nullptr, 0);
+    EXPECT_EQ(check(), std::vector<std::string>{});
+}
+
+TEST_F(CompactTest, RefusesAStoreAReaderHolds) {
+    compact_model::build(path, 100);
+    auto reader = steppe::store::open(path, {.read_only = true});
+    EXPECT_ERROR(steppe::errc::locked, "", steppe::compact(path));
+}
+
+TEST_F(CompactTest, ObjectEngineStoresAreRefusedAsUnsupported) {
+    {
+        auto s = steppe::objects::store::open(path);
+        s.commit();
+    }
+    EXPECT_ERROR(steppe::errc::unsupported, "not built for object-engine stores", steppe::compact(path));
+    auto r = steppe::test::run_cli("compact " + path);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("(unsupported)"), std::string::npos) << r.out;
+}
+
+struct ByAddress {
+    steppe::map<compact_model::Junk*, long> order;
+    STEPPE_FIELDS(order)
+};
+
+// Its order is by persistent address, which compaction changes.
+TEST_F(CompactTest, RefusesAStoreOrderedByPersistentAddress) {
+    {
+        auto s = steppe::store::open(path);
+        auto* by = s.root<ByAddress>("by");
+        by->order[s.make<compact_model::Junk>()] = 1;
+        s.commit();
+    }
+    EXPECT_ERROR(steppe::errc::unsupported, "persistent_less", steppe::compact(path));
+    EXPECT_EQ(check(), std::vector<std::string>{});
+    EXPECT_FALSE(std::filesystem::exists(path + ".compact"));
+}
+
+TEST_F(CompactTest, AMissingStoreIsNotFound) {
+    EXPECT_ERROR(steppe::errc::not_found, "s.db", steppe::compact(path));
+    EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+}  // namespace
