@@ -34,6 +34,8 @@ public:
         (void)offset;
         (void)size;
     }
+    // The read-ahead of the device the file lives on, in bytes (0: unknown).
+    virtual std::uint64_t device_read_ahead() const noexcept { return 0; }
     virtual void sync() = 0;  // fdatasync: everything written so far is durable after it returns
     // Cuts the file to `size` bytes; like a write, durable only after sync().
     virtual void truncate(std::uint64_t size) = 0;

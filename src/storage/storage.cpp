@@ -133,6 +133,7 @@ std::unique_ptr<storage> storage::open(const std::string& path, const options& o
     }
     s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
     s->main_ = s->io_->open(s->path_, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
+    s->around_.set_device_read_ahead(s->main_->device_read_ahead());
     s->load_header();
     s->load_checksums();
     s->load_mark();
@@ -166,6 +167,7 @@ bool storage::open_beside_writer() {
         if (!io_->exists(path_)) throw error(errc::not_found, "store " + path_ + " does not exist");
         lock_->lock_store_file();
         main_ = io_->open(path_, open_mode::read_only, opts_.file_mode);
+        around_.set_device_read_ahead(main_->device_read_ahead());
         for (int attempt = 0; attempt < 100; ++attempt) {
             snapshot_ = readers_->register_snapshot();
             snapshot_fit fit = load_snapshot();
@@ -751,9 +753,14 @@ long storage::read_main_page(page_no page, std::byte* out, bool read_around) con
     if (n == -EAGAIN) {
         // A miss goes to the disk anyway, and data pages allocated together
         // are used together, so read the aligned cluster around it in one
-        // I/O, as the kernel's read-ahead does for a file mapped with mmap.
-        if (read_around) main_->will_need(offset & ~(read_cluster_bytes - 1), read_cluster_bytes);
+        // I/O, as the kernel's read-around does for a file mapped with mmap.
+        if (read_around) {
+            const auto cluster = around_.miss(offset);
+            main_->will_need(cluster.start, cluster.bytes);
+        }
         n = main_->read_at_nothrow(offset, out, page_size);
+    } else if (read_around && n >= 0) {
+        around_.hit(offset);
     }
     if (n >= 0) std::memset(out + n, 0, page_size - static_cast<std::size_t>(n));
     return n;

@@ -47,6 +47,7 @@
 #include "common/sigsafe.hpp"
 #include "storage/io.hpp"
 #include "storage/log_index.hpp"
+#include "storage/read_around.hpp"
 #include "storage/reader_table.hpp"
 #include "storage/wal_format.hpp"
 
@@ -264,9 +265,9 @@ private:
     // A reset log keeps this many log_growth steps of zeros (a few commits'
     // worth) and gives the rest back.
     static constexpr std::uint64_t retained_log_units = 4;
-    // What a page read that misses the page cache brings in (the kernel's
-    // default read-ahead window).
-    static constexpr std::uint64_t read_cluster_bytes = 128 << 10;
+    // What a page read that misses the page cache brings in around it
+    // (read_around.hpp): sized by what it was worth so far.
+    mutable read_around around_;
     // The append buffer is kept for the next write up to this many frames
     // (the page engine writes at most 1,024 pages at a time but for its
     // last commit chunk with the heap's and blobs' pages).

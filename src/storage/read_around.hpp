@@ -1,0 +1,96 @@
+// How much a page read that misses the page cache brings in around the page
+// (storage::read_main_page), from what the reads so far were worth.
+//
+// The kernel reads around a page fault of a mapped file by the device's
+// read-ahead (8 MiB on the development disk), which is why the mmap peers
+// read a cold store in a few large reads while steppe, reading 128 KiB
+// clusters, waited for the disk once per cluster (OO1 large, cold
+// traversal: 2-3x LMDB, the same bytes read). But the same read-around
+// past memory reads megabytes for every random page, the cost the CIDR 2022
+// mmap study measured. So the cluster is sized by its use: the last
+// `recent` clusters are remembered, and every `window` misses the page
+// reads that found their page cached inside one of them (hits; pages the
+// page engine's own read-ahead brought in elsewhere do not count) are set
+// against the pages those misses asked for. A cluster costs one seek plus
+// its transfer: on the development disk a random 128 KiB read takes 0.8 ms
+// and 8 MiB stream at ~440 MB/s (9 µs a page), so a page read around pays
+// once one in ~90 is used. Used at least one in 32, the cluster doubles, up
+// to the device's read-ahead (at most max_bytes); used less than one in
+// 256, it halves, down to min_bytes. Lock-free, async-signal-safe;
+// concurrent faults may race on the counts and the ring, which only blurs
+// one judgement.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "common/page_size.hpp"
+
+namespace steppe::storage {
+
+class read_around {
+public:
+    static constexpr std::uint64_t start_bytes = 128 << 10, min_bytes = start_bytes, max_bytes = 8 << 20;
+    static constexpr std::uint64_t window = 4, recent = 8;
+
+    // `device_read_ahead`: the device's read-ahead in bytes (0: unknown,
+    // start_bytes is the limit).
+    explicit read_around(std::uint64_t device_read_ahead = 0) noexcept { set_device_read_ahead(device_read_ahead); }
+    // Before the first miss.
+    void set_device_read_ahead(std::uint64_t bytes) noexcept {
+        limit_ = std::clamp(bytes ? bytes : start_bytes, start_bytes, max_bytes);
+    }
+
+    // A page read found the page at file offset `offset` in the page cache.
+    void hit(std::uint64_t offset) noexcept {
+        for (const cluster& c : recent_) {
+            if (offset - c.start.load(std::memory_order_relaxed) < c.bytes.load(std::memory_order_relaxed)) {
+                hits_.fetch_add(1, std::memory_order_relaxed);
+                return;
+            }
+        }
+    }
+
+    // A page read missed the page cache at file offset `offset`: where the
+    // cluster to read starts and how long it is (a power of two, aligned, at
+    // most limit()).
+    struct range {
+        std::uint64_t start, bytes;
+    };
+    range miss(std::uint64_t offset) noexcept {
+        const std::uint64_t bytes = bytes_.load(std::memory_order_relaxed);
+        const range r{offset & ~(bytes - 1), bytes};
+        cluster& c = recent_[next_.fetch_add(1, std::memory_order_relaxed) % recent];
+        c.bytes.store(0, std::memory_order_relaxed);  // no hit counts against a half-written entry
+        c.start.store(r.start, std::memory_order_relaxed);
+        c.bytes.store(r.bytes, std::memory_order_relaxed);
+        asked_.fetch_add(bytes / common::page_size, std::memory_order_relaxed);
+        if (misses_.fetch_add(1, std::memory_order_relaxed) % window == window - 1) judge();
+        return r;
+    }
+
+    std::uint64_t bytes() const noexcept { return bytes_.load(std::memory_order_relaxed); }
+    std::uint64_t limit() const noexcept { return limit_; }
+
+private:
+    void judge() noexcept {
+        const std::uint64_t hits = hits_.exchange(0, std::memory_order_relaxed);
+        const std::uint64_t asked = asked_.exchange(0, std::memory_order_relaxed);
+        std::uint64_t b = bytes_.load(std::memory_order_relaxed);
+        if (hits * 32 >= asked) b = std::min(b * 2, limit_);
+        else if (hits * 256 < asked) b = std::max(b / 2, min_bytes);
+        bytes_.store(b, std::memory_order_relaxed);
+    }
+
+    std::uint64_t limit_ = start_bytes;
+    std::atomic<std::uint64_t> bytes_{start_bytes};
+    std::atomic<std::uint64_t> hits_{0}, asked_{0}, misses_{0};
+    struct cluster {
+        std::atomic<std::uint64_t> start{0}, bytes{0};
+    };
+    cluster recent_[recent];
+    std::atomic<std::uint64_t> next_{0};
+};
+
+}  // namespace steppe::storage
