@@ -310,13 +310,12 @@ void steppe_writer(const std::string& path, const settings& cfg, slot& s) {
     store.close();
 }
 
-void steppe_reader(const std::string& path, const settings& cfg, slot& s, int id) {
-    steppe::open_options o;
-    o.create = false;
-    o.read_only = true;
-    auto store = steppe::store::open(path, o);
-    const Index* index = store.find_root<Index>("index");
-    if (!index) throw std::runtime_error("no root \"index\"");
+// The reader loop both systems share: batches of 256 random lookups, each
+// verified; a refresh every cfg.refresh_ms. `lookup(key)` gives the record
+// or nullptr, `seq()` the snapshot's sequence number, `refresh()` moves to
+// the newest snapshot.
+template <class Lookup, class Seq, class Refresh>
+void reader_loop(const settings& cfg, slot& s, int id, Lookup lookup, Seq seq, Refresh refresh) {
     reader_state st;
     st.last_seen.assign(cfg.records, 0);
     std::uint64_t rng = mix(static_cast<std::uint64_t>(::getpid()) * 31 + static_cast<std::uint64_t>(id));
@@ -327,23 +326,19 @@ void steppe_reader(const std::string& path, const settings& cfg, slot& s, int id
     auto next_refresh = start + period;
     std::uint64_t lookups = 0;
     double refresh_ms = 0, idle_s = 0;
-    verify_seq(s, st, index->seq);
+    verify_seq(s, st, seq());
     while (!stopping() && !s.failed) {
         idle_s += sit_out_pause();
         for (int b = 0; b < 256; ++b) {
             std::uint64_t i = (rng = mix(rng)) % cfg.records;
             std::uint64_t key = key_of(i);
-            auto it = index->by_key.find(key);
-            const Record* r = it == index->by_key.end() ? nullptr : it->second;
-            if (!verify(s, st, i, key, r, index->seq)) break;
+            if (!verify(s, st, i, key, lookup(key), seq())) break;
         }
         lookups += 256;
         auto now = clock_type::now();
         if (now >= next_refresh) {
-            store.refresh();
-            index = store.find_root<Index>("index");
-            if (!index) throw std::runtime_error("no root \"index\" after refresh");
-            verify_seq(s, st, index->seq);
+            refresh();
+            verify_seq(s, st, seq());
             auto after = clock_type::now();
             refresh_ms += std::chrono::duration<double, std::milli>(after - now).count();
             ++s.refreshes;
@@ -353,6 +348,27 @@ void steppe_reader(const std::string& path, const settings& cfg, slot& s, int id
     s.seconds = std::chrono::duration<double>(clock_type::now() - start).count() - idle_s;
     s.lookups = lookups;
     s.refresh_ms = refresh_ms;
+}
+
+void steppe_reader(const std::string& path, const settings& cfg, slot& s, int id) {
+    steppe::open_options o;
+    o.create = false;
+    o.read_only = true;
+    auto store = steppe::store::open(path, o);
+    const Index* index = store.find_root<Index>("index");
+    if (!index) throw std::runtime_error("no root \"index\"");
+    reader_loop(
+        cfg, s, id,
+        [&](std::uint64_t key) -> const Record* {
+            auto it = index->by_key.find(key);
+            return it == index->by_key.end() ? nullptr : it->second;
+        },
+        [&] { return index->seq; },
+        [&] {
+            store.refresh();
+            index = store.find_root<Index>("index");
+            if (!index) throw std::runtime_error("no root \"index\" after refresh");
+        });
     store.close();
 }
 
@@ -446,45 +462,21 @@ void lmdb_reader(const std::string& path, const settings& cfg, slot& s, int id) 
     lmdb_env e(path, true);
     MDB_txn* txn = nullptr;
     ok(mdb_txn_begin(e.env, nullptr, MDB_RDONLY, &txn), "mdb_txn_begin (read)");
-    reader_state st;
-    st.last_seen.assign(cfg.records, 0);
-    std::uint64_t rng = mix(static_cast<std::uint64_t>(::getpid()) * 31 + static_cast<std::uint64_t>(id));
-    s.ready.store(1);
-    wait_for_go();
-    auto start = clock_type::now();
-    auto period = std::chrono::milliseconds(cfg.refresh_ms);
-    auto next_refresh = start + period;
-    std::uint64_t lookups = 0;
-    double refresh_ms = 0, idle_s = 0;
     std::uint64_t seq = lmdb_seq(txn, e.meta);
-    verify_seq(s, st, seq);
-    while (!stopping() && !s.failed) {
-        idle_s += sit_out_pause();
-        for (int b = 0; b < 256; ++b) {
-            std::uint64_t i = (rng = mix(rng)) % cfg.records;
-            std::uint64_t key = key_of(i);
+    reader_loop(
+        cfg, s, id,
+        [&](std::uint64_t key) -> const Record* {
             MDB_val k{sizeof key, &key}, v;
             int rc = mdb_get(txn, e.records, &k, &v);
             if (rc != MDB_NOTFOUND) ok(rc, "mdb_get");
-            const Record* r = rc == MDB_SUCCESS && v.mv_size == sizeof(Record) ? static_cast<const Record*>(v.mv_data) : nullptr;
-            if (!verify(s, st, i, key, r, seq)) break;
-        }
-        lookups += 256;
-        auto now = clock_type::now();
-        if (now >= next_refresh) {
+            return rc == MDB_SUCCESS && v.mv_size == sizeof(Record) ? static_cast<const Record*>(v.mv_data) : nullptr;
+        },
+        [&] { return seq; },
+        [&] {
             mdb_txn_reset(txn);
             ok(mdb_txn_renew(txn), "mdb_txn_renew");
             seq = lmdb_seq(txn, e.meta);
-            verify_seq(s, st, seq);
-            auto after = clock_type::now();
-            refresh_ms += std::chrono::duration<double, std::milli>(after - now).count();
-            ++s.refreshes;
-            next_refresh = after + period;
-        }
-    }
-    s.seconds = std::chrono::duration<double>(clock_type::now() - start).count() - idle_s;
-    s.lookups = lookups;
-    s.refresh_ms = refresh_ms;
+        });
     mdb_txn_abort(txn);
 }
 
