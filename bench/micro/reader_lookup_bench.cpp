@@ -283,10 +283,11 @@ void steppe_build(const std::string& path, std::uint64_t n) {
     store.close();
 }
 
-void steppe_writer(const std::string& path, const settings& cfg, slot& s) {
-    auto store = steppe::store::open(path, steppe::open_options{.create = false});
-    auto* index = store.find_root<Index>("index");
-    if (!index) throw std::runtime_error("no root \"index\"");
+// The writer loop both systems share: `transaction(rng)` updates cfg.k
+// random records and the sequence number and commits, durably; its latency
+// is recorded apart while readers are paused.
+template <class Transaction>
+void writer_loop(slot& s, Transaction transaction) {
     std::uint64_t rng = mix(static_cast<std::uint64_t>(::getpid()));
     latencies us;
     s.ready.store(1);
@@ -295,6 +296,17 @@ void steppe_writer(const std::string& path, const settings& cfg, slot& s) {
     while (!stopping()) {
         bool was_paused = paused();
         auto t = clock_type::now();
+        transaction(rng);
+        us.add(was_paused, std::chrono::duration<double, std::micro>(clock_type::now() - t).count());
+    }
+    us.store(s, std::chrono::duration<double>(clock_type::now() - start).count());
+}
+
+void steppe_writer(const std::string& path, const settings& cfg, slot& s) {
+    auto store = steppe::store::open(path, steppe::open_options{.create = false});
+    auto* index = store.find_root<Index>("index");
+    if (!index) throw std::runtime_error("no root \"index\"");
+    writer_loop(s, [&](std::uint64_t& rng) {
         std::uint64_t seq = index->seq + 1;
         for (int j = 0; j < cfg.k; ++j) {
             std::uint64_t i = (rng = mix(rng)) % cfg.records;
@@ -304,9 +316,7 @@ void steppe_writer(const std::string& path, const settings& cfg, slot& s) {
         }
         index->seq = seq;
         store.commit();
-        us.add(was_paused, std::chrono::duration<double, std::micro>(clock_type::now() - t).count());
-    }
-    us.store(s, std::chrono::duration<double>(clock_type::now() - start).count());
+    });
     store.close();
 }
 
@@ -429,14 +439,7 @@ void lmdb_build(const std::string& path, std::uint64_t n) {
 
 void lmdb_writer(const std::string& path, const settings& cfg, slot& s) {
     lmdb_env e(path, false);
-    std::uint64_t rng = mix(static_cast<std::uint64_t>(::getpid()));
-    latencies us;
-    s.ready.store(1);
-    wait_for_go();
-    auto start = clock_type::now();
-    while (!stopping()) {
-        bool was_paused = paused();
-        auto t = clock_type::now();
+    writer_loop(s, [&](std::uint64_t& rng) {
         MDB_txn* txn = nullptr;
         ok(mdb_txn_begin(e.env, nullptr, 0, &txn), "mdb_txn_begin");
         std::uint64_t seq = lmdb_seq(txn, e.meta) + 1;
@@ -453,9 +456,7 @@ void lmdb_writer(const std::string& path, const settings& cfg, slot& s) {
         }
         lmdb_put_seq(txn, e.meta, seq);
         ok(mdb_txn_commit(txn), "mdb_txn_commit");
-        us.add(was_paused, std::chrono::duration<double, std::micro>(clock_type::now() - t).count());
-    }
-    us.store(s, std::chrono::duration<double>(clock_type::now() - start).count());
+    });
 }
 
 void lmdb_reader(const std::string& path, const settings& cfg, slot& s, int id) {
