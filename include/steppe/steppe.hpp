@@ -195,6 +195,10 @@ struct store_stats {
     std::uint64_t pointers_unswizzled = 0;  // while committing
     std::uint64_t bytes_logged = 0;         // written to the log, incl. metadata
     std::uint64_t syncs = 0;
+    std::uint64_t checkpoints = 0;              // the log's commits copied into the main file
+    std::uint64_t checkpoints_deferred = 0;     // attempts put off: a reader was at an older commit
+    std::uint64_t checkpoint_waits = 0;         // commits that paused for readers (open_options::checkpoint_wait)
+    std::uint64_t checkpoint_waits_expired = 0; // of those, pauses that ended without a checkpoint
     std::uint64_t store_pages = 0;          // pages in the store
     std::uint64_t free_pages = 0;           // of those, free for reuse
     std::uint64_t resident_pages = 0;       // in memory now (approximate)

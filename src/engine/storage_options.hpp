@@ -1,6 +1,9 @@
 // The storage manager's options from an engine's open options (both
-// engines' option structs name these fields alike).
+// engines' option structs name these fields alike), and its checkpoint
+// counters into an engine's store_stats.
 #pragma once
+
+#include <steppe/steppe.hpp>
 
 #include "storage/storage.hpp"
 
@@ -20,6 +23,13 @@ template<class Options> storage::options storage_options(const Options& o, stora
     if constexpr (requires { o.lock_timeout; }) so.lock_timeout = o.lock_timeout;
     so.io = io;
     return so;
+}
+
+inline void copy_checkpoint_counters(const storage::stats& from, store_stats& to) {
+    to.checkpoints = from.checkpoints;
+    to.checkpoints_deferred = from.checkpoints_deferred;
+    to.checkpoint_waits = from.checkpoint_waits;
+    to.checkpoint_waits_expired = from.checkpoint_waits_expired;
 }
 
 }  // namespace steppe

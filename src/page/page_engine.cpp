@@ -318,6 +318,7 @@ store_stats page_engine::stats() const {
     out.pointers_unswizzled = p.pointers_unswizzled;
     out.bytes_logged = s.bytes_written;
     out.syncs = s.syncs;
+    copy_checkpoint_counters(s, out);
     out.store_pages = storage_->page_count();
     out.free_pages = pager_->allocator().free_pages().total_pages();
     out.resident_pages = p.resident_pages;

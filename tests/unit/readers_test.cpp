@@ -334,4 +334,49 @@ TEST_F(ReadersTest, RefreshMovesAReadOnlyStoreToTheNewestCommit) {
     EXPECT_EQ(test::error_of([&] { w.refresh(); }).code(), errc::invalid_argument);
 }
 
+// Through the public API: a reader process keeping its snapshot makes the
+// writer's automatic checkpoints wait, and store_stats (and STEPPE_STATS's
+// text) say so: attempts put off, the commits' pauses, none run.
+TEST_F(ReadersTest, StoreStatsCountTheCheckpointsReadersPutOffAndThePauses) {
+    {
+        auto s = steppe::store::open(path);
+        Counter** c = s.root<Counter*>("counter");
+        *c = s.make<Counter>();
+        (*c)->commit = 1;
+        for (long& v : (*c)->values) v = 1;
+        s.commit();
+    }
+    child r([this](child& me) {
+        steppe::open_options ro;
+        ro.read_only = true;
+        auto snapshot = steppe::store::open(path, ro);
+        me.report_and_wait();  // holds commit 1 until told
+        return consistent_commit(snapshot) == 1 ? 0 : 1;
+    });
+    ASSERT_TRUE(r.wait_for_report());
+    steppe::open_options o;
+    o.checkpoint_bytes = 64 << 10;  // a Counter's two pages a commit: past it within a few commits
+    o.checkpoint_wait = std::chrono::milliseconds(20);
+    o.checkpoint_on_close = false;
+    auto w = steppe::store::open(path, o);
+    Counter* c = *w.find_root<Counter*>("counter");
+    for (long t = 2; t <= 40; ++t) {
+        c->commit = t;
+        for (long& v : c->values) v = t;
+        w.commit();
+    }
+    const steppe::store_stats st = w.stats();
+    EXPECT_EQ(st.checkpoints, 0u);
+    EXPECT_GE(st.checkpoints_deferred, 1u);
+    EXPECT_GE(st.checkpoint_waits, 1u);
+    EXPECT_EQ(st.checkpoint_waits_expired, st.checkpoint_waits);
+    EXPECT_NE(steppe::to_string(st).find("commits paused for readers"), std::string::npos) << steppe::to_string(st);
+    r.go();
+    EXPECT_EQ(r.exit_code(), 0);
+    c->commit = 41;
+    for (long& v : c->values) v = 41;
+    w.commit();
+    EXPECT_EQ(w.stats().checkpoints, 1u) << "the reader is gone: the next commit checkpoints";
+}
+
 }  // namespace
