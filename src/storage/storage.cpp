@@ -1071,10 +1071,7 @@ void storage::wait_for_readers_and_checkpoint() {
     while (std::chrono::steady_clock::now() < give_up) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (readers_->first_reader_not_at(wal_header_.generation, wal_end_)) continue;
-        if (try_checkpoint()) {
-            next_reader_wait_ = 0;
-            return;
-        }
+        if (try_checkpoint()) return;
     }
     ++stats_.checkpoint_waits_expired;
     next_reader_wait_ = log_bytes + opts_.checkpoint_bytes;
@@ -1182,6 +1179,7 @@ std::optional<reader_info> storage::checkpoint_now(bool even_if_empty) {
 }
 
 void storage::reset_wal(std::uint64_t generation, std::uint64_t salt) {
+    next_reader_wait_ = 0;  // a threshold in this log's bytes
     wal_header h{};
     std::memcpy(h.magic, wal_magic, sizeof h.magic);
     h.version = wal_format_version;

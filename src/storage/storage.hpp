@@ -311,7 +311,7 @@ private:
     log_index wal_index_;                              // newest committed version in the log
     wal_header wal_header_{};
     std::uint64_t wal_end_ = wal_frames_offset;  // end of the last complete commit
-    std::uint64_t next_reader_wait_ = 0;  // log bytes past which a deferred checkpoint waits again
+    std::uint64_t next_reader_wait_ = 0;  // log bytes past which a deferred checkpoint waits again (0 after a reset)
     std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
     std::uint64_t wal_commits_ = 0;
     std::uint64_t replay_stop_ = wal_frames_offset;  // where replay met the first frame it could not take

@@ -257,6 +257,18 @@ TEST_F(ReadersTest, AReaderKeepingAnOldSnapshotCostsOneWaitPerCheckpointBytes) {
     EXPECT_EQ(st.checkpoints, 1u);
     EXPECT_EQ(st.checkpoint_waits, waits);
     EXPECT_EQ(w->describe().wal_commits, 0u);
+    // A new log: the next reader behind makes the first deferred checkpoint
+    // pause again, not only once the log passes the old log's mark.
+    child late = reader(27, 2);
+    commit_all(*w, 27);
+    ASSERT_TRUE(late.wait_for_report());
+    commit_all(*w, 28);
+    commit_all(*w, 29);
+    EXPECT_EQ(st.checkpoint_waits, waits + 1) << "the new log's first deferral paused";
+    late.go();
+    ASSERT_TRUE(late.wait_for_report());
+    late.go();
+    EXPECT_EQ(late.exit_code(), 0);
 }
 
 TEST_F(ReadersTest, AReaderOpeningAfterAWriterWasKilledReadsItsLastCommit) {
