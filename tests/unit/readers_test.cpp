@@ -259,8 +259,8 @@ TEST_F(ReadersTest, AReaderKeepingAnOldSnapshotCostsOneWaitPerCheckpointBytes) {
     EXPECT_EQ(w->describe().wal_commits, 0u);
     // A new log: the next reader behind makes the first deferred checkpoint
     // pause again, not only once the log passes the old log's mark.
-    child late = reader(27, 2);
     commit_all(*w, 27);
+    child late = reader(27, 2);
     ASSERT_TRUE(late.wait_for_report());
     commit_all(*w, 28);
     commit_all(*w, 29);
