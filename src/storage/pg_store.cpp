@@ -272,19 +272,31 @@ struct pg_store::fetcher {
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         PGresult* raw = nullptr;
         for (int attempt = 0; attempt < 2 && !raw; ++attempt) {
-            raw = conn->try_exec_prepared("steppe_fetch", {store.address_.store, std::to_string(r.first),
-                                                            std::to_string(r.last), std::to_string(r.snapshot)});
+            raw = conn->try_exec_prepared("steppe_fetch",
+                                          {store.address_.store, std::to_string(r.first), std::to_string(r.last),
+                                           std::to_string(r.snapshot), std::to_string(store.reader_id_)});
             if (!raw && (conn->ok() || !conn->reconnect() || !prepare())) conn->fail_last("reading pages");
         }
         pg_result rows(raw);
         std::memset(r.image, 0, page_size);  // a page never written reads as zeros
         r.ok = true;
+        // P3: a reader reads only while its registration (and so every
+        // version its snapshot needs) is there, as of the same statement.
+        if (store.reader_id_ != 0 && rows.binary_integer(0, 0) == 0) {
+            r.ok = false;
+            copy_message(&r.why, errc::io,
+                         store.path_ + ": this reader's snapshot (commit " + std::to_string(r.snapshot) +
+                             ") is no longer kept: its registration was dropped when its session to the server "
+                             "ended, and the writer may have collected the versions it reads; open the store again");
+            return;
+        }
         for (int i = 0; i < rows.rows(); ++i) {
-            const page_no page = page_no(rows.binary_integer(i, 0));
-            const auto txn = rows.binary_integer(i, 1);
-            const auto sum = std::uint32_t(rows.binary_integer(i, 2));
-            const auto* image = reinterpret_cast<const std::byte*>(rows.bytes(i, 3));
-            const bool sound = rows.size(i, 3) == page_size && page_checksum(image, page_size) == sum;
+            if (rows.is_null(i, 1)) continue;  // no version in the range
+            const page_no page = page_no(rows.binary_integer(i, 1));
+            const auto txn = rows.binary_integer(i, 2);
+            const auto sum = std::uint32_t(rows.binary_integer(i, 3));
+            const auto* image = reinterpret_cast<const std::byte*>(rows.bytes(i, 4));
+            const bool sound = rows.size(i, 4) == page_size && page_checksum(image, page_size) == sum;
             if (sound) store.cache_->put(page, image, epoch);
             if (page != r.page) continue;
             if (sound) {
@@ -293,19 +305,24 @@ struct pg_store::fetcher {
                 r.ok = false;
                 copy_message(&r.why, errc::corrupt,
                              store.path_ + ": page " + std::to_string(page) + " (version of commit " +
-                                 std::to_string(txn) + ", " + std::to_string(rows.size(i, 3)) +
+                                 std::to_string(txn) + ", " + std::to_string(rows.size(i, 4)) +
                                  " bytes) fails its checksum in table steppe_page; run `steppe check " +
                                  store.path_ + "`");
             }
         }
     }
 
-    // The one query: the newest version at or below the snapshot of each page of a range.
+    // The one query: whether reader $5 is registered (0 for the writer, which
+    // needs no registration), and the newest version at or below the
+    // snapshot of each page of a range; one statement, so one snapshot.
     bool prepare() {
-        PGresult* r = conn->try_exec("PREPARE steppe_fetch(text, bigint, bigint, bigint) AS "
-                              "SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
-                              "WHERE store = $1 AND page >= $2 AND page < $3 AND txn <= $4 ORDER BY page, txn DESC",
-                                     {}, false);
+        PGresult* r = conn->try_exec(
+            "PREPARE steppe_fetch(text, bigint, bigint, bigint, integer) AS "
+            "SELECT reg.n, v.page, v.txn, v.sum, v.image FROM "
+            "(SELECT count(*) AS n FROM steppe_reader WHERE store = $1 AND id = $5) reg LEFT JOIN LATERAL "
+            "(SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
+            "WHERE store = $1 AND page >= $2 AND page < $3 AND txn <= $4 ORDER BY page, txn DESC) v ON true",
+            {}, false);
         const bool prepared = r != nullptr;
         PQclear(r);
         return prepared;

@@ -200,6 +200,27 @@ TEST_F(PgStoreTest, CollectionDropsWhatNoLiveReaderNeeds) {
     EXPECT_EQ(snapshot_problem(*open(true), 4), "");
 }
 
+// P3: a reader whose session the server ended has lost its registration,
+// and the writer may have collected the versions its snapshot reads: it is
+// told so, never handed a newer version or zeros.
+TEST_F(PgStoreTest, AReaderThatLostItsRegistrationIsToldNotGivenOtherData) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    auto r = open(true);
+    test::commit_filled(*w, 2, pages);
+    auto* pg = dynamic_cast<storage::pg_store*>(r.get());
+    ASSERT_NE(pg, nullptr);
+    server->sql("SELECT pg_terminate_backend(" + std::to_string(pg->backend_pid()) + ")");
+    for (int i = 0; i < 100 && w->describe().readers.size() != 0; ++i) {
+        w->checkpoint();  // drops the registration once the server has let go of its lock
+        ::usleep(20000);
+    }
+    w->checkpoint();
+    ASSERT_EQ(versions(), pages);  // commit 1's versions are gone
+    std::vector<std::byte> page(storage::page_size);
+    EXPECT_ERROR(errc::io, "is no longer kept", r->read_page(5, page.data()));
+}
+
 // P2: a writer whose session the server ended (a network cut, seen by the
 // server) and whose store another writer took cannot commit, even over a
 // new connection; the other writer's commits stand.
