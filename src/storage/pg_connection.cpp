@@ -107,6 +107,14 @@ void pg_connection::rollback() noexcept {
     if (PGresult* r = PQexec(conn_, "ROLLBACK")) PQclear(r);
 }
 
+bool pg_connection::lost() const noexcept {
+    if (!ok()) return true;
+    const char* state = last_failure_ ? PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) : nullptr;
+    // No SQLSTATE: libpq's own failure (the socket closed); 08: connection
+    // exception; 57P0x: the server shutting down or starting.
+    return !state || std::strncmp(state, "08", 2) == 0 || std::strncmp(state, "57P0", 4) == 0;
+}
+
 bool pg_connection::reconnect() noexcept {
     PQreset(conn_);
     return ok();

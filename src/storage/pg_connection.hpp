@@ -62,6 +62,9 @@ public:
     // Reconnects a connection the server dropped; false if it cannot.
     bool reconnect() noexcept;
     bool ok() const noexcept { return PQstatus(conn_) == CONNECTION_OK; }
+    // Whether the last failure was the session's end (the server gone,
+    // restarting or shutting down), not the statement's: reconnect then.
+    bool lost() const noexcept;
     int backend_pid() const noexcept { return PQbackendPID(conn_); }
     std::string error() const { return PQerrorMessage(conn_); }
     const std::string& shown() const { return shown_; }

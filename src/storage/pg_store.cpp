@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -90,10 +91,25 @@ void copy_message(read_failure* why, errc code, const std::string& text) noexcep
 
 // 1. The URL ------------------------------------------------------------------
 
+namespace {
+// The number of a "key=N" parameter, at most `max`.
+std::uint64_t url_number(const std::string& url, std::string_view param, std::uint64_t max) {
+    const auto eq = param.find('=');
+    std::string v(param.substr(eq + 1));
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end || n > max)
+        throw error(errc::invalid_argument, "store URL " + url + ": " + std::string(param.substr(0, eq)) +
+                                                " must be a whole number up to " + std::to_string(max));
+    return n;
+}
+}  // namespace
+
 pg_address parse_pg_address(const std::string& url) {
     pg_address a;
     const auto q = url.find('?');
     std::string base = url.substr(0, q), kept;
+    bool has_connect_timeout = false;
     std::string_view params = q == std::string::npos ? std::string_view{} : std::string_view(url).substr(q + 1);
     while (!params.empty()) {
         auto amp = params.find('&');
@@ -102,13 +118,11 @@ pg_address parse_pg_address(const std::string& url) {
         if (p.starts_with("store=")) {
             a.store = p.substr(6);
         } else if (p.starts_with("cache_mib=")) {
-            char* end = nullptr;
-            std::string v(p.substr(10));
-            unsigned long long mib = std::strtoull(v.c_str(), &end, 10);
-            if (v.empty() || *end || mib > (1ull << 20))
-                throw error(errc::invalid_argument, "store URL " + url + ": cache_mib must be a number of MiB");
-            a.cache_bytes = mib << 20;
+            a.cache_bytes = url_number(url, p, 1u << 20) << 20;
+        } else if (p.starts_with("fault_wait_s=")) {
+            a.fault_wait = std::chrono::seconds(url_number(url, p, 86400));
         } else if (!p.empty()) {
+            if (p.starts_with("connect_timeout=")) has_connect_timeout = true;
             kept += (kept.empty() ? "?" : "&") + std::string(p);
         }
     }
@@ -117,6 +131,8 @@ pg_address parse_pg_address(const std::string& url) {
                     "store URL " + url +
                         " must name its store with store=NAME (1 to 63 of A-Z a-z 0-9 _ . -), e.g. "
                         "postgresql://host/db?store=cad");
+    // A server that does not answer must not hang an open or a fault for good.
+    if (!has_connect_timeout) kept += kept.empty() ? "?connect_timeout=10" : "&connect_timeout=10";
     a.conninfo = base + kept;
     // Shown in messages without a password: scheme://user:password@host...
     a.shown = url;
@@ -271,11 +287,19 @@ struct pg_store::fetcher {
     void query(request& r) {
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         PGresult* raw = nullptr;
-        for (int attempt = 0; attempt < 2 && !raw; ++attempt) {
-            raw = conn->try_exec_prepared("steppe_fetch",
-                                          {store.address_.store, std::to_string(r.first), std::to_string(r.last),
-                                           std::to_string(r.snapshot), std::to_string(store.reader_id_)});
-            if (!raw && (conn->ok() || !conn->reconnect() || !prepare())) conn->fail_last("reading pages");
+        const auto deadline = std::chrono::steady_clock::now() + store.address_.fault_wait;
+        while (!(raw = conn->try_exec_prepared("steppe_fetch", {store.address_.store, std::to_string(r.first),
+                                                                 std::to_string(r.last), std::to_string(r.snapshot),
+                                                                 std::to_string(store.reader_id_)}))) {
+            if (!conn->lost()) conn->fail_last("reading pages");  // the statement failed, not the session
+            // The server is gone or restarting: a fault waits for it, up to fault_wait.
+            while (!(conn->reconnect() && prepare())) {
+                if (std::chrono::steady_clock::now() >= deadline)
+                    throw error(errc::io, store.path_ + ": reading pages: the server did not answer for " +
+                                              std::to_string(store.address_.fault_wait.count()) +
+                                              " s (fault_wait_s=): " + conn->error());
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            }
         }
         pg_result rows(raw);
         std::memset(r.image, 0, page_size);  // a page never written reads as zeros
@@ -643,7 +667,7 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
         sent_commit = true;
         control_->exec(what, "COMMIT");
     } catch (...) {
-        if (sent_commit && !control_->ok()) poisoned_ = true;  // COMMIT's outcome is unknown
+        if (sent_commit && control_->lost()) poisoned_ = true;  // COMMIT's outcome is unknown
         else control_->rollback();
         throw;
     }
@@ -678,10 +702,10 @@ void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta)
                                           control_->error() + " (the store is at its previous commit; retry)");
             bytes = commit_transaction(pages, spilled_only, txn, count, meta);
             break;
-        } catch (const error&) {
+        } catch (const error& e) {
             // A session the server ended shows only when a statement fails.
             // If COMMIT was not sent nothing was committed: once more, on a new session.
-            if (attempt > 0 || poisoned_ || control_->ok() || !reconnect_control()) throw;
+            if (e.code() != errc::io || attempt > 0 || poisoned_ || !control_->lost() || !reconnect_control()) throw;
         }
     }
     cache_->epoch.fetch_add(1, std::memory_order_acq_rel);

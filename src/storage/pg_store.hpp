@@ -2,7 +2,11 @@
 // a store's pages live as versioned rows in a PostgreSQL database, so any
 // number of processes on any machines that reach the server can open it.
 //
-//   postgresql://[user[:password]@][host][:port]/db?store=NAME[&cache_mib=N][&libpq parameters]
+//   postgresql://[user[:password]@][host][:port]/db?store=NAME[&cache_mib=N][&fault_wait_s=S][&libpq parameters]
+//
+// cache_mib: the verified-image cache (16 MiB); fault_wait_s: how long a
+// page fault waits for a server that went away before it fails (10 s);
+// connect_timeout (libpq's) is 10 s unless the URL says otherwise.
 //
 // Tables (made on first use, shared by the database's stores):
 //   steppe_store  (name, store_id, format, txn, page_count, meta, fence)
@@ -37,6 +41,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +62,7 @@ struct pg_address {
     std::string store;     // [A-Za-z0-9_.-]{1,63}
     std::string shown;     // the URL without a password, for messages
     std::uint64_t cache_bytes = 16ull << 20;
+    std::chrono::seconds fault_wait{10};
 };
 pg_address parse_pg_address(const std::string& url);
 

@@ -8,6 +8,8 @@
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -43,6 +45,12 @@ std::string snapshot_problem(const storage::storage& s, std::uint8_t txn) {
                 return "page " + std::to_string(p) + " holds commit " + std::to_string(int(b)) + "'s bytes";
     }
     return "";
+}
+
+long list_length(store& s) {
+    long n = 0;
+    for (Node* p = *s.find_root<Node*>("list"); p; p = p->next) ++n;
+    return n;
 }
 
 class PgStoreTest : public ::testing::Test {
@@ -317,12 +325,6 @@ TEST_F(PgStoreTest, ToolsReadAStoreInPostgreSQL) {
     EXPECT_NE(check.out.find("0 findings"), std::string::npos) << check.out;
 }
 
-long list_length(store& s) {
-    long n = 0;
-    for (Node* p = *s.find_root<Node*>("list"); p; p = p->next) ++n;
-    return n;
-}
-
 TEST_F(PgStoreTest, AReaderRefreshesToTheNewestCommit) {
     test::child writer([this](test::child& me) {
         auto s = store::open(url);
@@ -347,6 +349,51 @@ TEST_F(PgStoreTest, AReaderRefreshesToTheNewestCommit) {
     EXPECT_EQ(list_length(r), 2);
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
+}
+
+// A page fault while the server restarts waits for it (fault_wait_s); past
+// that wait the process ends with a message naming the server, as any
+// fault that cannot be served does (docs/guarantees.md, promise 5).
+class PgFaultTest : public PgStoreTest {
+protected:
+    void build_list() {
+        auto s = store::open(url);
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 20000; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    // A reader that opens, reports, and at the test's go walks the list.
+    test::child walker(const std::string& wait) {
+        return test::child([this, wait](test::child& me) {
+            open_options o;
+            o.read_only = true;
+            o.fatal_hook = [](const char* message) { (void)!::write(2, message, std::strlen(message)); };
+            auto s = store::open(url + "&cache_mib=0&fault_wait_s=" + wait, o);
+            me.report_and_wait();
+            return list_length(s) == 20000 ? 0 : 1;
+        });
+    }
+};
+
+TEST_F(PgFaultTest, AFaultWaitsForARestartingServer) {
+    build_list();
+    auto reader = walker("30");
+    ASSERT_TRUE(reader.wait_for_report());
+    server->crash();
+    reader.go();
+    ::usleep(500000);
+    server->start();
+    EXPECT_EQ(reader.exit_code(), 0);
+}
+
+TEST_F(PgFaultTest, AFaultPastItsWaitEndsTheProcessNamingTheServer) {
+    build_list();
+    auto reader = walker("1");
+    ASSERT_TRUE(reader.wait_for_report());
+    server->crash();
+    reader.go();
+    EXPECT_EQ(reader.exit_code(), 71);  // the fatal path; its message (on stderr) names the URL
+    server->start();
 }
 
 TEST_F(PgStoreTest, ImportAndBackupCarryAStoreThereAndBack) {
