@@ -279,7 +279,7 @@ compact_report compact(const std::string& path, const compact_options& options =
 // every pointer to a converted object is forwarded), swapped in atomically.
 // docs/design.md "Migration"; docs/guarantees.md "Migration".
 //
-//   namespace app { struct Contact {            // was: name, phone, age (int), note
+//   namespace app { struct Contact {   // was: name, phone, age (int), note (dropped), next
 //       char name[32]; char mobile[16]; long age; double score = 1.0; Contact* next;
 //       STEPPE_FIELDS(name, mobile, age, score, next) }; }
 //   steppe::migration m;
