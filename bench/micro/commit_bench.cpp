@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "storage/storage.hpp"
+#include "storage/wal_format.hpp"
 
 namespace {
 

@@ -7,6 +7,7 @@
 
 #include <charconv>
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <ctime>
 
@@ -77,5 +78,10 @@ private:
 void futex_wait(std::uint32_t& word, std::uint32_t expected, const timespec* timeout = nullptr) noexcept;
 // Wakes every thread sleeping in futex_wait on `word`.
 void futex_wake_all(std::uint32_t& word) noexcept;
+// The futex word of an atomic (the same 4 bytes).
+inline std::uint32_t& futex_word(std::atomic<std::uint32_t>& word) noexcept {
+    static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+    return *reinterpret_cast<std::uint32_t*>(&word);
+}
 
 }  // namespace steppe::common

@@ -45,11 +45,6 @@ namespace {
 // a bug there must not hang it).
 [[gnu::tls_model("initial-exec")]] thread_local bool t_is_evictor = false;
 
-std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) {
-    static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-    return reinterpret_cast<std::uint32_t*>(&word);
-}
-
 }  // namespace
 
 pager::pause::pause(pager& p) : pager_(p) {
@@ -106,7 +101,7 @@ void pager::wait_for_evictor() noexcept {
         const std::uint32_t seen = evictor_->batches.load(std::memory_order_acquire);
         ask_evictor();
         timespec timeout{0, 20'000'000};
-        common::futex_wait(*futex_word(evictor_->batches), seen, &timeout);
+        common::futex_wait(common::futex_word(evictor_->batches), seen, &timeout);
     }
 }
 
@@ -149,7 +144,7 @@ void pager::evict_if_over_budget() noexcept {
 
 void pager::note_batch() noexcept {
     evictor_->batches.fetch_add(1, std::memory_order_acq_rel);
-    common::futex_wake_all(*futex_word(evictor_->batches));
+    common::futex_wake_all(common::futex_word(evictor_->batches));
 }
 
 // Takes pages out of the residency ring, oldest first, a batch at a time,

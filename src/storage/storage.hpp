@@ -1,55 +1,33 @@
-// The storage manager: a main file of checksummed pages, a write-ahead log
-// beside it, atomic durable commits, recovery, checkpoints and locking.
-// It knows nothing of types or pointers: pages are 4096 opaque bytes named by
-// logical page number, plus `meta_size` opaque bytes of roots per commit.
+// The storage manager's interface: pages of 4096 opaque bytes named by
+// logical page number, plus `meta_size` opaque bytes of roots per commit,
+// committed atomically and durably. It knows nothing of types or pointers.
+// Two implementations (docs/design.md, "Page stores"):
+//   file_store (file_store.hpp)  a main file and a write-ahead log beside it
+//   pg_store   (pg_store.hpp)    page versions in PostgreSQL tables
+// storage::open picks one by the name: "postgresql://..." or a file path.
 //
-// Commit state machine (one writer; see docs/format.md):
-//
-//   open ── recover() ──► ready ── commit() ──► ready
-//                          │  ▲                    │ write failed: log tail is
-//                          │  └── checkpoint() ◄───┘ torn, state unchanged
-//                          └── fdatasync failed ──► poisoned (every call throws
-//                                                   errc::poisoned; reopen)
-//
-// Invariants:
-//  (1) the committed state = main file as of its header + every complete
-//      commit in the log of generation checkpoint_gen + 1, in order;
-//  (2) the log is reset (new generation) only after the main file holding
-//      all its commits is durable, and the main header saying so is durable;
-//  (3) every page image handed out was verified against its checksum;
-//  (4) a transaction is dropped at recovery only if nothing shows it committed
-//      (judge_log; the commit mark and later frames are what shows it);
-//  (5) a live reader's snapshot never changes under it (readers beside the
-//      writer, reader_table.hpp): a checkpoint copies pages into the main
-//      file only while every live reader is at the newest commit (so none
-//      reads those pages from the main file), and a log generation is
-//      overwritten only after the reader table says the main file holds it
-//      whole (its readers then read its pages from there: read_logged).
-//      check_readers() checks what the table shows of it.
+// What every implementation keeps:
+//  (S1) every page image handed out was verified against its checksum;
+//  (S2) commit() is all or nothing, and durable when it returns;
+//  (S3) a read-only handle's snapshot never changes under it (refresh by
+//       opening a new handle).
 #pragma once
 
 #include <steppe/error.hpp>
 #include <sys/types.h>
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "storage/file_format.hpp"
-#include "common/sigsafe.hpp"
 #include "storage/io.hpp"
-#include "storage/log_index.hpp"
-#include "storage/read_around.hpp"
 #include "storage/reader_table.hpp"
-#include "storage/wal_format.hpp"
 
 namespace steppe::storage {
 
@@ -124,29 +102,31 @@ struct stats {
 
 class storage {
 public:
-    // Opens (or creates) the store at `path`; recovers from the log. Throws
-    // not_found, version, corrupt, locked, permission, io.
+    // Opens (or creates) the store named `path`: a file path, or a
+    // "postgresql://" URL naming a database and a store (pg_store.hpp).
+    // Throws not_found, version, corrupt, locked, permission, io, unavailable.
     static std::unique_ptr<storage> open(const std::string& path, const options& opts = {});
-    ~storage();
+    virtual ~storage();
     storage(const storage&) = delete;
     storage& operator=(const storage&) = delete;
 
     // The newest committed version of `page` (zeros if never written).
     // Throws corrupt (naming file and page) or io.
-    void read_page(page_no page, std::byte* out) const;
+    virtual void read_page(page_no page, std::byte* out) const = 0;
     // The same without allocating or throwing: safe in a signal handler as
     // long as no commit or checkpoint runs concurrently. With `read_around`,
-    // a main-file page that is not in the page cache comes with the aligned
-    // cluster of pages around it in one I/O (for data pages, used together).
-    bool read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around = false) const noexcept;
+    // a page that is not cached comes with the aligned cluster of pages
+    // around it in one I/O (for data pages, used together).
+    virtual bool read_page_nothrow(page_no page, std::byte* out, read_failure* why,
+                                   bool read_around = false) const noexcept = 0;
     // The same as of the last commit, leaving out what spill() holds for the
     // transaction in progress (for checkers of the committed store).
-    bool read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
-                                     bool read_around = false) const noexcept;
+    virtual bool read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
+                                             bool read_around = false) const noexcept = 0;
 
-    // Asks the OS to start reading `page`'s newest version (read-ahead for the
-    // page engine). Async-signal-safe, like read_page_nothrow.
-    void prefetch(page_no page) const noexcept;
+    // Asks for `page`'s newest version to be read ahead (for the page
+    // engine). Async-signal-safe, like read_page_nothrow.
+    virtual void prefetch(page_no page) const noexcept = 0;
 
     page_no page_count() const { return page_count_; }
     const meta_bytes& meta() const { return meta_; }
@@ -154,182 +134,54 @@ public:
 
     // Atomically and durably replaces the given pages and the meta. All or
     // nothing: on a write error (no_space, io) the store stays at the previous
-    // commit and can go on; if fdatasync fails the handle is poisoned.
-    void commit(std::span<const page_image> pages, const meta_bytes& meta);
-    // Writes pages of the transaction in progress to the log ahead of its
-    // commit, so they need not stay in memory: read_page returns them from
-    // now on, the next commit includes them, and discard_pending() (rollback)
-    // or a crash before that commit forgets them. No fdatasync. It may run on
-    // another thread while faults read pages (read_page_nothrow, prefetch,
+    // commit and can go on; if a sync fails the handle is poisoned.
+    virtual void commit(std::span<const page_image> pages, const meta_bytes& meta) = 0;
+    // Writes pages of the transaction in progress ahead of its commit, so
+    // they need not stay in memory: read_page returns them from now on, the
+    // next commit includes them, and discard_pending() (rollback) or a crash
+    // before that commit forgets them. Not durable. It may run on another
+    // thread while faults read pages (read_page_nothrow, prefetch,
     // is_pending), but not at the same time as any other call.
-    void spill(std::span<const page_image> pages);
-    void discard_pending() noexcept;
-    bool is_pending(page_no page) const noexcept {
-        wal_entry unused;
-        return find_pending(page, unused);
-    }
+    virtual void spill(std::span<const page_image> pages) = 0;
+    virtual void discard_pending() noexcept = 0;
+    virtual bool is_pending(page_no page) const noexcept = 0;
     // How many pages spill() holds for the transaction in progress, and which.
-    std::size_t pending_count() const noexcept;
-    std::vector<page_no> pending_pages() const;
-    // Copies the log's pages into the main file and resets the log. Throws
+    virtual std::size_t pending_count() const noexcept = 0;
+    virtual std::vector<page_no> pending_pages() const = 0;
+    // Makes the committed state cheaper to read and drops page versions no
+    // reader needs (files: copies the log into the main file). Throws
     // locked naming the reader when a live reader holds an older snapshot
-    // (invariant 5: the checkpoint waits for it to move on or close).
-    void checkpoint();
-    // The same, but false instead of the throw: the log keeps the commits.
-    bool try_checkpoint();
+    // that keeps it from running.
+    virtual void checkpoint() = 0;
+    // The same, but false instead of the throw.
+    virtual bool try_checkpoint() = 0;
 
-    info describe() const;
+    virtual info describe() const = 0;
     const stats& counters() const { return stats_; }
     // What this handle holds in memory, in bytes (estimates from its
-    // containers' sizes): `index` is the checksum pages of the main file
-    // (4 KiB per 1,020 pages), the log's index (its pages since the last
-    // checkpoint: at most checkpoint_bytes / 4 KiB entries) and the index
-    // of the pages spilled by the transaction in progress; `buffers` the
-    // append buffer, as big as the largest write to the log so far.
+    // containers' sizes): `index` is what finds page versions (for files:
+    // the checksum pages of the main file, 4 KiB per 1,020 pages, the log's
+    // index, at most checkpoint_bytes / 4 KiB entries, and the index of the
+    // pages spilled by the transaction in progress); `buffers` what it
+    // buffers for writes and reads.
     struct memory {
         std::uint64_t index = 0, buffers = 0;
     };
-    memory memory_bytes() const noexcept;
-    // Every checksum and structural invariant of the files; one line per finding.
-    std::vector<std::string> check() const;
+    virtual memory memory_bytes() const noexcept = 0;
+    // Every checksum and structural invariant of the store; one line per finding.
+    virtual std::vector<std::string> check() const = 0;
     const std::string& path() const { return path_; }
     // What an open with options::salvage found and did; empty if the log was sound.
     const std::string& salvage_report() const { return salvage_report_; }
 
-private:
-    struct wal_entry {
-        log_index::location at;  // of the page image, or its difference, in the log
-        std::uint32_t sum;       // the image's page_checksum
-    };
-    // Where the next frame goes: after the last commit, or after the frames
-    // the transaction in progress has spilled.
-    struct log_tail {
-        std::uint64_t end;
-        std::uint32_t chain;
-        std::uint64_t frames;  // page frames of the transaction in progress
-        page_no page_count;
-    };
-    struct group_sums {
-        checksum_page page;
-        int slot;  // which slot holds the newest valid copy; -1 = none written yet
-    };
+protected:
+    explicit storage(std::string path) : path_(std::move(path)) {}
 
-    storage(std::string path, const options& opts);
-    // Readers beside the writer (reader_table.hpp, invariant 5).
-    enum class snapshot_fit { fits, moved, stale };
-    bool open_beside_writer();
-    snapshot_fit load_snapshot();
-    snapshot_fit load_main_only();
-    bool checksums_in_flux() const;
-    bool log_header_is(std::uint64_t generation, std::uint64_t salt) const;
-    void adopt_reader_table(bool make);
-    void publish();
-    bool log_overtaken() const noexcept;
-    void check_readers(std::vector<std::string>& findings) const;
-    std::vector<std::string> check_slots() const;
-    bool read_logged(page_no page, const wal_entry& e, std::byte* out, common::fixed_message& msg,
-                     read_failure* why) const noexcept;
-    long read_main_page(page_no page, std::byte* out, bool read_around) const noexcept;
-    long read_log_version(page_no page, const wal_entry& e, std::byte* out, bool& malformed) const noexcept;
-    long diff_against_main(const page_image& p, std::uint64_t main_bytes, std::byte* diff) const;
-    void create_files();
-    void load_header();
-    void load_checksums();
-    void outrank_stale_copies(std::uint64_t group, group_sums& sums) const;
-    void check_backed(page_no count) const;
-    void extend_log(std::uint64_t needed);
-    void load_mark();
-    bool mark_counts() const;
-    void write_mark(std::uint64_t generation, std::uint64_t txn, std::uint64_t log_end);
-    void note_commit_in_mark();
-    void open_wal();
-    void open_missing_wal();
-    const char* read_frame(std::uint64_t offset, frame_header& h, std::byte* payload) const;
-    void replay_wal();
-    void replay_frames(std::uint64_t limit);
-    // What the log shows past the point where replay stopped (see wal_format.hpp).
-    struct tail_evidence {
-        std::uint64_t shown_txn = 0;            // commits up to this one were durable
-        std::string proof;                      // why we know
-        std::uint64_t last_seen_txn = 0;        // the newest intact frame's commit past the stop
-        std::vector<page_no> pages;             // pages of intact frames past the stop
-    };
-    tail_evidence examine_tail(std::uint64_t from) const;
-    void judge_log();
-    void salvage(const std::string& what);
-    std::string copy_log_aside();
-    std::optional<reader_info> checkpoint_now(bool even_if_empty);
-    void wait_for_readers_and_checkpoint();
-    void reset_wal(std::uint64_t generation, std::uint64_t salt);
-    void shrink_log();
-    // A reset log keeps this many log_growth steps of zeros (a few commits'
-    // worth) and gives the rest back.
-    static constexpr std::uint64_t retained_log_units = 4;
-    // What a page read that misses the page cache brings in around it
-    // (read_around.hpp): sized by what it was worth so far.
-    mutable read_around around_;
-    // The append buffer is kept for the next write up to this many frames
-    // (the page engine writes at most 1,024 pages at a time but for its
-    // last commit chunk with the heap's and blobs' pages).
-    static constexpr std::uint64_t retained_append_frames = 1100;
-    log_tail append(std::span<const page_image> pages, const meta_bytes* meta,
-                    std::vector<std::pair<page_no, wal_entry>>& entries);
-    void write_header();
-    void ensure_usable() const;
-    bool read_group_slot(std::uint64_t group, int slot, checksum_page& out) const;
-    std::uint32_t expected_sum(page_no page) const noexcept;
-    bool find_pending(page_no page, wal_entry& out) const noexcept;
-    static std::vector<log_index::entry> index_entries(std::span<const std::pair<page_no, wal_entry>> entries);
-    void index_committed(std::span<const std::pair<page_no, wal_entry>> entries);
-    bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
-                      bool with_pending) const noexcept;
-
-    // Guards pending_ between spill() and the readers in the fault path: a
-    // spin lock (readers are signal handlers), held only for the map access.
-    class spin_lock {
-    public:
-        void lock() const noexcept;
-        void unlock() const noexcept { held_.clear(std::memory_order_release); }
-
-    private:
-        mutable std::atomic_flag held_ = ATOMIC_FLAG_INIT;
-    };
-
-    std::string path_, wal_path_;
-    options opts_;
-    env* io_;
-    std::unique_ptr<lock_handle> lock_;
-    std::unique_ptr<file> main_, wal_;
-    // NAME-shm: the writer's, or a reader's slot beside a writer; null for
-    // a reader under shared flocks (no usable table).
-    std::unique_ptr<reader_table> readers_;
-    snapshot snapshot_{};  // such a reader's registered snapshot
-
-    file_header header_{};                 // newest valid header slot
-    int header_slot_ = 0;
-    std::vector<group_sums> groups_;       // checksums of main-file pages, by group
-    log_index wal_index_;                              // newest committed version in the log
-    wal_header wal_header_{};
-    std::uint64_t wal_end_ = wal_frames_offset;  // end of the last complete commit
-    std::uint64_t next_reader_wait_ = 0;  // log bytes past which a deferred checkpoint waits again (0 after a reset)
-    std::uint32_t wal_chain_ = 0;                // chain checksum at wal_end_
-    std::uint64_t wal_commits_ = 0;
-    std::uint64_t replay_stop_ = wal_frames_offset;  // where replay met the first frame it could not take
-    std::string replay_stop_reason_;
-    bool wal_needs_reset_ = false;                // its header is damaged or of an older generation
-    commit_mark mark_{};                           // the main file's commit mark, as last read or written
-    bool mark_valid_ = false;
-    std::string salvage_report_;
-    log_index pending_;                            // spilled by the transaction in progress
-    spin_lock pending_lock_;
-    std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames
-    std::vector<std::byte> append_buffer_;
-    log_tail tail_{wal_frames_offset, 0, 0, 0};
-
+    std::string path_;
     page_no page_count_ = 0;
     meta_bytes meta_{};
     std::uint64_t txn_seq_ = 0;
-    bool poisoned_ = false;
+    std::string salvage_report_;
     mutable stats stats_;
 };
 

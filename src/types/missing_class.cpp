@@ -78,11 +78,6 @@ std::size_t claim_trap(const missing_classes::stand_in* owner) noexcept {
     return no_trap;
 }
 
-std::uint32_t* futex_word(std::atomic<std::uint32_t>& word) {
-    static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-    return reinterpret_cast<std::uint32_t*>(&word);
-}
-
 constexpr std::size_t stride = missing_classes::size + common::page_size;  // a guard page after each
 
 // Why this executable has no vtable of a class, and what to do about it.
@@ -172,10 +167,10 @@ bool missing_classes::stand_in::make() noexcept {
             for (std::size_t i = 0; i < size / sizeof(std::uintptr_t); ++i) words[i] = target;
         }
         state.store(ok ? made : failed, std::memory_order_release);
-        common::futex_wake_all(*futex_word(state));
+        common::futex_wake_all(common::futex_word(state));
         return ok;
     }
-    while ((seen = state.load(std::memory_order_acquire)) == making) common::futex_wait(*futex_word(state), making);
+    while ((seen = state.load(std::memory_order_acquire)) == making) common::futex_wait(common::futex_word(state), making);
     return seen == made;
 }
 

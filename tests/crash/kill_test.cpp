@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "storage/storage.hpp"
+#include "storage/wal_format.hpp"
 #include "support/store_model.hpp"
 #include "support/temp_dir.hpp"
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "storage/storage.hpp"
+#include "storage/wal_format.hpp"
 #include "common/crc32c.hpp"
 #include "support/cli.hpp"
 #include "support/fault_env.hpp"

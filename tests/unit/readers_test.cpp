@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "storage/storage.hpp"
+#include "support/child.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "support/filled_commits.hpp"
@@ -27,6 +28,8 @@
 using namespace steppe;
 
 namespace {
+
+using test::child;
 
 constexpr std::uint64_t pages = 40;
 
@@ -45,63 +48,6 @@ std::string snapshot_problem(const storage::storage& s, std::uint8_t txn) {
     }
     return "";
 }
-
-// A child process: runs `body` with a pipe to the test (`talk`), exits with
-// its result. The test says "go" by writing a byte.
-class child {
-public:
-    explicit child(const std::function<int(child&)>& body) {
-        if (::pipe(up_) != 0 || ::pipe(down_) != 0) throw std::runtime_error("pipe");
-        std::fflush(nullptr);
-        pid_ = ::fork();
-        // Each side keeps its own ends only, so a side that dies is seen.
-        ::close(pid_ == 0 ? up_[0] : up_[1]);
-        ::close(pid_ == 0 ? down_[1] : down_[0]);
-        if (pid_ == 0) {
-            int rc = 99;
-            try {
-                rc = body(*this);
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "child: %s\n", e.what());
-            }
-            std::fflush(nullptr);
-            ::_exit(rc);
-        }
-    }
-    ~child() { kill(); }
-    // In the child: tells the test, then waits for its go.
-    void report_and_wait() {
-        char c = 1;
-        (void)!::write(up_[1], &c, 1);
-        (void)!::read(down_[0], &c, 1);
-    }
-    // In the test.
-    bool wait_for_report() {
-        char c;
-        return ::read(up_[0], &c, 1) == 1;
-    }
-    void go() {
-        char c = 1;
-        (void)!::write(down_[1], &c, 1);
-    }
-    int exit_code() {
-        int status = 0;
-        ::waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    void kill() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
-    pid_t pid() const { return pid_; }
-
-private:
-    int up_[2], down_[2];
-    pid_t pid_ = -1;
-};
 
 class ReadersTest : public ::testing::Test {
 protected:

@@ -12,6 +12,7 @@
 
 #include "storage/checksum.hpp"
 #include "storage/storage.hpp"
+#include "storage/wal_format.hpp"
 #include "support/fault_env.hpp"
 #include "support/store_model.hpp"
 #include "support/temp_dir.hpp"

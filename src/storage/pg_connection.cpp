@@ -1,0 +1,102 @@
+#include "storage/pg_connection.hpp"
+
+#include <steppe/error.hpp>
+
+#include <cstring>
+#include <vector>
+
+namespace steppe::storage {
+
+namespace {
+// Parameters as libpq takes them: NUL-terminated copies.
+struct text_params {
+    explicit text_params(std::initializer_list<std::string_view> params) : owned(params.begin(), params.end()) {
+        for (const auto& v : owned) values.push_back(v.c_str());
+    }
+    int count() const { return int(values.size()); }
+    std::vector<std::string> owned;
+    std::vector<const char*> values;
+};
+}  // namespace
+
+std::int64_t pg_result::integer(int row, int col) const { return std::stoll(text(row, col)); }
+
+std::int64_t pg_result::binary_integer(int row, int col) const noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes(row, col));
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < size(row, col); ++i) v = v << 8 | p[i];  // network order
+    if (size(row, col) == 4) return std::int32_t(std::uint32_t(v));
+    return std::int64_t(v);
+}
+
+pg_connection::pg_connection(const std::string& conninfo, std::string shown)
+    : conn_(PQconnectdb(conninfo.c_str())), shown_(std::move(shown)) {
+    if (!conn_) throw steppe::error(errc::io, shown_ + ": no memory for a PostgreSQL connection");
+    if (PQstatus(conn_) != CONNECTION_OK) {
+        std::string why = PQerrorMessage(conn_);
+        PQfinish(conn_);
+        while (!why.empty() && why.back() == '\n') why.pop_back();
+        throw steppe::error(errc::io, shown_ + ": cannot connect to the PostgreSQL server: " + why +
+                                          " (is the server running, and does the URL name it?)");
+    }
+    // A library prints nothing of its own: the server's notices (a table
+    // that exists already) are not the program's business.
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+}
+
+pg_connection::~pg_connection() { PQfinish(conn_); }
+
+void pg_connection::fail(const char* what, const PGresult* r) const {
+    std::string why = r ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    errc code = errc::io;
+    if (state && std::strncmp(state, "53", 2) == 0) code = errc::no_space;  // insufficient resources
+    if (state && std::strncmp(state, "42501", 5) == 0) code = errc::permission;
+    throw steppe::error(code, shown_ + ": " + what + ": " + why + (ok() ? "" : " (the connection to the server is lost)"));
+}
+
+PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::string_view> params,
+                                  bool binary_result) {
+    text_params p(params);
+    PGresult* r = PQexecParams(conn_, sql, p.count(), nullptr, p.values.data(), nullptr, nullptr, binary_result ? 1 : 0);
+    ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
+    last_failure_.reset(r);
+    return nullptr;
+}
+
+PGresult* pg_connection::try_exec_prepared(const char* name, std::initializer_list<std::string_view> params) {
+    text_params p(params);
+    PGresult* r = PQexecPrepared(conn_, name, p.count(), p.values.data(), nullptr, nullptr, 1);
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
+    last_failure_.reset(r);
+    return nullptr;
+}
+
+pg_result pg_connection::exec(const char* what, const char* sql, std::initializer_list<std::string_view> params,
+                              bool binary_result) {
+    if (PGresult* r = try_exec(sql, params, binary_result)) return pg_result(r);
+    fail(what, last_failure_.get());
+}
+
+void pg_connection::copy_in(const char* what, const char* sql, std::string_view data) {
+    last_failure_.reset(PQexec(conn_, sql));
+    if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COPY_IN) fail(what, last_failure_.get());
+    if (PQputCopyData(conn_, data.data(), int(data.size())) != 1 || PQputCopyEnd(conn_, nullptr) != 1)
+        fail(what, nullptr);
+    last_failure_.reset(PQgetResult(conn_));
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+    if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COMMAND_OK) fail(what, last_failure_.get());
+}
+
+void pg_connection::rollback() noexcept {
+    if (PGresult* r = PQexec(conn_, "ROLLBACK")) PQclear(r);
+}
+
+bool pg_connection::reconnect() noexcept {
+    PQreset(conn_);
+    return ok();
+}
+
+}  // namespace steppe::storage

@@ -1,0 +1,80 @@
+// A libpq connection for pg_store (pg_store.hpp): statements with text
+// parameters, results as RAII handles, COPY in, and every failure turned
+// into a steppe::error naming the server and what was being done. Not for
+// signal context: only pg_store's own threads call it.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace steppe::storage {
+
+class pg_result {
+public:
+    explicit pg_result(PGresult* r) noexcept : r_(r) {}
+    int rows() const noexcept { return PQntuples(r_.get()); }
+    bool is_null(int row, int col) const noexcept { return PQgetisnull(r_.get(), row, col); }
+    // A column of a text-format result.
+    std::string text(int row, int col) const { return {PQgetvalue(r_.get(), row, col), size(row, col)}; }
+    std::int64_t integer(int row, int col) const;
+    // A column of a binary-format result: its raw bytes.
+    const char* bytes(int row, int col) const noexcept { return PQgetvalue(r_.get(), row, col); }
+    std::size_t size(int row, int col) const noexcept { return std::size_t(PQgetlength(r_.get(), row, col)); }
+    // A bigint or integer column of a binary-format result.
+    std::int64_t binary_integer(int row, int col) const noexcept;
+
+private:
+    struct clear {
+        void operator()(PGresult* r) const noexcept { PQclear(r); }
+    };
+    std::unique_ptr<PGresult, clear> r_;
+};
+
+class pg_connection {
+public:
+    // `conninfo` is what libpq takes; `shown` names the server in messages
+    // (the store's URL without a password).
+    pg_connection(const std::string& conninfo, std::string shown);
+    ~pg_connection();
+    pg_connection(const pg_connection&) = delete;
+    pg_connection& operator=(const pg_connection&) = delete;
+
+    // Runs one statement with text parameters ("$1"...). `what` says what it
+    // was for, in the error. Throws io (server gone, statement failed),
+    // no_space (the server's disk is full).
+    pg_result exec(const char* what, const char* sql, std::initializer_list<std::string_view> params = {},
+                   bool binary_result = false);
+    // The same, without throwing: null when it failed (fail() says why).
+    PGresult* try_exec(const char* sql, std::initializer_list<std::string_view> params, bool binary_result);
+    // A statement made by PREPARE, with a binary-format result; null when
+    // it failed (fail_last() says why).
+    PGresult* try_exec_prepared(const char* name, std::initializer_list<std::string_view> params);
+    // COPY ... FROM STDIN with `data` in text format.
+    void copy_in(const char* what, const char* sql, std::string_view data);
+    // A best-effort ROLLBACK after a failed statement inside a transaction.
+    void rollback() noexcept;
+    // Reconnects a connection the server dropped; false if it cannot.
+    bool reconnect() noexcept;
+    bool ok() const noexcept { return PQstatus(conn_) == CONNECTION_OK; }
+    int backend_pid() const noexcept { return PQbackendPID(conn_); }
+    std::string error() const { return PQerrorMessage(conn_); }
+    const std::string& shown() const { return shown_; }
+    // Throws what the last failed try_exec said, as exec would have.
+    [[noreturn]] void fail_last(const char* what) const { fail(what, last_failure_.get()); }
+
+private:
+    [[noreturn]] void fail(const char* what, const PGresult* r) const;
+
+    struct clear {
+        void operator()(PGresult* r) const noexcept { PQclear(r); }
+    };
+    PGconn* conn_;
+    std::string shown_;
+    std::unique_ptr<PGresult, clear> last_failure_;  // what the last failed statement said
+};
+
+}  // namespace steppe::storage

@@ -1,0 +1,838 @@
+// The PostgreSQL page store (pg_store.hpp). Divisions, in order:
+//   1. the URL
+//   2. the verified-image cache and the fetch thread (reads)
+//   3. open: tables, the store row, the writer's lock, a reader's registration
+//   4. reads
+//   5. commit, spill, collection
+//   6. describe and check
+#include "storage/pg_store.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/random.h>
+#include <steppe/error.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "common/sigsafe.hpp"
+#include "common/system_error.hpp"
+#include "storage/checksum.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace steppe::storage {
+
+namespace {
+
+// The first keys of the session advisory locks (P2, P3): 'STW1' and 'STR1'.
+constexpr std::int32_t writer_class = 0x53545731;
+constexpr std::int32_t reader_class = 0x53545231;
+constexpr std::uint32_t pg_format = 1;
+
+bool valid_store_name(std::string_view s) {
+    if (s.empty() || s.size() > 63) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+               c == '-';
+    });
+}
+
+void append_hex(std::string& out, const std::byte* p, std::size_t n) {
+    static constexpr char digits[] = "0123456789abcdef";
+    const std::size_t at = out.size();
+    out.resize(at + 2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+        out[at + 2 * i] = digits[std::uint8_t(p[i]) >> 4];
+        out[at + 2 * i + 1] = digits[std::uint8_t(p[i]) & 15];
+    }
+}
+
+std::string hex_bytea(const std::byte* p, std::size_t n) {
+    std::string s = "\\x";
+    append_hex(s, p, n);
+    return s;
+}
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// A bytea column of a text-format result ("\x..." hex output).
+std::vector<std::byte> bytea_of(const pg_result& r, int row, int col, const std::string& shown) {
+    std::string t = r.text(row, col);
+    if (t.size() < 2 || t[0] != '\\' || t[1] != 'x')
+        throw error(errc::corrupt, shown + ": a bytea column is not in hex form (bytea_output must be 'hex')");
+    std::vector<std::byte> bytes((t.size() - 2) / 2);
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+        int hi = hex_digit(t[2 + 2 * i]), lo = hex_digit(t[3 + 2 * i]);
+        if (hi < 0 || lo < 0 || t.size() % 2) throw error(errc::corrupt, shown + ": a bytea column holds malformed hex");
+        bytes[i] = std::byte(hi << 4 | lo);
+    }
+    return bytes;
+}
+
+void copy_message(read_failure* why, errc code, const std::string& text) noexcept {
+    why->code = code;
+    std::snprintf(why->message, sizeof why->message, "%s", text.c_str());
+}
+
+}  // namespace
+
+// 1. The URL ------------------------------------------------------------------
+
+bool is_postgres_url(std::string_view name) noexcept {
+    return name.starts_with("postgresql://") || name.starts_with("postgres://");
+}
+
+pg_address parse_pg_address(const std::string& url) {
+    pg_address a;
+    const auto q = url.find('?');
+    std::string base = url.substr(0, q), kept;
+    std::string_view params = q == std::string::npos ? std::string_view{} : std::string_view(url).substr(q + 1);
+    while (!params.empty()) {
+        auto amp = params.find('&');
+        std::string_view p = params.substr(0, amp);
+        params = amp == std::string_view::npos ? std::string_view{} : params.substr(amp + 1);
+        if (p.starts_with("store=")) {
+            a.store = p.substr(6);
+        } else if (p.starts_with("cache_mib=")) {
+            char* end = nullptr;
+            std::string v(p.substr(10));
+            unsigned long long mib = std::strtoull(v.c_str(), &end, 10);
+            if (v.empty() || *end || mib > (1ull << 20))
+                throw error(errc::invalid_argument, "store URL " + url + ": cache_mib must be a number of MiB");
+            a.cache_bytes = mib << 20;
+        } else if (!p.empty()) {
+            kept += (kept.empty() ? "?" : "&") + std::string(p);
+        }
+    }
+    if (!valid_store_name(a.store))
+        throw error(errc::invalid_argument,
+                    "store URL " + url +
+                        " must name its store with store=NAME (1 to 63 of A-Z a-z 0-9 _ . -), e.g. "
+                        "postgresql://host/db?store=cad");
+    a.conninfo = base + kept;
+    // Shown in messages without a password: scheme://user:password@host...
+    a.shown = url;
+    const auto scheme_end = url.find("://") + 3, at = url.find('@', scheme_end);
+    const auto colon = url.find(':', scheme_end);
+    if (at != std::string::npos && colon != std::string::npos && colon < at && at < q)
+        a.shown = url.substr(0, colon) + url.substr(at);
+    return a;
+}
+
+// 2. The cache and the fetch thread --------------------------------------------
+
+// Direct-mapped by page number, so a cluster lands in consecutive slots.
+// Each slot has a spin lock, held only to copy one page in or out (readers
+// are fault handlers, which never hold it when they interrupt).
+struct pg_store::cache {
+    struct slot {
+        std::atomic_flag held = ATOMIC_FLAG_INIT;
+        page_no page = ~page_no{0};
+        std::byte data[page_size];
+    };
+    explicit cache(std::uint64_t bytes) : count(bytes / page_size), slots(new slot[count]) {}
+
+    struct hold {
+        explicit hold(slot& s) noexcept : s_(s) {
+            while (s_.held.test_and_set(std::memory_order_acquire)) sched_yield();
+        }
+        ~hold() { s_.held.clear(std::memory_order_release); }
+        slot& s_;
+    };
+
+    bool find(page_no page, std::byte* out) const noexcept {
+        if (count == 0) return false;
+        slot& s = slots[page % count];
+        hold h(s);
+        if (s.page != page) return false;
+        std::memcpy(out, s.data, page_size);
+        return true;
+    }
+    // A fetched image, unless a commit changed the store since the fetch
+    // began (its image may be older than the commit's).
+    void put(page_no page, const std::byte* image, std::uint64_t epoch_at_fetch) noexcept {
+        if (count == 0) return;
+        slot& s = slots[page % count];
+        hold h(s);
+        if (epoch.load(std::memory_order_acquire) != epoch_at_fetch) return;
+        s.page = page;
+        std::memcpy(s.data, image, page_size);
+    }
+    // A committed image: bump the epoch first (see put), then write.
+    void replace(page_no page, const std::byte* image) noexcept {
+        if (count == 0) return;
+        slot& s = slots[page % count];
+        hold h(s);
+        s.page = page;
+        std::memcpy(s.data, image, page_size);
+    }
+    void forget_all() noexcept {
+        for (std::uint64_t i = 0; i < count; ++i) {
+            hold h(slots[i]);
+            slots[i].page = ~page_no{0};
+        }
+    }
+
+    const std::uint64_t count;
+    std::unique_ptr<slot[]> slots;
+    std::atomic<std::uint64_t> epoch{0};
+};
+
+// Requests from any thread (fault handlers among them), served by one thread
+// that owns a connection. A request slot goes free → claimed → asked → served
+// → free; the asking thread sleeps on the slot's state.
+struct pg_store::fetcher {
+    enum : std::uint32_t { free_slot, claimed, asked, served };
+    struct request {
+        std::atomic<std::uint32_t> state{free_slot};
+        page_no page = 0, first = 0, last = 0;  // the page, and the cluster [first, last) to fetch
+        std::uint64_t snapshot = 0;
+        bool ok = false;
+        read_failure why{};
+        std::byte image[page_size];
+    };
+    static constexpr int request_slots = 16;
+
+    fetcher(const pg_store& s, std::unique_ptr<pg_connection> c) : store(s), conn(std::move(c)) {
+        if (!prepare()) conn->fail_last("preparing the page fetch");
+        thread = std::thread([this] { run(); });
+    }
+    ~fetcher() {
+        stop.store(true, std::memory_order_release);
+        work.fetch_add(1, std::memory_order_acq_rel);
+        common::futex_wake_all(common::futex_word(work));
+        thread.join();
+    }
+
+    // Async-signal-safe: atomics and futexes only.
+    bool fetch(page_no page, bool around, std::uint64_t snapshot, std::byte* out, read_failure* why) noexcept {
+        request* r = nullptr;
+        while (!r) {
+            for (auto& candidate : requests) {
+                std::uint32_t expected = free_slot;
+                if (candidate.state.compare_exchange_strong(expected, claimed, std::memory_order_acquire)) {
+                    r = &candidate;
+                    break;
+                }
+            }
+            if (!r) sched_yield();
+        }
+        r->page = page;
+        r->first = around ? page / fetch_cluster * fetch_cluster : page;
+        r->last = std::min(around ? r->first + fetch_cluster : page + 1, std::max(store.page_count_, page + 1));
+        r->snapshot = snapshot;
+        r->state.store(asked, std::memory_order_release);
+        work.fetch_add(1, std::memory_order_acq_rel);
+        common::futex_wake_all(common::futex_word(work));
+        while (r->state.load(std::memory_order_acquire) != served) common::futex_wait(common::futex_word(r->state), asked);
+        const bool ok = r->ok;
+        if (ok) std::memcpy(out, r->image, page_size);
+        else *why = r->why;
+        r->state.store(free_slot, std::memory_order_release);
+        return ok;
+    }
+
+    void run() {
+        while (!stop.load(std::memory_order_acquire)) {
+            const std::uint32_t seen = work.load(std::memory_order_acquire);
+            bool any = false;
+            for (auto& r : requests) {
+                if (r.state.load(std::memory_order_acquire) != asked) continue;
+                serve(r);
+                r.state.store(served, std::memory_order_release);
+                common::futex_wake_all(common::futex_word(r.state));
+                any = true;
+            }
+            if (!any) common::futex_wait(common::futex_word(work), seen);
+        }
+    }
+
+    void serve(request& r) {
+        r.ok = false;
+        if (store.cache_->find(r.page, r.image)) {
+            r.ok = true;
+            return;
+        }
+        try {
+            query(r);
+        } catch (const std::exception& e) {
+            copy_message(&r.why, errc::io, e.what());
+        }
+    }
+
+    void query(request& r) {
+        const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
+        PGresult* raw = nullptr;
+        for (int attempt = 0; attempt < 2 && !raw; ++attempt) {
+            raw = conn->try_exec_prepared("steppe_fetch", {store.address_.store, std::to_string(r.first),
+                                                            std::to_string(r.last), std::to_string(r.snapshot)});
+            if (!raw && (conn->ok() || !conn->reconnect() || !prepare())) conn->fail_last("reading pages");
+        }
+        pg_result rows(raw);
+        std::memset(r.image, 0, page_size);  // a page never written reads as zeros
+        r.ok = true;
+        for (int i = 0; i < rows.rows(); ++i) {
+            const page_no page = page_no(rows.binary_integer(i, 0));
+            const auto txn = rows.binary_integer(i, 1);
+            const auto sum = std::uint32_t(rows.binary_integer(i, 2));
+            const auto* image = reinterpret_cast<const std::byte*>(rows.bytes(i, 3));
+            const bool sound = rows.size(i, 3) == page_size && page_checksum(image, page_size) == sum;
+            if (sound) store.cache_->put(page, image, epoch);
+            if (page != r.page) continue;
+            if (sound) {
+                std::memcpy(r.image, image, page_size);
+            } else {
+                r.ok = false;
+                copy_message(&r.why, errc::corrupt,
+                             store.path_ + ": page " + std::to_string(page) + " (version of commit " +
+                                 std::to_string(txn) + ", " + std::to_string(rows.size(i, 3)) +
+                                 " bytes) fails its checksum in table steppe_page; run `steppe check " +
+                                 store.path_ + "`");
+            }
+        }
+    }
+
+    // The one query: the newest version at or below the snapshot of each page of a range.
+    bool prepare() {
+        PGresult* r = conn->try_exec("PREPARE steppe_fetch(text, bigint, bigint, bigint) AS "
+                              "SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
+                              "WHERE store = $1 AND page >= $2 AND page < $3 AND txn <= $4 ORDER BY page, txn DESC",
+                                     {}, false);
+        const bool prepared = r != nullptr;
+        PQclear(r);
+        return prepared;
+    }
+
+    const pg_store& store;
+    std::unique_ptr<pg_connection> conn;
+    request requests[request_slots];
+    std::atomic<std::uint32_t> work{0};
+    std::atomic<bool> stop{false};
+    std::thread thread;
+};
+
+// 3. Open ---------------------------------------------------------------------
+
+pg_store::pg_store(pg_address address, const options& opts)
+    : storage(address.shown), address_(std::move(address)), opts_(opts) {}
+
+pg_store::~pg_store() {
+    fetcher_.reset();
+    if (reader_id_ != 0 && control_ && control_->ok()) {
+        if (PGresult* r = control_->try_exec("DELETE FROM steppe_reader WHERE store = $1 AND id = $2",
+                                             {address_.store, std::to_string(reader_id_)}, false))
+            PQclear(r);
+    }
+    if (spill_fd_ >= 0) ::close(spill_fd_);
+}
+
+std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& opts) {
+    if (opts.salvage) throw error(errc::invalid_argument, url + ": salvage is for a store's log file; a PostgreSQL "
+                                                                "store has none (the server recovers its own log)");
+    if (opts.exclusive_create && (opts.read_only || !opts.create))
+        throw error(errc::invalid_argument, url + ": exclusive_create needs a writable open with create");
+    std::unique_ptr<pg_store> s(new pg_store(parse_pg_address(url), opts));
+    s->control_ = std::make_unique<pg_connection>(s->address_.conninfo, s->address_.shown);
+    s->set_up_session();
+    if (opts.read_only) s->open_as_reader();
+    else s->open_as_writer();
+    s->cache_ = std::make_unique<cache>(s->address_.cache_bytes);
+    s->fetcher_ = std::make_unique<fetcher>(*s, std::make_unique<pg_connection>(s->address_.conninfo, s->address_.shown));
+    return s;
+}
+
+void pg_store::set_up_session() {
+    control_->exec("setting the session up", "SET bytea_output = 'hex'");
+    if (!opts_.durable) control_->exec("setting the session up", "SET synchronous_commit = off");
+}
+
+void pg_store::ensure_tables() {
+    // Serialized by a transaction-level advisory lock: two first opens at
+    // once would otherwise race in CREATE TABLE IF NOT EXISTS.
+    const char* what = "making steppe's tables";
+    control_->exec(what, "BEGIN");
+    try {
+        control_->exec(what, "SELECT pg_advisory_xact_lock(1398031440)");
+        control_->exec(what,
+                       "CREATE TABLE IF NOT EXISTS steppe_store (name text PRIMARY KEY, "
+                       "id integer GENERATED ALWAYS AS IDENTITY UNIQUE, store_id text NOT NULL, "
+                       "format integer NOT NULL, txn bigint NOT NULL, page_count bigint NOT NULL, "
+                       "meta bytea NOT NULL, fence bigint NOT NULL)");
+        control_->exec(what,
+                       "CREATE TABLE IF NOT EXISTS steppe_page (store text NOT NULL, page bigint NOT NULL, "
+                       "txn bigint NOT NULL, sum integer NOT NULL, image bytea NOT NULL, "
+                       "PRIMARY KEY (store, page, txn))");
+        // Page images are checksummed, not compressible text: no pglz.
+        control_->exec(what, "ALTER TABLE steppe_page ALTER COLUMN image SET STORAGE EXTERNAL");
+        control_->exec(what,
+                       "CREATE TABLE IF NOT EXISTS steppe_reader (store text NOT NULL, id integer NOT NULL, "
+                       "txn bigint NOT NULL, since timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (store, id))");
+        control_->exec(what, "CREATE SEQUENCE IF NOT EXISTS steppe_reader_id AS integer CYCLE");
+        control_->exec(what, "COMMIT");
+    } catch (...) {
+        control_->rollback();
+        throw;
+    }
+}
+
+void pg_store::adopt_store_row(const pg_result& row) {
+    // Columns: id, store_id, format, txn, page_count, meta, fence.
+    if (row.integer(0, 2) != pg_format)
+        throw error(errc::version, path_ + ": the store is of steppe's PostgreSQL format " + row.text(0, 2) +
+                                       "; this build reads format " + std::to_string(pg_format));
+    store_key_ = row.integer(0, 0);
+    store_id_ = row.text(0, 1);
+    txn_seq_ = std::uint64_t(row.integer(0, 3));
+    page_count_ = page_no(row.integer(0, 4));
+    fence_ = row.integer(0, 6);
+    auto meta = bytea_of(row, 0, 5, path_);
+    if (meta.size() != meta_size || page_count_ > max_pages)
+        throw error(errc::corrupt, path_ + ": the store's row in steppe_store is damaged (meta of " +
+                                       std::to_string(meta.size()) + " bytes, " + std::to_string(page_count_) +
+                                       " pages); run `steppe check " + path_ + "`");
+    std::memcpy(meta_.data(), meta.data(), meta_size);
+    snapshot_.store(txn_seq_, std::memory_order_release);
+}
+
+namespace {
+constexpr const char* store_columns = "id, store_id, format, txn, page_count, meta, fence";
+
+bool tables_exist(pg_connection& c) {
+    return !c.exec("looking for steppe's tables", "SELECT to_regclass('steppe_store')").is_null(0, 0);
+}
+}  // namespace
+
+void pg_store::open_as_writer() {
+    if (opts_.create) ensure_tables();
+    else if (!tables_exist(*control_)) throw error(errc::not_found, "store " + path_ + " does not exist");
+    const std::string select = std::string("SELECT ") + store_columns + " FROM steppe_store WHERE name = $1";
+    pg_result row = control_->exec("reading the store's row", select.c_str(), {address_.store});
+    if (row.rows() == 0) {
+        if (!opts_.create) throw error(errc::not_found, "store " + path_ + " does not exist");
+        meta_bytes zeros{};
+        std::byte id[16];
+        if (getrandom(id, sizeof id, 0) != ssize_t(sizeof id))
+            common::throw_system_error("getrandom", errno, path_, "the new store's id");
+        std::string id_text;
+        append_hex(id_text, id, sizeof id);
+        control_->exec("creating the store",
+                       "INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence) "
+                       "VALUES ($1, $2, $3, 0, 0, $4, 0) ON CONFLICT (name) DO NOTHING",
+                       {address_.store, id_text, std::to_string(pg_format),
+                        hex_bytea(zeros.data(), zeros.size())});
+    } else if (opts_.exclusive_create) {
+        throw error(errc::exists, "store " + path_ + " exists already (exclusive_create was asked for; nothing was "
+                                                     "changed)");
+    }
+    row = control_->exec("reading the store's row", select.c_str(), {address_.store});
+    const std::string key = row.text(0, 0);
+    const auto deadline = std::chrono::steady_clock::now() + opts_.lock_timeout;
+    while (control_->exec("taking the writer's lock", "SELECT pg_try_advisory_lock($1, $2)",
+                          {std::to_string(writer_class), key})
+               .text(0, 0) != "t") {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            pg_result holder = control_->exec(
+                "looking for the writer", "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::oid "
+                                          "AND objid = $2::oid AND objsubid = 2 AND granted",
+                {std::to_string(writer_class), key});
+            throw error(errc::locked, "store " + path_ + " is held by another writer (PostgreSQL backend " +
+                                          (holder.rows() ? holder.text(0, 0) : "unknown") +
+                                          "); a store has one writer at a time: open it read-only, or wait "
+                                          "(open_options::lock_timeout)");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // P2: the fence a commit checks; taking it ends any earlier writer's right to commit.
+    const std::string take = std::string("UPDATE steppe_store SET fence = fence + 1 WHERE name = $1 RETURNING ") +
+                             store_columns;
+    adopt_store_row(control_->exec("taking the writer's fence", take.c_str(), {address_.store}));
+}
+
+void pg_store::open_as_reader() {
+    if (!tables_exist(*control_)) throw error(errc::not_found, "store " + path_ + " does not exist");
+    const char* what = "registering a reader";
+    control_->exec(what, "BEGIN");
+    try {
+        // P3: under the row's share lock no collection (which locks it for
+        // update) runs until the registration is visible.
+        const std::string select = std::string("SELECT ") + store_columns +
+                                   " FROM steppe_store WHERE name = $1 FOR SHARE";
+        pg_result row = control_->exec(what, select.c_str(), {address_.store});
+        if (row.rows() == 0) throw error(errc::not_found, "store " + path_ + " does not exist");
+        adopt_store_row(row);
+        reader_id_ = control_->exec(what, "SELECT nextval('steppe_reader_id')").integer(0, 0);
+        const std::string id = std::to_string(reader_id_);
+        control_->exec(what, "SELECT pg_advisory_lock($1, $2)", {std::to_string(reader_class), id});
+        control_->exec(what, "INSERT INTO steppe_reader (store, id, txn) VALUES ($1, $2, $3)",
+                       {address_.store, id, std::to_string(txn_seq_)});
+        control_->exec(what, "COMMIT");
+    } catch (...) {
+        control_->rollback();
+        reader_id_ = 0;
+        throw;
+    }
+}
+
+int pg_store::backend_pid() const noexcept { return control_->backend_pid(); }
+
+// 4. Reads ------------------------------------------------------------------
+
+pg_store::spilled_read pg_store::read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept {
+    std::uint64_t offset = 0;
+    {
+        while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+        auto it = spilled_.find(page);
+        const bool found = it != spilled_.end();
+        if (found) offset = it->second;
+        spilled_lock_.clear(std::memory_order_release);
+        if (!found) return spilled_read::absent;
+    }
+    ssize_t n = ::pread(spill_fd_, out, page_size, off_t(offset));
+    if (n == ssize_t(page_size)) return spilled_read::read;
+    common::fixed_message msg(why->message, sizeof why->message);
+    why->code = errc::io;
+    msg << path_.c_str() << ": reading spilled page " << page << " back from the spill file failed, errno "
+        << std::uint64_t(n < 0 ? errno : 0);
+    return spilled_read::failed;
+}
+
+bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
+                            bool with_pending) const noexcept {
+    if (with_pending) {
+        if (auto r = read_spilled(page, out, why); r != spilled_read::absent) return r == spilled_read::read;
+    }
+    if (page >= page_count_) {
+        common::fixed_message msg(why->message, sizeof why->message);
+        why->code = errc::invalid_argument;
+        msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
+        return false;
+    }
+    if (cache_->find(page, out)) return true;
+    return fetcher_->fetch(page, read_around, snapshot_.load(std::memory_order_acquire), out, why);
+}
+
+bool pg_store::read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around) const noexcept {
+    return read_version(page, out, why, read_around, true);
+}
+
+bool pg_store::read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
+                                           bool read_around) const noexcept {
+    return read_version(page, out, why, read_around, false);
+}
+
+void pg_store::read_page(page_no page, std::byte* out) const {
+    read_failure why;
+    if (!read_page_nothrow(page, out, &why)) throw error(why.code, why.message);
+}
+
+// 5. Commit, spill, collection ---------------------------------------------------
+
+void pg_store::ensure_usable() const {
+    if (opts_.read_only) throw error(errc::invalid_argument, path_ + " is open read-only");
+    if (poisoned_)
+        throw error(errc::poisoned, path_ + ": an earlier commit's outcome is unknown (the server connection was "
+                                            "lost during COMMIT); reopen the store to see which state it is in");
+}
+
+namespace {
+// One COPY text line: store, page, txn, sum, image as bytea hex.
+void copy_line(std::string& out, const std::string& store, page_no page, std::uint64_t txn, const std::byte* image) {
+    out += store;
+    out += '\t';
+    out += std::to_string(page);
+    out += '\t';
+    out += std::to_string(txn);
+    out += '\t';
+    out += std::to_string(std::int32_t(page_checksum(image, page_size)));
+    out += "\t\\\\x";  // COPY's text format escapes the backslash of bytea's "\x"
+    append_hex(out, image, page_size);
+    out += '\n';
+}
+}  // namespace
+
+bool pg_store::reconnect_control() {
+    if (!control_->reconnect()) return false;
+    lock_lost_ = true;  // a new session holds no advisory lock
+    set_up_session();
+    return true;
+}
+
+void pg_store::commit_transaction(const std::string& rows, std::uint64_t txn, page_no count, const meta_bytes& meta) {
+    const char* what = "committing";
+    control_->exec(what, "BEGIN");
+    bool sent_commit = false;
+    try {
+        // P2: the store row locked, the fence ours. After a reconnect the
+        // session lost its advisory lock: take it again, or give up.
+        pg_result row = control_->exec(what, "SELECT fence, txn, id FROM steppe_store WHERE name = $1 FOR UPDATE",
+                                       {address_.store});
+        if (row.rows() == 0 || row.integer(0, 0) != fence_)
+            throw error(errc::locked, path_ + ": another writer took the store over (its fence is " +
+                                          (row.rows() ? row.text(0, 0) : "gone") + ", this handle's " +
+                                          std::to_string(fence_) +
+                                          "); this handle can no longer commit: its changes are not in the store");
+        if (std::uint64_t(row.integer(0, 1)) != txn_seq_)
+            throw error(errc::corrupt, path_ + ": the store is at commit " + row.text(0, 1) + ", not " +
+                                           std::to_string(txn_seq_) + " as this writer left it");
+        if (lock_lost_ && control_->exec(what, "SELECT pg_try_advisory_lock($1, $2)",
+                                         {std::to_string(writer_class), row.text(0, 2)})
+                                  .text(0, 0) != "t")
+            throw error(errc::locked, path_ + ": another session holds the writer's lock; this handle can no longer "
+                                              "commit");
+        control_->copy_in(what, "COPY steppe_page (store, page, txn, sum, image) FROM STDIN", rows);
+        control_->exec(what, "UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4 WHERE name = $1",
+                       {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size())});
+        control_->exec(what, "SELECT pg_notify('steppe', $1)", {address_.store + " " + std::to_string(txn)});
+        sent_commit = true;
+        control_->exec(what, "COMMIT");
+    } catch (...) {
+        if (sent_commit && !control_->ok()) poisoned_ = true;  // COMMIT's outcome is unknown
+        else control_->rollback();
+        throw;
+    }
+    lock_lost_ = false;
+}
+
+void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta) {
+    ensure_usable();
+    const std::uint64_t txn = txn_seq_ + 1;
+    page_no count = page_count_;
+    std::string rows;
+    std::vector<page_no> written;
+    for (const auto& p : pages) {
+        if (p.page >= max_pages)
+            throw error(errc::invalid_argument, path_ + ": page " + std::to_string(p.page) + " is past the most a "
+                                                                                            "store holds");
+        copy_line(rows, address_.store, p.page, txn, p.data);
+        written.push_back(p.page);
+        count = std::max(count, p.page + 1);
+    }
+    std::sort(written.begin(), written.end());
+    const std::size_t given = written.size();
+    std::vector<std::byte> spilled_image(page_size);
+    for (page_no page : pending_pages()) {
+        if (std::binary_search(written.begin(), written.begin() + std::ptrdiff_t(given), page)) continue;
+        read_failure why;
+        if (read_spilled(page, spilled_image.data(), &why) != spilled_read::read) throw error(why.code, why.message);
+        copy_line(rows, address_.store, page, txn, spilled_image.data());
+        written.push_back(page);
+        count = std::max(count, page + 1);
+    }
+    for (int attempt = 0;; ++attempt) {
+        try {
+            if (!control_->ok() && !reconnect_control())
+                throw error(errc::io, path_ + ": the connection to the server is lost and cannot be made again: " +
+                                          control_->error() + " (the store is at its previous commit; retry)");
+            commit_transaction(rows, txn, count, meta);
+            break;
+        } catch (const error&) {
+            // A session the server ended shows only when a statement fails.
+            // If COMMIT was not sent nothing was committed: once more, on a new session.
+            if (attempt > 0 || poisoned_ || control_->ok() || !reconnect_control()) throw;
+        }
+    }
+    cache_->epoch.fetch_add(1, std::memory_order_acq_rel);
+    std::vector<std::byte> copy(page_size);
+    for (const auto& p : pages) {
+        std::memcpy(copy.data(), p.data, page_size);  // outside the slot's lock: p.data may be a store page
+        cache_->replace(p.page, copy.data());
+    }
+    txn_seq_ = txn;
+    page_count_ = count;
+    meta_ = meta;
+    snapshot_.store(txn, std::memory_order_release);
+    const std::uint64_t committed = written.size();
+    if (committed > given) {
+        // Spilled pages were committed from the spill file: their cached
+        // images (if any) are older.
+        cache_->forget_all();
+        discard_pending();
+    }
+    stats_.commits++;
+    stats_.pages_written += committed;
+    stats_.bytes_written += rows.size();
+    stats_.syncs++;
+    collect_due_ += committed * page_size;
+    if (collect_due_ >= opts_.checkpoint_bytes) try_checkpoint();
+}
+
+void pg_store::spill(std::span<const page_image> pages) {
+    ensure_usable();
+    if (spill_fd_ < 0) {
+        const char* dir = std::getenv("TMPDIR");
+        spill_fd_ = ::open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (spill_fd_ < 0) common::throw_system_error("open(O_TMPFILE)", errno, dir && *dir ? dir : "/tmp",
+                                                  "the spill file of " + path_);
+    }
+    for (const auto& p : pages) {
+        std::uint64_t offset = spill_end_;
+        {
+            while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+            auto it = spilled_.find(p.page);
+            if (it != spilled_.end()) offset = it->second;
+            spilled_lock_.clear(std::memory_order_release);
+        }
+        if (::pwrite(spill_fd_, p.data, page_size, off_t(offset)) != ssize_t(page_size))
+            common::throw_system_error("pwrite", errno, "the spill file of " + path_);
+        if (offset == spill_end_) spill_end_ += page_size;
+        while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+        spilled_[p.page] = offset;
+        spilled_lock_.clear(std::memory_order_release);
+    }
+}
+
+void pg_store::discard_pending() noexcept {
+    while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+    spilled_.clear();
+    spilled_lock_.clear(std::memory_order_release);
+    spill_end_ = 0;
+    if (spill_fd_ >= 0) (void)::ftruncate(spill_fd_, 0);
+}
+
+bool pg_store::is_pending(page_no page) const noexcept {
+    while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+    bool found = spilled_.count(page) != 0;
+    spilled_lock_.clear(std::memory_order_release);
+    return found;
+}
+
+std::size_t pg_store::pending_count() const noexcept {
+    while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+    std::size_t n = spilled_.size();
+    spilled_lock_.clear(std::memory_order_release);
+    return n;
+}
+
+std::vector<page_no> pg_store::pending_pages() const {
+    std::vector<page_no> out;
+    while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+    for (const auto& [page, offset] : spilled_) out.push_back(page);
+    spilled_lock_.clear(std::memory_order_release);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+void pg_store::collect() {
+    const char* what = "collecting old page versions";
+    control_->exec(what, "BEGIN");
+    try {
+        pg_result row = control_->exec(what, "SELECT fence FROM steppe_store WHERE name = $1 FOR UPDATE",
+                                       {address_.store});
+        if (row.rows() == 0 || row.integer(0, 0) != fence_)
+            throw error(errc::locked, path_ + ": another writer took the store over; this handle collects nothing");
+        // P3: readers whose session (and so its lock) is gone leave.
+        control_->exec(what,
+                       "DELETE FROM steppe_reader r WHERE store = $1 AND NOT EXISTS (SELECT 1 FROM pg_locks l "
+                       "WHERE l.locktype = 'advisory' AND l.classid = $2::oid AND l.objid = r.id::oid "
+                       "AND l.objsubid = 2 AND l.granted)",
+                       {address_.store, std::to_string(reader_class)});
+        control_->exec(what,
+                       "DELETE FROM steppe_page p USING (SELECT page, max(txn) AS keep FROM steppe_page "
+                       "WHERE store = $1 AND txn <= (SELECT coalesce(min(txn), $2) FROM steppe_reader "
+                       "WHERE store = $1) GROUP BY page) k WHERE p.store = $1 AND p.page = k.page AND p.txn < k.keep",
+                       {address_.store, std::to_string(txn_seq_)});
+        control_->exec(what, "COMMIT");
+    } catch (...) {
+        control_->rollback();
+        throw;
+    }
+    collect_due_ = 0;
+    stats_.checkpoints++;
+}
+
+void pg_store::checkpoint() {
+    if (opts_.read_only) throw error(errc::invalid_argument, "checkpoint: store " + path_ + " is open read-only");
+    ensure_usable();
+    collect();
+}
+
+bool pg_store::try_checkpoint() {
+    if (opts_.read_only || poisoned_) return false;
+    try {
+        collect();
+        return true;
+    } catch (const error&) {
+        stats_.checkpoints_deferred++;
+        return false;
+    }
+}
+
+// 6. Describe and check -----------------------------------------------------------
+
+info pg_store::describe() const {
+    info i{pg_format, std::uint32_t(page_size), store_id_, page_count_, 0, 0, 0, 0, 0, 0, txn_seq_, 0, txn_seq_, {}};
+    pg_result rows = control_->exec("listing readers", "SELECT id, txn FROM steppe_reader WHERE store = $1 ORDER BY id",
+                                    {address_.store});
+    for (int r = 0; r < rows.rows(); ++r) {
+        if (rows.integer(r, 0) == reader_id_) continue;
+        i.readers.push_back({std::uint64_t(rows.integer(r, 0)), 0, 0, std::uint64_t(rows.integer(r, 1)), false});
+    }
+    pg_result size = control_->exec("measuring the store", "SELECT count(*), coalesce(sum(length(image)), 0) FROM "
+                                                           "steppe_page WHERE store = $1",
+                                    {address_.store});
+    i.main_file_bytes = std::uint64_t(size.integer(0, 1));
+    return i;
+}
+
+storage::memory pg_store::memory_bytes() const noexcept {
+    return {pending_count() * 48,
+            cache_->count * sizeof(cache::slot) + sizeof(fetcher::request) * fetcher::request_slots};
+}
+
+std::vector<std::string> pg_store::check() const {
+    std::vector<std::string> findings;
+    const std::string at = path_ + ": ";
+    pg_result row = control_->exec("checking the store", "SELECT txn, page_count FROM steppe_store WHERE name = $1",
+                                   {address_.store});
+    if (row.rows() == 0) return {at + "the store's row in steppe_store is gone"};
+    const std::uint64_t newest = std::uint64_t(row.integer(0, 0));
+    const page_no count = page_no(row.integer(0, 1));
+    // Every version of every page, by ranges of pages so memory stays bounded.
+    const auto last = control_->exec("checking page versions",
+                                     "SELECT coalesce(max(page), -1) FROM steppe_page WHERE store = $1", {address_.store})
+                          .integer(0, 0);
+    constexpr std::int64_t step = 1024;
+    for (std::int64_t first = 0; first <= last; first += step) {
+        pg_result rows = control_->exec(
+            "checking page versions",
+            "SELECT page, txn, sum, image FROM steppe_page WHERE store = $1 AND page >= $2 AND page < $3 ORDER BY page, "
+            "txn",
+            {address_.store, std::to_string(first), std::to_string(first + step)}, true);
+        for (int r = 0; r < rows.rows(); ++r) {
+            const page_no page = page_no(rows.binary_integer(r, 0));
+            const auto txn = std::uint64_t(rows.binary_integer(r, 1));
+            const auto sum = std::uint32_t(rows.binary_integer(r, 2));
+            const std::string where = at + "page " + std::to_string(page) + " version of commit " + std::to_string(txn);
+            if (rows.size(r, 3) != page_size)
+                findings.push_back(where + " is " + std::to_string(rows.size(r, 3)) + " bytes, not " +
+                                   std::to_string(page_size));
+            else if (page_checksum(reinterpret_cast<const std::byte*>(rows.bytes(r, 3)), page_size) != sum)
+                findings.push_back(where + " fails its checksum");
+            if (txn > newest)
+                findings.push_back(where + " is past the store's newest commit " + std::to_string(newest) +
+                                   " (P1: a commit's rows and its store row go together)");
+            if (page >= count)
+                findings.push_back(where + " is past the store's " + std::to_string(count) + " pages");
+        }
+    }
+    pg_result readers = control_->exec("checking readers", "SELECT id, txn FROM steppe_reader WHERE store = $1 AND txn > $2",
+                                       {address_.store, std::to_string(newest)});
+    for (int r = 0; r < readers.rows(); ++r)
+        findings.push_back(at + "reader " + readers.text(r, 0) + " reads commit " + readers.text(r, 1) +
+                           ", past the newest " + std::to_string(newest));
+    return findings;
+}
+
+}  // namespace steppe::storage

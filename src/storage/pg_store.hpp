@@ -1,0 +1,139 @@
+// The PostgreSQL page store (storage.hpp; docs/design.md, "Page stores"):
+// a store's pages live as versioned rows in a PostgreSQL database, so any
+// number of processes on any machines that reach the server can open it.
+//
+//   postgresql://[user[:password]@][host][:port]/db?store=NAME[&cache_mib=N][&libpq parameters]
+//
+// Tables (made on first use, shared by the database's stores):
+//   steppe_store  (name, store_id, format, txn, page_count, meta, fence)
+//                 one row per store: its newest commit
+//   steppe_page   (store, page, txn, sum, image)  every kept page version;
+//                 version txn of a page holds from commit txn on
+//   steppe_reader (store, id, txn)  live readers and the commit each reads
+//
+// Invariants (checked by check()):
+//  (P1) a commit is one PostgreSQL transaction: its page rows and the store
+//       row's new txn, page_count and meta become visible together, durable
+//       by the server's own log when COMMIT returns;
+//  (P2) one writer: it holds the session advisory lock (writer_class, store)
+//       for as long as its connection lives, and the store row's fence it
+//       took at open; a commit locks the store row and checks the fence, so
+//       a writer that lost its session (and so its lock) to another can no
+//       longer commit, even over a new connection;
+//  (P3) a reader's snapshot is the store row as of its open; it registers
+//       (steppe_reader, under the store row's share lock, so no collection
+//       runs between) and holds the session advisory lock (reader_class,
+//       id) while it lives. A collection keeps, for each page, the newest
+//       version at or below the oldest live reader's txn and every later
+//       one, and drops the rows of readers whose lock is gone;
+//  (P4) every page image handed out was verified against its sum
+//       (page_checksum, as in the main file).
+//
+// Reads never run libpq in the caller's thread: read_page_nothrow may run in
+// a fault handler, so it looks in a verified-image cache (lock-free for
+// readers) and otherwise hands the request to the fetch thread, which owns
+// its own connection, and sleeps on a futex until it is served. Pages the
+// transaction in progress spills go to an unlinked local file.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/storage.hpp"
+
+namespace steppe::storage {
+
+class pg_connection;
+
+// True if `name` is a PostgreSQL URL ("postgresql://" or "postgres://").
+bool is_postgres_url(std::string_view name) noexcept;
+
+// What a store URL says: libpq's part, the store's name and steppe's own
+// parameters. Throws invalid_argument naming what is wrong.
+struct pg_address {
+    std::string conninfo;  // the URL without steppe's parameters, for libpq
+    std::string store;     // [A-Za-z0-9_.-]{1,63}
+    std::string shown;     // the URL without a password, for messages
+    std::uint64_t cache_bytes = 16ull << 20;
+};
+pg_address parse_pg_address(const std::string& url);
+
+class pg_store final : public storage {
+public:
+    // Opens (or creates) the store the URL names. Throws invalid_argument
+    // (a malformed URL), io (no server), not_found, exists, locked (a live
+    // writer holds it), version, corrupt.
+    static std::unique_ptr<pg_store> open(const std::string& url, const options& opts);
+    ~pg_store() override;
+
+    void read_page(page_no page, std::byte* out) const override;
+    // With `read_around`, a page that is not cached comes with the aligned
+    // cluster of fetch_cluster pages around it, in one query.
+    bool read_page_nothrow(page_no page, std::byte* out, read_failure* why,
+                           bool read_around = false) const noexcept override;
+    bool read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
+                                     bool read_around = false) const noexcept override;
+    void prefetch(page_no) const noexcept override {}  // reads are served whole by the fetch thread
+    void commit(std::span<const page_image> pages, const meta_bytes& meta) override;
+    void spill(std::span<const page_image> pages) override;
+    void discard_pending() noexcept override;
+    bool is_pending(page_no page) const noexcept override;
+    std::size_t pending_count() const noexcept override;
+    std::vector<page_no> pending_pages() const override;
+    // Drops page versions no live reader needs (P3); readers never block it.
+    void checkpoint() override;
+    bool try_checkpoint() override;
+    info describe() const override;
+    memory memory_bytes() const noexcept override;
+    std::vector<std::string> check() const override;
+
+    // The PostgreSQL backend of the writer's session (for tests of P2).
+    int backend_pid() const noexcept;
+
+    static constexpr page_no fetch_cluster = 32;  // 128 KiB, as the file store's smallest read-around
+
+private:
+    pg_store(pg_address address, const options& opts);
+    struct cache;
+    struct fetcher;
+    void open_as_writer();
+    void open_as_reader();
+    void set_up_session();
+    bool reconnect_control();
+    void ensure_tables();
+    void commit_transaction(const std::string& rows, std::uint64_t txn, page_no count, const meta_bytes& meta);
+    void adopt_store_row(const class pg_result& row);
+    void collect();
+    bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
+                      bool with_pending) const noexcept;
+    enum class spilled_read { absent, read, failed };
+    spilled_read read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept;
+    void ensure_usable() const;
+
+    pg_address address_;
+    options opts_;
+    std::unique_ptr<pg_connection> control_;  // open, commit, collection; the writer's lock lives on it
+    std::unique_ptr<cache> cache_;
+    std::unique_ptr<fetcher> fetcher_;
+    std::int64_t store_key_ = 0;    // the advisory lock's second key
+    std::int64_t fence_ = 0;        // the writer's (P2)
+    std::int64_t reader_id_ = 0;    // a reader's registration (P3)
+    std::string store_id_;
+    std::atomic<std::uint64_t> snapshot_{0};  // the newest txn this handle reads
+    std::uint64_t collect_due_ = 0;           // bytes committed since the last collection
+    bool poisoned_ = false;
+    bool lock_lost_ = false;  // reconnected: the new session must take the writer's lock again
+
+    // Pages the transaction in progress spilled: their offsets in spill_fd_.
+    int spill_fd_ = -1;
+    std::uint64_t spill_end_ = 0;
+    std::unordered_map<page_no, std::uint64_t> spilled_;
+    mutable std::atomic_flag spilled_lock_ = ATOMIC_FLAG_INIT;  // readers are fault handlers
+};
+
+}  // namespace steppe::storage

@@ -1,0 +1,77 @@
+// A forked child process that talks to the test through pipes (readers,
+// writers and killed processes in the multi-process tests).
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+
+namespace steppe::test {
+
+// A child process: runs `body` with a pipe to the test (`talk`), exits with
+// its result. The test says "go" by writing a byte.
+class child {
+public:
+    explicit child(const std::function<int(child&)>& body) {
+        if (::pipe(up_) != 0 || ::pipe(down_) != 0) throw std::runtime_error("pipe");
+        std::fflush(nullptr);
+        pid_ = ::fork();
+        // Each side keeps its own ends only, so a side that dies is seen.
+        ::close(pid_ == 0 ? up_[0] : up_[1]);
+        ::close(pid_ == 0 ? down_[1] : down_[0]);
+        if (pid_ == 0) {
+            int rc = 99;
+            try {
+                rc = body(*this);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "child: %s\n", e.what());
+            }
+            std::fflush(nullptr);
+            ::_exit(rc);
+        }
+    }
+    ~child() { kill(); }
+    // In the child: tells the test, then waits for its go.
+    void report_and_wait() {
+        char c = 1;
+        (void)!::write(up_[1], &c, 1);
+        (void)!::read(down_[0], &c, 1);
+    }
+    // In the child: a number for the test (not mixed with reports).
+    void send(std::uint64_t v) { (void)!::write(up_[1], &v, sizeof v); }
+    // In the test: the child's next number; false once the child is gone.
+    bool receive(std::uint64_t& v) { return ::read(up_[0], &v, sizeof v) == ssize_t(sizeof v); }
+    // In the test.
+    bool wait_for_report() {
+        char c;
+        return ::read(up_[0], &c, 1) == 1;
+    }
+    void go() {
+        char c = 1;
+        (void)!::write(down_[1], &c, 1);
+    }
+    int exit_code() {
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    void kill() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+    pid_t pid() const { return pid_; }
+
+private:
+    int up_[2], down_[2];
+    pid_t pid_ = -1;
+};
+
+}  // namespace steppe::test

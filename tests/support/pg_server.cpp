@@ -1,0 +1,113 @@
+#include "support/pg_server.hpp"
+
+#include <pwd.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+
+namespace steppe::test {
+
+namespace {
+
+std::string run(const std::string& command) {
+    std::string out;
+    FILE* p = ::popen(command.c_str(), "r");
+    if (!p) throw std::runtime_error("popen: " + command);
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    if (::pclose(p) != 0) throw std::runtime_error("failed: " + command + "\n" + out);
+    return out;
+}
+
+// The newest /usr/lib/postgresql/N/bin holding initdb and pg_ctl.
+std::string find_bin() {
+    std::string best;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/usr/lib/postgresql", ec)) {
+        std::string bin = (e.path() / "bin").string();
+        if (::access((bin + "/initdb").c_str(), X_OK) == 0 && ::access((bin + "/pg_ctl").c_str(), X_OK) == 0 &&
+            bin > best)
+            best = bin;
+    }
+    return best;
+}
+
+}  // namespace
+
+pg_server* pg_server::get(std::string& why) {
+    static std::unique_ptr<pg_server> server;
+    static std::string failure;
+    if (server || !failure.empty()) {
+        why = failure;
+        return server.get();
+    }
+    std::unique_ptr<pg_server> s(new pg_server);
+    s->bin_ = find_bin();
+    if (s->bin_.empty()) {
+        failure = why = "no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql-15)";
+        return nullptr;
+    }
+    if (::geteuid() == 0) s->user_ = ::getpwnam("postgres") ? "postgres" : "nobody";
+    char dir[] = "/tmp/steppe-pg-XXXXXX";
+    if (!::mkdtemp(dir)) throw std::runtime_error("mkdtemp");
+    s->dir_ = dir;
+    ::chmod(dir, 0755);
+    if (!s->user_.empty()) run("chown " + s->user_ + " " + s->dir_);
+    s->port_ = 20000 + int(::getpid() % 20000);
+    run(s->as_user(s->bin_ + "/initdb -D " + s->dir_ + "/data -A trust -U steppe --no-sync >/dev/null 2>&1"));
+    s->start();
+    server = std::move(s);
+    return server.get();
+}
+
+pg_server::~pg_server() {
+    try {
+        run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop >/dev/null 2>&1"));
+    } catch (const std::exception&) {
+        // already stopped
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+}
+
+std::string pg_server::as_user(const std::string& command) const {
+    return user_.empty() ? command : "runuser -u " + user_ + " -- sh -c '" + command + "'";
+}
+
+void pg_server::start() {
+    // Tests run in parallel, each with a server: a port taken by another
+    // (its socket file is per directory, but the port's lock file is not) moves on.
+    for (int attempt = 0;; ++attempt, ++port_) {
+        try {
+            run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -o \"-k " + dir_ + " -c listen_addresses= -p " +
+                        std::to_string(port_) + "\" -l " + dir_ + "/log -w start >/dev/null"));
+            return;
+        } catch (const std::exception&) {
+            if (attempt == 10) throw;
+        }
+    }
+}
+
+void pg_server::crash() { run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop >/dev/null")); }
+
+std::string pg_server::url(const std::string& name, const std::string& extra) const {
+    return "postgresql:///postgres?host=" + dir_ + "&port=" + std::to_string(port_) + "&user=steppe&store=" + name +
+           extra;
+}
+
+std::string pg_server::sql(const std::string& statement) const {
+    std::string quoted;
+    for (char c : statement) {
+        if (c == '"' || c == '$' || c == '\\' || c == '`') quoted += '\\';
+        quoted += c;
+    }
+    return run(bin_ + "/psql -X -At -v ON_ERROR_STOP=1 -h " + dir_ + " -p " + std::to_string(port_) +
+               " -U steppe -d postgres -c \"" + quoted + "\" 2>&1");
+}
+
+}  // namespace steppe::test

@@ -1,0 +1,33 @@
+// A PostgreSQL server of the test process's own, for the PostgreSQL page
+// store's tests: initdb and pg_ctl from Debian's postgresql package in a
+// temporary directory, run as an unprivileged user (postgres, else nobody)
+// when the tests run as root, listening on a Unix socket only.
+#pragma once
+
+#include <string>
+
+namespace steppe::test {
+
+class pg_server {
+public:
+    // The process's server, started on first use; null when none can run
+    // here, with `why` saying what is missing (the test then skips).
+    static pg_server* get(std::string& why);
+    ~pg_server();
+
+    // The URL of store `name` on this server, with extra "&key=value" parameters.
+    std::string url(const std::string& name, const std::string& extra = "") const;
+    // Runs SQL through psql; its output, one row per line, columns by '|'.
+    std::string sql(const std::string& statement) const;
+    // A crash of the server (pg_ctl stop -m immediate), and its start again.
+    void crash();
+    void start();
+
+private:
+    pg_server() = default;
+    std::string as_user(const std::string& command) const;
+    std::string bin_, dir_, user_;
+    int port_ = 0;
+};
+
+}  // namespace steppe::test

@@ -1,0 +1,312 @@
+// The PostgreSQL page store (src/storage/pg_store.hpp; docs/guarantees.md,
+// "Stores in PostgreSQL") against a real server this process starts
+// (support/pg_server.hpp): pages and meta round trips, both engines end to
+// end, one writer and its fence (P2), readers' snapshots and collection
+// (P3), damage named (P4), kill -9 of the writer and a crash of the server
+// mid-commit losing nothing commit() returned, and clear errors for bad URLs.
+#include <gtest/gtest.h>
+#include <steppe/objects.hpp>
+#include <steppe/steppe.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "storage/pg_store.hpp"
+#include "support/child.hpp"
+#include "support/cli.hpp"
+#include "support/expect_error.hpp"
+#include "support/filled_commits.hpp"
+#include "support/pg_server.hpp"
+
+using namespace steppe;
+
+namespace {
+
+constexpr std::uint64_t pages = 40;
+
+struct Node {
+    long value;
+    Node* next;
+};
+
+// "" if every page and the meta hold `txn`, else what differs.
+std::string snapshot_problem(const storage::storage& s, std::uint8_t txn) {
+    if (s.meta()[0] != std::byte{txn}) return "the meta is commit " + std::to_string(int(s.meta()[0])) + "'s";
+    std::vector<std::byte> page(storage::page_size);
+    for (std::uint64_t p = 0; p < s.page_count(); ++p) {
+        s.read_page(p, page.data());
+        for (std::byte b : page)
+            if (b != std::byte{txn})
+                return "page " + std::to_string(p) + " holds commit " + std::to_string(int(b)) + "'s bytes";
+    }
+    return "";
+}
+
+class PgStoreTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string why;
+        server = test::pg_server::get(why);
+        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
+        // A store name of this test's own (the server is the process's).
+        name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        url = server->url(name);
+    }
+    std::unique_ptr<storage::storage> open(bool read_only = false) {
+        storage::options o;
+        o.read_only = read_only;
+        return storage::storage::open(url, o);
+    }
+    std::uint64_t versions() { return std::stoull(server->sql("SELECT count(*) FROM steppe_page WHERE store = '" + name + "'")); }
+
+    test::pg_server* server = nullptr;
+    std::string name, url;
+};
+
+TEST_F(PgStoreTest, PagesAndMetaSurviveReopening) {
+    {
+        auto s = open();
+        EXPECT_EQ(s->page_count(), 0u);
+        test::commit_filled(*s, 1, pages);
+        test::commit_filled(*s, 2, pages / 2);  // half the pages change
+        EXPECT_EQ(s->txn_seq(), 2u);
+    }
+    auto s = open();
+    EXPECT_EQ(s->txn_seq(), 2u);
+    EXPECT_EQ(s->page_count(), pages);
+    std::vector<std::byte> page(storage::page_size);
+    for (std::uint64_t p = 0; p < pages; ++p) {
+        s->read_page(p, page.data());
+        EXPECT_EQ(page[100], std::byte(p < pages / 2 ? 2 : 1)) << "page " << p;
+    }
+    EXPECT_EQ(s->meta()[0], std::byte{2});
+    EXPECT_TRUE(s->check().empty());
+    EXPECT_ERROR(errc::invalid_argument, "beyond the store's 40 pages", s->read_page(pages, page.data()));
+}
+
+TEST_F(PgStoreTest, SpilledPagesAreReadBackCommittedOrDiscarded) {
+    auto s = open();
+    test::commit_filled(*s, 1, 4);
+    std::vector<std::byte> nine(storage::page_size, std::byte{9}), page(storage::page_size);
+    std::vector<storage::page_image> spilled{{1, nine.data()}, {6, nine.data()}};
+    s->spill(spilled);
+    EXPECT_TRUE(s->is_pending(6));
+    s->read_page(6, page.data());
+    EXPECT_EQ(page[0], std::byte{9});
+    {
+        storage::read_failure why;
+        ASSERT_TRUE(s->read_committed_page_nothrow(1, page.data(), &why)) << why.message;
+        EXPECT_EQ(page[0], std::byte{1});
+    }
+    s->discard_pending();
+    EXPECT_FALSE(s->is_pending(6));
+    s->spill(spilled);
+    storage::meta_bytes meta{};
+    s->commit({}, meta);  // the spilled pages are the transaction
+    s.reset();
+    s = open(true);
+    EXPECT_EQ(s->page_count(), 7u);
+    s->read_page(6, page.data());
+    EXPECT_EQ(page[0], std::byte{9});
+    s->read_page(1, page.data());
+    EXPECT_EQ(page[0], std::byte{9});
+}
+
+// The page engine, end to end: a list built, committed and walked in a
+// fresh process (its own address space and swizzling).
+TEST_F(PgStoreTest, ThePageEngineStoresAListThere) {
+    {
+        auto s = store::open(url);
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 20000; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    test::child reader([this](test::child&) {
+        open_options o;
+        o.read_only = true;
+        auto s = store::open(url, o);
+        long expect = 19999;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next, --expect)
+            if (n->value != expect) return 1;
+        return expect == -1 && s.check().empty() ? 0 : 2;
+    });
+    EXPECT_EQ(reader.exit_code(), 0);
+}
+
+struct Item {
+    std::int64_t value;
+    objects::ref<Item> next;
+};
+
+TEST_F(PgStoreTest, TheObjectEngineStoresAChainThere) {
+    {
+        auto s = objects::store::open(url);
+        objects::ref<Item> head;
+        for (int i = 0; i < 5000; ++i) {
+            objects::ref<Item> it = s.make<Item>();
+            it.mut()->value = i;
+            it.mut()->next = head;
+            head = it;
+        }
+        s.set_root("chain", head);
+        s.commit();
+    }
+    auto s = objects::store::open(url);
+    std::int64_t expect = 4999;
+    for (auto it = s.find_root<Item>("chain"); it; it = it->next, --expect) ASSERT_EQ(it->value, expect);
+    EXPECT_EQ(expect, -1);
+    EXPECT_TRUE(s.check().empty());
+}
+
+TEST_F(PgStoreTest, OneWriterAtATimeAndReadersBesideIt) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    EXPECT_ERROR(errc::locked, "held by another writer", open());
+    auto r = open(true);
+    test::commit_filled(*w, 2, pages);
+    test::commit_filled(*w, 3, pages);
+    EXPECT_EQ(snapshot_problem(*r, 1), "");  // its snapshot, whatever the writer did since
+    w->checkpoint();                           // collection keeps what the reader needs (P3)
+    EXPECT_EQ(snapshot_problem(*r, 1), "");
+    auto r2 = open(true);
+    EXPECT_EQ(snapshot_problem(*r2, 3), "");
+    EXPECT_EQ(w->describe().readers.size(), 2u);
+    EXPECT_TRUE(w->check().empty());
+}
+
+TEST_F(PgStoreTest, CollectionDropsWhatNoLiveReaderNeeds) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    test::child reader([this](test::child& me) {
+        auto r = open(true);
+        me.report_and_wait();  // killed here
+        return 0;
+    });
+    ASSERT_TRUE(reader.wait_for_report());
+    for (std::uint8_t t = 2; t <= 4; ++t) test::commit_filled(*w, t, pages);
+    w->checkpoint();
+    EXPECT_EQ(versions(), 4 * pages);  // the reader at commit 1 keeps every version since
+    reader.kill();                     // its session ends, and its advisory lock with it
+    for (int i = 0; i < 100 && server->sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
+                                           "'client backend'") != "3\n";
+         ++i)
+        ::usleep(20000);  // the server notices the dead client's sockets
+    w->checkpoint();
+    EXPECT_EQ(versions(), pages);
+    EXPECT_EQ(w->describe().readers.size(), 0u);
+    EXPECT_EQ(snapshot_problem(*open(true), 4), "");
+}
+
+// P2: a writer whose session the server ended (a network cut, seen by the
+// server) and whose store another writer took cannot commit, even over a
+// new connection; the other writer's commits stand.
+TEST_F(PgStoreTest, AWriterWhoseStoreWasTakenOverCannotCommit) {
+    auto old_writer = open();
+    test::commit_filled(*old_writer, 1, pages);
+    auto* pg = dynamic_cast<storage::pg_store*>(old_writer.get());
+    ASSERT_NE(pg, nullptr);
+    server->sql("SELECT pg_terminate_backend(" + std::to_string(pg->backend_pid()) + ")");
+    auto new_writer = open();
+    test::commit_filled(*new_writer, 2, pages);
+    EXPECT_ERROR(errc::locked, "another writer took the store over", test::commit_filled(*old_writer, 3, pages));
+    test::commit_filled(*new_writer, 4, pages);
+    new_writer.reset();
+    EXPECT_EQ(snapshot_problem(*open(true), 4), "");
+}
+
+// A writer killed at random instants while committing: every commit that
+// returned is there, the store is whole, and the next writer goes on at once.
+TEST_F(PgStoreTest, KillingTheWriterLosesNoReturnedCommit) {
+    for (int round = 0; round < 5; ++round) {
+        test::child writer([this](test::child& me) {
+            auto s = open();
+            for (std::uint64_t t = s->txn_seq() + 1;; ++t) {
+                test::commit_filled(*s, std::uint8_t(t), pages);
+                me.send(t);
+            }
+            return 0;
+        });
+        std::uint64_t returned = 0;
+        for (int i = 0; i < 3 + round * 2; ++i) ASSERT_TRUE(writer.receive(returned));
+        writer.kill();
+        auto s = open();  // no lease to wait out: the killed session's lock is gone
+        ASSERT_GE(s->txn_seq(), returned);
+        EXPECT_EQ(snapshot_problem(*s, std::uint8_t(s->txn_seq())), "");
+        EXPECT_TRUE(s->check().empty());
+    }
+}
+
+// The server stopped like a power cut mid-commit and started again: nothing
+// commit() returned is lost; the commit in flight is all there or absent.
+TEST_F(PgStoreTest, AServerCrashMidCommitLosesNoReturnedCommit) {
+    test::child writer([this](test::child& me) {
+        auto s = open();
+        for (std::uint64_t t = 1;; ++t) {
+            try {
+                test::commit_filled(*s, std::uint8_t(t), pages);
+            } catch (const error& e) {
+                me.send(~std::uint64_t{0});  // the failure, reported
+                return 0;
+            }
+            me.send(t);
+        }
+    });
+    std::uint64_t returned = 0, got = 0;
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(writer.receive(returned));
+    server->crash();
+    while (writer.receive(got) && got != ~std::uint64_t{0}) returned = got;
+    EXPECT_EQ(writer.exit_code(), 0);
+    server->start();
+    auto s = open();
+    EXPECT_GE(s->txn_seq(), returned);
+    EXPECT_LE(s->txn_seq(), returned + 1);
+    EXPECT_EQ(snapshot_problem(*s, std::uint8_t(s->txn_seq())), "");
+    EXPECT_TRUE(s->check().empty());
+}
+
+TEST_F(PgStoreTest, ADamagedPageVersionIsNamedNeverHandedOut) {
+    {
+        auto s = open();
+        test::commit_filled(*s, 1, pages);
+    }
+    server->sql("UPDATE steppe_page SET image = overlay(image placing '\\xff'::bytea from 100) WHERE store = '" + name +
+                "' AND page = 7");
+    auto s = open(true);
+    std::vector<std::byte> page(storage::page_size);
+    s->read_page(6, page.data());
+    EXPECT_ERROR(errc::corrupt, "page 7 (version of commit 1", s->read_page(7, page.data()));
+    auto findings = s->check();
+    ASSERT_EQ(findings.size(), 1u);
+    EXPECT_NE(findings[0].find("page 7 version of commit 1 fails its checksum"), std::string::npos) << findings[0];
+}
+
+TEST_F(PgStoreTest, ToolsReadAStoreInPostgreSQL) {
+    {
+        auto s = store::open(url);
+        *s.root<Node*>("list") = s.make<Node>(Node{7, nullptr});
+        s.commit();
+    }
+    auto info = test::run_cli("info '" + url + "'");
+    EXPECT_EQ(info.exit_code, 0) << info.out;
+    auto check = test::run_cli("check '" + url + "'");
+    EXPECT_EQ(check.exit_code, 0) << check.out;
+    EXPECT_NE(check.out.find("0 findings"), std::string::npos) << check.out;
+}
+
+TEST_F(PgStoreTest, BadURLsAndMissingStoresAreClearErrors) {
+    storage::options o;
+    o.create = false;
+    EXPECT_ERROR(errc::not_found, "does not exist", storage::storage::open(server->url("never_made"), o));
+    EXPECT_ERROR(errc::invalid_argument, "store=NAME", storage::storage::open("postgresql:///postgres", o));
+    EXPECT_ERROR(errc::invalid_argument, "store=NAME", storage::storage::open(server->url("a b"), o));
+    EXPECT_ERROR(errc::io, "cannot connect to the PostgreSQL server",
+                 storage::storage::open("postgresql:///postgres?host=/nonexistent&store=x", o));
+    EXPECT_EQ(storage::parse_pg_address("postgresql://u:secret@h/db?store=s").shown, "postgresql://u@h/db?store=s");
+    o.create = true;
+    o.exclusive_create = true;
+    storage::storage::open(url, o).reset();
+    EXPECT_ERROR(errc::exists, "exists already", storage::storage::open(url, o));
+}
+
+}  // namespace
