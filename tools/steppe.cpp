@@ -20,6 +20,10 @@
 //                        a copy of the last commit as one new main file DEST
 //                        (as a reader: a program may go on committing),
 //                        checked before it is reported done
+//   steppe import STORE URL
+//                        the last commit copied, as one commit, into a new
+//                        store at URL (postgresql://HOST/DB?store=NAME),
+//                        checked before it is reported done
 //   steppe compact [--collect] STORE
 //                        move the live objects together into a new store
 //                        that replaces this one, pointers rewritten, files
@@ -28,7 +32,9 @@
 //                        open: not while a program has the store open)
 //
 // Every command reads stores of both engines (the page engine's and the
-// object engine's): the storage meta says which made the store.
+// object engine's): the storage meta says which made the store. STORE may
+// be a PostgreSQL URL (postgresql://HOST/DB?store=NAME) wherever a command
+// only reads it or checkpoints it.
 //
 // Exit codes: 0 fine, 1 findings, 2 usage or the store could not be opened.
 #include <steppe/objects.hpp>
@@ -59,6 +65,8 @@ int usage() {
                  "       steppe dump STORE    the objects the roots reach, one JSON object per line\n"
                  "       steppe backup STORE DEST\n"
                  "                            copy the last commit to the new file DEST (while a program commits)\n"
+                 "       steppe import STORE URL\n"
+                 "                            copy the last commit into a new store in PostgreSQL (as one commit)\n"
                  "       steppe compact [--collect] STORE\n"
                  "                            pack the live objects into a smaller store (--collect: free what no\n"
                  "                            root reaches)\n");
@@ -201,12 +209,16 @@ int checkpoint(const std::string& path) {
     return 0;
 }
 
-int backup(const std::string& path, const std::string& dest) {
+// `steppe backup STORE DEST` and `steppe import STORE URL`: the last commit
+// of one store copied into another, by `copy`; `done` says how ("backed up to").
+int copy_store(const std::string& path, const std::string& dest, const char* done,
+               steppe::storage::backup_result (*copy)(const std::string&, const std::string&,
+                                                      steppe::storage::env*)) {
     auto started = std::chrono::steady_clock::now();
-    steppe::storage::backup_result r = steppe::storage::backup(path, dest);
+    steppe::storage::backup_result r = copy(path, dest, nullptr);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    std::printf("%s: commit %llu backed up to %s: %llu pages (%llu written, %.1f MiB), checked, %.2f s\n", path.c_str(),
-                static_cast<unsigned long long>(r.txn), dest.c_str(), static_cast<unsigned long long>(r.pages),
+    std::printf("%s: commit %llu %s %s: %llu pages (%llu written, %.1f MiB), checked, %.2f s\n", path.c_str(),
+                static_cast<unsigned long long>(r.txn), done, dest.c_str(), static_cast<unsigned long long>(r.pages),
                 static_cast<unsigned long long>(r.copied),
                 static_cast<double>(r.copied) * steppe::storage::page_size / (1 << 20), s);
     return 0;
@@ -250,11 +262,13 @@ std::optional<int> compact_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     if (std::optional<int> done = compact_command(argc, argv)) return *done;
-    if (argc == 4 && std::string(argv[1]) == "backup") {
+    if (argc == 4 && (std::string(argv[1]) == "backup" || std::string(argv[1]) == "import")) {
+        const bool backup = std::string(argv[1]) == "backup";
         try {
-            return backup(argv[2], argv[3]);
+            return backup ? copy_store(argv[2], argv[3], "backed up to", steppe::storage::backup)
+                          : copy_store(argv[2], argv[3], "imported into", steppe::storage::import_store);
         } catch (const steppe::error& e) {
-            std::fprintf(stderr, "steppe backup: %s (%s)\n", e.what(), steppe::to_string(e.code()));
+            std::fprintf(stderr, "steppe %s: %s (%s)\n", argv[1], e.what(), steppe::to_string(e.code()));
             return 2;
         }
     }

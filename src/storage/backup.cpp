@@ -47,7 +47,9 @@ void remove_store(env& io, const std::string& path) noexcept {
     }
 }
 
-std::uint64_t copy_pages(const storage& from, storage& to) {
+// Pages go in batches: each a commit of its own with an empty meta, or with
+// `one_commit` spilled, for the caller's one commit to take them all.
+std::uint64_t copy_pages(const storage& from, storage& to, bool one_commit) {
     std::vector<std::byte> buffer(batch_pages * page_size);
     std::vector<page_image> batch;
     meta_bytes empty{};
@@ -63,16 +65,25 @@ std::uint64_t copy_pages(const storage& from, storage& to) {
         batch.push_back({p, slot});
         ++copied;
         if (batch.size() == batch_pages) {
-            to.commit(batch, empty);
+            one_commit ? to.spill(batch) : to.commit(batch, empty);
             batch.clear();
         }
     }
-    if (!batch.empty()) to.commit(batch, empty);
+    if (!batch.empty()) one_commit ? to.spill(batch) : to.commit(batch, empty);
     return copied;
+}
+
+// A step that makes local files, asked of a store in PostgreSQL.
+void require_files(const std::string& path, const char* what) {
+    if (is_postgres_url(path))
+        throw error(errc::unsupported, path + ": " + what +
+                                           " makes local files, and this store lives in PostgreSQL (for a local "
+                                           "copy: steppe backup URL FILE; into PostgreSQL: steppe import FILE URL)");
 }
 }  // namespace
 
 backup_result backup(const std::string& source, const std::string& dest, env* io) {
+    require_files(dest, "a backup");
     if ((io ? *io : posix_env()).exists(dest))  // before the source is opened: the cheap refusal first
         throw error(errc::exists, "backup of " + source + ": " + dest + " exists already; name a new file");
     options reader;
@@ -83,6 +94,7 @@ backup_result backup(const std::string& source, const std::string& dest, env* io
 }
 
 backup_result backup_from(const storage& from, const std::string& dest, env* io) {
+    require_files(dest, "a backup");
     env& files = io ? *io : posix_env();
     const std::string& source = from.path();
     if (files.exists(dest))
@@ -96,7 +108,7 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
     r.txn = from.txn_seq();
     std::string temp = dest + ".backup-" + std::to_string(::getpid());
     write_main_file(temp, [&](storage& to) {
-        r.copied = copy_pages(from, to);
+        r.copied = copy_pages(from, to, false);
         to.commit({}, from.meta());
     }, io);
     try {
@@ -118,6 +130,7 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
 }
 
 void write_main_file(const std::string& temp, const std::function<void(storage&)>& fill, env* io) {
+    require_files(temp, "rewriting a store");
     env& files = io ? *io : posix_env();
     remove_store(files, temp);  // a crashed attempt's leftover: no store is ever opened by this name
     try {
@@ -147,12 +160,38 @@ void write_main_file(const std::string& temp, const std::function<void(storage&)
 // 2. the reader table goes (it names the old store's id and generations)
 // 3. the rename, durably: the new main file alone is the new store
 void replace_store(const std::string& path, const std::string& temp, env* io) {
+    require_files(path, "replacing a store's files");
     env& files = io ? *io : posix_env();
     for (const std::string& f : {path + "-wal", path + "-shm"})
         if (files.exists(f)) files.remove(f);
     files.sync_dir_of(path);
     files.rename(temp, path);
     files.sync_dir_of(path);
+}
+
+backup_result import_store(const std::string& source, const std::string& dest, env* io) {
+    options reader;
+    reader.read_only = true;
+    reader.create = false;
+    reader.io = io;
+    std::unique_ptr<storage> from = storage::open(source, reader);
+    options writer;
+    writer.io = io;
+    std::unique_ptr<storage> to = storage::open(dest, writer);
+    if (to->txn_seq() != 0)
+        throw error(errc::exists, "import of " + source + ": " + dest + " holds a store already (commit " +
+                                      std::to_string(to->txn_seq()) + "); name a new one");
+    backup_result r;
+    r.pages = from->page_count();
+    r.txn = from->txn_seq();
+    r.copied = copy_pages(*from, *to, true);
+    to->commit({}, from->meta());
+    std::vector<std::string> findings = to->check();
+    if (!findings.empty() || to->meta() != from->meta() || to->page_count() != r.pages)
+        throw error(errc::corrupt, "import of " + source + ": the copy " + dest + " does not check out (" +
+                                       (findings.empty() ? std::string("its meta or size differs") : findings[0]) +
+                                       ")");
+    return r;
 }
 
 }  // namespace steppe::storage

@@ -29,6 +29,13 @@ backup_result backup(const std::string& source, const std::string& dest, env* io
 // pages a transaction in progress spilled.
 backup_result backup_from(const storage& from, const std::string& dest, env* io = nullptr);
 
+// Copies the last commit of the store `source` into the store `dest` — any
+// name storage::open takes; made for moving a local store into PostgreSQL
+// (`steppe import`) — as one commit: pages spilled in batches, then
+// committed with the meta, then checked. `dest` is made if absent; exists if
+// it holds a commit already (a failed import leaves it empty: run it again).
+backup_result import_store(const std::string& source, const std::string& dest, env* io = nullptr);
+
 // Makes a new store at `temp` (a crashed attempt's files by that name are
 // removed first), lets `fill` commit into it (not durably), checkpoints it,
 // syncs its main file and removes its log, lock and reader table: `temp` is

@@ -80,17 +80,30 @@ pg_result pg_connection::exec(const char* what, const char* sql, std::initialize
     fail(what, last_failure_.get());
 }
 
-void pg_connection::copy_in(const char* what, const char* sql, std::string_view data) {
+void pg_connection::begin_copy(const char* what, const char* sql) {
     last_failure_.reset(PQexec(conn_, sql));
     if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COPY_IN) fail(what, last_failure_.get());
-    if (PQputCopyData(conn_, data.data(), int(data.size())) != 1 || PQputCopyEnd(conn_, nullptr) != 1)
-        fail(what, nullptr);
+    in_copy_ = true;
+}
+
+void pg_connection::put_copy(const char* what, std::string_view data) {
+    if (PQputCopyData(conn_, data.data(), int(data.size())) != 1) fail(what, nullptr);
+}
+
+void pg_connection::end_copy(const char* what) {
+    in_copy_ = false;
+    if (PQputCopyEnd(conn_, nullptr) != 1) fail(what, nullptr);
     last_failure_.reset(PQgetResult(conn_));
     while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
     if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COMMAND_OK) fail(what, last_failure_.get());
 }
 
 void pg_connection::rollback() noexcept {
+    if (in_copy_) {  // a COPY cut short: end it as failed first
+        in_copy_ = false;
+        if (PQputCopyEnd(conn_, "abandoned by steppe") == 1)
+            while (PGresult* r = PQgetResult(conn_)) PQclear(r);
+    }
     if (PGresult* r = PQexec(conn_, "ROLLBACK")) PQclear(r);
 }
 

@@ -53,8 +53,10 @@ public:
     // A statement made by PREPARE, with a binary-format result; null when
     // it failed (fail_last() says why).
     PGresult* try_exec_prepared(const char* name, std::initializer_list<std::string_view> params);
-    // COPY ... FROM STDIN with `data` in text format.
-    void copy_in(const char* what, const char* sql, std::string_view data);
+    // COPY ... FROM STDIN in text format: begin, any number of puts, end.
+    void begin_copy(const char* what, const char* sql);
+    void put_copy(const char* what, std::string_view data);
+    void end_copy(const char* what);
     // A best-effort ROLLBACK after a failed statement inside a transaction.
     void rollback() noexcept;
     // Reconnects a connection the server dropped; false if it cannot.
@@ -75,6 +77,7 @@ private:
     PGconn* conn_;
     std::string shown_;
     std::unique_ptr<PGresult, clear> last_failure_;  // what the last failed statement said
+    bool in_copy_ = false;
 };
 
 }  // namespace steppe::storage

@@ -90,10 +90,6 @@ void copy_message(read_failure* why, errc code, const std::string& text) noexcep
 
 // 1. The URL ------------------------------------------------------------------
 
-bool is_postgres_url(std::string_view name) noexcept {
-    return name.starts_with("postgresql://") || name.starts_with("postgres://");
-}
-
 pg_address parse_pg_address(const std::string& url) {
     pg_address a;
     const auto q = url.find('?');
@@ -569,7 +565,39 @@ bool pg_store::reconnect_control() {
     return true;
 }
 
-void pg_store::commit_transaction(const std::string& rows, std::uint64_t txn, page_no count, const meta_bytes& meta) {
+std::uint64_t pg_store::copy_rows(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                                  std::uint64_t txn) {
+    const char* what = "committing";
+    // Sent a few hundred pages at a time, so a big commit is not held in memory twice over.
+    constexpr std::size_t chunk = 1u << 20;
+    std::uint64_t sent = 0;
+    std::string rows;
+    auto flush = [&](bool last) {
+        if (rows.size() < chunk && !last) return;
+        control_->put_copy(what, rows);
+        sent += rows.size();
+        rows.clear();
+    };
+    control_->begin_copy(what, "COPY steppe_page (store, page, txn, sum, image) FROM STDIN");
+    for (const auto& p : pages) {
+        copy_line(rows, address_.store, p.page, txn, p.data);
+        flush(false);
+    }
+    std::vector<std::byte> image(page_size);
+    for (page_no page : spilled_only) {
+        read_failure why;
+        if (read_spilled(page, image.data(), &why) != spilled_read::read) throw error(why.code, why.message);
+        copy_line(rows, address_.store, page, txn, image.data());
+        flush(false);
+    }
+    flush(true);
+    control_->end_copy(what);
+    return sent;
+}
+
+std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                                           std::uint64_t txn, page_no count, const meta_bytes& meta) {
+    std::uint64_t sent = 0;
     const char* what = "committing";
     control_->exec(what, "BEGIN");
     bool sent_commit = false;
@@ -591,7 +619,7 @@ void pg_store::commit_transaction(const std::string& rows, std::uint64_t txn, pa
                                   .text(0, 0) != "t")
             throw error(errc::locked, path_ + ": another session holds the writer's lock; this handle can no longer "
                                               "commit");
-        control_->copy_in(what, "COPY steppe_page (store, page, txn, sum, image) FROM STDIN", rows);
+        sent = copy_rows(pages, spilled_only, txn);
         control_->exec(what, "UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4 WHERE name = $1",
                        {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size())});
         control_->exec(what, "SELECT pg_notify('steppe', $1)", {address_.store + " " + std::to_string(txn)});
@@ -603,39 +631,35 @@ void pg_store::commit_transaction(const std::string& rows, std::uint64_t txn, pa
         throw;
     }
     lock_lost_ = false;
+    return sent;
 }
 
 void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta) {
     ensure_usable();
     const std::uint64_t txn = txn_seq_ + 1;
     page_no count = page_count_;
-    std::string rows;
-    std::vector<page_no> written;
+    std::vector<page_no> given;
     for (const auto& p : pages) {
         if (p.page >= max_pages)
             throw error(errc::invalid_argument, path_ + ": page " + std::to_string(p.page) + " is past the most a "
                                                                                             "store holds");
-        copy_line(rows, address_.store, p.page, txn, p.data);
-        written.push_back(p.page);
+        given.push_back(p.page);
         count = std::max(count, p.page + 1);
     }
-    std::sort(written.begin(), written.end());
-    const std::size_t given = written.size();
-    std::vector<std::byte> spilled_image(page_size);
-    for (page_no page : pending_pages()) {
-        if (std::binary_search(written.begin(), written.begin() + std::ptrdiff_t(given), page)) continue;
-        read_failure why;
-        if (read_spilled(page, spilled_image.data(), &why) != spilled_read::read) throw error(why.code, why.message);
-        copy_line(rows, address_.store, page, txn, spilled_image.data());
-        written.push_back(page);
-        count = std::max(count, page + 1);
-    }
+    std::sort(given.begin(), given.end());
+    std::vector<page_no> spilled_only;  // spilled and not given again: read back from the spill file
+    for (page_no page : pending_pages())
+        if (!std::binary_search(given.begin(), given.end(), page)) {
+            spilled_only.push_back(page);
+            count = std::max(count, page + 1);
+        }
+    std::uint64_t bytes = 0;
     for (int attempt = 0;; ++attempt) {
         try {
             if (!control_->ok() && !reconnect_control())
                 throw error(errc::io, path_ + ": the connection to the server is lost and cannot be made again: " +
                                           control_->error() + " (the store is at its previous commit; retry)");
-            commit_transaction(rows, txn, count, meta);
+            bytes = commit_transaction(pages, spilled_only, txn, count, meta);
             break;
         } catch (const error&) {
             // A session the server ended shows only when a statement fails.
@@ -653,16 +677,13 @@ void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta)
     page_count_ = count;
     meta_ = meta;
     snapshot_.store(txn, std::memory_order_release);
-    const std::uint64_t committed = written.size();
-    if (committed > given) {
-        // Spilled pages were committed from the spill file: their cached
-        // images (if any) are older.
-        cache_->forget_all();
-        discard_pending();
-    }
+    // Spilled pages were committed from the spill file: any cached image of theirs is older.
+    if (!spilled_only.empty()) cache_->forget_all();
+    discard_pending();
+    const std::uint64_t committed = pages.size() + spilled_only.size();
     stats_.commits++;
     stats_.pages_written += committed;
-    stats_.bytes_written += rows.size();
+    stats_.bytes_written += bytes;
     stats_.syncs++;
     collect_due_ += committed * page_size;
     if (collect_due_ >= opts_.checkpoint_bytes) try_checkpoint();

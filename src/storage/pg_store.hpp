@@ -50,9 +50,6 @@ namespace steppe::storage {
 
 class pg_connection;
 
-// True if `name` is a PostgreSQL URL ("postgresql://" or "postgres://").
-bool is_postgres_url(std::string_view name) noexcept;
-
 // What a store URL says: libpq's part, the store's name and steppe's own
 // parameters. Throws invalid_argument naming what is wrong.
 struct pg_address {
@@ -106,7 +103,10 @@ private:
     void set_up_session();
     bool reconnect_control();
     void ensure_tables();
-    void commit_transaction(const std::string& rows, std::uint64_t txn, page_no count, const meta_bytes& meta);
+    std::uint64_t commit_transaction(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                                     std::uint64_t txn, page_no count, const meta_bytes& meta);
+    std::uint64_t copy_rows(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                            std::uint64_t txn);
     void adopt_store_row(const class pg_result& row);
     void collect();
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,

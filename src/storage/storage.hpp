@@ -23,6 +23,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "storage/file_format.hpp"
@@ -36,6 +37,12 @@ using page_no = std::uint64_t;
 // against it wherever they enter (commits, headers, log frames).
 inline constexpr page_no max_pages = page_no{1} << 32;
 using meta_bytes = std::array<std::byte, meta_size>;
+
+// True if `name` is a PostgreSQL URL ("postgresql://" or "postgres://"):
+// storage::open gives it to pg_store.
+inline bool is_postgres_url(std::string_view name) noexcept {
+    return name.starts_with("postgresql://") || name.starts_with("postgres://");
+}
 
 struct options {
     bool create = true;              // create the store if it does not exist

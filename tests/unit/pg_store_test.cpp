@@ -12,12 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "storage/backup.hpp"
 #include "storage/pg_store.hpp"
 #include "support/child.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "support/filled_commits.hpp"
 #include "support/pg_server.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace steppe;
 
@@ -292,6 +294,68 @@ TEST_F(PgStoreTest, ToolsReadAStoreInPostgreSQL) {
     auto check = test::run_cli("check '" + url + "'");
     EXPECT_EQ(check.exit_code, 0) << check.out;
     EXPECT_NE(check.out.find("0 findings"), std::string::npos) << check.out;
+}
+
+long list_length(store& s) {
+    long n = 0;
+    for (Node* p = *s.find_root<Node*>("list"); p; p = p->next) ++n;
+    return n;
+}
+
+TEST_F(PgStoreTest, AReaderRefreshesToTheNewestCommit) {
+    test::child writer([this](test::child& me) {
+        auto s = store::open(url);
+        auto* head = s.root<Node*>("list");
+        *head = s.make<Node>(Node{1, *head});
+        s.commit();
+        me.report_and_wait();
+        *head = s.make<Node>(Node{2, *head});
+        s.commit();
+        me.report_and_wait();
+        return 0;
+    });
+    ASSERT_TRUE(writer.wait_for_report());
+    open_options o;
+    o.read_only = true;
+    auto r = store::open(url, o);
+    EXPECT_EQ(list_length(r), 1);
+    writer.go();
+    ASSERT_TRUE(writer.wait_for_report());
+    EXPECT_EQ(list_length(r), 1);  // its snapshot
+    r.refresh();
+    EXPECT_EQ(list_length(r), 2);
+    writer.go();
+    EXPECT_EQ(writer.exit_code(), 0);
+}
+
+TEST_F(PgStoreTest, ImportAndBackupCarryAStoreThereAndBack) {
+    test::temp_dir dir;
+    const std::string file = dir.path("local.db"), back = dir.path("back.db");
+    {
+        auto s = store::open(file);
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 3000; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    auto imported = test::run_cli("import '" + file + "' '" + url + "'");
+    EXPECT_EQ(imported.exit_code, 0) << imported.out;
+    storage::options reader;
+    reader.read_only = true;
+    EXPECT_EQ(storage::storage::open(url, reader)->txn_seq(), 1u);  // one commit
+    auto again = test::run_cli("import '" + file + "' '" + url + "'");
+    EXPECT_EQ(again.exit_code, 2);
+    EXPECT_CONTAINS(again.out, "holds a store already");
+    auto backed_up = test::run_cli("backup '" + url + "' '" + back + "'");
+    EXPECT_EQ(backed_up.exit_code, 0) << backed_up.out;
+    {
+        open_options o;
+        o.read_only = true;
+        auto s = store::open(back, o);
+        EXPECT_EQ(list_length(s), 3000);
+        EXPECT_TRUE(s.check().empty());
+    }
+    EXPECT_ERROR(errc::unsupported, "lives in PostgreSQL", compact(url));
+    EXPECT_ERROR(errc::unsupported, "lives in PostgreSQL", storage::backup(back, server->url("other")));
 }
 
 TEST_F(PgStoreTest, BadURLsAndMissingStoresAreClearErrors) {
