@@ -392,25 +392,46 @@ compact_report engine::compact(const compact_options&) {
                                    "engine's stores only)");
 }
 
+migrate_report engine::migrate(const migration&, const migrate_options&) {
+    throw error(errc::unsupported, "migration of " + path() + ": not built for this store's engine yet (the page "
+                                   "engine's stores only)");
+}
+
+namespace {
 // Opened as the CLI opens stores (no program classes needed), not through a
 // store: nothing of the program's may point into it while it is replaced.
-compact_report detail::compact_with_env(const std::string& path, const compact_options& options, storage::env* io) {
+// Migration changes the stored types: they are compared with the program's
+// after its plan (page_engine::migrate), not before.
+std::unique_ptr<engine> open_to_rewrite(const std::string& path, const std::string& what, storage::env* io,
+                                        bool match_program) {
     open_options o;
     o.create = false;
     o.checkpoint_on_close = false;
-    std::unique_ptr<engine> e;
     try {
-        e = open_page_engine(path, o, io);
+        return open_page_engine(path, o, io, match_program);
     } catch (const error& failed) {
         if (failed.code() != errc::unsupported) throw;
-        throw error(errc::unsupported, "compaction of " + path + ": not built for object-engine stores yet (" +
+        throw error(errc::unsupported, what + " of " + path + ": not built for object-engine stores yet (" +
                                            failed.what() + ")");
     }
-    return e->compact(options);
+}
+}  // namespace
+
+compact_report detail::compact_with_env(const std::string& path, const compact_options& options, storage::env* io) {
+    return open_to_rewrite(path, "compaction", io, true)->compact(options);
 }
 
 compact_report compact(const std::string& path, const compact_options& options) {
     return detail::compact_with_env(path, options, nullptr);
+}
+
+migrate_report detail::migrate_with_env(const std::string& path, const migration& m, const migrate_options& options,
+                                        storage::env* io) {
+    return open_to_rewrite(path, "migration", io, false)->migrate(m, options);
+}
+
+migrate_report migrate(const std::string& path, const migration& m, const migrate_options& options) {
+    return detail::migrate_with_env(path, m, options, nullptr);
 }
 
 store store::open(const std::string& path, const open_options& options) {

@@ -52,8 +52,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <new>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -268,6 +273,171 @@ struct compact_report {
 // hashed or ordered by persistent address), and what opening, reading and
 // writing the store throw.
 compact_report compact(const std::string& path, const compact_options& options = {});
+
+// Schema evolution (migrate): the store's objects of a changed type rewritten
+// in the program's new layout, in one pass that also compacts the store (so
+// every pointer to a converted object is forwarded), swapped in atomically.
+// docs/design.md "Migration"; docs/guarantees.md "Migration".
+//
+//   namespace app { struct Contact {   // was: name, phone, age (int), note (dropped), next
+//       char name[32]; char mobile[16]; long age; double score = 1.0; Contact* next;
+//       STEPPE_FIELDS(name, mobile, age, score, next) }; }
+//   steppe::migration m;
+//   m.convert<app::Contact>("app::Contact")      // the stored name: the old type's qualified name
+//       .rename("phone", "mobile")               // carried over under its new name
+//       .with([](const steppe::old_object& old, app::Contact& c) {
+//           c.age = old.get<int>("age");         // retyped: int -> long
+//       });
+//   steppe::migrate_report r = steppe::migrate("contacts.db", m);
+//
+// Field mapping, per converted type: where both layouts name every field
+// (STEPPE_FIELDS, or automatic aggregate reflection where the compiler gives
+// names), fields are matched by name (after the renames); otherwise by
+// position. A matched field whose kind, size and encoding are unchanged is
+// copied (a pointer forwarded); one that changed is refused (type_mismatch
+// naming the type and field) unless the conversion has a function, which
+// must then fill it. Fields only the new layout has start value-initialized:
+// each new object starts as T{} (zero bytes where T is not default
+// constructible); fields only the old layout has are dropped. The function
+// runs last, so it may also override what was carried over.
+
+// A read-only view of one object as the store held it before migrate, in its
+// stored layout, for a conversion function. Fields count from 0, in the
+// stored layout's order (types::layout::fields).
+class old_object {
+public:
+    old_object(const types::layout& stored, const std::byte* bytes) noexcept : layout_(&stored), bytes_(bytes) {}
+
+    const types::layout& layout() const noexcept { return *layout_; }
+    const std::string& type() const noexcept { return layout_->name; }
+    // The index of the field named `name`, if the stored layout names one.
+    std::optional<std::size_t> find(std::string_view name) const;
+    std::span<const std::byte> bytes() const noexcept { return {bytes_, layout_->size}; }
+    // One field's bytes; type_mismatch naming the type if there is no such field.
+    std::span<const std::byte> bytes(std::string_view name) const;
+
+    // The field's value as a V: its size, kind and encoding must be V's (an
+    // int field is not read as a long), else type_mismatch naming the type and
+    // the field. A pointer comes back as the OLD store's address: not for
+    // dereferencing, only for storing in a pointer field of the new object,
+    // which migrate then forwards like every carried pointer.
+    template<class V> V get(std::string_view name) const { return read<V>(named(name)); }
+    template<class V> V get(std::size_t index) const { return read<V>(at(index)); }
+
+private:
+    template<class V> V read(const types::field& f) const {
+        static_assert(std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>,
+                      "steppe::old_object::get: read a field as a scalar, pointer, std::array or plain struct");
+        require(f, sizeof(V), types::detail::kind_of<V>(), types::detail::type_fp<V>(),
+                types::detail::type_name<V>());
+        V value{};
+        std::memcpy(&value, bytes_ + f.offset, sizeof value);
+        return value;
+    }
+    const types::field& named(std::string_view name) const;
+    const types::field& at(std::size_t index) const;
+    void require(const types::field& f, std::size_t size, types::field_kind kind, std::uint64_t type_fp,
+                 const std::string& as) const;
+
+    const types::layout* layout_;
+    const std::byte* bytes_;
+};
+
+// What migrate does: which stored types become which of the program's types.
+class migration {
+public:
+    // One stored type's conversion (read by the library).
+    struct conversion {
+        std::string from;                         // the stored type's name
+        const types::layout& (*to)() = nullptr;   // the program's type
+        void (*start)(void* object) = nullptr;    // T{} (or zero bytes) at object
+        std::function<void(const old_object&, void*)> fill;  // the conversion function, if any
+        std::vector<std::pair<std::string, std::string>> renames;  // stored field name, new field name
+    };
+
+    template<class T> class converting {
+    public:
+        // The stored field `from` is the new type's field `to`.
+        converting& rename(std::string from, std::string to) {
+            c_->renames.emplace_back(std::move(from), std::move(to));
+            return *this;
+        }
+        // f(const old_object&, T&), called for each converted object after the
+        // fields were carried over: fills what changed, may override the rest.
+        // Exceptions it throws end the migration; the store is left as it was.
+        template<class F> converting& with(F f) {
+            static_assert(std::is_invocable_v<F&, const old_object&, T&>,
+                          "steppe::migration: the conversion function takes (const steppe::old_object&, T&)");
+            c_->fill = [f = std::move(f)](const old_object& old, void* object) mutable {
+                f(old, *static_cast<T*>(object));
+            };
+            return *this;
+        }
+
+    private:
+        friend class migration;
+        explicit converting(conversion& c) : c_(&c) {}
+        conversion* c_;
+    };
+
+    // The store's type named `stored_type` (the old program's qualified name
+    // of it, as `steppe stats` lists the store's types) becomes T. T may
+    // have the same name or another; it must not be polymorphic.
+    template<class T> converting<T> convert(std::string stored_type) {
+        static_assert(!std::is_polymorphic_v<T>, "steppe::migration: types with virtual functions are not migrated yet");
+        conversion& c = conversions_.emplace_back();
+        c.from = std::move(stored_type);
+        c.to = &types::layout_of<T>;
+        c.start = [](void* object) {
+            if constexpr (std::is_default_constructible_v<T>) ::new (object) T{};
+            else std::memset(object, 0, sizeof(T));
+        };
+        return converting<T>(c);
+    }
+    template<class T, class F> converting<T> convert(std::string stored_type, F f) {
+        return convert<T>(std::move(stored_type)).with(std::move(f));
+    }
+
+    const std::deque<conversion>& conversions() const noexcept { return conversions_; }
+
+private:
+    std::deque<conversion> conversions_;  // stable: converting points into it
+};
+
+struct migrate_options {
+    bool collect = false;  // as compact_options::collect
+    // Plan, convert and check everything (the conversion functions run), but
+    // write nothing (beyond checkpointing the log into the main file, which
+    // changes no object): the report says what migrate would do.
+    bool dry_run = false;
+};
+
+struct migrate_report {
+    struct by_type {
+        std::string from, to;        // stored type name, the program's type name
+        std::uint64_t objects = 0;   // allocations converted (an array counts once)
+        std::uint64_t elements = 0;  // objects in them
+    };
+    std::vector<by_type> converted;  // in the migration's order
+    compact_report compaction;       // the pass's sizes and kept/freed objects (old type names)
+};
+
+// Rewrites the page-engine store at `path` once: the objects of each type the
+// migration names converted, everything else compacted as steppe::compact
+// does, under the writer lock; a crash at any point leaves the old store or
+// the new one. Afterwards the catalog holds the new layouts and the program
+// opens the store without type_mismatch. Throws: not_found (no store; a
+// stored type the migration names is not in the store), type_mismatch (a
+// changed field without a conversion function, a conversion function reading
+// a field as the wrong type; naming type and field), unsupported (an
+// object-engine store; an old type with vtable pointers; a type held by value
+// inside another stored type; a pointer into a converted object's field the
+// new type does not keep, naming type and offset; what compact refuses),
+// invalid_argument (a type named twice, a rename naming an unknown field),
+// locked (a program holds the store), what the conversion functions throw,
+// and what opening, reading and writing the store throw. In every case but
+// a crash the store is left as it was.
+migrate_report migrate(const std::string& path, const migration& m, const migrate_options& options = {});
 
 namespace detail {
 class store_impl;

@@ -63,6 +63,8 @@ public:
     // unusable after, whether it succeeded or not. unsupported unless the
     // engine has it.
     virtual compact_report compact(const compact_options& options);
+    // steppe::migrate on this engine's store, which it closes, as compact.
+    virtual migrate_report migrate(const migration& m, const migrate_options& options);
 
     virtual store_stats stats() const = 0;
     virtual std::vector<type_usage> types() const = 0;
@@ -77,8 +79,10 @@ class env;
 
 // The page engine (src/page/page_engine.cpp) on the store at `path`, its
 // files opened through `io` (nullptr: the real file system).
+// `match_program` false: the stored types are not compared with the
+// program's (steppe::migrate).
 std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options,
-                                         storage::env* io = nullptr);
+                                         storage::env* io = nullptr, bool match_program = true);
 // The object engine (src/objects/) on the store at `path`, whatever scheme
 // made it, for tools that inspect stores (steppe info, check, roots, stats).
 std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options);

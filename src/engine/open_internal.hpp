@@ -23,6 +23,9 @@ namespace detail {
 store open_with_env(const std::string& path, const open_options& options, storage::env* io);
 // steppe::compact(path, options) with every file, the new one's too, through `io`.
 compact_report compact_with_env(const std::string& path, const compact_options& options, storage::env* io);
+// steppe::migrate(path, m, options), likewise.
+migrate_report migrate_with_env(const std::string& path, const migration& m, const migrate_options& options,
+                                storage::env* io);
 
 }  // namespace detail
 }  // namespace steppe

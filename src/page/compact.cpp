@@ -12,6 +12,18 @@
 //      metadata and the meta
 // page_engine::compact, at the end, runs it and swaps the file in.
 //
+// Migration (migrate.hpp) is the same pass with a plan: a chunk of a
+// converted type is a block of its own, allocated anew for its element count
+// at the new size (not moved whole, so C1 and C2 do not apply to it); its
+// objects are built by the plan (steps 3, 4) and words aiming into it map
+// through the field mapping (C5); the catalog written is the plan's.
+//   C5 a word aiming at a converted object's start (or its allocation's
+//      end) aims at the new object's; at a byte of a carried field, at that
+//      byte of the new field; anywhere else the pass stops (unsupported,
+//      naming type and offset) before writing anything. Small pages hold one
+//      type, so a converted chunk's neighbours are converted too: a word at
+//      the boundary of two is read as the next one's start.
+//
 // Invariants of the forwarding (check_placement checks C1):
 //   C1 a block is moved whole, its bytes in order: a small block within one
 //      page, a large run to a page boundary. So base + offset inside a block
@@ -37,6 +49,7 @@
 #include <memory>
 
 #include "page/engine_meta.hpp"
+#include "page/migrate.hpp"
 #include "page/page_engine.hpp"
 #include "storage/backup.hpp"
 #include "translate/swizzle.hpp"
@@ -155,15 +168,34 @@ std::vector<heap::chunk_info> reachable_chunks(const committed_store& from, page
 struct block {
     std::uint64_t old_addr = 0, bytes = 0, new_addr = 0;
     std::size_t first = 0, chunks = 0;  // its chunks in the kept list
+    conversion* converts = nullptr;     // a converted chunk's type (migration)
+    std::uint64_t count = 0;            // and its element count
 };
 
-// C2: `kept` in address order, adjacent small chunks of one page joined.
-std::vector<block> make_blocks(const std::vector<heap::chunk_info>& kept) {
+// The objects of chunk c (all its element slots: a small chunk's count is
+// not recorded), as for_each_pointer_word counts them.
+std::uint64_t elements(const heap::chunk_info& c) {
+    if (c.elem_size == 0) return 0;
+    return c.large ? c.elem_count : c.bytes / c.elem_size;
+}
+
+// C2: `kept` in address order, adjacent small chunks of one page joined;
+// a converted chunk is a block of its own.
+std::vector<block> make_blocks(const std::vector<heap::chunk_info>& kept, migration_plan* plan) {
     std::vector<block> out;
     for (std::size_t i = 0; i < kept.size(); ++i) {
         const heap::chunk_info& c = kept[i];
+        if (conversion* conv = plan ? plan->find(c.type) : nullptr) {
+            if (c.elem_size != conv->from->size)
+                throw error(errc::corrupt, "migration: an object of type " + conv->from->name + " at " +
+                                               std::to_string(c.addr) + " has elements of " +
+                                               std::to_string(c.elem_size) + " bytes, its type " +
+                                               std::to_string(conv->from->size));
+            out.push_back({c.addr, c.bytes, 0, i, 1, conv, elements(c)});
+            continue;
+        }
         bool joins = i > 0 && !c.large && !kept[i - 1].large && c.addr % page_bytes != 0 &&
-                     out.back().old_addr + out.back().bytes == c.addr;
+                     !out.back().converts && out.back().old_addr + out.back().bytes == c.addr;
         if (joins) {
             out.back().bytes += c.bytes;
             ++out.back().chunks;
@@ -212,6 +244,11 @@ public:
             for (std::uint64_t i = index + 1; i < capacity; ++i) spacers_.push_back(one());
         }
     }
+    // A converted chunk: a new allocation of its count at the new size.
+    std::uint64_t place(const heap::chunk_info& c, const block& b) {
+        const types::layout& to = *b.converts->to;
+        return to_.allocate(c.type, to.size, b.count, std::max<std::size_t>(to.align, 16));
+    }
     heap& finish() {
         for (std::uint64_t a : spacers_) to_.free(a);
         spacers_.clear();
@@ -226,6 +263,7 @@ private:
 // C1, once every block is placed.
 void check_placement(const std::vector<block>& blocks, const std::vector<heap::chunk_info>& kept) {
     for (const block& b : blocks) {
+        if (b.converts) continue;
         bool whole = kept[b.first].large ? b.new_addr % page_bytes == 0
                                          : b.new_addr / page_bytes == (b.new_addr + b.bytes - 1) / page_bytes;
         if (!whole)
@@ -235,24 +273,34 @@ void check_placement(const std::vector<block>& blocks, const std::vector<heap::c
     }
 }
 
-// A stored word of the old store as the new store stores it (C1, C4).
+// A stored word of the old store as the new store stores it (C1, C4, C5).
 class forwarding {
 public:
-    explicit forwarding(const std::vector<block>& blocks) : blocks_(blocks) {}  // in address order
+    // `blocks` in address order; `plan` refuses the words C5 cannot place.
+    forwarding(const std::vector<block>& blocks, const migration_plan* plan) : blocks_(blocks), plan_(plan) {}
     std::uint64_t operator()(std::uint64_t word) const {
         const bool tagged = word & translate::end_tag;
         const std::uint64_t a = word & ~translate::end_tag;
         if (a == 0) return 0;
         if (!tagged)
-            if (const block* b = holding(a)) return b->new_addr + (a - b->old_addr);
+            if (const block* b = holding(a)) return moved(*b, a, false);
         if (!tagged && a % page_bytes == 0) return 0;
         const block* b = holding(a - 1);  // one past its end
         if (!b) return 0;
-        const std::uint64_t moved = b->new_addr + (a - b->old_addr);
-        return moved % page_bytes == 0 ? (moved | translate::end_tag) : moved;
+        return moved(*b, a, true);
     }
 
 private:
+    std::uint64_t moved(const block& b, std::uint64_t a, bool past) const {
+        std::uint64_t offset = a - b.old_addr;
+        if (b.converts) {
+            std::optional<std::uint64_t> to = b.converts->map(offset, b.count);
+            if (!to) plan_->refuse_pointer(*b.converts, offset);
+            offset = *to;
+        }
+        const std::uint64_t at = b.new_addr + offset;
+        return past && at % page_bytes == 0 ? (at | translate::end_tag) : at;
+    }
     const block* holding(std::uint64_t addr) const {
         auto it = std::upper_bound(blocks_.begin(), blocks_.end(), addr,
                                    [](std::uint64_t a, const block& b) { return a < b.old_addr; });
@@ -261,24 +309,47 @@ private:
         return addr < it->old_addr + it->bytes ? &*it : nullptr;
     }
     const std::vector<block>& blocks_;
+    const migration_plan* plan_;
 };
+
+// Forwards the pointer word at `slot` in place.
+void forward_slot(const forwarding& forward, std::byte* slot) {
+    std::uint64_t w;
+    std::memcpy(&w, slot, sizeof w);
+    w = forward(w);
+    std::memcpy(slot, &w, sizeof w);
+}
+
+// A converted block's objects built into `out` (step 4), their pointer
+// words forwarded (the new layout's: they hold old words).
+void convert_block(page_reader& pages, const block& b, const forwarding& forward, std::byte* out) {
+    conversion& conv = *b.converts;
+    std::vector<std::byte> old(conv.from->size);
+    for (std::uint64_t e = 0; e < b.count; ++e) {
+        pages.copy(b.old_addr + e * conv.from->size, conv.from->size, old.data());
+        std::byte* object = out + e * conv.to->size;
+        conv.build(old.data(), object);
+        for (std::uint32_t offset : conv.to->pointers) forward_slot(forward, object + offset);
+    }
+    ++conv.objects;
+    conv.elements += b.count;
+}
 
 // The new store's pages [0, page_count) as one image (only data pages filled).
 std::vector<std::byte> forwarded_pages(const committed_store& from, page_reader& pages,
                                        const std::vector<heap::chunk_info>& kept, const std::vector<block>& blocks,
-                                       std::uint64_t page_count) {
+                                       std::uint64_t page_count, const forwarding& forward) {
     std::vector<std::byte> image(page_count * page_bytes);
-    const forwarding forward(blocks);
     for (const block& b : blocks) {
         pages.forget_below(b.old_addr / page_bytes);  // blocks come in address order
+        if (b.converts) {
+            convert_block(pages, b, forward, image.data() + b.new_addr);
+            continue;
+        }
         pages.copy(b.old_addr, b.bytes, image.data() + b.new_addr);
         for (std::size_t i = b.first; i < b.first + b.chunks; ++i)
             for_each_pointer_word(from.catalog, kept[i], [&](std::uint64_t at) {
-                std::byte* slot = image.data() + b.new_addr + (at - b.old_addr);
-                std::uint64_t w;
-                std::memcpy(&w, slot, sizeof w);
-                w = forward(w);
-                std::memcpy(slot, &w, sizeof w);
+                forward_slot(forward, image.data() + b.new_addr + (at - b.old_addr));
             });
     }
     return image;
@@ -291,7 +362,8 @@ struct new_metadata {
     storage::meta_bytes meta{};
 };
 
-void write_metadata(const committed_store& from, heap& to, const root_table& roots, new_metadata& out) {
+void write_metadata(const committed_store& from, heap& to, const root_table& roots, const migration_plan* plan,
+                    new_metadata& out) {
     storage::page_source source = system_pages(to);
     engine_meta meta = from.meta;
     auto carry = [&](const storage::blob_ref& ref, std::uint32_t owner, const char* what) {
@@ -300,7 +372,12 @@ void write_metadata(const committed_store& from, heap& to, const root_table& roo
         return storage::write_blob(storage::read_blob(from.files, ref, owner, what, old_chain), owner, new_chain,
                                    source, out.buffers, out.images);
     };
-    meta.catalog = carry(from.meta.catalog, catalog_owner, "type catalog");
+    if (plan) {
+        std::vector<storage::page_no> chain;
+        meta.catalog = storage::write_blob(plan->catalog.encode(), catalog_owner, chain, source, out.buffers, out.images);
+    } else {
+        meta.catalog = carry(from.meta.catalog, catalog_owner, "type catalog");
+    }
     meta.vtables = carry(from.meta.vtables, vtables_owner, "vtable table");
     std::vector<storage::page_no> roots_chain;
     if (from.meta.roots.pages)
@@ -356,24 +433,27 @@ void report_by_type(const types::catalog& catalog, const std::vector<heap::chunk
 }
 }  // namespace
 
-compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io) {
+compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io,
+                            migration_plan* plan) {
     refuse_address_ordered(from.catalog, from.files.path());
     page_reader pages(from.files, from.h.page_count());
     const std::vector<heap::chunk_info> all = allocated_chunks(from.h);
     const std::vector<heap::chunk_info> kept = collect ? reachable_chunks(from, pages) : all;
-    std::vector<block> blocks = make_blocks(kept);
+    std::vector<block> blocks = make_blocks(kept, plan);
     placer place(from.h.reserved_pages());
-    for (block& b : blocks) b.new_addr = place.place(from.h, kept[b.first], b.chunks);
+    for (block& b : blocks)
+        b.new_addr = b.converts ? place.place(kept[b.first], b) : place.place(from.h, kept[b.first], b.chunks);
     heap& to = place.finish();
     check_placement(blocks, kept);
-    const std::vector<std::byte> data = forwarded_pages(from, pages, kept, blocks, to.page_count());
+    const forwarding forward(blocks, plan);
+    const std::vector<std::byte> data = forwarded_pages(from, pages, kept, blocks, to.page_count(), forward);
 
     root_table roots = from.roots;
-    const forwarding forward(blocks);
     for (auto& [name, root] : roots) root.address = forward(root.address);
     new_metadata metadata;
-    write_metadata(from, to, roots, metadata);
-    storage::write_main_file(temp, [&](storage::storage& out) { write_pages(out, to, data, metadata); }, io);
+    write_metadata(from, to, roots, plan, metadata);
+    if (!temp.empty())
+        storage::write_main_file(temp, [&](storage::storage& out) { write_pages(out, to, data, metadata); }, io);
 
     compact_report r;
     r.pages_after = to.page_count();
@@ -385,9 +465,11 @@ compact_report compact_into(const committed_store& from, const std::string& temp
 //    reading the old files)
 // 2. checkpoint: the old main file alone holds the old store
 // 3. the pager goes: nothing maps the store, no eviction thread runs
-// 4. the new main file beside the old one, complete and durable
+// 4. the new main file beside the old one, complete and durable (`pass`)
 // 5. the swap (storage::replace_store); the old files are released
-compact_report page_engine::compact(const compact_options& options) {
+// compact and migrate; `what` names the operation in messages. With `write`
+// false (a dry run) step 4 writes nothing and step 5 is left out.
+compact_report page_engine::rewrite(const std::string& what, bool write, const rewrite_pass& pass) {
     ensure_writable();
     const std::string store = path();
     struct release {
@@ -397,18 +479,23 @@ compact_report page_engine::compact(const compact_options& options) {
             e.storage_.reset();
         }
     } closes{*this};
-    require_no_changes("compaction");
+    require_no_changes(what.c_str());
     storage::info before = storage_->describe();
     if (!before.readers.empty())
-        throw error(errc::locked, "compaction of " + store + ": reader process " +
-                                      std::to_string(before.readers[0].pid) + " has the store open; compaction " +
-                                      "replaces its files, so it waits for every reader to close");
+        throw error(errc::locked, what + " of " + store + ": reader process " + std::to_string(before.readers[0].pid) +
+                                      " has the store open; " + what + " replaces its files, so it waits for every " +
+                                      "reader to close");
     storage_->checkpoint();
     pager_.reset();
-    const std::string temp = store + ".compact";
+    const std::string temp = write ? store + ".compact" : std::string();
     std::unique_ptr<heap> h = load_committed_heap();
-    compact_report r =
-        compact_into({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, temp, options.collect, io_);
+    compact_report r = pass({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, temp);
+    r.pages_before = before.page_count;
+    r.bytes_before = before.main_file_bytes + before.wal_file_bytes;
+    if (!write) {
+        r.bytes_after = r.bytes_before;
+        return r;
+    }
     storage::env& files = io_ ? *io_ : storage::posix_env();
     try {
         storage::replace_store(store, temp, io_);
@@ -416,9 +503,30 @@ compact_report page_engine::compact(const compact_options& options) {
         if (files.exists(temp)) files.remove(temp);
         throw;
     }
-    r.pages_before = before.page_count;
-    r.bytes_before = before.main_file_bytes + before.wal_file_bytes;
     r.bytes_after = files.open(store, storage::open_mode::read_only, 0)->size();
+    return r;
+}
+
+compact_report page_engine::compact(const compact_options& options) {
+    return rewrite("compaction", true, [&](const committed_store& from, const std::string& temp) {
+        return compact_into(from, temp, options.collect, io_);
+    });
+}
+
+migrate_report page_engine::migrate(const migration& m, const migrate_options& options) {
+    // Planned before anything is done (the checkpoint included): what the
+    // plan refuses leaves the files as they were.
+    migration_plan plan = plan_migration(committed_.catalog, m, path());
+    if (std::string d = plan.catalog.program_difference(); !d.empty())
+        throw error(errc::type_mismatch, "migration of " + path() + ": the program would still not open the " +
+                                             "store afterwards: " + d + "; convert that type too");
+    migrate_report r;
+    r.compaction = rewrite("migration", !options.dry_run, [&](const committed_store& from, const std::string& temp) {
+        return compact_into(from, temp, options.collect, io_, &plan);
+    });
+    for (const migration::conversion& c : m.conversions())
+        for (const auto& [index, done] : plan.by_type)
+            if (done.how == &c) r.converted.push_back({c.from, done.to->name, done.objects, done.elements});
     return r;
 }
 

@@ -26,12 +26,19 @@ struct committed_store {
     const root_table& roots;
 };
 
+struct migration_plan;  // migrate.hpp
+
 // Writes the compacted copy of `from` as the new main file `temp`
 // (storage::write_main_file, through `io`): every allocated object, or with `collect`
 // only those the roots reach, moved and its pointers forwarded. The report's
 // sizes before and after are left for the caller. Throws unsupported for a
 // store holding containers hashed or ordered by persistent address (their
 // order would change), and what reading or writing throws.
-compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io);
+// With `plan` (steppe::migrate) the objects of its types are converted
+// and the catalog written is the plan's, its counts filled in; it throws
+// what the plan's conversions throw. An empty `temp` writes nothing (a dry
+// run: everything checked and converted in memory).
+compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io,
+                            migration_plan* plan = nullptr);
 
 }  // namespace steppe::page

@@ -33,7 +33,7 @@ vm::backend_kind backend_for(fault_backend b) {
 }
 }  // namespace
 
-page_engine::page_engine(const std::string& path, const open_options& options, storage::env* io)
+page_engine::page_engine(const std::string& path, const open_options& options, storage::env* io, bool match_program)
     : options_(options), io_(io) {
     storage_ = storage::storage::open(path, storage_options(options, io));
 
@@ -51,7 +51,7 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
         if (c.meta.catalog.pages)
             c.catalog = types::catalog::decode(
                 storage::read_blob(*storage_, c.meta.catalog, catalog_owner, "type catalog", c.catalog_pages));
-        c.catalog.require_program_match(path);
+        if (match_program) c.catalog.require_program_match(path);
         if (c.meta.roots.pages)
             c.roots = decode_roots(storage::read_blob(*storage_, c.meta.roots, roots_owner, "roots table", c.roots_pages), path);
         if (c.meta.vtables.pages)
@@ -434,7 +434,8 @@ std::vector<std::string> page_engine::check() const {
 }  // namespace steppe::page
 
 namespace steppe {
-std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options, storage::env* io) {
-    return std::make_unique<page::page_engine>(path, options, io);
+std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options, storage::env* io,
+                                         bool match_program) {
+    return std::make_unique<page::page_engine>(path, options, io, match_program);
 }
 }  // namespace steppe

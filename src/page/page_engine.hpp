@@ -12,6 +12,7 @@
 //     another's.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,11 +26,14 @@
 
 namespace steppe::page {
 
+struct committed_store;  // compact.hpp
+
 class page_engine final : public engine {
 public:
     // `io`: the file system the storage opens the store's files through
-    // (nullptr: the real one).
-    page_engine(const std::string& path, const open_options& options, storage::env* io);
+    // (nullptr: the real one). `match_program` false: the stored types are
+    // not compared with the program's (migrate, which changes them).
+    page_engine(const std::string& path, const open_options& options, storage::env* io, bool match_program = true);
 
     void close() override;
     bool holds(const void* p) const noexcept override { return pager_->holds(p); }
@@ -49,6 +53,7 @@ public:
     void dump(const std::function<void(const std::string&)>& line) const override;
     void reuse_address_space() override;
     compact_report compact(const compact_options& options) override;  // compact.cpp
+    migrate_report migrate(const migration& m, const migrate_options& options) override;  // compact.cpp
     store_stats stats() const override;
     std::vector<type_usage> types() const override;
     std::vector<std::string> check() const override;
@@ -66,6 +71,10 @@ private:
         types::vtable_table vtables;  // the pager reads and learns it in place
     };
 
+    // The copying pass compact and migrate share (compact.cpp): writes the
+    // new main file `temp` ("" on a dry run) from the committed store.
+    using rewrite_pass = std::function<compact_report(const committed_store&, const std::string& temp)>;
+    compact_report rewrite(const std::string& what, bool write, const rewrite_pass& pass);
     std::unique_ptr<heap> load_committed_heap() const { return load_heap(*storage_, committed_.meta); }
     types::catalog::index type_index(const types::layout& layout);
     void sync_shapes(bool rebuild);

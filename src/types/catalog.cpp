@@ -153,6 +153,19 @@ catalog::index catalog::find_or_add(const layout& l) {
     return add(l);
 }
 
+void catalog::replace(index i, const layout& l) {
+    const std::string old_name = at(i).name;
+    if (auto other = find(l.name); other && *other != i)
+        throw error(errc::unsupported, "type " + old_name + " cannot become " + l.name + ": the store already has a " +
+                                           "type of that name");
+    for (const field& f : l.fields)
+        if (f.nested.get) find_or_add(f.nested.get());
+    by_name_.erase(old_name);
+    by_name_.emplace(l.name, i);
+    entries_[i] = l;
+    ++changes_;
+}
+
 std::string catalog::program_difference() const {
     std::unordered_map<std::string, const layout*> program;
     std::unordered_map<std::string, bool> ambiguous;

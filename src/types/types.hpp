@@ -60,6 +60,12 @@ public:
     // brings the program's layouts of its nested types with it (so a changed
     // nested type is named as itself), which must match theirs too.
     index find_or_add(const layout& l);
+    // Entry i becomes l (migrate: a stored type takes the program's new
+    // layout, keeping its index, so the heap's objects stay of type i). l's
+    // nested types are added as find_or_add adds them. Throws
+    // steppe::error(unsupported) if another entry has l's name, and what
+    // find_or_add throws for the nested types.
+    void replace(index i, const layout& l);
 
     // "" if every type of this catalog that the program has a layout for
     // (program_types) is read the same way by the program; otherwise what

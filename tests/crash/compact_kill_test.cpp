@@ -23,7 +23,7 @@
 
 #include "engine/open_internal.hpp"
 #include "storage/storage.hpp"
-#include "support/fault_env.hpp"
+#include "support/power_loss.hpp"
 #include "support/compact_model.hpp"
 #include "support/temp_dir.hpp"
 
@@ -123,33 +123,16 @@ TEST_F(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
 
 TEST_F(CompactKill, APowerLossAtEveryIoCallLeavesTheOldStoreOrTheNewOne) {
     prepare(300, 30, [&] { steppe::compact(path, {.collect = true}); });
-    const steppe::test::loss modes[] = {steppe::test::loss::drop_all, steppe::test::loss::random_subset,
-                                        steppe::test::loss::random_torn, steppe::test::loss::keep_all};
-    for (long n = 1;; ++n) {
-        copy_store(original, path);
-        pid_t child = ::fork();
-        if (child == 0) {
-            steppe::test::fault_env io;
-            io.kill_after(n, modes[n % 4], static_cast<std::uint64_t>(n));
-            try {
-                steppe::detail::compact_with_env(path, {.collect = true}, &io);
-            } catch (...) {
-                ::_exit(3);
+    long calls = steppe::test::power_loss_at_each_call(
+        [&] { copy_store(original, path); },
+        [&](steppe::test::fault_env& io) { steppe::detail::compact_with_env(path, {.collect = true}, &io); },
+        [&](const std::string& what, bool through) {
+            expect_old_or_new(what);
+            if (through) {
+                EXPECT_EQ(page_count(path), new_pages);
             }
-            ::_exit(0);
-        }
-        int status = 0;
-        ::waitpid(child, &status, 0);
-        const bool through = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        ASSERT_TRUE(through || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) << "call " << n << ": " << status;
-        expect_old_or_new("power loss (" + std::string(to_string(modes[n % 4])) + ") at call " + std::to_string(n));
-        if (::testing::Test::HasFailure()) return;
-        if (through) {
-            EXPECT_EQ(page_count(path), new_pages);
-            std::printf("a power loss at each of the %ld I/O calls of a compaction\n", n - 1);
-            return;
-        }
-    }
+        });
+    if (calls >= 0) std::printf("a power loss at each of the %ld I/O calls of a compaction\n", calls);
 }
 
 }  // namespace

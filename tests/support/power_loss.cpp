@@ -1,0 +1,39 @@
+#include "support/power_loss.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace steppe::test {
+
+long power_loss_at_each_call(const std::function<void()>& restore,
+                             const std::function<void(fault_env& io)>& operation,
+                             const std::function<void(const std::string& what, bool through)>& check) {
+    const loss modes[] = {loss::drop_all, loss::random_subset, loss::random_torn, loss::keep_all};
+    for (long n = 1;; ++n) {
+        restore();
+        pid_t child = ::fork();
+        if (child == 0) {
+            fault_env io;
+            io.kill_after(n, modes[n % 4], static_cast<std::uint64_t>(n));
+            try {
+                operation(io);
+            } catch (...) {
+                ::_exit(3);
+            }
+            ::_exit(0);
+        }
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        const bool through = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        const bool killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        EXPECT_TRUE(through || killed) << "call " << n << ": " << status;
+        if (!through && !killed) return -1;
+        check("power loss (" + std::string(to_string(modes[n % 4])) + ") at call " + std::to_string(n), through);
+        if (::testing::Test::HasFailure()) return -1;
+        if (through) return n - 1;
+    }
+}
+
+}  // namespace steppe::test
