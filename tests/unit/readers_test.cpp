@@ -35,19 +35,6 @@ constexpr std::uint64_t pages = 40;
 
 void commit_all(storage::storage& s, std::uint8_t txn) { test::commit_filled(s, txn, pages); }
 
-// "" if every page and the meta hold `txn`, else what differs.
-std::string snapshot_problem(const storage::storage& s, std::uint8_t txn) {
-    if (s.txn_seq() != txn) return "at commit " + std::to_string(s.txn_seq()) + ", not " + std::to_string(txn);
-    if (s.meta()[0] != std::byte{txn}) return "the meta is another commit's";
-    std::vector<std::byte> page(storage::page_size);
-    for (std::uint64_t p = 0; p < s.page_count(); ++p) {
-        s.read_page(p, page.data());
-        for (std::byte b : page)
-            if (b != std::byte{txn})
-                return "page " + std::to_string(p) + " holds commit " + std::to_string(int(b)) + "'s bytes";
-    }
-    return "";
-}
 
 class ReadersTest : public ::testing::Test {
 protected:
@@ -71,7 +58,7 @@ protected:
         return child([this, txn, rounds](child& me) {
             auto r = open_reader();
             for (int i = 0; i < rounds; ++i) {
-                if (std::string p = snapshot_problem(*r, txn); !p.empty()) {
+                if (std::string p = test::filled_problem(*r, txn); !p.empty()) {
                     std::fprintf(stderr, "reader, round %d: %s\n", i, p.c_str());
                     return 1;
                 }
@@ -156,7 +143,7 @@ TEST_F(ReadersTest, AReaderRefreshingWithoutPauseDoesNotStarveCheckpoints) {
         for (;;) {  // until it has seen the last commit
             auto snapshot = open_reader();
             const auto txn = static_cast<std::uint8_t>(snapshot->txn_seq());
-            if (std::string p = snapshot_problem(*snapshot, txn); !p.empty()) {
+            if (std::string p = test::filled_problem(*snapshot, txn); !p.empty()) {
                 std::fprintf(stderr, "reader: %s\n", p.c_str());
                 return 1;
             }
