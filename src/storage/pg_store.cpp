@@ -444,6 +444,12 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     return s;
 }
 
+namespace {
+bool tables_exist(pg_connection& c) {
+    return !c.exec("looking for steppe's tables", "SELECT to_regclass('steppe_store')").is_null(0, 0);
+}
+}  // namespace
+
 void pg_store::set_up_session() {
     control_->exec("setting the session up", "SET bytea_output = 'hex'");
     if (!opts_.durable) control_->exec("setting the session up", "SET synchronous_commit = off");
@@ -456,6 +462,10 @@ void pg_store::ensure_tables() {
     control_->exec(what, "BEGIN");
     try {
         control_->exec(what, "SELECT pg_advisory_xact_lock(1398031440)");
+        if (tables_exist(*control_)) {  // the usual case: nothing to make, and no ALTER's exclusive lock
+            control_->exec(what, "COMMIT");
+            return;
+        }
         control_->exec(what,
                        "CREATE TABLE IF NOT EXISTS steppe_store (name text PRIMARY KEY, "
                        "id integer GENERATED ALWAYS AS IDENTITY UNIQUE, store_id text NOT NULL, "
@@ -499,10 +509,6 @@ void pg_store::adopt_store_row(const pg_result& row) {
 
 namespace {
 constexpr const char* store_columns = "id, store_id, format, txn, page_count, meta, fence";
-
-bool tables_exist(pg_connection& c) {
-    return !c.exec("looking for steppe's tables", "SELECT to_regclass('steppe_store')").is_null(0, 0);
-}
 }  // namespace
 
 void pg_store::open_as_writer() {
@@ -518,11 +524,15 @@ void pg_store::open_as_writer() {
             common::throw_system_error("getrandom", errno, path_, "the new store's id");
         std::string id_text;
         append_hex(id_text, id, sizeof id);
-        control_->exec("creating the store",
-                       "INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence) "
-                       "VALUES ($1, $2, $3, 0, 0, $4, 0) ON CONFLICT (name) DO NOTHING",
-                       {address_.store, id_text, std::to_string(pg_format),
-                        hex_bytea(zeros.data(), zeros.size())});
+        pg_result made = control_->exec("creating the store",
+                                        "INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, "
+                                        "fence) VALUES ($1, $2, $3, 0, 0, $4, 0) ON CONFLICT (name) DO NOTHING "
+                                        "RETURNING id",
+                                        {address_.store, id_text, std::to_string(pg_format),
+                                         hex_bytea(zeros.data(), zeros.size())});
+        if (made.rows() == 0 && opts_.exclusive_create)  // another process made it between the two statements
+            throw error(errc::exists, "store " + path_ + " exists already (exclusive_create was asked for; "
+                                                         "nothing was changed)");
     } else if (opts_.exclusive_create) {
         throw error(errc::exists, "store " + path_ + " exists already (exclusive_create was asked for; nothing was "
                                                      "changed)");
