@@ -285,25 +285,30 @@ struct pg_store::fetcher {
     }
 
     bool serve_ahead() {
-        bool any = false;
+        std::vector<page_no> clusters;
         for (auto& slot : ahead) {
             const std::uint64_t v = slot.exchange(0, std::memory_order_acq_rel);
-            if (v == 0 || store.cache_->contains(v - 1)) continue;
-            any = true;
-            request r;
-            r.page = v - 1;
-            r.first = r.page / fetch_cluster * fetch_cluster;
-            r.last = std::min(r.first + fetch_cluster, store.page_count_);
-            r.snapshot = store.snapshot_.load(std::memory_order_acquire);
-            if (r.first >= r.last) continue;
+            if (v != 0 && v - 1 < store.page_count_ && !store.cache_->contains(v - 1))
+                clusters.push_back((v - 1) / fetch_cluster);
+        }
+        std::sort(clusters.begin(), clusters.end());
+        clusters.erase(std::unique(clusters.begin(), clusters.end()), clusters.end());
+        for (page_no c : clusters) {
+            const page_no first = c * fetch_cluster, last = std::min(first + fetch_cluster, store.page_count_);
+            const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
             try {
-                query(r, false);
+                take(run("steppe_fetch",
+                         {store.address_.store, std::to_string(first), std::to_string(last),
+                          std::to_string(store.snapshot_.load(std::memory_order_acquire)),
+                          std::to_string(store.reader_id_)},
+                         false),
+                     epoch, nullptr);
             } catch (const std::exception&) {
                 // read-ahead only: the fault that needs the page reports it
             }
             serve_asked();  // a fault never waits behind more than one read-ahead
         }
-        return any;
+        return !clusters.empty();
     }
 
     void run() {
@@ -328,18 +333,14 @@ struct pg_store::fetcher {
         }
     }
 
-    // Fetches r's cluster into the cache and r.page into r.image; a session
-    // the server ended is waited for (up to fault_wait) only if `wait`.
-    void query(request& r, bool wait = true) {
-        const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
-        PGresult* raw = nullptr;
+    // Runs the prepared fetch `name`; a session the server ended is waited
+    // for (reconnecting every 100 ms, up to fault_wait) only if `wait`.
+    pg_result run(const char* name, std::initializer_list<std::string_view> params, bool wait) {
         const auto deadline =
             std::chrono::steady_clock::now() + (wait ? store.address_.fault_wait : std::chrono::seconds(0));
-        while (!(raw = conn->try_exec_prepared("steppe_fetch", {store.address_.store, std::to_string(r.first),
-                                                                 std::to_string(r.last), std::to_string(r.snapshot),
-                                                                 std::to_string(store.reader_id_)}))) {
+        PGresult* raw = nullptr;
+        while (!(raw = conn->try_exec_prepared(name, params))) {
             if (!conn->lost()) conn->fail_last("reading pages");  // the statement failed, not the session
-            // The server is gone or restarting: a fault waits for it, up to fault_wait.
             while (!(conn->reconnect() && prepare())) {
                 if (std::chrono::steady_clock::now() >= deadline)
                     throw error(errc::io, store.path_ + ": reading pages: the server did not answer for " +
@@ -348,18 +349,37 @@ struct pg_store::fetcher {
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
             }
         }
-        pg_result rows(raw);
-        std::memset(r.image, 0, page_size);  // a page never written reads as zeros
-        r.ok = true;
+        return pg_result(raw);
+    }
+
+    // Fetches r's cluster into the cache and r.page into r.image.
+    void query(request& r) {
+        const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
+        take(run("steppe_fetch",
+                 {store.address_.store, std::to_string(r.first), std::to_string(r.last), std::to_string(r.snapshot),
+                  std::to_string(store.reader_id_)},
+                 true),
+             epoch, &r);
+    }
+
+    // Caches every sound version a fetch returned (unless a commit ran since
+    // `epoch`); for a request, its page's image (zeros if it has no version)
+    // or why not.
+    void take(const pg_result& rows, std::uint64_t epoch, request* r) {
         // P3: a reader reads only while its registration (and so every
         // version its snapshot needs) is there, as of the same statement.
         if (store.reader_id_ != 0 && rows.binary_integer(0, 0) == 0) {
-            r.ok = false;
-            copy_message(&r.why, errc::io,
-                         store.path_ + ": this reader's snapshot (commit " + std::to_string(r.snapshot) +
+            if (!r) return;
+            r->ok = false;
+            copy_message(&r->why, errc::io,
+                         store.path_ + ": this reader's snapshot (commit " + std::to_string(r->snapshot) +
                              ") is no longer kept: its registration was dropped when its session to the server "
                              "ended, and the writer may have collected the versions it reads; open the store again");
             return;
+        }
+        if (r) {
+            std::memset(r->image, 0, page_size);  // a page never written reads as zeros
+            r->ok = true;
         }
         for (int i = 0; i < rows.rows(); ++i) {
             if (rows.is_null(i, 1)) continue;  // no version in the range
@@ -369,12 +389,12 @@ struct pg_store::fetcher {
             const auto* image = reinterpret_cast<const std::byte*>(rows.bytes(i, 4));
             const bool sound = rows.size(i, 4) == page_size && page_checksum(image, page_size) == sum;
             if (sound) store.cache_->put(page, image, epoch);
-            if (page != r.page) continue;
+            if (!r || page != r->page) continue;
             if (sound) {
-                std::memcpy(r.image, image, page_size);
+                std::memcpy(r->image, image, page_size);
             } else {
-                r.ok = false;
-                copy_message(&r.why, errc::corrupt,
+                r->ok = false;
+                copy_message(&r->why, errc::corrupt,
                              store.path_ + ": page " + std::to_string(page) + " (version of commit " +
                                  std::to_string(txn) + ", " + std::to_string(rows.size(i, 4)) +
                                  " bytes) fails its checksum in table steppe_page; run `steppe check " +
@@ -383,8 +403,8 @@ struct pg_store::fetcher {
         }
     }
 
-    // The one query: whether reader $5 is registered (0 for the writer, which
-    // needs no registration), and the newest version at or below the
+    // The one query: whether reader $5 is registered (0 for the writer,
+    // which needs no registration), and the newest version at or below the
     // snapshot of each page of a range; one statement, so one snapshot.
     bool prepare() {
         PGresult* r = conn->try_exec(
