@@ -36,6 +36,9 @@
 //
 // Usage: reader_lookup_bench [--dir D] [--quick] [--records N] [--seconds S]
 //          [--rounds K] [--readers 1,2,4] [--k K] [--refresh-ms T] [--keep]
+//   --steppe-store: steppe's store at this name instead of a file in D (a
+//   new store in PostgreSQL, postgresql://...?store=NEW: issue 20's reader
+//   throughput), LMDB's file stays in D.
 //   defaults: /var/tmp, 100000 records, 3 s per cell, 3 rounds, readers 1,2,4,
 //   k = 8, refresh every 100 ms. --quick: 20000 records, 0.6 s, 1 round,
 //   readers 1,2 (well under 20 s).
@@ -79,6 +82,7 @@ struct Index {
 
 struct settings {
     std::string dir = "/var/tmp";
+    std::string steppe_store;  // --steppe-store: a name storage::open takes (a PostgreSQL URL)
     bool quick = false;
     bool keep = false;
     std::uint64_t records = 100'000;
@@ -105,6 +109,7 @@ settings parse_args(int argc, char** argv) {
             return argv[++i];
         };
         if (a == "--dir") s.dir = value();
+        else if (a == "--steppe-store") s.steppe_store = value();
         else if (a == "--quick") s.quick = true;
         else if (a == "--keep") s.keep = true;
         else if (a == "--records") s.records = std::stoull(value()), records_set = true;
@@ -125,7 +130,8 @@ settings parse_args(int argc, char** argv) {
             readers_set = true;
         } else if (a == "--help" || a == "-h") {
             std::puts("usage: reader_lookup_bench [--dir D] [--quick] [--records N] [--seconds S] [--rounds K]\n"
-                      "                           [--readers 1,2,4] [--k K] [--refresh-ms T] [--phase-ms P] [--keep]");
+                      "                           [--readers 1,2,4] [--k K] [--refresh-ms T] [--phase-ms P] [--keep]\n"
+                      "                           [--steppe-store postgresql://...?store=NEW]");
             std::exit(0);
         } else {
             die("unknown argument " + a + " (try --help)");
@@ -635,7 +641,7 @@ int main(int argc, char** argv) {
     auto total_start = clock_type::now();
 
     const sys systems[2] = {sys::steppe, sys::lmdb};
-    std::string paths[2] = {dir + "/steppe.db", dir + "/lmdb.mdb"};
+    std::string paths[2] = {cfg.steppe_store.empty() ? dir + "/steppe.db" : cfg.steppe_store, dir + "/lmdb.mdb"};
     for (int s = 0; s < 2; ++s) build_store(systems[s], paths[s], cfg);
 
     // Per system and round, for each reader count R: the writer alone (0

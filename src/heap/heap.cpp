@@ -130,8 +130,9 @@ std::uint64_t heap::allocate_small(std::uint32_t type, std::uint32_t elem_size, 
     ++small_chunks_;
     if (d.used_ == d.chunk_capacity()) list_remove(page);
     mark_dirty(page);
-    ensure_metadata_pages();
-    return page * page_size + std::uint64_t{bit} * d.chunk_size();
+    const std::uint64_t address = page * page_size + std::uint64_t{bit} * d.chunk_size();
+    ensure_metadata_pages();  // may grow pages_, and `d` with it: not used after this
+    return address;
 }
 
 std::uint64_t heap::allocate_large(std::uint32_t type, std::uint32_t elem_size, std::uint64_t count,

@@ -172,6 +172,12 @@ struct pg_store::cache {
         std::memcpy(out, s.data, page_size);
         return true;
     }
+    bool contains(page_no page) const noexcept {
+        if (count == 0) return false;
+        slot& s = slots[page % count];
+        hold h(s);
+        return s.page == page;
+    }
     // A fetched image, unless a commit changed the store since the fetch
     // began (its image may be older than the commit's).
     void put(page_no page, const std::byte* image, std::uint64_t epoch_at_fetch) noexcept {
@@ -256,18 +262,56 @@ struct pg_store::fetcher {
         return ok;
     }
 
+    // Read-ahead (storage::prefetch): pages pushed from any thread, fault
+    // handlers included, fetched by cluster when no fault waits; dropped
+    // when the ring is full or the server is away.
+    void ask_ahead(page_no page) noexcept {
+        const std::uint64_t at = ahead_head.fetch_add(1, std::memory_order_acq_rel) % ahead_slots;
+        ahead[at].store(page + 1, std::memory_order_release);
+        work.fetch_add(1, std::memory_order_acq_rel);
+        common::futex_wake_all(common::futex_word(work));
+    }
+
+    bool serve_asked() {
+        bool any = false;
+        for (auto& r : requests) {
+            if (r.state.load(std::memory_order_acquire) != asked) continue;
+            serve(r);
+            r.state.store(served, std::memory_order_release);
+            common::futex_wake_all(common::futex_word(r.state));
+            any = true;
+        }
+        return any;
+    }
+
+    bool serve_ahead() {
+        bool any = false;
+        for (auto& slot : ahead) {
+            const std::uint64_t v = slot.exchange(0, std::memory_order_acq_rel);
+            if (v == 0 || store.cache_->contains(v - 1)) continue;
+            any = true;
+            request r;
+            r.page = v - 1;
+            r.first = r.page / fetch_cluster * fetch_cluster;
+            r.last = std::min(r.first + fetch_cluster, store.page_count_);
+            r.snapshot = store.snapshot_.load(std::memory_order_acquire);
+            if (r.first >= r.last) continue;
+            try {
+                query(r, false);
+            } catch (const std::exception&) {
+                // read-ahead only: the fault that needs the page reports it
+            }
+            serve_asked();  // a fault never waits behind more than one read-ahead
+        }
+        return any;
+    }
+
     void run() {
         while (!stop.load(std::memory_order_acquire)) {
             const std::uint32_t seen = work.load(std::memory_order_acquire);
-            bool any = false;
-            for (auto& r : requests) {
-                if (r.state.load(std::memory_order_acquire) != asked) continue;
-                serve(r);
-                r.state.store(served, std::memory_order_release);
-                common::futex_wake_all(common::futex_word(r.state));
-                any = true;
-            }
-            if (!any) common::futex_wait(common::futex_word(work), seen);
+            const bool asked_any = serve_asked();
+            const bool ahead_any = serve_ahead();
+            if (!asked_any && !ahead_any) common::futex_wait(common::futex_word(work), seen);
         }
     }
 
@@ -284,10 +328,13 @@ struct pg_store::fetcher {
         }
     }
 
-    void query(request& r) {
+    // Fetches r's cluster into the cache and r.page into r.image; a session
+    // the server ended is waited for (up to fault_wait) only if `wait`.
+    void query(request& r, bool wait = true) {
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         PGresult* raw = nullptr;
-        const auto deadline = std::chrono::steady_clock::now() + store.address_.fault_wait;
+        const auto deadline =
+            std::chrono::steady_clock::now() + (wait ? store.address_.fault_wait : std::chrono::seconds(0));
         while (!(raw = conn->try_exec_prepared("steppe_fetch", {store.address_.store, std::to_string(r.first),
                                                                  std::to_string(r.last), std::to_string(r.snapshot),
                                                                  std::to_string(store.reader_id_)}))) {
@@ -352,9 +399,12 @@ struct pg_store::fetcher {
         return prepared;
     }
 
+    static constexpr std::size_t ahead_slots = 256;
     const pg_store& store;
     std::unique_ptr<pg_connection> conn;
     request requests[request_slots];
+    std::atomic<std::uint64_t> ahead[ahead_slots] = {};  // page + 1; 0: empty
+    std::atomic<std::uint64_t> ahead_head{0};
     std::atomic<std::uint32_t> work{0};
     std::atomic<bool> stop{false};
     std::thread thread;
@@ -367,6 +417,10 @@ pg_store::pg_store(pg_address address, const options& opts)
 
 pg_store::~pg_store() {
     fetcher_.reset();
+    // The writer's lock goes before close returns, so a writer opened next
+    // finds it free (the server ends a closed session's locks on its own time).
+    if (!opts_.read_only && control_ && control_->ok())
+        if (PGresult* r = control_->try_exec("SELECT pg_advisory_unlock_all()", {}, false)) PQclear(r);
     if (reader_id_ != 0 && control_ && control_->ok()) {
         if (PGresult* r = control_->try_exec("DELETE FROM steppe_reader WHERE store = $1 AND id = $2",
                                              {address_.store, std::to_string(reader_id_)}, false))
@@ -567,6 +621,10 @@ bool pg_store::read_page_nothrow(page_no page, std::byte* out, read_failure* why
 bool pg_store::read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
                                            bool read_around) const noexcept {
     return read_version(page, out, why, read_around, false);
+}
+
+void pg_store::prefetch(page_no page) const noexcept {
+    if (cache_->count && page < page_count_ && !cache_->contains(page)) fetcher_->ask_ahead(page);
 }
 
 void pg_store::read_page(page_no page, std::byte* out) const {

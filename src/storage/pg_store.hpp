@@ -81,7 +81,9 @@ public:
                            bool read_around = false) const noexcept override;
     bool read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
                                      bool read_around = false) const noexcept override;
-    void prefetch(page_no) const noexcept override {}  // reads are served whole by the fetch thread
+    // Asks the fetch thread to bring `page`'s cluster into the cache when no
+    // fault waits. Async-signal-safe.
+    void prefetch(page_no page) const noexcept override;
     void commit(std::span<const page_image> pages, const meta_bytes& meta) override;
     void spill(std::span<const page_image> pages) override;
     void discard_pending() noexcept override;

@@ -211,6 +211,31 @@ TEST(HeapAllocate, SmallPageFillsThenSpills) {
     EXPECT_TRUE(h.audit().empty());
 }
 
+// A small allocation that takes a new page can make the heap add a metadata
+// page, which grows its page table: the chunk's address must not be read
+// from the old table after that (a use after free under ASan; a fault when
+// the old table was unmapped, as OO1 large in PostgreSQL showed).
+TEST(HeapAllocate, ChunkAddressesStayRightWhileTheMetadataGrows) {
+    // The page table reallocates when it is full (then with room for 1,024
+    // more pages); a metadata page is due every 84 pages. A large run of
+    // 1,100 + j pages sets where the table is full next, so one j makes a
+    // small allocation that takes a new page also take a metadata page
+    // and reallocate the table.
+    for (std::uint64_t j = 0; j < 84; ++j) {
+        heap h;
+        h.allocate(2, P, 1100 + j);
+        const std::uint64_t until = h.page_count() + 1200;
+        while (h.page_count() < until) {
+            const std::uint64_t a = h.allocate(1, 1024, 1, 16);
+            const auto* d = h.describe(a / P);
+            ASSERT_NE(d, nullptr);
+            ASSERT_EQ(d->kind(), heap::page_kind::small) << "run of " << 1100 + j;
+            ASSERT_EQ(a % P % 1024, 0u) << "run of " << 1100 + j;
+        }
+        ASSERT_TRUE(h.audit().empty()) << "run of " << 1100 + j;
+    }
+}
+
 TEST(HeapAllocate, TypesAndElementSizesGetTheirOwnPages) {
     heap h;
     std::uint64_t a = h.allocate(1, 32, 1), b = h.allocate(2, 32, 1), c = h.allocate(1, 16, 2);

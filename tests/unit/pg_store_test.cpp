@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -63,9 +64,13 @@ protected:
         name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
         url = server->url(name);
     }
-    std::unique_ptr<storage::storage> open(bool read_only = false) {
+    // A writer waits for the lock a closed or killed writer's session held
+    // until the server has seen that session end (milliseconds).
+    std::unique_ptr<storage::storage> open(bool read_only = false,
+                                           std::chrono::milliseconds lock_timeout = std::chrono::seconds(10)) {
         storage::options o;
         o.read_only = read_only;
+        o.lock_timeout = lock_timeout;
         return storage::storage::open(url, o);
     }
     std::uint64_t versions() { return std::stoull(server->sql("SELECT count(*) FROM steppe_page WHERE store = '" + name + "'")); }
@@ -172,7 +177,7 @@ TEST_F(PgStoreTest, TheObjectEngineStoresAChainThere) {
 TEST_F(PgStoreTest, OneWriterAtATimeAndReadersBesideIt) {
     auto w = open();
     test::commit_filled(*w, 1, pages);
-    EXPECT_ERROR(errc::locked, "held by another writer", open());
+    EXPECT_ERROR(errc::locked, "held by another writer", open(false, std::chrono::milliseconds(0)));
     auto r = open(true);
     test::commit_filled(*w, 2, pages);
     test::commit_filled(*w, 3, pages);

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# OO1 on a store in PostgreSQL against the same store in a local file, in one
+# run (issue 20's measurement): a server is started on a Unix socket in a
+# temporary directory (initdb, pg_ctl; as the postgres user when run as
+# root), both stores are generated, then each operation is measured
+# alternately, ROUNDS times, each in a new process: the open, cold (the first
+# iteration; the OS page cache dropped before each process when run as root,
+# the server's own buffers kept), warm (the median of the next 9), hot (the
+# median of 10 repeats). Medians over the rounds.
+#   bench/oo/oo1/pg_store.sh [PARTS] [ROUNDS]     (default 200000 = OO1 large, 3)
+# Needs build/oo (bench/run builds it) and postgresql-15.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+parts=${1:-200000}
+rounds=${2:-3}
+oo1=build/oo/bench/oo/oo1/oo1
+[ -x "$oo1" ] || { echo "build oo1 first: cmake --build build/oo --target oo1" >&2; exit 2; }
+bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+dir=$(mktemp -d /tmp/steppe-pgbench-XXXXXX)
+chmod 755 "$dir"
+as_pg=()
+if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; as_pg=(runuser -u postgres --); fi
+port=$((20000 + $$ % 20000))
+"${as_pg[@]}" "$bin/initdb" -D "$dir/data" -A trust -U steppe --no-sync >/dev/null
+"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -o "-k $dir -c listen_addresses= -p $port" -l "$dir/log" -w start >/dev/null
+trap '"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+url="postgresql:///postgres?host=$dir&port=$port&user=steppe&store=oo1"
+file="$dir/oo1.db"
+drop_caches() { if [ "$(id -u)" = 0 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi; }
+for where in file url; do
+  "$oo1" generate --system steppe-uffd --parts "$parts" --path "${!where}" > "$dir/gen-$where.json"
+done
+psql() { "$bin/psql" -X -q -At -h "$dir" -p "$port" -U steppe -d postgres -c "$1"; }
+# Inserts change the store: each measures a pristine copy (a file copy; rows copied in SQL).
+pristine() {
+  if [ "$1" = file ]; then
+    rm -f "$dir/ins.db" "$dir/ins.db-wal"; cp "$file" "$dir/ins.db"; echo "$dir/ins.db"
+  else
+    psql "DELETE FROM steppe_page WHERE store = 'ins'; DELETE FROM steppe_store WHERE name = 'ins';
+          INSERT INTO steppe_page SELECT 'ins', page, txn, sum, image FROM steppe_page WHERE store = 'oo1';
+          INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence)
+            SELECT 'ins', store_id, format, txn, page_count, meta, fence FROM steppe_store WHERE name = 'oo1'"
+    echo "${url%store=oo1}store=ins"
+  fi
+}
+for r in $(seq "$rounds"); do
+  for op in traversal lookup insert; do
+    for where in file url; do
+      path=${!where}
+      [ "$op" = insert ] && path=$(pristine "$where")
+      drop_caches
+      "$oo1" measure --system steppe-uffd --parts "$parts" --path "$path" --op "$op" > "$dir/m-$where-$op-$r.json"
+    done
+  done
+done
+python3 - "$dir" "$rounds" <<'PY'
+import json, statistics, sys
+d, rounds = sys.argv[1], int(sys.argv[2])
+def get(where, op, key):
+    vals = []
+    for r in range(1, rounds + 1):
+        j = json.load(open(f"{d}/m-{where}-{op}-{r}.json"))
+        v = j[key] if key in j else j["series"][key]
+        if isinstance(v, list) and not v:
+            raise KeyError(key)
+        vals.append(statistics.median(v) if isinstance(v, list) else v)
+    return statistics.median(vals)
+print("| OO1 | phase | local file (ms) | PostgreSQL (ms) | ratio |")
+print("|---|---|---|---|---|")
+for op in ("traversal", "lookup", "insert"):
+    for phase, key in (("open", "open_ms"), ("cold", "cold_ms"), ("warm", "warm_ms"), ("hot", "hot_ms")):
+        try:
+            f, u = get("file", op, key), get("url", op, key)
+        except KeyError:
+            continue
+        print(f"| {op} | {phase} | {f:.3f} | {u:.3f} | {u / f:.2f} |")
+PY
