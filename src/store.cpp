@@ -401,9 +401,10 @@ namespace {
 // Opened as the CLI opens stores (no program classes needed), not through a
 // store: nothing of the program's may point into it while it is replaced.
 // Migration changes the stored types: they are compared with the program's
-// after its plan (page_engine::migrate), not before.
+// after its plan (page_engine::migrate), not before. An object-engine store
+// is opened by its engine where `objects` allows (compaction).
 std::unique_ptr<engine> open_to_rewrite(const std::string& path, const std::string& what, storage::env* io,
-                                        bool match_program) {
+                                        bool match_program, bool objects) {
     open_options o;
     o.create = false;
     o.checkpoint_on_close = false;
@@ -411,6 +412,8 @@ std::unique_ptr<engine> open_to_rewrite(const std::string& path, const std::stri
         return open_page_engine(path, o, io, match_program);
     } catch (const error& failed) {
         if (failed.code() != errc::unsupported) throw;
+        if (objects && std::string_view(failed.what()).find("made by the object engine") != std::string_view::npos)
+            return open_object_engine(path, o, io);
         throw error(errc::unsupported, what + " of " + path + ": not built for object-engine stores yet (" +
                                            failed.what() + ")");
     }
@@ -418,7 +421,7 @@ std::unique_ptr<engine> open_to_rewrite(const std::string& path, const std::stri
 }  // namespace
 
 compact_report detail::compact_with_env(const std::string& path, const compact_options& options, storage::env* io) {
-    return open_to_rewrite(path, "compaction", io, true)->compact(options);
+    return open_to_rewrite(path, "compaction", io, true, true)->compact(options);
 }
 
 compact_report compact(const std::string& path, const compact_options& options) {
@@ -427,7 +430,7 @@ compact_report compact(const std::string& path, const compact_options& options) 
 
 migrate_report detail::migrate_with_env(const std::string& path, const migration& m, const migrate_options& options,
                                         storage::env* io) {
-    return open_to_rewrite(path, "migration", io, false)->migrate(m, options);
+    return open_to_rewrite(path, "migration", io, false, false)->migrate(m, options);
 }
 
 migrate_report migrate(const std::string& path, const migration& m, const migrate_options& options) {

@@ -28,8 +28,8 @@
 //                        move the live objects together into a new store
 //                        that replaces this one, pointers rewritten, files
 //                        shrunk; --collect frees what no root reaches and
-//                        says what, by type (page-engine stores; a writable
-//                        open: not while a program has the store open)
+//                        says what, by type (stores of both engines; a
+//                        writable open: not while a program has the store open)
 //
 // Every command reads stores of both engines (the page engine's and the
 // object engine's): the storage meta says which made the store. STORE may
@@ -68,8 +68,8 @@ int usage() {
                  "       steppe import STORE URL\n"
                  "                            copy the last commit into a new store in PostgreSQL (as one commit)\n"
                  "       steppe compact [--collect] STORE\n"
-                 "                            pack the live objects into a smaller store (--collect: free what no\n"
-                 "                            root reaches)\n");
+                 "                            pack the live objects into a smaller store, either engine's\n"
+                 "                            (--collect: free what no root reaches)\n");
     return 2;
 }
 

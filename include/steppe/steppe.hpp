@@ -266,12 +266,13 @@ struct compact_report {
     std::vector<by_type> kept, freed;                 // by type name; freed only with collect
 };
 
-// Compacts the page-engine store at `path` under its writer lock, which it
-// holds from start to end; a crash at any point leaves the old store or the
-// new one. Throws locked (a program holds the store, as writer or reader),
-// not_found, unsupported (an object-engine store; a store with containers
-// hashed or ordered by persistent address), and what opening, reading and
-// writing the store throw.
+// Compacts the store at `path` (either engine's: an object-engine store's
+// objects get new oids, every stored reference and root forwarded) under its
+// writer lock, which it holds from start to end; a crash at any point leaves
+// the old store or the new one. Throws locked (a program holds the store, as
+// writer or reader), not_found, unsupported (a store with containers hashed
+// or ordered by persistent address; a postgresql:// URL), and what opening,
+// reading and writing the store throw.
 compact_report compact(const std::string& path, const compact_options& options = {});
 
 // Schema evolution (migrate): the store's objects of a changed type rewritten

@@ -85,6 +85,7 @@ std::unique_ptr<engine> open_page_engine(const std::string& path, const open_opt
                                          storage::env* io = nullptr, bool match_program = true);
 // The object engine (src/objects/) on the store at `path`, whatever scheme
 // made it, for tools that inspect stores (steppe info, check, roots, stats).
-std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options);
+std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options,
+                                           storage::env* io = nullptr);
 
 }  // namespace steppe

@@ -105,28 +105,25 @@ std::vector<std::string> engine_handle::check() const {
     return findings;
 }
 
+bool engine_handle::blob_page_at(std::uint64_t page, std::vector<std::byte>& buffer) const {
+    buffer.resize(storage::page_size);
+    storage_->read_page(page, buffer.data());
+    std::uint32_t magic;
+    std::memcpy(&magic, buffer.data(), sizeof magic);
+    return magic == storage::blob_magic;
+}
+
 std::vector<type_usage> engine_handle::types() const {
     std::vector<type_usage> out;
     for (const types::layout& l : catalog_.entries()) out.push_back({l.name, l.size, 0, 0});
-    std::vector<std::byte> buffer;
-    for (std::uint64_t page = 1; page < meta_.next_page;) {
-        buffer.resize(storage::page_size);
-        storage_->read_page(page, buffer.data());
-        std::uint32_t magic;
-        std::memcpy(&magic, buffer.data(), sizeof magic);
-        if (magic == storage::blob_magic) {
-            ++page;
-            continue;
-        }
-        segment_view s = read_segment(page, buffer, "steppe types");
+    for_each_segment("steppe types", [&](const segment_view& s) {
         std::vector<bool> seen(out.size(), false);
         for (const auto& e : s.entries) {
             ++out[e.type].objects;
             if (!seen[e.type]) out[e.type].pages += s.head.pages;
             seen[e.type] = true;
         }
-        page += s.head.pages;
-    }
+    });
     return out;
 }
 

@@ -153,7 +153,7 @@ engine_handle& engine_at(unsigned slot) {
 
 engine_handle::engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled,
                              storage::env* io)
-    : options_(o) {
+    : options_(o), io_(io) {
     if (o.segment_objects < 1 || o.segment_objects > format::max_segment_objects)
         throw error(errc::invalid_argument, "object store " + path + ": segment_objects " +
                                                 std::to_string(o.segment_objects) + " is not within 1..255");
@@ -601,7 +601,7 @@ void store::set_root_raw(std::string_view name, const types::layout& layout, con
 }  // namespace steppe::objects
 
 namespace steppe {
-std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options) {
+std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options, storage::env* io) {
     objects::options o;
     o.create = options.create;
     o.read_only = options.read_only;
@@ -609,6 +609,6 @@ std::unique_ptr<engine> open_object_engine(const std::string& path, const open_o
     o.checkpoint_on_close = options.checkpoint_on_close;
     o.salvage_damaged_log = options.salvage_damaged_log;
     o.log_diffs = options.log_diffs;
-    return std::make_unique<objects::detail::engine_handle>(path, o, std::nullopt);
+    return std::make_unique<objects::detail::engine_handle>(path, o, std::nullopt, io);
 }
 }  // namespace steppe

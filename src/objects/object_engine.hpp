@@ -79,6 +79,7 @@ public:
     void rollback() override;
     void checkpoint() override;
     void backup(const std::string& dest) override;
+    compact_report compact(const compact_options& options) override;  // compact.cpp
     // A read-only store opened again, on the newest commit (store::refresh).
     std::unique_ptr<engine_handle> reopened() const;
     void dump(const std::function<void(const std::string&)>& line) const override;  // check.cpp
@@ -123,6 +124,9 @@ private:
         const std::byte* bytes;  // the whole segment
     };
     struct commit_plan;
+
+    // compact.cpp: the new main file `temp` (steps 1-5 there).
+    compact_report compact_into(const std::string& temp, bool collect);
 
     // object_engine.cpp
     void load_committed(std::optional<scheme> compiled);
@@ -170,6 +174,22 @@ private:
     const std::vector<std::uint32_t>& ref_wants(std::uint32_t type);
     std::string type_name(std::uint32_t type) const;
     std::string wrong_target(const types::layout& l, std::size_t r, std::uint32_t type) const;  // check.cpp
+    // check.cpp: reads committed page `page` into `buffer`; whether a blob's page starts there (not a segment).
+    bool blob_page_at(std::uint64_t page, std::vector<std::byte>& buffer) const;
+    // f(view) for each committed segment in page order, read and checked
+    // (read_segment, `why` in its errors); blob pages are passed over.
+    template<class F> void for_each_segment(const char* why, F&& f) const {
+        std::vector<std::byte> buffer;
+        for (std::uint64_t page = 1; page < meta_.next_page;) {
+            if (blob_page_at(page, buffer)) {
+                ++page;
+                continue;
+            }
+            segment_view s = read_segment(page, buffer, why);
+            f(static_cast<const segment_view&>(s));
+            page += s.head.pages;
+        }
+    }
 
     // in_store.cpp
     struct stored_segment {
@@ -216,6 +236,7 @@ private:
     void evict_at_random();
 
     options options_;
+    storage::env* io_ = nullptr;  // the storage manager's file system (nullptr: the real one)
     pid_t opener_ = ::getpid();  // a forked child changes nothing (ensure_writable, close)
     scheme scheme_{};
     unsigned slot_ = 0;  // in open_stores

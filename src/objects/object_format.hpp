@@ -12,7 +12,8 @@
 //                   reference is the target's oid, 0 for null.
 //
 // Pages are allocated in order from `next_page` and never move: a segment
-// keeps its place for ever (objects have a fixed size), so an oid is stable.
+// keeps its place (objects have a fixed size), so an oid is stable while the
+// store is used; compaction (compact.cpp) rewrites it offline with new oids.
 // All integers little-endian (the host's: steppe runs on x86-64 and AArch64).
 #pragma once
 

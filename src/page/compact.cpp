@@ -468,10 +468,10 @@ compact_report compact_into(const committed_store& from, const std::string& temp
 // 4. the new main file beside the old one, complete and durable (`pass`)
 // 5. the swap (storage::replace_store); the old files are released
 // compact and migrate; `what` names the operation in messages. With `write`
-// false (a dry run) step 4 writes nothing and step 5 is left out.
+// false (a dry run) step 4 writes nothing and step 5 is left out. Steps 1
+// (readers), 2, 4 and 5 are storage::rewrite_store, shared with the object engine.
 compact_report page_engine::rewrite(const std::string& what, bool write, const rewrite_pass& pass) {
     ensure_writable();
-    const std::string store = path();
     struct release {
         page_engine& e;
         ~release() {
@@ -480,31 +480,11 @@ compact_report page_engine::rewrite(const std::string& what, bool write, const r
         }
     } closes{*this};
     require_no_changes(what.c_str());
-    storage::info before = storage_->describe();
-    if (!before.readers.empty())
-        throw error(errc::locked, what + " of " + store + ": reader process " + std::to_string(before.readers[0].pid) +
-                                      " has the store open; " + what + " replaces its files, so it waits for every " +
-                                      "reader to close");
-    storage_->checkpoint();
-    pager_.reset();
-    const std::string temp = write ? store + ".compact" : std::string();
-    std::unique_ptr<heap> h = load_committed_heap();
-    compact_report r = pass({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, temp);
-    r.pages_before = before.page_count;
-    r.bytes_before = before.main_file_bytes + before.wal_file_bytes;
-    if (!write) {
-        r.bytes_after = r.bytes_before;
-        return r;
-    }
-    storage::env& files = io_ ? *io_ : storage::posix_env();
-    try {
-        storage::replace_store(store, temp, io_);
-    } catch (...) {
-        if (files.exists(temp)) files.remove(temp);
-        throw;
-    }
-    r.bytes_after = files.open(store, storage::open_mode::read_only, 0)->size();
-    return r;
+    return storage::rewrite_store(*storage_, path(), what, write, io_, [&](const std::string& temp) {
+        pager_.reset();
+        std::unique_ptr<heap> h = load_committed_heap();
+        return pass({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, temp);
+    });
 }
 
 compact_report page_engine::compact(const compact_options& options) {

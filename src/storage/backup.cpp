@@ -194,4 +194,31 @@ backup_result import_store(const std::string& source, const std::string& dest, e
     return r;
 }
 
+compact_report rewrite_store(storage& s, const std::string& path, const std::string& what, bool write, env* io,
+                             const std::function<compact_report(const std::string& temp)>& pass) {
+    info before = s.describe();
+    if (!before.readers.empty())
+        throw error(errc::locked, what + " of " + path + ": reader process " + std::to_string(before.readers[0].pid) +
+                                      " has the store open; " + what + " replaces its files, so it waits for every " +
+                                      "reader to close");
+    s.checkpoint();
+    const std::string temp = write ? path + ".compact" : std::string();
+    compact_report r = pass(temp);
+    r.pages_before = before.page_count;
+    r.bytes_before = before.main_file_bytes + before.wal_file_bytes;
+    if (!write) {
+        r.bytes_after = r.bytes_before;
+        return r;
+    }
+    env& files = io ? *io : posix_env();
+    try {
+        replace_store(path, temp, io);
+    } catch (...) {
+        if (files.exists(temp)) files.remove(temp);
+        throw;
+    }
+    r.bytes_after = files.open(path, open_mode::read_only, 0)->size();
+    return r;
+}
+
 }  // namespace steppe::storage

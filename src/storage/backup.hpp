@@ -2,6 +2,8 @@
 // taken while a writer may go on (backup.cpp).
 #pragma once
 
+#include <steppe/steppe.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -47,5 +49,15 @@ void write_main_file(const std::string& temp, const std::function<void(storage&)
 // leaves the old store or the new one, never a mix (compaction's swap,
 // docs/design.md "Compaction").
 void replace_store(const std::string& path, const std::string& temp, env* io = nullptr);
+
+// The steps of a rewrite (compaction, migration) both engines share, on the
+// store `s` at `path` held by the caller's writer lock with nothing
+// uncommitted: refuse a reader (locked; `what` names the operation),
+// checkpoint (the main file alone holds the store), `pass` writes the new
+// main file `temp` (write_main_file; "" with `write` false, a dry run: nothing
+// is swapped), the swap (replace_store; `temp` removed if it fails), the
+// sizes before and after filled in the report `pass` returns.
+compact_report rewrite_store(storage& s, const std::string& path, const std::string& what, bool write, env* io,
+                             const std::function<compact_report(const std::string& temp)>& pass);
 
 }  // namespace steppe::storage

@@ -18,8 +18,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
-#include <random>
-#include <thread>
 
 #include "engine/open_internal.hpp"
 #include "storage/storage.hpp"
@@ -101,18 +99,14 @@ TEST_F(CompactKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
     });
     const char* kills_env = std::getenv("STEPPE_COMPACT_KILLS");
     const int kills = kills_env ? std::atoi(kills_env) : 24;
-    std::mt19937_64 random(std::random_device{}());
     const auto span = std::chrono::duration_cast<std::chrono::microseconds>(took).count();
     int olds = 0, news = 0;
-    for (int i = 0; i < kills; ++i) {
-        copy_store(original, path);
-        pid_t child = start_compaction(path);
-        std::this_thread::sleep_for(std::chrono::microseconds(random() % (span * 3 / 2 + 1)));
-        ::kill(child, SIGKILL);
-        ::waitpid(child, &status, 0);
-        (page_count(path) == old_pages ? olds : news)++;
-        expect_old_or_new("kill " + std::to_string(i));
-    }
+    steppe::test::kill_at_random_instants(
+        kills, span, [&] { copy_store(original, path); }, [&] { return start_compaction(path); },
+        [&](int i) {
+            (page_count(path) == old_pages ? olds : news)++;
+            expect_old_or_new("kill " + std::to_string(i));
+        });
     std::printf("%d kills over %lld us: %d left the old store, %d the new one\n", kills,
                 static_cast<long long>(span), olds, news);
     ::waitpid(start_compaction(path), &status, 0);

@@ -5,6 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <random>
+#include <thread>
+
 namespace steppe::test {
 
 long power_loss_at_each_call(const std::function<void()>& restore,
@@ -33,6 +37,20 @@ long power_loss_at_each_call(const std::function<void()>& restore,
         check("power loss (" + std::string(to_string(modes[n % 4])) + ") at call " + std::to_string(n), through);
         if (::testing::Test::HasFailure()) return -1;
         if (through) return n - 1;
+    }
+}
+
+void kill_at_random_instants(int kills, long long span_us, const std::function<void()>& restore,
+                             const std::function<pid_t()>& start, const std::function<void(int kill)>& check) {
+    std::mt19937_64 random(std::random_device{}());
+    for (int i = 0; i < kills; ++i) {
+        restore();
+        pid_t child = start();
+        std::this_thread::sleep_for(std::chrono::microseconds(random() % (span_us * 3 / 2 + 1)));
+        ::kill(child, SIGKILL);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        check(i);
     }
 }
 

@@ -5,6 +5,8 @@
 // keep_all), for n = 1, 2, ... until a run gets through.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 
@@ -20,5 +22,11 @@ namespace steppe::test {
 long power_loss_at_each_call(const std::function<void()>& restore,
                              const std::function<void(fault_env& io)>& operation,
                              const std::function<void(const std::string& what, bool through)>& check);
+
+// `kills` times: `restore()`, then `start()` (a child process's id) killed
+// with SIGKILL after a random wait of up to 1.5 times `span_us` and reaped,
+// then `check(i)` looks at the files after kill i.
+void kill_at_random_instants(int kills, long long span_us, const std::function<void()>& restore,
+                             const std::function<pid_t()>& start, const std::function<void(int kill)>& check);
 
 }  // namespace steppe::test
