@@ -8,6 +8,9 @@
 # the server's own buffers kept), warm (the median of the next 9), hot (the
 # median of 10 repeats). Medians over the rounds.
 #   bench/oo/oo1/pg_store.sh [PARTS] [ROUNDS]     (default 200000 = OO1 large, 3)
+#   DELAY_MS=X: steppe reaches the server over TCP through
+#   bench/oo/harness/delay_proxy.py, which delays each direction by X ms
+#   (0.25 gives a 0.5 ms round trip); DELAY_MS=0 measures the proxy alone.
 # Needs build/oo (bench/run builds it) and postgresql-15.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -22,9 +25,18 @@ as_pg=()
 if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; as_pg=(runuser -u postgres --); fi
 port=$((20000 + $$ % 20000))
 "${as_pg[@]}" "$bin/initdb" -D "$dir/data" -A trust -U steppe --no-sync >/dev/null
-"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -o "-k $dir -c listen_addresses= -p $port" -l "$dir/log" -w start >/dev/null
-trap '"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+listen=""
+[ -n "${DELAY_MS:-}" ] && listen=127.0.0.1
+"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -o "-k $dir -c listen_addresses=$listen -p $port" -l "$dir/log" -w start >/dev/null
+proxy=""
+trap '[ -n "$proxy" ] && kill $proxy; "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 url="postgresql:///postgres?host=$dir&port=$port&user=steppe&store=oo1"
+if [ -n "${DELAY_MS:-}" ]; then
+  python3 bench/oo/harness/delay_proxy.py $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" &
+  proxy=$!
+  sleep 0.5
+  url="postgresql://steppe@127.0.0.1:$((port + 1))/postgres?store=oo1"
+fi
 file="$dir/oo1.db"
 drop_caches() { if [ "$(id -u)" = 0 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi; }
 for where in file url; do
