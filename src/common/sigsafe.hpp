@@ -5,6 +5,8 @@
 // lock, throws or calls stdio.
 #pragma once
 
+#include <sched.h>
+
 #include <charconv>
 #include <cstddef>
 #include <atomic>
@@ -78,6 +80,21 @@ private:
 void futex_wait(std::uint32_t& word, std::uint32_t expected, const timespec* timeout = nullptr) noexcept;
 // Wakes every thread sleeping in futex_wait on `word`.
 void futex_wake_all(std::uint32_t& word) noexcept;
+// A lock for data that fault handlers read: held only for a short copy or
+// map access, never by a thread that can be interrupted by a handler
+// needing it; waiters yield. Async-signal-safe. Works with std::lock_guard
+// on a const lock (readers are const methods).
+class spin_lock {
+public:
+    void lock() const noexcept {
+        while (held_.test_and_set(std::memory_order_acquire)) sched_yield();
+    }
+    void unlock() const noexcept { held_.clear(std::memory_order_release); }
+
+private:
+    mutable std::atomic_flag held_ = ATOMIC_FLAG_INIT;
+};
+
 // The futex word of an atomic (the same 4 bytes).
 inline std::uint32_t& futex_word(std::atomic<std::uint32_t>& word) noexcept {
     static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));

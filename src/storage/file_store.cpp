@@ -683,12 +683,8 @@ std::uint32_t file_store::expected_sum(page_no page) const noexcept {
     return g < groups_.size() ? groups_[g].page.sums[page % group_data_pages] : 0;
 }
 
-void file_store::spin_lock::lock() const noexcept {
-    while (held_.test_and_set(std::memory_order_acquire)) sched_yield();
-}
-
 bool file_store::find_pending(page_no page, wal_entry& out) const noexcept {
-    std::lock_guard<const spin_lock> hold(pending_lock_);
+    std::lock_guard<const common::spin_lock> hold(pending_lock_);
     log_index::entry e;
     if (!pending_.find(page, e)) return false;
     out = {log_index::unpack(e.where), e.sum};
@@ -952,7 +948,7 @@ void file_store::spill(std::span<const page_image> pages) {
     std::vector<std::pair<page_no, wal_entry>> entries;
     tail_ = append(pages, nullptr, entries);
     const std::vector<log_index::entry> spilled = index_entries(entries);
-    std::lock_guard<const spin_lock> hold(pending_lock_);
+    std::lock_guard<const common::spin_lock> hold(pending_lock_);
     pending_.add(spilled);
 }
 
@@ -969,27 +965,27 @@ void file_store::index_committed(std::span<const std::pair<page_no, wal_entry>> 
 }
 
 file_store::memory file_store::memory_bytes() const noexcept {
-    std::lock_guard<const spin_lock> hold(pending_lock_);
+    std::lock_guard<const common::spin_lock> hold(pending_lock_);
     return {groups_.capacity() * sizeof(group_sums) + wal_index_.memory_bytes() + pending_.memory_bytes(),
             append_buffer_.capacity()};
 }
 
 std::size_t file_store::pending_count() const noexcept {
-    std::lock_guard<const spin_lock> hold(pending_lock_);
+    std::lock_guard<const common::spin_lock> hold(pending_lock_);
     return pending_.distinct();
 }
 
 std::vector<page_no> file_store::pending_pages() const {
     std::vector<page_no> pages;
     {
-        std::lock_guard<const spin_lock> hold(pending_lock_);
+        std::lock_guard<const common::spin_lock> hold(pending_lock_);
         for (const log_index::entry& e : pending_.newest()) pages.push_back(e.page);
     }
     return pages;
 }
 
 void file_store::discard_pending() noexcept {
-    std::lock_guard<const spin_lock> hold(pending_lock_);
+    std::lock_guard<const common::spin_lock> hold(pending_lock_);
     pending_.clear();
     tail_ = {wal_end_, wal_chain_, 0, page_count_};
 }
@@ -1250,7 +1246,7 @@ std::vector<std::string> file_store::check() const {
 std::vector<std::string> file_store::check_slots() const {
     std::vector<std::string> findings;
     {
-        std::lock_guard<const spin_lock> hold(pending_lock_);
+        std::lock_guard<const common::spin_lock> hold(pending_lock_);
         for (const std::string& f : pending_.check()) findings.push_back(path_ + ": spilled pages: " + f);
     }
     for (const std::string& f : wal_index_.check()) findings.push_back(path_ + ": committed log pages: " + f);

@@ -164,17 +164,6 @@ private:
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
                       bool with_pending) const noexcept;
 
-    // Guards pending_ between spill() and the readers in the fault path: a
-    // spin lock (readers are signal handlers), held only for the map access.
-    class spin_lock {
-    public:
-        void lock() const noexcept;
-        void unlock() const noexcept { held_.clear(std::memory_order_release); }
-
-    private:
-        mutable std::atomic_flag held_ = ATOMIC_FLAG_INIT;
-    };
-
     std::string wal_path_;
     options opts_;
     env* io_;
@@ -200,7 +189,7 @@ private:
     commit_mark mark_{};                           // the main file's commit mark, as last read or written
     bool mark_valid_ = false;
     log_index pending_;                            // spilled by the transaction in progress
-    spin_lock pending_lock_;
+    common::spin_lock pending_lock_;  // pending_ between spill() and the fault path's readers
     std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames
     std::vector<std::byte> append_buffer_;
     log_tail tail_{wal_frames_offset, 0, 0, 0};

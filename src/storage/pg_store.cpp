@@ -150,24 +150,16 @@ pg_address parse_pg_address(const std::string& url) {
 // are fault handlers, which never hold it when they interrupt).
 struct pg_store::cache {
     struct slot {
-        std::atomic_flag held = ATOMIC_FLAG_INIT;
+        common::spin_lock held;
         page_no page = ~page_no{0};
         std::byte data[page_size];
     };
     explicit cache(std::uint64_t bytes) : count(bytes / page_size), slots(new slot[count]) {}
 
-    struct hold {
-        explicit hold(slot& s) noexcept : s_(s) {
-            while (s_.held.test_and_set(std::memory_order_acquire)) sched_yield();
-        }
-        ~hold() { s_.held.clear(std::memory_order_release); }
-        slot& s_;
-    };
-
     bool find(page_no page, std::byte* out) const noexcept {
         if (count == 0) return false;
         slot& s = slots[page % count];
-        hold h(s);
+        std::lock_guard<const common::spin_lock> h(s.held);
         if (s.page != page) return false;
         std::memcpy(out, s.data, page_size);
         return true;
@@ -175,7 +167,7 @@ struct pg_store::cache {
     bool contains(page_no page) const noexcept {
         if (count == 0) return false;
         slot& s = slots[page % count];
-        hold h(s);
+        std::lock_guard<const common::spin_lock> h(s.held);
         return s.page == page;
     }
     // A fetched image, unless a commit changed the store since the fetch
@@ -183,7 +175,7 @@ struct pg_store::cache {
     void put(page_no page, const std::byte* image, std::uint64_t epoch_at_fetch) noexcept {
         if (count == 0) return;
         slot& s = slots[page % count];
-        hold h(s);
+        std::lock_guard<const common::spin_lock> h(s.held);
         if (epoch.load(std::memory_order_acquire) != epoch_at_fetch) return;
         s.page = page;
         std::memcpy(s.data, image, page_size);
@@ -192,13 +184,13 @@ struct pg_store::cache {
     void replace(page_no page, const std::byte* image) noexcept {
         if (count == 0) return;
         slot& s = slots[page % count];
-        hold h(s);
+        std::lock_guard<const common::spin_lock> h(s.held);
         s.page = page;
         std::memcpy(s.data, image, page_size);
     }
     void forget_all() noexcept {
         for (std::uint64_t i = 0; i < count; ++i) {
-            hold h(slots[i]);
+            std::lock_guard<const common::spin_lock> h(slots[i].held);
             slots[i].page = ~page_no{0};
         }
     }
@@ -613,12 +605,10 @@ int pg_store::backend_pid() const noexcept { return control_->backend_pid(); }
 pg_store::spilled_read pg_store::read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept {
     std::uint64_t offset = 0;
     {
-        while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+        std::lock_guard<const common::spin_lock> hold(spilled_lock_);
         auto it = spilled_.find(page);
-        const bool found = it != spilled_.end();
-        if (found) offset = it->second;
-        spilled_lock_.clear(std::memory_order_release);
-        if (!found) return spilled_read::absent;
+        if (it == spilled_.end()) return spilled_read::absent;
+        offset = it->second;
     }
     ssize_t n = ::pread(spill_fd_, out, page_size, off_t(offset));
     if (n == ssize_t(page_size)) return spilled_read::read;
@@ -829,47 +819,43 @@ void pg_store::spill(std::span<const page_image> pages) {
     for (const auto& p : pages) {
         std::uint64_t offset = spill_end_;
         {
-            while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+            std::lock_guard<const common::spin_lock> hold(spilled_lock_);
             auto it = spilled_.find(p.page);
             if (it != spilled_.end()) offset = it->second;
-            spilled_lock_.clear(std::memory_order_release);
         }
         if (::pwrite(spill_fd_, p.data, page_size, off_t(offset)) != ssize_t(page_size))
             common::throw_system_error("pwrite", errno, "the spill file of " + path_);
         if (offset == spill_end_) spill_end_ += page_size;
-        while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
+        std::lock_guard<const common::spin_lock> hold(spilled_lock_);
         spilled_[p.page] = offset;
-        spilled_lock_.clear(std::memory_order_release);
     }
 }
 
 void pg_store::discard_pending() noexcept {
-    while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
-    spilled_.clear();
-    spilled_lock_.clear(std::memory_order_release);
+    {
+        std::lock_guard<const common::spin_lock> hold(spilled_lock_);
+        spilled_.clear();
+    }
     spill_end_ = 0;
     if (spill_fd_ >= 0) (void)::ftruncate(spill_fd_, 0);
 }
 
 bool pg_store::is_pending(page_no page) const noexcept {
-    while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
-    bool found = spilled_.count(page) != 0;
-    spilled_lock_.clear(std::memory_order_release);
-    return found;
+    std::lock_guard<const common::spin_lock> hold(spilled_lock_);
+    return spilled_.count(page) != 0;
 }
 
 std::size_t pg_store::pending_count() const noexcept {
-    while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
-    std::size_t n = spilled_.size();
-    spilled_lock_.clear(std::memory_order_release);
-    return n;
+    std::lock_guard<const common::spin_lock> hold(spilled_lock_);
+    return spilled_.size();
 }
 
 std::vector<page_no> pg_store::pending_pages() const {
     std::vector<page_no> out;
-    while (spilled_lock_.test_and_set(std::memory_order_acquire)) sched_yield();
-    for (const auto& [page, offset] : spilled_) out.push_back(page);
-    spilled_lock_.clear(std::memory_order_release);
+    {
+        std::lock_guard<const common::spin_lock> hold(spilled_lock_);
+        for (const auto& [page, offset] : spilled_) out.push_back(page);
+    }
     std::sort(out.begin(), out.end());
     return out;
 }

@@ -49,6 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/sigsafe.hpp"
 #include "storage/storage.hpp"
 
 namespace steppe::storage {
@@ -141,7 +142,7 @@ private:
     int spill_fd_ = -1;
     std::uint64_t spill_end_ = 0;
     std::unordered_map<page_no, std::uint64_t> spilled_;
-    mutable std::atomic_flag spilled_lock_ = ATOMIC_FLAG_INIT;  // readers are fault handlers
+    common::spin_lock spilled_lock_;  // readers are fault handlers
 };
 
 }  // namespace steppe::storage
