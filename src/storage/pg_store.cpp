@@ -140,6 +140,13 @@ pg_address parse_pg_address(const std::string& url) {
     const auto colon = url.find(':', scheme_end);
     if (at != std::string::npos && colon != std::string::npos && colon < at && at < q)
         a.shown = url.substr(0, colon) + url.substr(at);
+    // ...and ?password=... (libpq's parameter) masked.
+    for (auto p = a.shown.find("password=", a.shown.find('?')); p != std::string::npos;
+         p = a.shown.find("password=", p + 1)) {
+        if (a.shown[p - 1] != '?' && a.shown[p - 1] != '&') continue;
+        const auto end = a.shown.find('&', p);
+        a.shown.replace(p + 9, end == std::string::npos ? std::string::npos : end - p - 9, "***");
+    }
     return a;
 }
 
@@ -511,10 +518,10 @@ void pg_store::adopt_store_row(const pg_result& row) {
     page_count_ = page_no(row.integer(0, 4));
     fence_ = row.integer(0, 6);
     auto meta = bytea_of(row, 0, 5, path_);
-    if (meta.size() != meta_size || page_count_ > max_pages)
+    if (meta.size() != meta_size || row.integer(0, 4) < 0 || page_count_ > max_pages || row.integer(0, 3) < 0)
         throw error(errc::corrupt, path_ + ": the store's row in steppe_store is damaged (meta of " +
-                                       std::to_string(meta.size()) + " bytes, " + std::to_string(page_count_) +
-                                       " pages); run `steppe check " + path_ + "`");
+                                       std::to_string(meta.size()) + " bytes, " + row.text(0, 4) + " pages, commit " +
+                                       row.text(0, 3) + "); run `steppe check " + path_ + "`");
     std::memcpy(meta_.data(), meta.data(), meta_size);
     snapshot_.store(txn_seq_, std::memory_order_release);
 }
@@ -530,6 +537,16 @@ void pg_store::open_as_writer() {
     pg_result row = control_->exec("reading the store's row", select.c_str(), {address_.store});
     if (row.rows() == 0) {
         if (!opts_.create) throw error(errc::not_found, "store " + path_ + " does not exist");
+        // Page versions without their store's row are damage (the row was
+        // deleted), not room for a new store: its commits would show them.
+        // (Unless another process made the store, and committed, just now.)
+        if (control_->exec("looking for the store's pages", "SELECT 1 FROM steppe_page WHERE store = $1 LIMIT 1",
+                           {address_.store})
+                    .rows() != 0 &&
+            control_->exec("reading the store's row", select.c_str(), {address_.store}).rows() == 0)
+            throw error(errc::corrupt, "store " + path_ + ": its row in steppe_store is gone but its page versions "
+                                                          "are in steppe_page; no new store is made over them (restore "
+                                                          "the row, or delete the versions to start afresh)");
         meta_bytes zeros{};
         std::byte id[16];
         if (getrandom(id, sizeof id, 0) != ssize_t(sizeof id))

@@ -22,6 +22,13 @@ public:
     // A crash of the server (pg_ctl stop -m immediate), and its start again.
     void crash();
     void start();
+    // Ends a backend's session as a network cut seen by the server would
+    // (pg_terminate_backend).
+    void terminate(int backend_pid) const;
+    // Puts `line` first in pg_hba.conf and reloads the configuration.
+    void add_hba_line(const std::string& line) const;
+    // ALTER SYSTEM SET `setting` = `value` (RESET with an empty value) and a reload.
+    void set(const std::string& setting, const std::string& value) const;
 
 private:
     pg_server() = default;
