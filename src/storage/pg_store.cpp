@@ -588,6 +588,18 @@ void pg_store::open_as_writer() {
     const std::string take = std::string("UPDATE steppe_store SET fence = fence + 1 WHERE name = $1 RETURNING ") +
                              store_columns;
     adopt_store_row(control_->exec("taking the writer's fence", take.c_str(), {address_.store}));
+    // P1 says no version is past the store row's commit. One that is (the
+    // store row restored from an older copy than steppe_page, a row added
+    // by hand) would become part of the next commit, which is to write
+    // versions of that number: refuse rather than adopt it.
+    pg_result past = control_->exec("looking for versions past the newest commit",
+                                    "SELECT page, txn FROM steppe_page WHERE store = $1 AND txn > $2 LIMIT 1",
+                                    {address_.store, std::to_string(txn_seq_)});
+    if (past.rows() != 0)
+        throw error(errc::corrupt, path_ + ": page " + past.text(0, 0) + " has a version of commit " + past.text(0, 1) +
+                                       ", past the store's newest commit " + std::to_string(txn_seq_) +
+                                       " in steppe_store (P1); the next commit would take it for its own, so no "
+                                       "writer opens the store: run `steppe check " + path_ + "`");
 }
 
 void pg_store::open_as_reader() {
