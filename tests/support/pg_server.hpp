@@ -19,7 +19,7 @@ public:
     std::string url(const std::string& name, const std::string& extra = "") const;
     // Runs SQL through psql; its output, one row per line, columns by '|'.
     std::string sql(const std::string& statement) const;
-    // A crash of the server (pg_ctl stop -m immediate), and its start again.
+    // A crash of the server (as pg_ctl stop -m immediate: at once), and its start again.
     void crash();
     void start();
     // Ends a backend's session as a network cut seen by the server would
