@@ -773,9 +773,20 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
         control_->exec(what, "SELECT pg_notify('steppe', $1)", {address_.store + " " + std::to_string(txn)});
         sent_commit = true;
         control_->exec(what, "COMMIT");
+    } catch (const error& e) {
+        if (!sent_commit || !control_->lost()) {
+            control_->rollback();
+            throw;
+        }
+        // COMMIT's outcome is unknown: the caller must not take this io for
+        // "the store is at its previous commit", as before COMMIT.
+        poisoned_ = true;
+        throw error(errc::io, std::string(e.what()) + "; the connection was lost after COMMIT was sent, so whether "
+                                                      "commit " + std::to_string(txn) +
+                                  " took is unknown: this handle is poisoned; reopen the store to see which state it "
+                                  "is in");
     } catch (...) {
-        if (sent_commit && control_->lost()) poisoned_ = true;  // COMMIT's outcome is unknown
-        else control_->rollback();
+        control_->rollback();
         throw;
     }
     lock_lost_ = false;

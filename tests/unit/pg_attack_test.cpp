@@ -18,6 +18,7 @@
 #include <steppe/error.hpp>
 #include <steppe/steppe.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -187,6 +188,8 @@ TEST_F(PgAttackTest, AServerCrashAtRandomInstantsLosesNoReturnedCommitAndShowsNo
         });
         std::uint64_t got = 0, seen = 0;
         ASSERT_TRUE(writer.receive(got));
+        ASSERT_NE(got, failed);
+        returned = got;
         ASSERT_TRUE(reader.receive(seen));
         sleep_random(40000);
         server->crash();
@@ -244,6 +247,104 @@ TEST_F(PgAttackTest, CuttingTheWritersConnectionMidCommitLosesNoReturnedCommit) 
     while (writer.receive(txn) && writer.receive(pid)) returned = std::max(returned, txn);
     EXPECT_GT(returned, std::uint64_t(cuts) / 2);
     expect_whole(returned);
+}
+
+// A writer stopped (SIGSTOP) at a random instant of its commits, its session
+// ended by the server while it sleeps, and its store taken over by another
+// writer that commits: woken, the first writer can commit nothing more
+// (locked, or poisoned when its COMMIT's answer was lost), and every commit
+// it saw return is at or before the new writer's first.
+TEST_F(PgAttackTest, AWriterTakenOverAtARandomInstantCommitsNothingAfter) {
+    {
+        auto s = open();
+        workload::run(*s, 1, 2);
+    }
+    for (int round = 0, n = rounds(3, 60); round < n; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        test::child old_writer([this](test::child& me) -> int {
+            auto s = open(url, false, 1);
+            me.send(std::uint64_t(backend_of(*s)));
+            for (std::uint64_t txn = workload::committed_txn(*s) + 1;; ++txn) {
+                try {
+                    workload::run_one(*s, txn, txn % 3 == 0);
+                } catch (const error& e) {
+                    // io only for a COMMIT whose answer was lost, and saying so.
+                    if (e.code() == errc::io && !std::strstr(e.what(), "whether commit")) {
+                        std::fprintf(stderr, "old writer: %s\n", e.what());
+                        return 1;
+                    }
+                    me.send(failed);
+                    me.send(std::uint64_t(e.code()));
+                    return 0;
+                }
+                me.send(txn);
+            }
+        });
+        std::uint64_t pid = 0, got = 0, returned = 0;
+        ASSERT_TRUE(old_writer.receive(pid));
+        ASSERT_TRUE(old_writer.receive(got));
+        sleep_random(20000);
+        ::kill(old_writer.pid(), SIGSTOP);
+        server->terminate(int(pid));
+        auto taker = open();
+        const std::uint64_t taken_at = workload::committed_txn(*taker);
+        workload::run(*taker, taken_at + 1, taken_at + 3);
+        ::kill(old_writer.pid(), SIGCONT);
+        std::uint64_t code = 0;
+        while (old_writer.receive(got) && got != failed) returned = got;
+        ASSERT_EQ(got, failed) << "the old writer went on committing";
+        ASSERT_TRUE(old_writer.receive(code));
+        EXPECT_TRUE(errc(code) == errc::locked || errc(code) == errc::poisoned || errc(code) == errc::io)
+            << to_string(errc(code));
+        EXPECT_EQ(old_writer.exit_code(), 0);
+        EXPECT_LE(returned, taken_at) << "a commit of the old writer returned after the store was taken over";
+        EXPECT_EQ(workload::committed_txn(*taker), taken_at + 3);
+        EXPECT_EQ(workload::verify(*taker), "");
+        taker.reset();
+        expect_whole(taken_at + 3);
+        if (HasFailure()) return;
+    }
+}
+
+// Many processes opening writers at once on a database steppe has never
+// used (its tables made by the first) and creating one store exclusively:
+// every open of a store of its own succeeds, exactly one exclusive create.
+TEST_F(PgAttackTest, FirstOpensAtOnceInAFreshDatabase) {
+    server->sql("CREATE DATABASE fresh");
+    std::string base = url;
+    base.replace(base.find("/postgres?"), 10, "/fresh?");
+    const std::string shared = base.substr(0, base.find("store=")) + "store=shared";
+    std::vector<std::unique_ptr<test::child>> openers;
+    for (int i = 0; i < 6; ++i)
+        openers.push_back(std::make_unique<test::child>([&, i](test::child& me) {
+            me.report_and_wait();  // all start together
+            {
+                auto s = open(base.substr(0, base.find("store=")) + "store=own" + std::to_string(i));
+                workload::run(*s, 1, 2);
+            }
+            storage::options o;
+            o.exclusive_create = true;
+            try {
+                storage::storage::open(shared, o);
+                return 0;
+            } catch (const error& e) {
+                return e.code() == errc::exists ? 10 : e.code() == errc::locked ? 11 : 12;
+            }
+        }));
+    for (auto& o : openers) ASSERT_TRUE(o->wait_for_report());
+    for (auto& o : openers) o->go();
+    int made = 0;
+    for (auto& o : openers) {
+        const int rc = o->exit_code();
+        EXPECT_TRUE(rc == 0 || rc == 10) << "exit " << rc;
+        made += rc == 0;
+    }
+    EXPECT_EQ(made, 1);
+    for (int i = 0; i < 6; ++i) {
+        auto s = open(base.substr(0, base.find("store=")) + "store=own" + std::to_string(i), true);
+        EXPECT_EQ(workload::committed_txn(*s), 2u);
+        EXPECT_EQ(workload::verify(*s), "");
+    }
 }
 
 // A fault's fetch connection ended by the server at random instants while
