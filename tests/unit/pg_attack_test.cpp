@@ -93,6 +93,20 @@ protected:
         EXPECT_EQ(workload::verify(*s), "");
         EXPECT_EQ(s->check(), std::vector<std::string>{});
     }
+    // In a reader process: opens the store at `at` read-only and compares
+    // the whole snapshot with the model of the commit its meta names;
+    // reports that commit to the test, or `failed` (and false) on a difference.
+    bool walk_snapshot(test::child& me, const std::string& at) {
+        auto r = open(at, true);
+        const std::string problem = workload::verify(*r);
+        if (!problem.empty()) {
+            std::fprintf(stderr, "reader: %s\n", problem.c_str());
+            me.send(failed);
+            return false;
+        }
+        me.send(workload::committed_txn(*r));
+        return true;
+    }
     // Waits until the server has seen every session but the test's own
     // (psql's) and `others` end.
     void wait_for_sessions(int others) {
@@ -168,14 +182,7 @@ TEST_F(PgAttackTest, AServerCrashAtRandomInstantsLosesNoReturnedCommitAndShowsNo
         test::child reader([this](test::child& me) {
             for (;;) {
                 try {
-                    auto r = open(url + "&cache_mib=0&fault_wait_s=30", true);
-                    const std::string problem = workload::verify(*r);
-                    if (!problem.empty()) {
-                        std::fprintf(stderr, "reader: %s\n", problem.c_str());
-                        me.send(failed);
-                        return 1;
-                    }
-                    me.send(workload::committed_txn(*r));
+                    if (!walk_snapshot(me, url + "&cache_mib=0&fault_wait_s=30")) return 1;
                 } catch (const error& e) {
                     if (e.code() != errc::io) {  // the server away, or the snapshot no longer kept: told
                         std::fprintf(stderr, "reader: %s\n", e.what());
@@ -459,16 +466,8 @@ TEST_F(PgAttackTest, ReadersInOtherProcessesSeeOnlyCommittedSnapshots) {
     std::vector<std::unique_ptr<test::child>> readers;
     for (int i = 0; i < 3; ++i)
         readers.push_back(std::make_unique<test::child>([this, i](test::child& me) {
-            for (;;) {
-                auto r = open(url + (i == 0 ? "&cache_mib=0" : ""), true);
-                const std::string problem = workload::verify(*r);
-                if (!problem.empty()) {
-                    std::fprintf(stderr, "reader: %s\n", problem.c_str());
-                    me.send(failed);
-                    return 1;
-                }
-                me.send(workload::committed_txn(*r));
-            }
+            for (;;)
+                if (!walk_snapshot(me, url + (i == 0 ? "&cache_mib=0" : ""))) return 1;
         }));
     ::usleep(long_run() ? 30000000 : 1500000);
     writer.kill();
