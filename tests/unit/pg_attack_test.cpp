@@ -32,6 +32,7 @@
 #include "support/child.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
+#include "support/filled_commits.hpp"
 #include "support/pg_server.hpp"
 #include "support/store_model.hpp"
 
@@ -164,6 +165,52 @@ TEST_F(PgAttackTest, KillingTheWriterAtRandomInstantsLosesNoReturnedCommit) {
         if (HasFailure()) return;
     }
     EXPECT_GT(returned, 12u);
+}
+
+// kill -9 of a writer at a random instant of a big commit (1,000 pages, 4
+// MiB sent in COPY chunks, half of them spilled first): the store is at the
+// commit before or at that one, whole, never part of it.
+TEST_F(PgAttackTest, KillingTheWriterMidABigCommitLeavesItWholeOrAbsent) {
+    constexpr std::uint64_t big = 1000;
+    std::chrono::microseconds took;
+    {
+        auto s = open();
+        const auto start = std::chrono::steady_clock::now();
+        test::commit_filled(*s, 1, big);
+        took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+    }
+    std::uint64_t returned = 1;
+    for (int round = 0, n = rounds(3, 40); round < n; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        test::child writer([this](test::child& me) {
+            auto s = open();
+            me.send(s->txn_seq());
+            for (std::uint64_t txn = s->txn_seq() + 1;; ++txn) {
+                std::vector<std::byte> image(storage::page_size, std::byte(txn));
+                std::vector<storage::page_image> pages;
+                for (std::uint64_t p = 0; p < big; ++p) pages.push_back({p, image.data()});
+                storage::meta_bytes meta{};
+                meta[0] = std::byte(txn);
+                s->spill({pages.data(), big / 2});
+                s->commit({pages.data() + big / 2, big / 2}, meta);
+                me.send(txn);
+            }
+            return 0;
+        });
+        std::uint64_t got = 0;
+        ASSERT_TRUE(writer.receive(got));
+        returned = std::max(returned, got);
+        sleep_random(int(3 * took.count()));  // the open, then some way into the first or second commit
+        writer.kill();
+        while (writer.receive(got)) returned = got;
+        auto s = open(url + "&cache_mib=0", true);
+        EXPECT_GE(s->txn_seq(), returned);
+        EXPECT_LE(s->txn_seq(), returned + 1);
+        EXPECT_EQ(test::filled_problem(*s, std::uint8_t(s->txn_seq())), "");
+        EXPECT_EQ(s->check(), std::vector<std::string>{});
+        if (HasFailure()) return;
+    }
+    EXPECT_GT(returned, 1u) << "no commit was ever let finish";
 }
 
 // The server stopped like a power cut at random instants while a writer
