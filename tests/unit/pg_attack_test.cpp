@@ -74,6 +74,13 @@ protected:
     static int backend_of(const storage::storage& s) {
         return dynamic_cast<const storage::pg_store&>(s).backend_pid();
     }
+    // A statement's one number (psql may print a warning line before it:
+    // pg_terminate_backend of a backend that has just gone).
+    int number_of(const std::string& statement) {
+        std::string out = server->sql(statement);
+        while (!out.empty() && out.back() == '\n') out.pop_back();
+        return std::stoi(out.substr(out.rfind('\n') + 1));
+    }
     std::uint64_t versions() {
         return std::stoull(server->sql("SELECT count(*) FROM steppe_page WHERE store = '" + name + "'"));
     }
@@ -112,8 +119,8 @@ protected:
     // (psql's) and `others` end.
     void wait_for_sessions(int others) {
         for (int i = 0; i < 250; ++i) {
-            if (std::stoi(server->sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-                                      "AND pid <> pg_backend_pid()")) <= others)
+            if (number_of("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> "
+                          "pg_backend_pid()") <= others)
                 return;
             ::usleep(20000);
         }
@@ -431,7 +438,7 @@ TEST_F(PgAttackTest, CuttingTheFetchConnectionMidFaultLosesNothing) {
     int cuts = 0;
     while (reader.receive(walked)) {
         sleep_random(3000);
-        cuts += std::stoi(server->sql(cut));
+        cuts += number_of(cut);
     }
     EXPECT_EQ(reader.exit_code(), 0);
     EXPECT_EQ(walked, std::uint64_t(walks - 1));
@@ -532,6 +539,56 @@ TEST_F(PgAttackTest, ReadersInOtherProcessesSeeOnlyCommittedSnapshots) {
         EXPECT_GT(snapshots, 2u);
         EXPECT_GT(last, first) << "the reader never saw a newer commit";
     }
+    expect_whole(returned);
+}
+
+// Readers in other processes whose sessions (the registration's or the
+// fetch's) the server ends at random instants while a writer commits and
+// collects after every commit: a reader whose registration went is told
+// ("is no longer kept", io) and opens again; none is handed a mix.
+TEST_F(PgAttackTest, ReadersWhoseSessionsAreCutWhileAWriterCollectsAreToldNotMisled) {
+    {
+        auto s = open();
+        workload::run(*s, 1, 2);
+    }
+    auto writer = committing_writer(url, 1, false);
+    std::vector<std::unique_ptr<test::child>> readers;
+    for (int i = 0; i < 2; ++i)
+        readers.push_back(std::make_unique<test::child>([this](test::child& me) -> int {
+            for (;;) {
+                try {
+                    if (!walk_snapshot(me, url + "&cache_mib=0&application_name=cut_reader")) return 1;
+                } catch (const error& e) {
+                    if (e.code() != errc::io) {
+                        std::fprintf(stderr, "reader: %s\n", e.what());
+                        me.send(failed);
+                        return 1;
+                    }
+                    me.send(failed - 1);  // told
+                }
+            }
+        }));
+    int cuts = 0;
+    for (int i = 0, n = rounds(25, 400); i < n; ++i) {
+        sleep_random(60000);
+        cuts += number_of("SELECT count(pg_terminate_backend(pid)) FROM (SELECT pid FROM pg_stat_activity WHERE "
+                          "application_name = 'cut_reader' ORDER BY random() LIMIT 1) v");
+    }
+    writer.kill();
+    std::uint64_t returned = 0, got = 0;
+    while (writer.receive(got)) returned = got;
+    std::uint64_t walks = 0, told = 0;
+    for (auto& r : readers) {
+        r->kill();
+        while (r->receive(got)) {
+            ASSERT_NE(got, failed) << "a reader saw what was never committed";
+            ++(got == failed - 1 ? told : walks);
+        }
+    }
+    std::printf("%d sessions cut, %llu walks, %llu times told\n", cuts, static_cast<unsigned long long>(walks),
+                static_cast<unsigned long long>(told));
+    EXPECT_GT(cuts, 0);
+    EXPECT_GT(walks, 2u);
     expect_whole(returned);
 }
 
