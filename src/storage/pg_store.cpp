@@ -970,11 +970,21 @@ storage::memory pg_store::memory_bytes() const noexcept {
 std::vector<std::string> pg_store::check() const {
     std::vector<std::string> findings;
     const std::string at = path_ + ": ";
-    pg_result row = control_->exec("checking the store", "SELECT txn, page_count FROM steppe_store WHERE name = $1",
+    pg_result row = control_->exec("checking the store",
+                                   "SELECT txn, page_count, format, length(meta) FROM steppe_store WHERE name = $1",
                                    {address_.store});
     if (row.rows() == 0) return {at + "the store's row in steppe_store is gone"};
     const std::uint64_t newest = std::uint64_t(row.integer(0, 0));
     const page_no count = page_no(row.integer(0, 1));
+    // What open checks, as the row is now (damage after this handle's open).
+    const std::string damaged = at + "the store's row in steppe_store is damaged: ";
+    if (row.integer(0, 0) < 0) findings.push_back(damaged + "commit " + row.text(0, 0));
+    if (row.integer(0, 1) < 0 || count > max_pages) findings.push_back(damaged + "it has " + row.text(0, 1) + " pages");
+    if (row.integer(0, 3) != std::int64_t(meta_size))
+        findings.push_back(damaged + "meta of " + row.text(0, 3) + " bytes, not " + std::to_string(meta_size));
+    if (row.integer(0, 2) != pg_format)
+        findings.push_back(at + "the store's row in steppe_store is of format " + row.text(0, 2) +
+                           "; this build reads format " + std::to_string(pg_format));
     // Every version of every page, by ranges of pages so memory stays bounded.
     const auto last = control_->exec("checking page versions",
                                      "SELECT coalesce(max(page), -1) FROM steppe_page WHERE store = $1", {address_.store})
@@ -999,12 +1009,14 @@ std::vector<std::string> pg_store::check() const {
             if (txn > newest)
                 findings.push_back(where + " is past the store's newest commit " + std::to_string(newest) +
                                    " (P1: a commit's rows and its store row go together)");
+            else if (txn == 0)
+                findings.push_back(where + " is of commit 0, which no commit is (the first is 1)");
             if (page >= count)
                 findings.push_back(where + " is past the store's " + std::to_string(count) + " pages");
         }
     }
     pg_result readers = control_->exec("checking readers", "SELECT id, txn FROM steppe_reader WHERE store = $1 AND txn > $2",
-                                       {address_.store, std::to_string(newest)});
+                                       {address_.store, row.text(0, 0)});
     for (int r = 0; r < readers.rows(); ++r)
         findings.push_back(at + "reader " + readers.text(r, 0) + " reads commit " + readers.text(r, 1) +
                            ", past the newest " + std::to_string(newest));

@@ -620,11 +620,16 @@ TEST_F(PgAttackTest, DamagedPageRowsAreNamedAndNeverRead) {
     for (int i = 0; i < 4; ++i)
         server->sql(std::string("UPDATE steppe_page SET ") + damage[i] + " WHERE store = '" + name +
                     "' AND page = " + std::to_string(victims[std::size_t(i)]));
+    // And a sound version of commit 0, which no commit is.
+    const std::string first = std::to_string(number_of("SELECT min(page) FROM steppe_page WHERE store = '" + name + "'"));
+    server->sql("INSERT INTO steppe_page SELECT store, page, 0, sum, image FROM steppe_page WHERE store = '" + name +
+                "' AND page = " + first);
     auto check = test::run_cli("check '" + url + "'");
     EXPECT_EQ(check.exit_code, 1) << check.out;
     for (int p : victims) EXPECT_CONTAINS(check.out, "page " + std::to_string(p) + " version of commit 1");
     EXPECT_CONTAINS(check.out, "is 100 bytes, not 4096");
     EXPECT_CONTAINS(check.out, "is 4097 bytes, not 4096");
+    EXPECT_CONTAINS(check.out, "page " + first + " version of commit 0 is of commit 0");
     EXPECT_EQ(check.out.find(" 0 findings"), std::string::npos) << check.out;
     for (bool read_only : {true, false}) {
         auto s = open(url + "&cache_mib=0", read_only);
@@ -633,7 +638,7 @@ TEST_F(PgAttackTest, DamagedPageRowsAreNamedAndNeverRead) {
             EXPECT_ERROR(errc::corrupt, "page " + std::to_string(p) + " (version of commit 1",
                          s->read_page(storage::page_no(p), page.data()));
         s->read_page(storage::page_no(victims[0] + 1), page.data());  // its neighbour reads
-        EXPECT_EQ(s->check().size(), 4u);
+        EXPECT_EQ(s->check().size(), 5u);
     }
 }
 
@@ -667,7 +672,8 @@ TEST_F(PgAttackTest, AVersionPastTheStoreRowIsNamedNotReadAndNotAdopted) {
 }
 
 // Damage to the store's own row: open fails with corrupt (or version) naming
-// it, and `steppe check URL` reports it as a finding, never "0 findings".
+// it, `steppe check URL` reports it as a finding, never "0 findings", and so
+// does check() on a handle opened before the damage.
 TEST_F(PgAttackTest, ADamagedStoreRowIsCorruptNotReadAsAStore) {
     struct damage {
         const char* set;
@@ -675,22 +681,24 @@ TEST_F(PgAttackTest, ADamagedStoreRowIsCorruptNotReadAsAStore) {
         const char* says;
     };
     const damage cases[] = {
-        {"page_count = -5", errc::corrupt, "steppe_store is damaged"},
-        {"page_count = 4294967297", errc::corrupt, "steppe_store is damaged"},
+        {"page_count = -5", errc::corrupt, "-5 pages"},
+        {"page_count = 4294967297", errc::corrupt, "4294967297 pages"},
         {"meta = '\\x00'::bytea", errc::corrupt, "meta of 1 bytes"},
         {"meta = meta || '\\x00'::bytea", errc::corrupt, "meta of 257 bytes"},
-        {"txn = -3", errc::corrupt, "steppe_store is damaged"},
+        {"txn = -3", errc::corrupt, "commit -3"},
         {"format = 2", errc::version, "format 2"},
     };
     for (const damage& d : cases) {
         SCOPED_TRACE(d.set);
         const std::string store = name + std::to_string(&d - cases);
         const std::string at = server->url(store);
-        {
-            auto s = open(at);
-            workload::run(*s, 1, 3);
-        }
+        auto held = open(at);
+        workload::run(*held, 1, 3);
         server->sql(std::string("UPDATE steppe_store SET ") + d.set + " WHERE name = '" + store + "'");
+        const auto findings = held->check();
+        held.reset();
+        ASSERT_FALSE(findings.empty());
+        EXPECT_CONTAINS(findings[0], d.says);
         EXPECT_ERROR(d.code, d.says, open(at, true));
         EXPECT_ERROR(d.code, d.says, open(at, false));
         auto check = test::run_cli("check '" + at + "'");
