@@ -127,6 +127,10 @@ protected:
         ADD_FAILURE() << "sessions of killed processes did not end";
     }
 
+    // Commits 1 and 2, then a writer in another process that commits on and
+    // collects after every commit.
+    test::child collecting_writer();
+
     test::pg_server* server = nullptr;
     std::string name, url;
     std::uint64_t seed = 0;
@@ -153,6 +157,14 @@ test::child committing_writer(const std::string& url, std::uint64_t checkpoint_b
             me.send(txn);
         }
     });
+}
+
+test::child PgAttackTest::collecting_writer() {
+    {
+        auto s = open();
+        workload::run(*s, 1, 2);
+    }
+    return committing_writer(url, 1, false);
 }
 
 // kill -9 of the writer at random instants: in a commit's COPY, its COMMIT,
@@ -515,11 +527,7 @@ TEST_F(PgAttackTest, ReadersKilledWhileRegisteredThenCollection) {
 // is exactly a committed state (the workload's model of the commit its meta
 // names), never a mix, never a collected version's zeros.
 TEST_F(PgAttackTest, ReadersInOtherProcessesSeeOnlyCommittedSnapshots) {
-    {
-        auto s = open();
-        workload::run(*s, 1, 2);
-    }
-    auto writer = committing_writer(url, 1, false);
+    auto writer = collecting_writer();
     std::vector<std::unique_ptr<test::child>> readers;
     for (int i = 0; i < 3; ++i)
         readers.push_back(std::make_unique<test::child>([this, i](test::child& me) {
@@ -550,11 +558,7 @@ TEST_F(PgAttackTest, ReadersInOtherProcessesSeeOnlyCommittedSnapshots) {
 // collects after every commit: a reader whose registration went is told
 // ("is no longer kept", io) and opens again; none is handed a mix.
 TEST_F(PgAttackTest, ReadersWhoseSessionsAreCutWhileAWriterCollectsAreToldNotMisled) {
-    {
-        auto s = open();
-        workload::run(*s, 1, 2);
-    }
-    auto writer = committing_writer(url, 1, false);
+    auto writer = collecting_writer();
     std::vector<std::unique_ptr<test::child>> readers;
     for (int i = 0; i < 2; ++i)
         readers.push_back(std::make_unique<test::child>([this](test::child& me) -> int {
