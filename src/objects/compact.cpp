@@ -17,6 +17,16 @@
 //      next_page and counts (O4)
 // storage::rewrite_store runs it under the writer lock (readers refused, the
 // log checkpointed) and swaps the file in.
+//
+// Migration (engine/migration.hpp) is the same pass with a plan: an object
+// of a converted type is placed at its new size (step 3), built element by
+// element by the plan (step 4: T{}, the carried fields, the conversion
+// function) instead of copied, and the catalog written is the plan's (step
+// 5). Step 4 forwards the references of the new layout, so a reference
+// carried over or set by the function from old.get<ref<U>>() (an old oid)
+// names the object's new oid afterwards. A reference names a whole object,
+// never a byte inside one, so nothing like the page engine's C5 is needed:
+// any field may be dropped.
 #include <steppe/error.hpp>
 
 #include <cstring>
@@ -42,6 +52,28 @@ struct old_segment {
     std::vector<std::byte> bytes;
 };
 
+// The new main file `temp`: the segments' pages in commits of batch_pages
+// (not synced: write_main_file syncs once), then the blobs and the meta.
+void write_pages(const std::string& temp, const std::vector<std::byte>& data, std::uint64_t next_page,
+                 const std::vector<storage::page_image>& blob_images, const storage::meta_bytes& meta,
+                 storage::env* io) {
+    storage::write_main_file(
+        temp,
+        [&](storage::storage& out) {
+            std::vector<storage::page_image> batch;
+            for (std::uint64_t p = 1; p < next_page; ++p) {
+                batch.push_back({p, data.data() + (p - 1) * page_bytes});
+                if (batch.size() == batch_pages) {
+                    out.commit(batch, storage::meta_bytes{});
+                    batch.clear();
+                }
+            }
+            batch.insert(batch.end(), blob_images.begin(), blob_images.end());
+            out.commit(batch, meta);
+        },
+        io);
+}
+
 struct new_segment {
     std::uint64_t first_page = 0;
     std::uint64_t bytes = 0;             // used, from the header on
@@ -50,12 +82,14 @@ struct new_segment {
 };
 }  // namespace
 
-compact_report engine_handle::compact(const compact_options& options) {
-    ensure_writable("compaction");
-    ensure_not_forked("compaction");
+// Opened for this alone (steppe::compact, steppe::migrate): nothing
+// uncommitted. The old files are released at the end, whatever happens,
+// without a checkpoint.
+compact_report engine_handle::rewrite(const char* what, bool write,
+                                      const std::function<compact_report(const std::string& temp)>& pass) {
+    ensure_writable(what);
+    ensure_not_forked(what);
     const std::string store = path();
-    // Opened for this alone (steppe::compact): nothing uncommitted. The old
-    // files are released at the end, whatever happens, without a checkpoint.
     struct release {
         engine_handle& e;
         ~release() {
@@ -63,13 +97,29 @@ compact_report engine_handle::compact(const compact_options& options) {
             e.close();
         }
     } closes{*this};
-    return storage::rewrite_store(*storage_, store, "compaction", true, io_, [&](const std::string& temp) {
-        return compact_into(temp, options.collect);
-    });
+    return storage::rewrite_store(*storage_, store, what, write, io_, pass);
 }
 
-compact_report engine_handle::compact_into(const std::string& temp, bool collect) {
+compact_report engine_handle::compact(const compact_options& options) {
+    return rewrite("compaction", true, [&](const std::string& temp) { return compact_into(temp, options.collect); });
+}
+
+migrate_report engine_handle::migrate(const migration& m, const migrate_options& options) {
+    return migrating::run_migration(
+        catalog_, m, path(), migrating::engine_kind::objects, [&](migrating::migration_plan& plan) {
+            return rewrite("migration", !options.dry_run,
+                           [&](const std::string& temp) { return compact_into(temp, options.collect, &plan); });
+        });
+}
+
+compact_report engine_handle::compact_into(const std::string& temp, bool collect, migrating::migration_plan* plan) {
     const std::string& store = storage_->path();
+    // The new store's types: the plan's catalog (converted entries replaced
+    // at the same indices), or the old one.
+    const types::catalog& types_after = plan ? plan->catalog : catalog_;
+    auto bytes_after = [&](const format::object_entry& e) {
+        return std::uint64_t{types_after.at(e.type).size} * e.count;
+    };
     // 1. walk
     std::vector<old_segment> segments;
     std::unordered_map<std::uint64_t, std::size_t> segment_at;  // first page -> index
@@ -125,7 +175,7 @@ compact_report engine_handle::compact_into(const std::string& temp, bool collect
         new_segment* open = nullptr;
         for (std::uint64_t oid : kept) {
             const format::object_entry& e = *entry(oid);
-            const std::uint64_t size = up16(object_bytes(e.type, e.count));
+            const std::uint64_t size = up16(bytes_after(e));
             bool full = open && (open->objects.size() >= meta_.segment_objects ||
                                  open->bytes + sizeof(format::object_entry) + sizeof(header) + size >
                                      options_.segment_bytes);
@@ -147,7 +197,7 @@ compact_report engine_handle::compact_into(const std::string& temp, bool collect
             if (offset > UINT32_MAX)
                 throw error(errc::corrupt, "compaction of " + store + ": a segment of more than 4 GiB");
             seg.offsets.push_back(static_cast<std::uint32_t>(offset));
-            offset += up16(object_bytes(e.type, e.count));
+            offset += up16(bytes_after(e));
             moved[seg.objects[i]] = format::make_oid(seg.first_page, i);
         }
         seg.bytes = offset;
@@ -173,11 +223,27 @@ compact_report engine_handle::compact_into(const std::string& temp, bool collect
             const old_segment& from = segments[segment_at.at(format::page_of(oid))];
             format::object_entry e{seg.offsets[i], old.type, old.count, 0};
             std::memcpy(image + sizeof head + i * sizeof e, &e, sizeof e);
-            std::memcpy(image + e.offset, from.bytes.data() + old.offset, object_bytes(old.type, old.count));
-            refs_of(oid, [&](std::uint64_t at) {
-                std::uint64_t w = forward(word_at(oid, at));
-                std::memcpy(image + e.offset + (at - old.offset), &w, sizeof w);
-            });
+            std::byte* body = image + e.offset;
+            const std::byte* was = from.bytes.data() + old.offset;
+            if (migrating::conversion* c = plan ? plan->find(old.type) : nullptr) {
+                for (std::uint32_t k = 0; k < old.count; ++k)
+                    c->build(was + std::uint64_t{k} * c->from->size, body + std::uint64_t{k} * c->to->size);
+                ++c->objects;
+                c->elements += old.count;
+            } else {
+                std::memcpy(body, was, object_bytes(old.type, old.count));
+            }
+            // Every reference of the new layout, carried or set by a
+            // conversion function, holds an old oid (or none) until here.
+            const types::layout& l = types_after.at(old.type);
+            for (std::uint32_t k = 0; k < old.count; ++k)
+                for (std::uint32_t at : l.refs) {
+                    std::byte* slot = body + std::uint64_t{k} * l.size + at;
+                    std::uint64_t w;
+                    std::memcpy(&w, slot, sizeof w);
+                    w = forward(w);
+                    std::memcpy(slot, &w, sizeof w);
+                }
         }
     }
 
@@ -188,8 +254,8 @@ compact_report engine_handle::compact_into(const std::string& temp, bool collect
     std::uint64_t blob_page = next_page;
     storage::page_source source{[&](std::uint32_t, std::uint64_t) { return blob_page++; }, [](storage::page_no) {}};
     std::vector<storage::page_no> catalog_chain, roots_chain;
-    if (meta_.catalog.pages)
-        meta.catalog = storage::write_blob(catalog_.encode(), format::catalog_owner, catalog_chain, source, buffers,
+    if (meta_.catalog.pages || plan)
+        meta.catalog = storage::write_blob(types_after.encode(), format::catalog_owner, catalog_chain, source, buffers,
                                            blob_images);
     root_table roots = committed_roots_;
     for (auto& [name, r] : roots) r.address = forward(r.address);
@@ -201,21 +267,7 @@ compact_report engine_handle::compact_into(const std::string& temp, bool collect
     meta.segments = placed.size();
     storage::meta_bytes raw{};
     std::memcpy(raw.data(), &meta, sizeof meta);
-    storage::write_main_file(
-        temp,
-        [&](storage::storage& out) {
-            std::vector<storage::page_image> batch;
-            for (std::uint64_t p = 1; p < next_page; ++p) {
-                batch.push_back({p, data.data() + (p - 1) * page_bytes});
-                if (batch.size() == batch_pages) {
-                    out.commit(batch, storage::meta_bytes{});
-                    batch.clear();
-                }
-            }
-            batch.insert(batch.end(), blob_images.begin(), blob_images.end());
-            out.commit(batch, raw);
-        },
-        io_);
+    if (!temp.empty()) write_pages(temp, data, next_page, blob_images, raw, io_);
 
     // The report: kept and freed by type name.
     compact_report r;

@@ -1,8 +1,9 @@
-// Migration (migrate.hpp, docs/design.md "Migration"): the public API's view
-// of an old object, and the plan: for each converted type, which stored
-// field each new field takes (by name where both layouts name every field,
-// else by position), checked before anything is written.
-#include "page/migrate.hpp"
+// Migration (migration.hpp, docs/design.md "Migration"): the public API's
+// view of an old object, and the plan both engines follow: for each
+// converted type, which stored field each new field takes (by name where
+// both layouts name every field, else by position), checked before anything
+// is written.
+#include "engine/migration.hpp"
 
 #include <steppe/error.hpp>
 
@@ -44,7 +45,7 @@ void old_object::require(const types::field& f, std::size_t size, types::field_k
                                          " bytes), not " + as);
 }
 
-namespace page {
+namespace migrating {
 namespace {
 
 std::string describe(const types::field& f, std::size_t index) {
@@ -64,18 +65,37 @@ const types::field* named(const types::layout& l, const std::string& name) {
     return nullptr;
 }
 
-// Refusals that hold for the type whatever its fields.
+// The name a stored type has after the migration: its conversion's new
+// type's, or its own.
+std::string renamed(const migration& m, const std::string& stored) {
+    for (const migration::conversion& c : m.conversions())
+        if (c.from == stored) return c.to().name;
+    return stored;
+}
+
+// Refusals that hold for the type whatever its fields: what the engine's
+// objects cannot hold, a type held by value in another, unknown renames.
 void refuse_type(const types::catalog& old, const types::layout& from, const migration::conversion& c,
-                 const std::string& path) {
+                 const std::string& path, engine_kind kind) {
     const std::string where = "migration of " + path + ": type " + from.name;
+    const types::layout& to = c.to();
     if (!from.vptrs.empty())
         throw error(errc::unsupported, where + " has virtual functions (vtable pointers); such types are not " +
                                            "migrated yet");
-    if (!from.refs.empty())
+    if (kind == engine_kind::page && !from.refs.empty())
         throw error(errc::unsupported, where + " holds object-engine references; not migrated");
+    if (kind == engine_kind::objects && !to.pointers.empty())
+        throw error(errc::unsupported, where + " would become " + to.name + ", which holds a raw pointer at offset " +
+                                           std::to_string(to.pointers[0]) + types::field_context(to, to.pointers[0]) +
+                                           "; the object engine stores references (steppe::objects::ref<T>)");
+    if (kind == engine_kind::objects && to.align > 16)
+        throw error(errc::unsupported, where + " would become " + to.name + ", aligned to " +
+                                           std::to_string(to.align) + " bytes; the object engine aligns to 16");
     for (const types::layout& l : old.entries())
         for (const types::field& f : l.fields) {
-            if (f.kind == types::field_kind::pointer || f.kind == types::field_kind::scalar) continue;
+            if (f.kind == types::field_kind::pointer || f.kind == types::field_kind::scalar ||
+                f.kind == types::field_kind::reference)
+                continue;
             bool holds = f.type == from.name || f.type.rfind(from.name + " [", 0) == 0 ||
                          f.type.rfind(from.name + "[", 0) == 0;
             if (holds && &l != &from)
@@ -87,9 +107,45 @@ void refuse_type(const types::catalog& old, const types::layout& from, const mig
     for (const auto& [stored, renamed] : c.renames) {
         if (!named(from, stored))
             throw error(errc::invalid_argument, where + " has no field '" + stored + "' to rename");
-        if (!named(c.to(), renamed))
+        if (!named(to, renamed))
             throw error(errc::invalid_argument, where + ": the rename to '" + renamed + "' names no field of " +
-                                                    c.to().name);
+                                                    to.name);
+    }
+}
+
+// Where a matched field of the same bytes still changed meaning: an
+// object-engine reference inside it that referred to one type and now
+// refers to another (not the first's new name): "refers to A in the store,
+// to B in the program", else "". A version 2 entry recorded no targets.
+std::string target_change(const migration& m, const types::layout& from, const types::field& g,
+                          const types::layout& to, const types::field& f) {
+    if (from.ref_targets.size() != from.refs.size() || to.ref_targets.size() != to.refs.size()) return {};
+    for (std::size_t i = 0; i < from.refs.size(); ++i) {
+        if (from.refs[i] < g.offset || from.refs[i] >= g.offset + g.size) continue;
+        const std::uint32_t at = f.offset + (from.refs[i] - g.offset);
+        for (std::size_t j = 0; j < to.refs.size(); ++j)
+            if (to.refs[j] == at && to.ref_targets[j].type != renamed(m, from.ref_targets[i].type))
+                return "refers to " + from.ref_targets[i].type + " in the store, to " + to.ref_targets[j].type +
+                       " in " + to.name;
+    }
+    return {};
+}
+
+// A type the migration leaves as it is must not refer to one it renames: its
+// catalog entry would name a type the store no longer has.
+void refuse_stale_targets(const types::catalog& old, const migration& m, const std::string& path) {
+    for (const types::layout& l : old.entries()) {
+        bool converted = false;
+        for (const migration::conversion& c : m.conversions()) converted = converted || c.from == l.name;
+        if (converted) continue;
+        for (std::size_t i = 0; i < l.ref_targets.size() && i < l.refs.size(); ++i) {
+            const std::string& target = l.ref_targets[i].type;
+            if (renamed(m, target) == target) continue;
+            throw error(errc::type_mismatch,
+                        "migration of " + path + ": type " + l.name + " refers to " + target + " (offset " +
+                            std::to_string(l.refs[i]) + types::field_context(l, l.refs[i]) + "), which becomes " +
+                            renamed(m, target) + "; convert " + l.name + " too (its fields are carried over)");
+        }
     }
 }
 
@@ -135,7 +191,8 @@ void migration_plan::refuse_pointer(const conversion& c, std::uint64_t offset) c
                                        "forwarded (keep the field, or clear the pointer first)");
 }
 
-migration_plan plan_migration(const types::catalog& old, const migration& m, const std::string& path) {
+migration_plan plan_migration(const types::catalog& old, const migration& m, const std::string& path,
+                              engine_kind kind) {
     migration_plan plan{old, {}, path};
     for (const migration::conversion& c : m.conversions()) {
         std::optional<types::catalog::index> i = old.find(c.from);
@@ -146,7 +203,7 @@ migration_plan plan_migration(const types::catalog& old, const migration& m, con
             throw error(errc::invalid_argument, "migration of " + path + ": type " + c.from + " is converted twice");
         const types::layout& from = old.at(*i);
         const types::layout& to = c.to();
-        refuse_type(old, from, c, path);
+        refuse_type(old, from, c, path, kind);
         conversion& plan_c = plan.by_type[*i];
         plan_c = {*i, &from, &to, &c, {}, 0, 0};
         const bool by_name = names_every_field(from) && names_every_field(to);
@@ -154,21 +211,25 @@ migration_plan plan_migration(const types::catalog& old, const migration& m, con
             const types::field* g = source(from, to, k, c, by_name);
             if (!g) continue;  // new: as T{} made it
             const types::field& f = to.fields[k];
-            if (g->kind == f.kind && g->size == f.size && g->type_fp == f.type_fp) {
+            std::string change = g->kind == f.kind && g->size == f.size && g->type_fp == f.type_fp
+                                     ? target_change(m, from, *g, to, f)
+                                     : describe(f, k) + " in " + to.name;
+            if (change.empty()) {
                 plan_c.fields.push_back({g->offset, f.offset, f.size});
                 continue;
             }
             if (!c.fill)
                 throw error(errc::type_mismatch,
                             "migration of " + path + ": type " + from.name + ", " +
-                                describe(*g, static_cast<std::size_t>(g - from.fields.data())) + " is " +
-                                describe(f, k) + " in " + to.name + ": its bytes cannot be carried over; give " +
-                                "convert<" + to.name + ">(\"" + c.from + "\") a conversion function (.with) " +
-                                "that fills it");
+                                describe(*g, static_cast<std::size_t>(g - from.fields.data())) + " " +
+                                (change.rfind("refers", 0) == 0 ? change : "is " + change) +
+                                ": its bytes cannot be carried over; give convert<" + to.name + ">(\"" + c.from +
+                                "\") a conversion function (.with) that fills it");
         }
         std::sort(plan_c.fields.begin(), plan_c.fields.end(),
                   [](const conversion::carried& a, const conversion::carried& b) { return a.from < b.from; });
     }
+    refuse_stale_targets(old, m, path);
     // Every name checked first: a replaced entry must not hide a later lookup.
     for (auto& [index, c] : plan.by_type) {
         try {
@@ -177,8 +238,22 @@ migration_plan plan_migration(const types::catalog& old, const migration& m, con
             throw error(e.code(), "migration of " + path + ": " + e.what());
         }
     }
+    if (std::string d = plan.catalog.program_difference(); !d.empty())
+        throw error(errc::type_mismatch, "migration of " + path + ": the program would still not open the " +
+                                             "store afterwards: " + d + "; convert that type too");
     return plan;
 }
 
-}  // namespace page
+migrate_report run_migration(const types::catalog& old, const migration& m, const std::string& path, engine_kind kind,
+                             const std::function<compact_report(migration_plan& plan)>& pass) {
+    migration_plan plan = plan_migration(old, m, path, kind);
+    migrate_report r;
+    r.compaction = pass(plan);
+    for (const migration::conversion& c : m.conversions())
+        for (const auto& [index, done] : plan.by_type)
+            if (done.how == &c) r.converted.push_back({c.from, done.to->name, done.objects, done.elements});
+    return r;
+}
+
+}  // namespace migrating
 }  // namespace steppe
