@@ -353,16 +353,7 @@ TEST_F(ObjectsCompact, AHeldStoreIsLockedAndAnEmptyStoreCompacts) {
 }
 
 pid_t start_compaction(const std::string& path) {
-    pid_t child = ::fork();
-    if (child == 0) {
-        try {
-            steppe::compact(path, {.collect = true});
-        } catch (...) {
-            ::_exit(1);
-        }
-        ::_exit(0);
-    }
-    return child;
+    return steppe::test::fork_running([&] { steppe::compact(path, {.collect = true}); });
 }
 
 TEST_F(ObjectsCompact, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {

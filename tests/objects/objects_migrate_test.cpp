@@ -20,8 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -29,6 +27,7 @@
 #include "objects_migrate_model.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
+#include "support/migration.hpp"
 #include "support/power_loss.hpp"
 #include "support/temp_dir.hpp"
 
@@ -40,26 +39,13 @@ using objapp::Book;
 using objapp::Contact;
 using objapp::Note;
 
-int run_v1(const std::string& args) {
-    int status = std::system((std::string(OBJECTS_MIGRATE_V1_PATH) + " " + args).c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+int run_v1(const std::string& args) { return steppe::test::run_program(std::string(OBJECTS_MIGRATE_V1_PATH) + " " + args); }
 
 so::options opts() {
     so::options o;
     o.durable = false;
     o.create = false;
     return o;
-}
-
-// The store's files, main file and log, as a hash.
-std::size_t file_hash(const std::string& path) {
-    std::string all;
-    for (const char* suffix : {"", "-wal"}) {
-        std::ifstream in(path + suffix, std::ios::binary);
-        all += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()) + "|";
-    }
-    return std::hash<std::string>{}(all);
 }
 
 // Program 2's migration: phone -> mobile by name; the function retypes age
@@ -139,11 +125,11 @@ protected:
     // `m` is refused with `code`, the message saying each of `parts`, and
     // the files are left byte for byte; program 1 still reads them.
     void expect_refused(const steppe::migration& m, steppe::errc code, std::initializer_list<std::string> parts) {
-        const std::size_t before = file_hash(path);
+        const std::size_t before = steppe::test::store_files_hash(path);
         steppe::error e = steppe::test::error_of([&] { steppe::migrate(path, m); });
         EXPECT_EQ(e.code(), code) << e.what();
         for (const std::string& part : parts) EXPECT_CONTAINS(e.what(), part);
-        EXPECT_EQ(file_hash(path), before);
+        EXPECT_EQ(steppe::test::store_files_hash(path), before);
         EXPECT_FALSE(fs::exists(path + ".compact"));
         EXPECT_EQ(run_v1("verify " + path), 0);
     }
@@ -195,11 +181,11 @@ TEST_F(ObjectsMigrate, ProgramTwoMigratesProgramOnesStoreAndWalksEveryObjectAndR
 }
 
 TEST_F(ObjectsMigrate, ADryRunReportsAndWritesNothing) {
-    const std::size_t before = file_hash(path);
+    const std::size_t before = steppe::test::store_files_hash(path);
     steppe::migrate_report r = steppe::migrate(path, to_v2(), {.dry_run = true});
     ASSERT_EQ(r.converted.size(), 1u);
     EXPECT_EQ(r.converted[0].elements, objapp::contact_count + 2u);
-    EXPECT_EQ(file_hash(path), before);
+    EXPECT_EQ(steppe::test::store_files_hash(path), before);
     EXPECT_FALSE(fs::exists(path + ".compact"));
     EXPECT_EQ(run_v1("verify " + path), 0);
 }
@@ -315,42 +301,30 @@ protected:
     }
     // true for the new store.
     bool expect_old_or_new(const std::string& after) {
-        try {
-            auto s = so::store::open(path, opts());
-            expect_v2(s);
-            return true;
-        } catch (const steppe::error& e) {
-            EXPECT_EQ(e.code(), steppe::errc::type_mismatch) << after << ": " << e.what();
-        }
-        EXPECT_EQ(run_v1("verify " + path), 0) << after << ": neither the new store nor the old";
-        return false;
+        return steppe::test::expect_old_or_new(
+            after,
+            [&] {
+                auto s = so::store::open(path, opts());
+                expect_v2(s);
+            },
+            std::string(OBJECTS_MIGRATE_V1_PATH) + " verify " + path);
+    }
+    pid_t start_migration() {
+        return steppe::test::fork_running([&] { steppe::migrate(path, to_v2(), {.collect = true}); });
     }
 };
-
-pid_t start_migration(const std::string& path) {
-    pid_t child = ::fork();
-    if (child == 0) {
-        try {
-            steppe::migrate(path, to_v2(), {.collect = true});
-        } catch (...) {
-            ::_exit(3);
-        }
-        ::_exit(0);
-    }
-    return child;
-}
 
 TEST_F(ObjectsMigrateKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
     restore();
     auto began = std::chrono::steady_clock::now();
     int status = 0;
-    ::waitpid(start_migration(path), &status, 0);
+    ::waitpid(start_migration(), &status, 0);
     const auto span =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began).count();
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     int olds = 0, news = 0;
     steppe::test::kill_at_random_instants(
-        10, span, [&] { restore(); }, [&] { return start_migration(path); },
+        10, span, [&] { restore(); }, [&] { return start_migration(); },
         [&](int i) { (expect_old_or_new("kill " + std::to_string(i)) ? news : olds)++; });
     std::printf("10 kills over %lld us: %d left the old store, %d the new one\n", static_cast<long long>(span), olds,
                 news);

@@ -40,6 +40,19 @@ long power_loss_at_each_call(const std::function<void()>& restore,
     }
 }
 
+pid_t fork_running(const std::function<void()>& operation) {
+    pid_t child = ::fork();
+    if (child == 0) {
+        try {
+            operation();
+        } catch (...) {
+            ::_exit(3);
+        }
+        ::_exit(0);
+    }
+    return child;
+}
+
 void kill_at_random_instants(int kills, long long span_us, const std::function<void()>& restore,
                              const std::function<pid_t()>& start, const std::function<void(int kill)>& check) {
     std::mt19937_64 random(std::random_device{}());
