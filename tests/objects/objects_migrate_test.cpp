@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -38,8 +39,6 @@ namespace so = steppe::objects;
 using objapp::Book;
 using objapp::Contact;
 using objapp::Note;
-
-int run_v1(const std::string& args) { return steppe::test::run_program(std::string(OBJECTS_MIGRATE_V1_PATH) + " " + args); }
 
 so::options opts() {
     so::options o;
@@ -114,25 +113,9 @@ std::uint64_t total(const std::vector<steppe::compact_report::by_type>& types, c
     return n;
 }
 
-class ObjectsMigrate : public ::testing::Test {
+class ObjectsMigrate : public steppe::test::migration_test {
 protected:
-    steppe::test::temp_dir dir;
-    std::string path = dir.path("book.ods");
-    void SetUp() override {
-        ASSERT_EQ(run_v1("write " + path), 0);
-        ASSERT_EQ(run_v1("verify " + path), 0);
-    }
-    // `m` is refused with `code`, the message saying each of `parts`, and
-    // the files are left byte for byte; program 1 still reads them.
-    void expect_refused(const steppe::migration& m, steppe::errc code, std::initializer_list<std::string> parts) {
-        const std::size_t before = steppe::test::store_files_hash(path);
-        steppe::error e = steppe::test::error_of([&] { steppe::migrate(path, m); });
-        EXPECT_EQ(e.code(), code) << e.what();
-        for (const std::string& part : parts) EXPECT_CONTAINS(e.what(), part);
-        EXPECT_EQ(steppe::test::store_files_hash(path), before);
-        EXPECT_FALSE(fs::exists(path + ".compact"));
-        EXPECT_EQ(run_v1("verify " + path), 0);
-    }
+    ObjectsMigrate() : migration_test(OBJECTS_MIGRATE_V1_PATH, "book.ods") {}
 };
 
 TEST_F(ObjectsMigrate, ProgramTwoMigratesProgramOnesStoreAndWalksEveryObjectAndReference) {
@@ -149,28 +132,18 @@ TEST_F(ObjectsMigrate, ProgramTwoMigratesProgramOnesStoreAndWalksEveryObjectAndR
     expect_v2_at(path);
 
     // A fresh process walks it, changes it and commits.
-    pid_t child = ::fork();
-    if (child == 0) {
-        int code = 0;
-        try {
-            auto s = so::store::open(path, opts());
-            expect_v2(s);
-            if (::testing::Test::HasFailure()) code = 1;  // the child's own
-            auto book = s.find_root<Book>("book");
-            auto extra = s.make<Contact>();
-            extra.mut()->age = 1L << 40;
-            extra.mut()->friend_ = book->first;
-            book.mut()->first = extra;
-            book.mut()->last.mut()->friend_ = extra;
-            s.commit();
-        } catch (...) {
-            code = 2;
-        }
-        ::_exit(code);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    ASSERT_TRUE(steppe::test::through_in_child([&] {
+        auto s = so::store::open(path, opts());
+        expect_v2(s);
+        if (::testing::Test::HasFailure()) throw std::runtime_error("the walk failed");  // the child's own
+        auto book = s.find_root<Book>("book");
+        auto extra = s.make<Contact>();
+        extra.mut()->age = 1L << 40;
+        extra.mut()->friend_ = book->first;
+        book.mut()->first = extra;
+        book.mut()->last.mut()->friend_ = extra;
+        s.commit();
+    }));
     auto s = so::store::open(path, opts());
     auto book = s.find_root<Book>("book");
     EXPECT_EQ(book->first->age, 1L << 40);
@@ -288,26 +261,18 @@ TEST(ObjectsMigrateTargets, AReferenceToAnotherTypeIsRetypedAndARenamedTargetNee
 // whatever the program's, so the others would repeat the same I/O.
 class ObjectsMigrateKill : public ObjectsMigrate {
 protected:
-    std::string original = dir.path("original.ods");
     void SetUp() override {
         if (so::detail::compiled_scheme != so::scheme{so::detection::fault_block, so::barrier::cards})
             GTEST_SKIP() << "run in the fault_block + cards build";
         ObjectsMigrate::SetUp();
-        fs::copy_file(path, original);
-    }
-    void restore() {
-        for (const char* suffix : {"", "-wal", ".compact", "-shm"}) fs::remove(path + suffix);
-        fs::copy_file(original, path);
+        keep_original();
     }
     // true for the new store.
     bool expect_old_or_new(const std::string& after) {
-        return steppe::test::expect_old_or_new(
-            after,
-            [&] {
-                auto s = so::store::open(path, opts());
-                expect_v2(s);
-            },
-            std::string(OBJECTS_MIGRATE_V1_PATH) + " verify " + path);
+        return migration_test::expect_old_or_new(after, [&] {
+            auto s = so::store::open(path, opts());
+            expect_v2(s);
+        });
     }
     pid_t start_migration() {
         return steppe::test::fork_running([&] { steppe::migrate(path, to_v2(), {.collect = true}); });

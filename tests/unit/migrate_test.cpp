@@ -31,8 +31,6 @@ using app::Book;
 using app::Contact;
 using app::Note;
 
-int run_v1(const std::string& args) { return steppe::test::run_program(std::string(MIGRATE_V1_PATH) + " " + args); }
-
 // The migration of program 2: age retyped int -> long by the function.
 steppe::migration to_v2() {
     steppe::migration m;
@@ -70,28 +68,9 @@ void expect_v2(steppe::store& s) {
     EXPECT_EQ(s.check(), std::vector<std::string>{});
 }
 
-class MigrateTest : public ::testing::Test {
+class MigrateTest : public steppe::test::migration_test {
 protected:
-    steppe::test::temp_dir dir;
-    std::string path = dir.path("book.db");
-    void SetUp() override {
-        ASSERT_EQ(run_v1("write " + path), 0);
-        ASSERT_EQ(run_v1("verify " + path), 0);
-    }
-    // `m` is refused with `code`, the message saying each of `parts`.
-    void expect_refused(const steppe::migration& m, steppe::errc code, std::initializer_list<std::string> parts) {
-        const std::size_t before = steppe::test::store_files_hash(path);
-        steppe::error e = steppe::test::error_of([&] { steppe::migrate(path, m); });
-        EXPECT_EQ(e.code(), code) << e.what();
-        for (const std::string& part : parts) EXPECT_CONTAINS(e.what(), part);
-        expect_untouched(before);
-    }
-    // A refused migration leaves the files byte for byte, and program 1 still reads them.
-    void expect_untouched(std::size_t before) {
-        EXPECT_EQ(steppe::test::store_files_hash(path), before);
-        EXPECT_FALSE(fs::exists(path + ".compact"));
-        EXPECT_EQ(run_v1("verify " + path), 0);
-    }
+    MigrateTest() : migration_test(MIGRATE_V1_PATH, "book.db") {}
 };
 
 TEST_F(MigrateTest, ProgramTwoMigratesProgramOnesStoreAndReadsEveryObjectAndPointer) {
@@ -261,24 +240,16 @@ TEST(MigrateEngines, AnObjectEngineStoreIsPlannedByItsEngine) {
 // 1's, whole (migrate_v1 verify), or program 2's, whole (expect_v2).
 class MigrateKill : public MigrateTest {
 protected:
-    std::string original = dir.path("original.db");
     void SetUp() override {
         MigrateTest::SetUp();
-        fs::copy_file(path, original);
-    }
-    void restore() {
-        for (const char* suffix : {"", "-wal", ".compact", "-shm"}) fs::remove(path + suffix);
-        fs::copy_file(original, path);
+        keep_original();
     }
     // true for the new store.
     bool expect_old_or_new(const std::string& after) {
-        return steppe::test::expect_old_or_new(
-            after,
-            [&] {
-                auto s = steppe::store::open(path, {.create = false});
-                expect_v2(s);
-            },
-            std::string(MIGRATE_V1_PATH) + " verify " + path);
+        return migration_test::expect_old_or_new(after, [&] {
+            auto s = steppe::store::open(path, {.create = false});
+            expect_v2(s);
+        });
     }
 };
 
