@@ -67,18 +67,14 @@ const types::field* named(const types::layout& l, const std::string& name) {
 
 // The name a stored type has after the migration: its conversion's new
 // type's, or its own.
-std::string renamed(const migration& m, const std::string& stored) {
+std::string name_after(const migration& m, const std::string& stored) {
     for (const migration::conversion& c : m.conversions())
         if (c.from == stored) return c.to().name;
     return stored;
 }
 
-// Refusals that hold for the type whatever its fields: what the engine's
-// objects cannot hold, a type held by value in another, unknown renames.
-void refuse_type(const types::catalog& old, const types::layout& from, const migration::conversion& c,
-                 const std::string& path, engine_kind kind) {
-    const std::string where = "migration of " + path + ": type " + from.name;
-    const types::layout& to = c.to();
+// What the engine's objects cannot hold, in the old type or the new.
+void refuse_contents(const types::layout& from, const types::layout& to, engine_kind kind, const std::string& where) {
     if (!from.vptrs.empty())
         throw error(errc::unsupported, where + " has virtual functions (vtable pointers); such types are not " +
                                            "migrated yet");
@@ -91,6 +87,10 @@ void refuse_type(const types::catalog& old, const types::layout& from, const mig
     if (kind == engine_kind::objects && to.align > 16)
         throw error(errc::unsupported, where + " would become " + to.name + ", aligned to " +
                                            std::to_string(to.align) + " bytes; the object engine aligns to 16");
+}
+
+// A type held by value in another changes that type's layout too (not yet).
+void refuse_held_by_value(const types::catalog& old, const types::layout& from, const std::string& where) {
     for (const types::layout& l : old.entries())
         for (const types::field& f : l.fields) {
             if (f.kind == types::field_kind::pointer || f.kind == types::field_kind::scalar ||
@@ -104,13 +104,25 @@ void refuse_type(const types::catalog& old, const types::layout& from, const mig
                                                    "; a type held by value is not migrated yet (only " +
                                                    "objects allocated on their own)");
         }
+}
+
+void refuse_unknown_renames(const types::layout& from, const migration::conversion& c, const std::string& where) {
     for (const auto& [stored, renamed] : c.renames) {
         if (!named(from, stored))
             throw error(errc::invalid_argument, where + " has no field '" + stored + "' to rename");
-        if (!named(to, renamed))
+        if (!named(c.to(), renamed))
             throw error(errc::invalid_argument, where + ": the rename to '" + renamed + "' names no field of " +
-                                                    to.name);
+                                                    c.to().name);
     }
+}
+
+// Refusals that hold for the type whatever its fields.
+void refuse_type(const types::catalog& old, const types::layout& from, const migration::conversion& c,
+                 const std::string& path, engine_kind kind) {
+    const std::string where = "migration of " + path + ": type " + from.name;
+    refuse_contents(from, c.to(), kind, where);
+    refuse_held_by_value(old, from, where);
+    refuse_unknown_renames(from, c, where);
 }
 
 // Where a matched field of the same bytes still changed meaning: an
@@ -124,7 +136,7 @@ std::string target_change(const migration& m, const types::layout& from, const t
         if (from.refs[i] < g.offset || from.refs[i] >= g.offset + g.size) continue;
         const std::uint32_t at = f.offset + (from.refs[i] - g.offset);
         for (std::size_t j = 0; j < to.refs.size(); ++j)
-            if (to.refs[j] == at && to.ref_targets[j].type != renamed(m, from.ref_targets[i].type))
+            if (to.refs[j] == at && to.ref_targets[j].type != name_after(m, from.ref_targets[i].type))
                 return "refers to " + from.ref_targets[i].type + " in the store, to " + to.ref_targets[j].type +
                        " in " + to.name;
     }
@@ -140,11 +152,11 @@ void refuse_stale_targets(const types::catalog& old, const migration& m, const s
         if (converted) continue;
         for (std::size_t i = 0; i < l.ref_targets.size() && i < l.refs.size(); ++i) {
             const std::string& target = l.ref_targets[i].type;
-            if (renamed(m, target) == target) continue;
+            if (name_after(m, target) == target) continue;
             throw error(errc::type_mismatch,
                         "migration of " + path + ": type " + l.name + " refers to " + target + " (offset " +
                             std::to_string(l.refs[i]) + types::field_context(l, l.refs[i]) + "), which becomes " +
-                            renamed(m, target) + "; convert " + l.name + " too (its fields are carried over)");
+                            name_after(m, target) + "; convert " + l.name + " too (its fields are carried over)");
         }
     }
 }
@@ -164,6 +176,38 @@ const types::field* source(const types::layout& from, const types::layout& to, s
     for (const auto& [stored, renamed] : c.renames)
         if (stored == f.name) return nullptr;  // the stored field of this name went to another
     return named(from, f.name);
+}
+
+// The fields conversion `c` carries from the stored layout `from`, sorted
+// by their old offset; a matched field that changed (kind, size, encoding, a
+// reference's target) is left to the conversion function, type_mismatch
+// naming type and field if it has none.
+std::vector<conversion::carried> carried_fields(const types::layout& from, const migration& m,
+                                                const migration::conversion& c, const std::string& path) {
+    const types::layout& to = c.to();
+    const bool by_name = names_every_field(from) && names_every_field(to);
+    std::vector<conversion::carried> carried;
+    for (std::size_t k = 0; k < to.fields.size(); ++k) {
+        const types::field* g = source(from, to, k, c, by_name);
+        if (!g) continue;  // new: as T{} made it
+        const types::field& f = to.fields[k];
+        std::string change = g->kind == f.kind && g->size == f.size && g->type_fp == f.type_fp
+                                 ? target_change(m, from, *g, to, f)
+                                 : "is " + describe(f, k) + " in " + to.name;
+        if (change.empty()) {
+            carried.push_back({g->offset, f.offset, f.size});
+            continue;
+        }
+        if (!c.fill)
+            throw error(errc::type_mismatch, "migration of " + path + ": type " + from.name + ", " +
+                                                 describe(*g, static_cast<std::size_t>(g - from.fields.data())) +
+                                                 " " + change + ": its bytes cannot be carried over; give convert<" +
+                                                 to.name + ">(\"" + c.from +
+                                                 "\") a conversion function (.with) that fills it");
+    }
+    std::sort(carried.begin(), carried.end(),
+              [](const conversion::carried& a, const conversion::carried& b) { return a.from < b.from; });
+    return carried;
 }
 
 }  // namespace
@@ -204,30 +248,7 @@ migration_plan plan_migration(const types::catalog& old, const migration& m, con
         const types::layout& from = old.at(*i);
         const types::layout& to = c.to();
         refuse_type(old, from, c, path, kind);
-        conversion& plan_c = plan.by_type[*i];
-        plan_c = {*i, &from, &to, &c, {}, 0, 0};
-        const bool by_name = names_every_field(from) && names_every_field(to);
-        for (std::size_t k = 0; k < to.fields.size(); ++k) {
-            const types::field* g = source(from, to, k, c, by_name);
-            if (!g) continue;  // new: as T{} made it
-            const types::field& f = to.fields[k];
-            std::string change = g->kind == f.kind && g->size == f.size && g->type_fp == f.type_fp
-                                     ? target_change(m, from, *g, to, f)
-                                     : describe(f, k) + " in " + to.name;
-            if (change.empty()) {
-                plan_c.fields.push_back({g->offset, f.offset, f.size});
-                continue;
-            }
-            if (!c.fill)
-                throw error(errc::type_mismatch,
-                            "migration of " + path + ": type " + from.name + ", " +
-                                describe(*g, static_cast<std::size_t>(g - from.fields.data())) + " " +
-                                (change.rfind("refers", 0) == 0 ? change : "is " + change) +
-                                ": its bytes cannot be carried over; give convert<" + to.name + ">(\"" + c.from +
-                                "\") a conversion function (.with) that fills it");
-        }
-        std::sort(plan_c.fields.begin(), plan_c.fields.end(),
-                  [](const conversion::carried& a, const conversion::carried& b) { return a.from < b.from; });
+        plan.by_type[*i] = {*i, &from, &to, &c, carried_fields(from, m, c, path), 0, 0};
     }
     refuse_stale_targets(old, m, path);
     // Every name checked first: a replaced entry must not hide a later lookup.
