@@ -9,7 +9,7 @@
 # median of 10 repeats). Medians over the rounds.
 #   bench/oo/oo1/pg_store.sh [PARTS] [ROUNDS]     (default 200000 = OO1 large, 3)
 #   DELAY_MS=X: steppe reaches the server over TCP through
-#   bench/oo/harness/delay_proxy.py, which delays each direction by X ms
+#   build/oo/bench/oo/delay_proxy (bench/oo/harness/delay_proxy.cpp), which delays each direction by X ms
 #   (0.25 gives a 0.5 ms round trip); DELAY_MS=0 measures the proxy alone.
 # Needs build/oo (bench/run builds it) and postgresql-15.
 set -euo pipefail
@@ -32,7 +32,7 @@ proxy=""
 trap '[ -n "$proxy" ] && kill $proxy; "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 url="postgresql:///postgres?host=$dir&port=$port&user=steppe&store=oo1"
 if [ -n "${DELAY_MS:-}" ]; then
-  python3 bench/oo/harness/delay_proxy.py $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" &
+  build/oo/bench/oo/delay_proxy $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" &
   proxy=$!
   sleep 0.5
   url="postgresql://steppe@127.0.0.1:$((port + 1))/postgres?store=oo1"
