@@ -171,9 +171,13 @@ pg_cache_file::lookup pg_cache_file::find(const pg_cache_key& key, page_no page,
     // C1: torn, damaged or mixed, it is a miss.
     if (h.check != slot_check(h, out) || h.sum != page_checksum(out, page_size) || h.version == 0)
         return lookup::rejected;
-    // C4: the newest version at this snapshot, by the slot's own claim (C3) or the handle's map.
-    const bool claimed = h.version <= snapshot && snapshot <= h.newest_through;
-    return claimed || versions.newest(page) == h.version ? lookup::hit : lookup::rejected;
+    // C4: the newest version at this snapshot, by the handle's map (the
+    // server's word) where it knows the page, else by the slot's claim (C3).
+    const std::uint64_t newest = versions.newest(page);
+    const bool newest_at_snapshot = newest != pg_version_map::unknown
+                                        ? newest == h.version
+                                        : h.version <= snapshot && snapshot <= h.newest_through;
+    return newest_at_snapshot ? lookup::hit : lookup::rejected;
 }
 
 bool pg_cache_file::holds_newer(const pg_cache_key& key, page_no page, std::uint64_t version,
@@ -211,13 +215,22 @@ std::vector<std::string> pg_cache_file::check_against(const pg_cache_key& key, p
     };
     std::map<page_no, cached> ours;  // the sound slots of this store
     std::vector<std::byte> buf(64 * pg_cache_slot_size);
-    for (std::uint64_t first = 0; first < slots_; first += 64) {
-        const ssize_t n = ::pread(fd_, buf.data(), buf.size(), off_t(pg_cache_header_size + first * pg_cache_slot_size));
+    for (std::uint64_t first = 0; first < slots_;) {
+        // A file of 1 GiB is mostly holes: skip them (SEEK_DATA) instead of reading zeros.
+        const off_t at = off_t(pg_cache_header_size + first * pg_cache_slot_size);
+        const off_t data = ::lseek(fd_, at, SEEK_DATA);
+        if (data < 0) break;  // ENXIO: nothing past `at`
+        if (data >= at + off_t(pg_cache_slot_size)) {
+            first = (std::uint64_t(data) - pg_cache_header_size) / pg_cache_slot_size;
+            continue;
+        }
+        const ssize_t n = ::pread(fd_, buf.data(), buf.size(), at);
+        first += 64;
         if (n < 0) return {path_ + ": pread failed while checking the cache file: " + std::strerror(errno)};
-        for (std::size_t at = 0; at + pg_cache_slot_size <= std::size_t(n); at += pg_cache_slot_size) {
+        for (std::size_t o = 0; o + pg_cache_slot_size <= std::size_t(n); o += pg_cache_slot_size) {
             pg_cache_slot_header h;
-            std::memcpy(&h, buf.data() + at, sizeof h);
-            const std::byte* image = buf.data() + at + pg_cache_slot_header_size;
+            std::memcpy(&h, buf.data() + o, sizeof h);
+            const std::byte* image = buf.data() + o + pg_cache_slot_header_size;
             if (same_store(h, key) && h.check == slot_check(h, image) && h.sum == page_checksum(image, page_size))
                 ours[h.page] = {h.version, h.newest_through, h.sum};
         }

@@ -30,10 +30,11 @@
 //       snapshot in [version, newest_through]. The fetch thread writes what
 //       a fetch at snapshot S returned (newest_through = S); a writer, what
 //       its commit T wrote (newest_through = T) once COMMIT returned;
-//  (C4) a handle at snapshot S hands out a slot's image only if version ≤ S
-//       ≤ newest_through, or if its version map (the newest version of
-//       every page at S, from one query at open, kept up to date by its
-//       own commits) says the page's newest version at S is the slot's.
+//  (C4) a handle at snapshot S hands out a slot's image only if its version
+//       map (the newest version of every page at S, from one query at
+//       open, kept up to date by its own commits) says the page's newest
+//       version at S is the slot's; for a page the map does not cover (past
+//       its capacity, or no map), only if version ≤ S ≤ newest_through.
 //
 // Two processes writing one file need no lock: each slot goes in one
 // pwritev, and a reader that sees a mix of two writes finds its check

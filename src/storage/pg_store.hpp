@@ -116,6 +116,8 @@ public:
     pg_cache_counters cache_counters() const noexcept;
     std::string cache_file_path() const { return file_ ? file_->path() : std::string(); }
     const std::string& cache_file_note() const noexcept { return cache_file_note_; }
+    // Which store this handle's slots belong to (C2; for tests that forge slots).
+    const pg_cache_key& cache_key() const noexcept { return key_; }
 
     static constexpr page_no fetch_cluster = 32;  // 128 KiB, as the file store's smallest read-around
 

@@ -172,6 +172,36 @@ TEST_F(PgCacheTest, DamagedSlotsAreMissesNeverHandedOut) {
     EXPECT_EQ(test::filled_problem(*open(true), 1), "");  // the refetch rewrote them
 }
 
+// The checker (C2, C3): a slot that claims too much, or holds other bytes
+// than its version, is named; and a handle whose version map knows the page
+// does not believe the false claim (C4).
+TEST_F(PgCacheTest, TheCheckerNamesAFalseClaim) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    test::commit_filled(*w, 2, pages);
+    std::string why;
+    bool unusable = false;
+    auto forged = storage::pg_cache_file::open(file, 1, why, unusable);
+    ASSERT_TRUE(forged) << why;
+    std::vector<std::byte> image(storage::page_size, std::byte{1});
+    ASSERT_TRUE(forged->put(w->cache_key(), 3, 1, 2, image.data()));  // commit 2 wrote page 3: a false claim
+    image[0] = std::byte{9};
+    ASSERT_TRUE(forged->put(w->cache_key(), 4, 2, 2, image.data()));  // not commit 2's bytes
+    auto findings = w->check();
+    ASSERT_EQ(findings.size(), 2u);
+    EXPECT_NE(findings[0].find("cached page 3"), std::string::npos) << findings[0];
+    EXPECT_NE(findings[0].find("(C3)"), std::string::npos) << findings[0];
+    EXPECT_NE(findings[1].find("cached page 4"), std::string::npos) << findings[1];
+    EXPECT_NE(findings[1].find("(C2)"), std::string::npos) << findings[1];
+    // Page 4's forgery has its true version and a sound check: only the
+    // server can tell it (check() above); the file is the user's own (0600).
+    auto r = open(true);
+    std::vector<std::byte> page(storage::page_size);
+    r->read_page(3, page.data());
+    EXPECT_EQ(page[0], std::byte{2});
+    EXPECT_EQ(r->cache_counters().file_rejects, 1u);
+}
+
 // A file cut short (in its slots, in its header, to nothing) serves what is
 // left and is made again when its header is gone.
 TEST_F(PgCacheTest, ATruncatedFileIsMissesNotErrors) {
