@@ -47,16 +47,8 @@ bool make_parents(const std::string& path, std::string& why) {
     return true;
 }
 
-// A new cache file at `path`, made whole beside it and then linked (or, to
-// replace a damaged one, renamed) into place, so no process ever opens a
-// file without its header.
-bool make_file(const std::string& path, std::uint64_t slots, bool replace, std::string& why) {
-    const std::string temp = path + ".new." + std::to_string(::getpid());
-    const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        why = failed("open", temp);
-        return false;
-    }
+// The header and the full (sparse) size of a new file.
+bool write_header(int fd, std::uint64_t slots, const std::string& path, std::string& why) {
     file_header h{};
     std::memcpy(h.magic, pg_cache_magic, sizeof h.magic);
     h.format = pg_cache_format;
@@ -65,12 +57,37 @@ bool make_file(const std::string& path, std::uint64_t slots, bool replace, std::
     h.check = header_check(h);
     std::byte block[pg_cache_header_size] = {};
     std::memcpy(block, &h, sizeof h);
-    bool ok = ::pwrite(fd, block, sizeof block, 0) == ssize_t(sizeof block) || (why = failed("pwrite", temp), false);
-    ok = ok && (::ftruncate(fd, off_t(pg_cache_header_size + slots * pg_cache_slot_size)) == 0 ||
-                (why = failed("ftruncate", temp), false));
+    if (::pwrite(fd, block, sizeof block, 0) != ssize_t(sizeof block)) {
+        why = failed("pwrite", path);
+        return false;
+    }
+    if (::ftruncate(fd, off_t(pg_cache_header_size + slots * pg_cache_slot_size)) != 0) {
+        why = failed("ftruncate", path);
+        return false;
+    }
+    return true;
+}
+
+// A new cache file at `path`, made whole beside it and then linked (or, to
+// replace a damaged one, renamed) into place, so no process ever opens a
+// file without its header. A file another process linked first is as good.
+bool make_file(const std::string& path, std::uint64_t slots, bool replace, std::string& why) {
+    const std::string temp = path + ".new." + std::to_string(::getpid());
+    const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        why = failed("open", temp);
+        return false;
+    }
+    bool ok = write_header(fd, slots, temp, why);
     ::close(fd);
-    if (ok && replace) ok = ::rename(temp.c_str(), path.c_str()) == 0 || (why = failed("rename", path), false);
-    if (ok && !replace) ok = ::link(temp.c_str(), path.c_str()) == 0 || errno == EEXIST || (why = failed("link", path), false);
+    if (ok && replace && ::rename(temp.c_str(), path.c_str()) != 0) {
+        why = failed("rename", path);
+        ok = false;
+    }
+    if (ok && !replace && ::link(temp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+        why = failed("link", path);
+        ok = false;
+    }
     ::unlink(temp.c_str());  // after a rename, nothing is there
     return ok;
 }

@@ -266,7 +266,8 @@ struct pg_store::fetcher {
         key.server = std::uint64_t(rows.binary_integer(0, 0));
         if (store.reader_id_ != 0 && rows.binary_integer(0, 1) == 0) return;  // the fetch will say why
         for (int i = 0; i < rows.rows(); ++i)
-            if (!rows.is_null(i, 2)) store.versions_->set(page_no(rows.binary_integer(i, 2)), std::uint64_t(rows.binary_integer(i, 3)));
+            if (!rows.is_null(i, 2))
+                store.versions_->set(page_no(rows.binary_integer(i, 2)), std::uint64_t(rows.binary_integer(i, 3)));
         store.versions_->publish();
     }
     ~fetcher() {
@@ -743,7 +744,8 @@ void pg_store::read_page(page_no page, std::byte* out) const {
 
 void pg_store::open_cache_file() {
     if (address_.cache_file_bytes == 0 || address_.cache_file.empty()) {
-        cache_file_note_ = address_.cache_file_bytes == 0 ? "cache_file_mib=0" : "neither XDG_CACHE_HOME nor HOME is set";
+        cache_file_note_ =
+            address_.cache_file_bytes == 0 ? "cache_file_mib=0" : "neither XDG_CACHE_HOME nor HOME is set";
         return;
     }
     std::string why;
@@ -774,8 +776,9 @@ void pg_store::write_slot(page_no page, std::uint64_t version, std::uint64_t new
 
 // After commit `txn` returned (so its versions are durable and newest, C3):
 // the in-memory cache and the cache file take its images, the version map
-// its versions. Spilled pages' images are not at hand; the map alone says
-// that their older slots no longer serve (C4).
+// its versions. Spilled pages are read back from the spill file for the
+// cache file (a big transaction's pages are most of a new store's); if one
+// cannot be, the map alone says that its older slot no longer serves (C4).
 void pg_store::remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
                                   std::uint64_t txn) {
     cache_->epoch.fetch_add(1, std::memory_order_acq_rel);
@@ -786,8 +789,12 @@ void pg_store::remember_committed(std::span<const page_image> pages, std::span<c
         if (versions_) versions_->set(p.page, txn);
         write_slot(p.page, txn, txn, copy.data());
     }
-    if (versions_)
-        for (page_no page : spilled_only) versions_->set(page, txn);
+    if (!versions_) return;
+    for (page_no page : spilled_only) {
+        versions_->set(page, txn);
+        read_failure why;
+        if (read_spilled(page, copy.data(), &why) == spilled_read::read) write_slot(page, txn, txn, copy.data());
+    }
 }
 
 std::vector<std::string> pg_store::check_cache_file() const {

@@ -99,6 +99,23 @@ TEST_F(PgCacheTest, AWarmOpenAndAnotherProcessReadFromTheFileNotTheServer) {
     EXPECT_EQ(other.exit_code(), 0);
 }
 
+// A big transaction's pages (spilled before its commit) reach the file too.
+TEST_F(PgCacheTest, SpilledPagesOfACommitAreInTheFile) {
+    {
+        auto w = open();
+        std::vector<std::byte> image(storage::page_size, std::byte{1});
+        std::vector<storage::page_image> all;
+        for (storage::page_no p = 0; p < pages; ++p) all.push_back({p, image.data()});
+        w->spill(all);
+        storage::meta_bytes meta{};
+        meta[0] = std::byte{1};
+        w->commit({}, meta);
+    }
+    auto r = open(true);
+    EXPECT_EQ(test::filled_problem(*r, 1), "");
+    EXPECT_EQ(r->cache_counters().server_fetches, 0u);
+}
+
 // Pages the file has not seen are fetched once (a cluster a query), then
 // served from the file by the next open.
 TEST_F(PgCacheTest, AColdOpenFillsTheFileForTheNext) {
@@ -245,8 +262,8 @@ TEST_F(PgCacheTest, StoresSharingAFileOrANameNeverMix) {
         a->read_page(p, page.data());
         EXPECT_EQ(page[0], std::byte{7}) << "page " << p;
     }
-    server->sql("INSERT INTO steppe_page SELECT '" + name + "_c', page, txn, sum, image FROM steppe_page WHERE store = '" +
-                name + "_b'; INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence) SELECT '" +
+    server->sql("INSERT INTO steppe_page SELECT '" + name +
+                "_c', page, txn, sum, image FROM steppe_page WHERE store = '" + name + "_b'; INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence) SELECT '" +
                 name + "_c', store_id, format, txn, page_count, meta, fence FROM steppe_store WHERE name = '" + name +
                 "_b'");
     auto c = open(false, file, name + "_c");
