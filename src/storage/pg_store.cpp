@@ -190,17 +190,20 @@ struct pg_store::cache {
         std::lock_guard<const common::spin_lock> h(s.held);
         return s.page == page;
     }
-    // A fetched image, unless a commit changed the store since the fetch
-    // began (its image may be older than the commit's).
+    // A fetched image, unless a commit ran, or was running, since the
+    // fetch took its epoch and then its snapshot (its image may be older
+    // than the commit's). The epoch is odd while a commit changes what is
+    // newest (remember_committed), so an even epoch taken before the
+    // snapshot means the snapshot is the one that epoch ends with.
     void put(page_no page, const std::byte* image, std::uint64_t epoch_at_fetch) noexcept {
-        if (count == 0) return;
+        if (count == 0 || epoch_at_fetch % 2) return;
         slot& s = slots[page % count];
         std::lock_guard<const common::spin_lock> h(s.held);
         if (epoch.load(std::memory_order_acquire) != epoch_at_fetch) return;
         s.page = page;
         std::memcpy(s.data, image, page_size);
     }
-    // A committed image: bump the epoch first (see put), then write.
+    // A committed image, while the epoch is odd (see put).
     void replace(page_no page, const std::byte* image) noexcept {
         if (count == 0) return;
         slot& s = slots[page % count];
@@ -327,25 +330,32 @@ struct pg_store::fetcher {
         return any;
     }
 
-    // Whether the cache file holds `page` at the snapshot (read-ahead skips it).
-    bool in_file(page_no page, std::uint64_t snapshot) {
-        return store.file_ && store.file_->find(store.key_, page, snapshot, *store.versions_, scratch) ==
-                                  pg_cache_file::lookup::hit;
+    // Read-ahead from the cache file: a page it holds at the snapshot goes
+    // into the in-memory cache (the fault then copies it from memory, not
+    // through a system call and a checksum) and needs no fetch.
+    bool ahead_from_file(page_no page, std::uint64_t epoch, std::uint64_t snapshot) {
+        if (!store.file_ ||
+            store.file_->find(store.key_, page, snapshot, *store.versions_, scratch) != pg_cache_file::lookup::hit)
+            return false;
+        store.cache_->put(page, scratch, epoch);
+        return true;
     }
 
     bool serve_ahead() {
         std::vector<page_no> clusters;
+        // The epoch before the snapshot (see cache::put).
+        const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
         for (auto& slot : ahead) {
             const std::uint64_t v = slot.exchange(0, std::memory_order_acq_rel);
-            if (v != 0 && v - 1 < store.page_count_ && !store.cache_->contains(v - 1) && !in_file(v - 1, snapshot))
+            if (v != 0 && v - 1 < store.page_count_ && !store.cache_->contains(v - 1) &&
+                !ahead_from_file(v - 1, epoch, snapshot))
                 clusters.push_back((v - 1) / fetch_cluster);
         }
         std::sort(clusters.begin(), clusters.end());
         clusters.erase(std::unique(clusters.begin(), clusters.end()), clusters.end());
         for (page_no c : clusters) {
             const page_no first = c * fetch_cluster, last = std::min(first + fetch_cluster, store.page_count_);
-            const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
             try {
                 take(run("steppe_fetch",
                          {store.address_.store, std::to_string(first), std::to_string(last), std::to_string(snapshot),
@@ -484,7 +494,7 @@ struct pg_store::fetcher {
     std::atomic<std::uint32_t> work{0};
     std::atomic<bool> stop{false};
     std::thread thread;
-    std::byte scratch[page_size];  // in_file's image, read by the fetch thread only
+    std::byte scratch[page_size];  // ahead_from_file's image, used by the fetch thread only
 };
 
 // 3. Open ---------------------------------------------------------------------
@@ -781,7 +791,15 @@ void pg_store::write_slot(page_no page, std::uint64_t version, std::uint64_t new
 // cannot be, the map alone says that its older slot no longer serves (C4).
 void pg_store::remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
                                   std::uint64_t txn) {
+    cache_->epoch.fetch_add(1, std::memory_order_acq_rel);  // odd: no read-ahead lands until it is even again
+    remember_images(pages, spilled_only, txn);
+    snapshot_.store(txn, std::memory_order_release);
     cache_->epoch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// remember_committed's writes, while the epoch is odd.
+void pg_store::remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                               std::uint64_t txn) {
     std::vector<std::byte> copy(page_size);
     for (const auto& p : pages) {
         std::memcpy(copy.data(), p.data, page_size);  // outside the slot's lock: p.data may be a store page
@@ -943,11 +961,10 @@ void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta)
             if (e.code() != errc::io || attempt > 0 || poisoned_ || !control_->lost() || !reconnect_control()) throw;
         }
     }
-    remember_committed(pages, spilled_only, txn);
+    remember_committed(pages, spilled_only, txn);  // and the new snapshot
     txn_seq_ = txn;
     page_count_ = count;
     meta_ = meta;
-    snapshot_.store(txn, std::memory_order_release);
     // Spilled pages were committed from the spill file: any cached image of theirs is older.
     if (!spilled_only.empty()) cache_->forget_all();
     discard_pending();

@@ -144,6 +144,7 @@ private:
     void open_cache_file();
     void remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
                             std::uint64_t txn);
+    void remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only, std::uint64_t txn);
     std::vector<std::string> check_cache_file() const;
     void write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
                     const std::byte* image) const noexcept;
