@@ -219,6 +219,38 @@ TEST_F(PgCacheTest, TheCheckerNamesAFalseClaim) {
     EXPECT_EQ(r->cache_counters().file_rejects, 1u);
 }
 
+// A torn slot, as kill -9 mid-pwritev or two processes writing it at once
+// leave it: the first half of commit 1's slot over commit 2's. Each half is
+// sound bytes of a real slot; together they are a miss (C1), and the page
+// read is commit 2's.
+TEST_F(PgCacheTest, ATornSlotIsAMiss) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    auto slot_of_page_7 = [&] {
+        std::vector<char> bytes(4096 + (4 << 20));
+        FILE* f = std::fopen(file.c_str(), "r");
+        bytes.resize(std::fread(bytes.data(), 1, bytes.size(), f));
+        std::fclose(f);
+        for (std::size_t at = 4096; at + 4160 <= bytes.size(); at += 4160) {
+            std::uint64_t page = 0;
+            std::memcpy(&page, bytes.data() + at + 40, 8);
+            if (page == 7 && bytes[at + 64] != 0)
+                return std::pair(off_t(at), std::vector<char>(bytes.begin() + at, bytes.begin() + at + 4160));
+        }
+        return std::pair(off_t(0), std::vector<char>());
+    };
+    const auto [at, first] = slot_of_page_7();
+    ASSERT_NE(at, 0);
+    test::commit_filled(*w, 2, pages);
+    const int fd = ::open(file.c_str(), O_RDWR);
+    ASSERT_EQ(::pwrite(fd, first.data(), 2048, at), 2048);
+    ::close(fd);
+    auto r = open(true);
+    EXPECT_EQ(test::filled_problem(*r, 2), "");
+    EXPECT_EQ(r->cache_counters().file_rejects, 1u);
+    EXPECT_EQ(r->cache_counters().server_fetches, 1u);
+}
+
 // A file cut short (in its slots, in its header, to nothing) serves what is
 // left and is made again when its header is gone.
 TEST_F(PgCacheTest, ATruncatedFileIsMissesNotErrors) {
@@ -262,10 +294,10 @@ TEST_F(PgCacheTest, StoresSharingAFileOrANameNeverMix) {
         a->read_page(p, page.data());
         EXPECT_EQ(page[0], std::byte{7}) << "page " << p;
     }
-    server->sql("INSERT INTO steppe_page SELECT '" + name +
-                "_c', page, txn, sum, image FROM steppe_page WHERE store = '" + name + "_b'; INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence) SELECT '" +
-                name + "_c', store_id, format, txn, page_count, meta, fence FROM steppe_store WHERE name = '" + name +
-                "_b'");
+    const std::string from = name + "_b", to = name + "_c";
+    server->sql("INSERT INTO steppe_page SELECT '" + to + "', page, txn, sum, image FROM steppe_page WHERE store = '" +
+                from + "'; INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence) SELECT '" +
+                to + "', store_id, format, txn, page_count, meta, fence FROM steppe_store WHERE name = '" + from + "'");
     auto c = open(false, file, name + "_c");
     EXPECT_EQ(test::filled_problem(*c, 2), "");
     EXPECT_EQ(c->cache_counters().file_hits, 0u);  // another row: b's slots are not its
