@@ -164,7 +164,11 @@ private:
     std::int64_t fence_ = 0;        // the writer's (P2)
     std::int64_t reader_id_ = 0;    // a reader's registration (P3)
     std::string store_id_;
-    std::atomic<std::uint64_t> snapshot_{0};  // the newest txn this handle reads
+    // The newest txn this handle reads. C4: whatever moves it (a commit; a
+    // reader refreshed in place) must first bring versions_ to the new
+    // snapshot, or the cache file hands out versions the map no longer names
+    // truly (remember_committed does it for commits).
+    std::atomic<std::uint64_t> snapshot_{0};
     std::uint64_t collect_due_ = 0;           // bytes committed since the last collection
     bool poisoned_ = false;
     bool lock_lost_ = false;  // reconnected: the new session must take the writer's lock again
