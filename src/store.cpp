@@ -90,6 +90,12 @@ public:
         engine_->reuse_address_space();
     }
     void refresh();
+    // Exclusive, as refresh: a refresh on another thread would close the
+    // engine it waits on.
+    bool wait_for_commit(std::chrono::milliseconds timeout) {
+        exclusive_call one(*this, "wait_for_commit");
+        return engine_->wait_for_commit(timeout);
+    }
     // store::transaction: at most one live guard; it follows its moves and
     // is told when the store closes.
     void begin_transaction(steppe::transaction* guard);
@@ -463,6 +469,7 @@ void store::close() {
 }
 void store::reuse_address_space() { impl_->reuse_address_space(); }
 void store::refresh() { impl_->refresh(); }
+bool store::wait_for_commit(std::chrono::milliseconds timeout) { return impl_->wait_for_commit(timeout); }
 
 steppe::transaction store::transaction() {
     steppe::transaction guard(impl_.get());

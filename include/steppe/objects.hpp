@@ -568,6 +568,8 @@ public:
     // steppe::store::refresh: it opens the store again, so references from
     // before are invalid. invalid_argument for a store open for writing.
     void refresh();
+    // As steppe::store::wait_for_commit.
+    bool wait_for_commit(std::chrono::milliseconds timeout = {});
 
     objects::stats stats() const;
     // Every finding of the store: the storage manager's checks, every segment,

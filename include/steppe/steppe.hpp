@@ -551,6 +551,14 @@ public:
     // always sees its newest commit); errors as open's (the store then
     // stays on its old snapshot).
     void refresh();
+    // A read-only store: true once a writer (in any process; for a store in
+    // PostgreSQL, on any machine) has committed since this store's snapshot,
+    // waiting up to `timeout` for that (zero: just look); false when none
+    // came. Then refresh() moves to it. Files: the writer wakes waiters
+    // through the reader table; PostgreSQL: LISTEN/NOTIFY. invalid_argument
+    // on a writable store; io when it cannot ask (a PostgreSQL server gone:
+    // refresh, which opens again).
+    bool wait_for_commit(std::chrono::milliseconds timeout = {});
 
     // Copies every commit in the log into the main file and resets the log
     // (the next writable open and, by default, a clean close do the same;

@@ -30,4 +30,12 @@ void futex_wake_all(std::uint32_t& word) noexcept {
     ::syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
+void futex_wait_shared(std::uint32_t& word, std::uint32_t expected, const timespec* timeout) noexcept {
+    ::syscall(SYS_futex, &word, FUTEX_WAIT, expected, timeout, nullptr, 0);
+}
+
+void futex_wake_all_shared(std::uint32_t& word) noexcept {
+    ::syscall(SYS_futex, &word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
 }  // namespace steppe::common

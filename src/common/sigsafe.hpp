@@ -80,6 +80,9 @@ private:
 void futex_wait(std::uint32_t& word, std::uint32_t expected, const timespec* timeout = nullptr) noexcept;
 // Wakes every thread sleeping in futex_wait on `word`.
 void futex_wake_all(std::uint32_t& word) noexcept;
+// The same for a word in memory shared between processes (MAP_SHARED).
+void futex_wait_shared(std::uint32_t& word, std::uint32_t expected, const timespec* timeout) noexcept;
+void futex_wake_all_shared(std::uint32_t& word) noexcept;
 // A lock for data that fault handlers read: held only for a short copy or
 // map access, never by a thread that can be interrupted by a handler
 // needing it; waiters yield. Async-signal-safe. Works with std::lock_guard

@@ -13,6 +13,7 @@
 
 #include <steppe/steppe.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,6 +54,8 @@ public:
     virtual void commit() = 0;
     virtual void rollback() = 0;
     virtual void checkpoint() = 0;
+    // store::wait_for_commit (storage::wait_for_commit).
+    virtual bool wait_for_commit(std::chrono::milliseconds timeout) const = 0;
     // A copy of the last commit as one new main file (storage::backup_from).
     virtual void backup(const std::string& dest) = 0;
     // `steppe dump`: each root, then every object the last commit reaches

@@ -567,6 +567,7 @@ void store::refresh() {
     std::swap(engine_, next);
     next->close();
 }
+bool store::wait_for_commit(std::chrono::milliseconds timeout) { return engine_->wait_for_commit(timeout); }
 objects::stats store::stats() const { return engine_->object_stats(); }
 std::vector<std::string> store::check() const { return engine_->check(); }
 const std::string& store::path() const { return engine_->path(); }

@@ -78,6 +78,9 @@ public:
     void commit() override;
     void rollback() override;
     void checkpoint() override;
+    bool wait_for_commit(std::chrono::milliseconds timeout) const override {
+        return storage_->wait_for_commit(timeout);
+    }
     void backup(const std::string& dest) override;
     compact_report compact(const compact_options& options) override;  // compact.cpp
     // A read-only store opened again, on the newest commit (store::refresh).

@@ -49,6 +49,9 @@ public:
     void commit() override;
     void rollback() override;
     void checkpoint() override;
+    bool wait_for_commit(std::chrono::milliseconds timeout) const override {
+        return storage_->wait_for_commit(timeout);
+    }
     void backup(const std::string& dest) override;
     void dump(const std::function<void(const std::string&)>& line) const override;
     void reuse_address_space() override;

@@ -1208,6 +1208,31 @@ void file_store::shrink_log() {
 
 // 6. Describe and check ----------------------------------------------------
 
+bool file_store::wait_for_commit(std::chrono::milliseconds timeout) const {
+    if (!opts_.read_only)
+        throw error(errc::invalid_argument, path_ + " is open for writing: it always has its newest commit");
+    const auto newer = [&](const snapshot& s) {
+        return s.txn > txn_seq_ || std::memcmp(s.store_id, header_.store_id, sizeof header_.store_id) != 0;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    snapshot seen = snapshot_;  // a checkpoint republishes the same commit: wait on past it
+    for (;;) {
+        const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                      deadline - std::chrono::steady_clock::now()));
+        std::optional<snapshot> published;
+        if (readers_) {
+            published = readers_->wait_for_publish(seen, left);
+            if (!published) return false;
+            seen = *published;
+        } else {
+            published = reader_table::published_of(path_);
+        }
+        if (published && newer(*published)) return true;
+        if (left.count() == 0) return false;
+        if (!readers_) std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
+    }
+}
+
 info file_store::describe() const {
     return info{format_version,
                 static_cast<std::uint32_t>(page_size),

@@ -2,6 +2,10 @@
 
 #include <steppe/error.hpp>
 
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -96,6 +100,28 @@ void pg_connection::end_copy(const char* what) {
     last_failure_.reset(PQgetResult(conn_));
     while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
     if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COMMAND_OK) fail(what, last_failure_.get());
+}
+
+std::optional<std::string> pg_connection::wait_for_notification(const char* what, std::string_view channel,
+                                                                std::string_view prefix,
+                                                                std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        // What earlier statements brought in is queued already; then the socket.
+        if (PQconsumeInput(conn_) != 1) fail(what, nullptr);
+        while (PGnotify* n = PQnotifies(conn_)) {
+            std::unique_ptr<PGnotify, decltype(&PQfreemem)> hold(n, &PQfreemem);
+            std::string_view payload = n->extra;
+            if (channel == n->relname && payload.starts_with(prefix)) return std::string(payload);
+        }
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return std::nullopt;
+        pollfd socket{PQsocket(conn_), POLLIN, 0};
+        if (socket.fd < 0) fail(what, nullptr);
+        if (::poll(&socket, 1, int(std::min<std::int64_t>(left.count(), 1 << 30))) < 0 && errno != EINTR)
+            throw steppe::error(errc::io, shown_ + ": " + what + ": poll on the server connection failed: " +
+                                              std::strerror(errno));
+    }
 }
 
 void pg_connection::rollback() noexcept {

@@ -6,8 +6,10 @@
 
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,6 +59,11 @@ public:
     void begin_copy(const char* what, const char* sql);
     void put_copy(const char* what, std::string_view data);
     void end_copy(const char* what);
+    // The payload of the first notification on `channel` (LISTEN) whose
+    // payload starts with `prefix`, waiting up to `timeout` for one; nullopt
+    // when none came. Throws io when the connection is lost.
+    std::optional<std::string> wait_for_notification(const char* what, std::string_view channel,
+                                                     std::string_view prefix, std::chrono::milliseconds timeout);
     // A best-effort ROLLBACK after a failed statement inside a transaction.
     void rollback() noexcept;
     // Reconnects a connection the server dropped; false if it cannot.

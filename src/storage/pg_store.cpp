@@ -119,7 +119,7 @@ std::uint64_t url_number(const std::string& url, std::string_view param, std::ui
 pg_address parse_pg_address(const std::string& url) {
     pg_address a;
     const auto q = url.find('?');
-    std::string base = url.substr(0, q), kept;
+    std::string base = url.substr(0, q), kept, session_attrs;
     bool has_connect_timeout = false;
     std::string_view params = q == std::string::npos ? std::string_view{} : std::string_view(url).substr(q + 1);
     while (!params.empty()) {
@@ -140,6 +140,12 @@ pg_address parse_pg_address(const std::string& url) {
             a.cache_file_bytes = url_number(url, p, 1u << 24) << 20;
         } else if (p.starts_with("fault_wait_s=")) {
             a.fault_wait = std::chrono::seconds(url_number(url, p, 86400));
+        } else if (p.starts_with("pages_from=")) {
+            if (p != "pages_from=standby" && p != "pages_from=primary")
+                throw error(errc::invalid_argument, "store URL " + url + ": pages_from must be primary or standby");
+            a.pages_from_standby = p == "pages_from=standby";
+        } else if (p.starts_with("target_session_attrs=")) {
+            session_attrs = p;
         } else if (!p.empty()) {
             if (p.starts_with("connect_timeout=")) has_connect_timeout = true;
             kept += (kept.empty() ? "?" : "&") + std::string(p);
@@ -153,7 +159,11 @@ pg_address parse_pg_address(const std::string& url) {
                         "postgresql://host/db?store=cad");
     // A server that does not answer must not hang an open or a fault for good.
     if (!has_connect_timeout) kept += kept.empty() ? "?connect_timeout=10" : "&connect_timeout=10";
-    a.conninfo = base + kept;
+    // Reading pages from a standby: the URL lists the primary and its
+    // standbys (host=a,b); registration and commits need the primary.
+    if (a.pages_from_standby && session_attrs.empty()) session_attrs = "target_session_attrs=read-write";
+    a.conninfo = base + kept + (session_attrs.empty() ? "" : "&" + session_attrs);
+    a.fetch_conninfo = a.pages_from_standby ? base + kept + "&target_session_attrs=prefer-standby" : a.conninfo;
     // Shown in messages without a password: scheme://user:password@host...
     a.shown = url;
     const auto scheme_end = url.find("://") + 3, at = url.find('@', scheme_end);
@@ -529,8 +539,32 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     s->counters_ = std::make_unique<counters>();
     s->open_cache_file();
     s->cache_ = std::make_unique<cache>(s->address_.cache_bytes);
-    s->fetcher_ = std::make_unique<fetcher>(*s, std::make_unique<pg_connection>(s->address_.conninfo, s->address_.shown));
+    const bool from_standby = opts.read_only && s->address_.pages_from_standby;  // P5
+    auto fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
+                                                 s->address_.shown);
+    if (from_standby) s->wait_for_standby(*fetch);
+    s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch));
     return s;
+}
+
+// P5: the standby has replayed this reader's registration, and so its
+// snapshot, before the first fetch. Replication lag past fault_wait_s is
+// `unavailable`.
+void pg_store::wait_for_standby(pg_connection& fetch) const {
+    const auto deadline = std::chrono::steady_clock::now() + address_.fault_wait;
+    const std::string id = std::to_string(reader_id_);
+    while (fetch.exec("waiting for the standby to replay this reader's registration",
+                      "SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $2", {address_.store, id})
+               .integer(0, 0) == 0) {
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw error(errc::io,
+                        path_ + ": the standby (PostgreSQL backend " + std::to_string(fetch.backend_pid()) +
+                            ") has not replayed this reader's registration within " +
+                            std::to_string(address_.fault_wait.count()) +
+                            " s (replication lag, or a standby of another primary); open again, raise fault_wait_s, "
+                            "or read from the primary (pages_from=primary)");
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
 }
 
 namespace {
@@ -667,6 +701,10 @@ void pg_store::open_as_reader() {
         control_->exec(what, "SELECT pg_advisory_lock($1, $2)", {std::to_string(reader_class), id});
         control_->exec(what, "INSERT INTO steppe_reader (store, id, txn) VALUES ($1, $2, $3)",
                        {address_.store, id, std::to_string(txn_seq_)});
+        // From this commit on, every commit of the store notifies this
+        // session (wait_for_commit): a writer's commit locks the row for
+        // update, so none lands between the snapshot and the LISTEN.
+        control_->exec(what, "LISTEN steppe");
         control_->exec(what, "COMMIT");
     } catch (...) {
         control_->rollback();
@@ -1075,6 +1113,23 @@ bool pg_store::try_checkpoint() {
 }
 
 // 6. Describe and check -----------------------------------------------------------
+
+bool pg_store::wait_for_commit(std::chrono::milliseconds timeout) const {
+    if (!opts_.read_only)
+        throw error(errc::invalid_argument, path_ + " is open for writing: it always has its newest commit");
+    const char* what = "waiting for a new commit";
+    const std::string prefix = address_.store + " ";  // commit's payload: "NAME TXN"
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
+    while (newest_heard_ <= snapshot) {
+        const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                      deadline - std::chrono::steady_clock::now()));
+        auto payload = control_->wait_for_notification(what, "steppe", prefix, left);
+        if (!payload) return false;
+        newest_heard_ = std::max(newest_heard_, std::uint64_t(std::strtoull(payload->c_str() + prefix.size(), nullptr, 10)));
+    }
+    return true;
+}
 
 info pg_store::describe() const {
     info i{pg_format, std::uint32_t(page_size), store_id_, page_count_, 0, 0, 0, 0, 0, 0, txn_seq_, 0, txn_seq_, {}};

@@ -2,8 +2,8 @@
 // a store's pages live as versioned rows in a PostgreSQL database, so any
 // number of processes on any machines that reach the server can open it.
 //
-//   postgresql://[user[:password]@][host][:port]/db?store=NAME[&cache_mib=N][&cache_file=PATH]
-//       [&cache_file_mib=N][&fault_wait_s=S][&libpq parameters]
+//   postgresql://[user[:password]@][host][:port][,host[:port]...]/db?store=NAME[&cache_mib=N]
+//       [&cache_file=PATH][&cache_file_mib=N][&fault_wait_s=S][&pages_from=standby][&libpq parameters]
 //
 // cache_mib: the in-memory verified-image cache (16 MiB); cache_file: the
 // local file of verified images kept across processes (pg_cache_file.hpp;
@@ -12,7 +12,9 @@
 // error); cache_file_mib: its size when this open makes it (1024; 0: no
 // cache file); fault_wait_s: how long a page fault waits for a server that
 // went away before it fails (10 s); connect_timeout (libpq's) is 10 s
-// unless the URL says otherwise.
+// unless the URL says otherwise; pages_from=standby: a reader registers on
+// the primary among the URL's hosts and fetches pages from a streaming
+// standby among them (P5).
 //
 // Tables (made on first use, shared by the database's stores):
 //   steppe_store  (name, store_id, format, txn, page_count, meta, fence)
@@ -38,6 +40,12 @@
 //       one, and drops the rows of readers whose lock is gone;
 //  (P4) every page image handed out was verified against its sum
 //       (page_checksum, as in the main file).
+//  (P5) a reader that fetches from a standby does so only once the standby
+//       shows its registration (open waits for it): the registration was
+//       made after the reader's snapshot commit, and the standby replays
+//       in commit order, so it holds every version the snapshot needs, and
+//       collection's deletes reach it in that order too (P3's check in the
+//       fetch then holds there). A writer always reads from the primary.
 //
 // Reads never run libpq in the caller's thread: read_page_nothrow may run in
 // a fault handler, so it looks in a verified-image cache in memory, then in
@@ -75,6 +83,10 @@ struct pg_address {
     bool cache_file_named = false;    // the URL said cache_file= (so failing to use it is an error)
     std::uint64_t cache_file_bytes = 1024ull << 20;  // 0: no cache file
     std::chrono::seconds fault_wait{10};
+    // pages_from=standby: a reader fetches pages over fetch_conninfo, which
+    // prefers a standby among the URL's hosts (streaming replication).
+    bool pages_from_standby = false;
+    std::string fetch_conninfo;
 };
 pg_address parse_pg_address(const std::string& url);
 
@@ -105,6 +117,8 @@ public:
     // Drops page versions no live reader needs (P3); readers never block it.
     void checkpoint() override;
     bool try_checkpoint() override;
+    // LISTEN/NOTIFY on the control connection: each commit notifies.
+    bool wait_for_commit(std::chrono::milliseconds timeout) const override;
     info describe() const override;
     memory memory_bytes() const noexcept override;
     std::vector<std::string> check() const override;
@@ -127,6 +141,7 @@ private:
     struct fetcher;
     void open_as_writer();
     void open_as_reader();
+    void wait_for_standby(pg_connection& fetch) const;
     void set_up_session();
     bool reconnect_control();
     void ensure_tables();
@@ -169,6 +184,7 @@ private:
     // snapshot, or the cache file hands out versions the map no longer names
     // truly (remember_committed does it for commits).
     std::atomic<std::uint64_t> snapshot_{0};
+    mutable std::uint64_t newest_heard_ = 0;  // the newest commit a notification named (wait_for_commit)
     std::uint64_t collect_due_ = 0;           // bytes committed since the last collection
     bool poisoned_ = false;
     bool lock_lost_ = false;  // reconnected: the new session must take the writer's lock again

@@ -11,12 +11,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
+#include "common/sigsafe.hpp"
 #include "common/system_error.hpp"
 
 namespace steppe::storage {
@@ -26,6 +30,12 @@ namespace {
 // Every shared word is read and written as a sequentially consistent atomic
 // (reader_table.hpp says why that order matters).
 std::atomic_ref<std::uint64_t> word(std::uint64_t& w) { return std::atomic_ref<std::uint64_t>(w); }
+
+// The sequence lock's low 32 bits, the word wait_for_publish sleeps on.
+std::uint32_t& futex_word_of(std::uint64_t& seq) {
+    static_assert(std::endian::native == std::endian::little);
+    return *reinterpret_cast<std::uint32_t*>(&seq);
+}
 
 reader_table_header& header_of(void* memory) { return *static_cast<reader_table_header*>(memory); }
 
@@ -226,6 +236,7 @@ void reader_table::publish(const snapshot& s) {
     word(p.log_end).store(s.log_end);
     word(p.txn).store(s.txn);
     word(h.seq).fetch_add(1);
+    common::futex_wake_all_shared(futex_word_of(h.seq));  // readers in wait_for_publish
 }
 
 void reader_table::publish_checkpointed(std::uint64_t generation) {
@@ -294,6 +305,55 @@ snapshot reader_table::register_snapshot() {
         word(mine.txn).store(s.txn);
         if (word(h.checkpoint_epoch).load() == before) return s;
     }
+}
+
+std::optional<snapshot> reader_table::wait_for_publish(const snapshot& seen, std::chrono::milliseconds timeout) const {
+    reader_table_header& h = header_of(memory_);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        // Taken before the look: a publish after it changes the word, and
+        // the futex then does not sleep.
+        const auto seq = static_cast<std::uint32_t>(word(h.seq).load());
+        try {
+            if (snapshot now = read_published(); now != seen) return now;
+        } catch (const error& e) {  // a writer died mid-publish: nothing new until the next writer
+            if (e.code() != errc::locked) throw;
+        }
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= std::chrono::steady_clock::duration::zero()) return std::nullopt;
+        // Slices of at most 100 ms: a writer killed between its commit and
+        // the wake leaves no sleeper for long.
+        const auto slice = std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(100)));
+        timespec ts{static_cast<time_t>(slice.count() / 1'000'000'000), static_cast<long>(slice.count() % 1'000'000'000)};
+        common::futex_wait_shared(futex_word_of(h.seq), seq, &ts);
+    }
+}
+
+// Read through pread, not a mapping: the reader may not write the table.
+// The sequence lock orders it as for mapped readers (each pread is a
+// system call, and the writer's stores are sequentially consistent).
+std::optional<snapshot> reader_table::published_of(const std::string& store_path) {
+    const std::string path = store_path + "-shm";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::optional<snapshot> out;
+    if (usable(fd)) {
+        for (int attempt = 0; attempt < 100 && !out; ++attempt) {
+            std::uint64_t before = 1, after = 0;
+            snapshot s{};
+            constexpr off_t seq_at = offsetof(reader_table_header, seq);
+            constexpr off_t published_at = offsetof(reader_table_header, published);
+            if (::pread(fd, &before, sizeof before, seq_at) != sizeof before ||
+                ::pread(fd, &s, sizeof s, published_at) != sizeof s ||
+                ::pread(fd, &after, sizeof after, seq_at) != sizeof after)
+                break;
+            if (before == after && !(before & 1)) out = s;
+            else ::sched_yield();
+        }
+    }
+    ::close(fd);
+    return out;
 }
 
 std::uint64_t reader_table::checkpointed_gen() const noexcept {

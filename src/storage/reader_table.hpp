@@ -36,6 +36,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -137,6 +138,13 @@ public:
     // Async-signal-safe (a load): the newest log generation the main file holds.
     std::uint64_t checkpointed_gen() const noexcept;
     std::uint64_t checkpoint_epoch() const noexcept;
+    // Sleeps until the writer publishes a snapshot other than `seen` (and
+    // returns it) or `timeout` passes (nullopt). The writer wakes it (publish).
+    std::optional<snapshot> wait_for_publish(const snapshot& seen, std::chrono::milliseconds timeout) const;
+
+    // The snapshot STORE-shm publishes, for a reader that opened without a
+    // table (none then): nullopt while there is no usable table.
+    static std::optional<snapshot> published_of(const std::string& store_path);
 
 private:
     reader_table(std::string path, int fd, void* memory);

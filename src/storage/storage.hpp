@@ -163,6 +163,13 @@ public:
     // The same, but false instead of the throw.
     virtual bool try_checkpoint() = 0;
 
+    // A read-only handle: true once a commit newer than its snapshot has
+    // been published (by a writer in any process or, for PostgreSQL, on any
+    // machine), waiting up to `timeout` for one; false when none came. It
+    // does not move the snapshot: the engines open the store again for that.
+    // Throws io when it cannot ask (a PostgreSQL server gone).
+    virtual bool wait_for_commit(std::chrono::milliseconds timeout) const = 0;
+
     virtual info describe() const = 0;
     const stats& counters() const { return stats_; }
     // What this handle holds in memory, in bytes (estimates from its

@@ -66,6 +66,13 @@ pg_server* pg_server::get(std::string& why) {
 }
 
 pg_server::~pg_server() {
+    if (standby_port_ != 0) {
+        try {
+            run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/standby -m immediate stop >/dev/null 2>&1"));
+        } catch (const std::exception&) {
+            // already stopped
+        }
+    }
     try {
         run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop >/dev/null 2>&1"));
     } catch (const std::exception&) {
@@ -79,18 +86,50 @@ std::string pg_server::as_user(const std::string& command) const {
     return user_.empty() ? command : "runuser -u " + user_ + " -- sh -c '" + command + "'";
 }
 
-void pg_server::start() {
+void pg_server::start() { start_on("data", port_); }
+
+void pg_server::start_on(const std::string& data, int& port) {
     // Tests run in parallel, each with a server: a port taken by another
     // (its socket file is per directory, but the port's lock file is not) moves on.
-    for (int attempt = 0;; ++attempt, ++port_) {
+    for (int attempt = 0;; ++attempt, ++port) {
         try {
-            run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -o \"-k " + dir_ + " -c listen_addresses= -p " +
-                        std::to_string(port_) + "\" -l " + dir_ + "/log -w start >/dev/null"));
+            run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/" + data + " -o \"-k " + dir_ + " -c listen_addresses= -p " +
+                        std::to_string(port) + "\" -l " + dir_ + "/" + data + ".log -w start >/dev/null"));
             return;
         } catch (const std::exception&) {
             if (attempt == 10) throw;
         }
     }
+}
+
+bool pg_server::start_standby(std::string& why) {
+    if (standby_port_ != 0) return true;
+    try {
+        run(as_user(bin_ + "/pg_basebackup -D " + dir_ + "/standby -R -X stream -h " + dir_ + " -p " +
+                    std::to_string(port_) + " -U steppe >/dev/null 2>&1"));
+        int port = port_ + 1;
+        start_on("standby", port);
+        standby_port_ = port;
+        return true;
+    } catch (const std::exception& e) {
+        why = std::string("no streaming standby: ") + e.what();
+        return false;
+    }
+}
+
+std::string pg_server::url_with_standby(const std::string& name, const std::string& extra) const {
+    return "postgresql:///postgres?host=" + dir_ + "," + dir_ + "&port=" + std::to_string(port_) + "," +
+           std::to_string(standby_port_) + "&user=steppe&store=" + name + extra;
+}
+
+void pg_server::wait_for_standby() const {
+    std::string lsn = sql("SELECT pg_current_wal_lsn()");
+    lsn = lsn.substr(0, lsn.find('\n'));
+    for (int i = 0; i < 1000; ++i) {
+        if (standby_sql("SELECT pg_last_wal_replay_lsn() < '" + lsn + "'::pg_lsn").starts_with("f")) return;
+        ::usleep(10000);
+    }
+    throw std::runtime_error("the standby did not catch up in 10 s");
 }
 
 void pg_server::crash() { run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop >/dev/null")); }
@@ -103,13 +142,17 @@ std::string pg_server::url(const std::string& name, const std::string& extra) co
            (file ? "" : "&cache_file_mib=0") + extra;
 }
 
-std::string pg_server::sql(const std::string& statement) const {
+std::string pg_server::sql(const std::string& statement) const { return sql_on(port_, statement); }
+
+std::string pg_server::standby_sql(const std::string& statement) const { return sql_on(standby_port_, statement); }
+
+std::string pg_server::sql_on(int port, const std::string& statement) const {
     std::string quoted;
     for (char c : statement) {
         if (c == '"' || c == '$' || c == '\\' || c == '`') quoted += '\\';
         quoted += c;
     }
-    return run(bin_ + "/psql -X -At -v ON_ERROR_STOP=1 -h " + dir_ + " -p " + std::to_string(port_) +
+    return run(bin_ + "/psql -X -At -v ON_ERROR_STOP=1 -h " + dir_ + " -p " + std::to_string(port) +
                " -U steppe -d postgres -c \"" + quoted + "\" 2>&1");
 }
 

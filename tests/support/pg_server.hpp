@@ -24,11 +24,24 @@ public:
     void crash();
     void start();
 
+    // A streaming standby of this server (pg_basebackup -R), started on
+    // first use; false with `why` when it cannot run. Then url_with_standby
+    // names both servers (the primary first) for pages_from=standby.
+    bool start_standby(std::string& why);
+    std::string url_with_standby(const std::string& name, const std::string& extra = "") const;
+    // Waits until the standby has replayed everything the primary committed.
+    void wait_for_standby() const;
+    // Runs SQL on the standby, as sql() on the primary.
+    std::string standby_sql(const std::string& statement) const;
+
 private:
     pg_server() = default;
     std::string as_user(const std::string& command) const;
+    void start_on(const std::string& data, int& port);
+    std::string sql_on(int port, const std::string& statement) const;
     std::string bin_, dir_, user_;
     int port_ = 0;
+    int standby_port_ = 0;  // 0: no standby
 };
 
 }  // namespace steppe::test

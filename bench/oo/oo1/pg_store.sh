@@ -14,7 +14,7 @@
 #   measured process (every process starts cold); PG_CACHE=none runs
 #   without one (cache_file_mib=0).
 #   DELAY_MS=X: steppe reaches the server over TCP through
-#   bench/oo/harness/delay_proxy.py, which delays each direction by X ms
+#   build/oo/bench/oo/delay_proxy (bench/oo/harness/delay_proxy.cpp), which delays each direction by X ms
 #   (0.25 gives a 0.5 ms round trip); DELAY_MS=0 measures the proxy alone.
 # Needs build/oo (bench/run builds it) and postgresql-15.
 set -euo pipefail
@@ -40,7 +40,7 @@ cache_param="&cache_file=$dir/pg-pages"
 [ "$pg_cache" = none ] && cache_param="&cache_file_mib=0"
 url="postgresql:///postgres?host=$dir&port=$port&user=steppe&store=oo1"
 if [ -n "${DELAY_MS:-}" ]; then
-  python3 bench/oo/harness/delay_proxy.py $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" &
+  build/oo/bench/oo/delay_proxy $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" &
   proxy=$!
   sleep 0.5
   url="postgresql://steppe@127.0.0.1:$((port + 1))/postgres?store=oo1"
