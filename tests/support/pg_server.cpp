@@ -118,8 +118,9 @@ bool pg_server::start_standby(std::string& why) {
 }
 
 std::string pg_server::url_with_standby(const std::string& name, const std::string& extra) const {
+    const bool file = extra.find("cache_file") != std::string::npos;  // as url()
     return "postgresql:///postgres?host=" + dir_ + "," + dir_ + "&port=" + std::to_string(port_) + "," +
-           std::to_string(standby_port_) + "&user=steppe&store=" + name + extra;
+           std::to_string(standby_port_) + "&user=steppe&store=" + name + (file ? "" : "&cache_file_mib=0") + extra;
 }
 
 void pg_server::wait_for_standby() const {
