@@ -5,7 +5,8 @@
 // a newer version, nor a new one an older (C3, C4); damaged, truncated,
 // foreign and unusable files are misses or clear errors, never wrong pages
 // (C1, C2); kill -9 mid-write and processes sharing one file leave nothing
-// wrong; and the checker (check(), C2 and C3) runs after each.
+// wrong; a reader on a standby shares the file; and the checker (check(),
+// C2 and C3) runs after each.
 #include <gtest/gtest.h>
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
@@ -403,6 +404,30 @@ TEST_F(PgCacheTest, ProcessesSharingAFileAtOnceReadWholeSnapshots) {
     EXPECT_EQ(first.exit_code(), 0);
     EXPECT_EQ(second.exit_code(), 0);
     EXPECT_TRUE(open(true)->check().empty());
+}
+
+// A reader whose pages come from a streaming standby (P5) shares the file
+// with the primary's writer: the same server identity and store row.
+TEST_F(PgCacheTest, AReaderOnAStandbySharesTheFile) {
+    std::string why;
+    if (!server->start_standby(why)) GTEST_SKIP() << why;
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+        test::commit_filled(*w, 2, pages / 2);
+    }
+    server->wait_for_standby();
+    storage::options o;
+    o.read_only = true;
+    auto r = pg_store::open(
+        server->url_with_standby(name, "&pages_from=standby&cache_mib=0&cache_file_mib=4&cache_file=" + file), o);
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < pages; ++p) {
+        r->read_page(p, page.data());
+        EXPECT_EQ(page[0], std::byte(p < pages / 2 ? 2 : 1)) << "page " << p;
+    }
+    EXPECT_EQ(r->cache_counters().server_fetches, 0u);
+    EXPECT_EQ(r->cache_counters().file_hits, pages);
 }
 
 // The fault path end to end: a reader opened before the server stopped
