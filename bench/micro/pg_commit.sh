@@ -3,7 +3,7 @@
 # commit of the same bytes) on a server of its own: initdb and pg_ctl in a
 # temporary directory, on a Unix socket, as the postgres user when run as
 # root; fsync on, as a production server.
-#   bench/micro/pg_commit.sh [REPS]      (default 15)
+#   bench/micro/pg_commit.sh [REPS [--no-sync]]      (default 15)
 # Needs build/oo (cmake --build build/oo --target pg_commit_bench) and postgresql-15.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,4 +18,4 @@ port=$((20000 + $$ % 20000))
 "${as_pg[@]}" "$bin/initdb" -D "$dir/data" -A trust -U steppe >/dev/null
 "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -o "-k $dir -c listen_addresses= -p $port" -l "$dir/log" -w start >/dev/null
 trap '"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; rm -rf "$dir"' EXIT
-"$bench" "postgresql:///postgres?host=$dir&port=$port&user=steppe" --reps "${1:-15}"
+${PERF:-} "$bench" "postgresql:///postgres?host=$dir&port=$port&user=steppe" --reps "${1:-15}" ${2:-}

@@ -170,6 +170,13 @@ pg_address parse_pg_address(const std::string& url) {
     const auto colon = url.find(':', scheme_end);
     if (at != std::string::npos && colon != std::string::npos && colon < at && at < q)
         a.shown = url.substr(0, colon) + url.substr(at);
+    // ...and ?password=... (libpq's parameter) masked.
+    for (auto p = a.shown.find("password=", a.shown.find('?')); p != std::string::npos;
+         p = a.shown.find("password=", p + 1)) {
+        if (a.shown[p - 1] != '?' && a.shown[p - 1] != '&') continue;
+        const auto end = a.shown.find('&', p);
+        a.shown.replace(p + 9, end == std::string::npos ? std::string::npos : end - p - 9, "***");
+    }
     return a;
 }
 
@@ -622,10 +629,10 @@ void pg_store::adopt_store_row(const pg_result& row) {
     page_count_ = page_no(row.integer(0, 4));
     fence_ = row.integer(0, 6);
     auto meta = bytea_of(row, 0, 5, path_);
-    if (meta.size() != meta_size || page_count_ > max_pages)
+    if (meta.size() != meta_size || row.integer(0, 4) < 0 || page_count_ > max_pages || row.integer(0, 3) < 0)
         throw error(errc::corrupt, path_ + ": the store's row in steppe_store is damaged (meta of " +
-                                       std::to_string(meta.size()) + " bytes, " + std::to_string(page_count_) +
-                                       " pages); run `steppe check " + path_ + "`");
+                                       std::to_string(meta.size()) + " bytes, " + row.text(0, 4) + " pages, commit " +
+                                       row.text(0, 3) + "); run `steppe check " + path_ + "`");
     std::memcpy(meta_.data(), meta.data(), meta_size);
     snapshot_.store(txn_seq_, std::memory_order_release);
 }
@@ -641,6 +648,16 @@ void pg_store::open_as_writer() {
     pg_result row = control_->exec("reading the store's row", select.c_str(), {address_.store});
     if (row.rows() == 0) {
         if (!opts_.create) throw error(errc::not_found, "store " + path_ + " does not exist");
+        // Page versions without their store's row are damage (the row was
+        // deleted), not room for a new store: its commits would show them.
+        // (Unless another process made the store, and committed, just now.)
+        if (control_->exec("looking for the store's pages", "SELECT 1 FROM steppe_page WHERE store = $1 LIMIT 1",
+                           {address_.store})
+                    .rows() != 0 &&
+            control_->exec("reading the store's row", select.c_str(), {address_.store}).rows() == 0)
+            throw error(errc::corrupt, "store " + path_ + ": its row in steppe_store is gone but its page versions "
+                                                          "are in steppe_page; no new store is made over them (restore "
+                                                          "the row, or delete the versions to start afresh)");
         meta_bytes zeros{};
         std::byte id[16];
         if (getrandom(id, sizeof id, 0) != ssize_t(sizeof id))
@@ -682,6 +699,18 @@ void pg_store::open_as_writer() {
     const std::string take = std::string("UPDATE steppe_store SET fence = fence + 1 WHERE name = $1 RETURNING ") +
                              store_columns;
     adopt_store_row(control_->exec("taking the writer's fence", take.c_str(), {address_.store}));
+    // P1 says no version is past the store row's commit. One that is (the
+    // store row restored from an older copy than steppe_page, a row added
+    // by hand) would become part of the next commit, which is to write
+    // versions of that number: refuse rather than adopt it.
+    pg_result past = control_->exec("looking for versions past the newest commit",
+                                    "SELECT page, txn FROM steppe_page WHERE store = $1 AND txn > $2 LIMIT 1",
+                                    {address_.store, std::to_string(txn_seq_)});
+    if (past.rows() != 0)
+        throw error(errc::corrupt, path_ + ": page " + past.text(0, 0) + " has a version of commit " + past.text(0, 1) +
+                                       ", past the store's newest commit " + std::to_string(txn_seq_) +
+                                       " in steppe_store (P1); the next commit would take it for its own, so no "
+                                       "writer opens the store: run `steppe check " + path_ + "`");
 }
 
 void pg_store::open_as_reader() {
@@ -957,9 +986,20 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
         control_->exec(what, "SELECT pg_notify('steppe', $1)", {address_.store + " " + std::to_string(txn)});
         sent_commit = true;
         control_->exec(what, "COMMIT");
+    } catch (const error& e) {
+        if (!sent_commit || !control_->lost()) {
+            control_->rollback();
+            throw;
+        }
+        // COMMIT's outcome is unknown: the caller must not take this io for
+        // "the store is at its previous commit", as before COMMIT.
+        poisoned_ = true;
+        throw error(errc::io, std::string(e.what()) + "; the connection was lost after COMMIT was sent, so whether "
+                                                      "commit " + std::to_string(txn) +
+                                  " took is unknown: this handle is poisoned; reopen the store to see which state it "
+                                  "is in");
     } catch (...) {
-        if (sent_commit && control_->lost()) poisoned_ = true;  // COMMIT's outcome is unknown
-        else control_->rollback();
+        control_->rollback();
         throw;
     }
     lock_lost_ = false;
@@ -1154,11 +1194,21 @@ storage::memory pg_store::memory_bytes() const noexcept {
 std::vector<std::string> pg_store::check() const {
     std::vector<std::string> findings = check_cache_file();
     const std::string at = path_ + ": ";
-    pg_result row = control_->exec("checking the store", "SELECT txn, page_count FROM steppe_store WHERE name = $1",
+    pg_result row = control_->exec("checking the store",
+                                   "SELECT txn, page_count, format, length(meta) FROM steppe_store WHERE name = $1",
                                    {address_.store});
     if (row.rows() == 0) return {at + "the store's row in steppe_store is gone"};
     const std::uint64_t newest = std::uint64_t(row.integer(0, 0));
     const page_no count = page_no(row.integer(0, 1));
+    // What open checks, as the row is now (damage after this handle's open).
+    const std::string damaged = at + "the store's row in steppe_store is damaged: ";
+    if (row.integer(0, 0) < 0) findings.push_back(damaged + "commit " + row.text(0, 0));
+    if (row.integer(0, 1) < 0 || count > max_pages) findings.push_back(damaged + "it has " + row.text(0, 1) + " pages");
+    if (row.integer(0, 3) != std::int64_t(meta_size))
+        findings.push_back(damaged + "meta of " + row.text(0, 3) + " bytes, not " + std::to_string(meta_size));
+    if (row.integer(0, 2) != pg_format)
+        findings.push_back(at + "the store's row in steppe_store is of format " + row.text(0, 2) +
+                           "; this build reads format " + std::to_string(pg_format));
     // Every version of every page, by ranges of pages so memory stays bounded.
     const auto last = control_->exec("checking page versions",
                                      "SELECT coalesce(max(page), -1) FROM steppe_page WHERE store = $1", {address_.store})
@@ -1183,12 +1233,14 @@ std::vector<std::string> pg_store::check() const {
             if (txn > newest)
                 findings.push_back(where + " is past the store's newest commit " + std::to_string(newest) +
                                    " (P1: a commit's rows and its store row go together)");
+            else if (txn == 0)
+                findings.push_back(where + " is of commit 0, which no commit is (the first is 1)");
             if (page >= count)
                 findings.push_back(where + " is past the store's " + std::to_string(count) + " pages");
         }
     }
     pg_result readers = control_->exec("checking readers", "SELECT id, txn FROM steppe_reader WHERE store = $1 AND txn > $2",
-                                       {address_.store, std::to_string(newest)});
+                                       {address_.store, row.text(0, 0)});
     for (int r = 0; r < readers.rows(); ++r)
         findings.push_back(at + "reader " + readers.text(r, 0) + " reads commit " + readers.text(r, 1) +
                            ", past the newest " + std::to_string(newest));

@@ -248,10 +248,16 @@ void reader_table::end_checkpoint() { word(header_of(memory_).checkpoint_epoch).
 
 std::optional<reader_info> reader_table::first_reader_not_at(std::uint64_t generation, std::uint64_t log_end) const {
     if (readers_by_other_name()) return reader_info{0, 0, 0, 0, true};
+    // The slot's words first, the lock (a system call) only for a slot that
+    // could hold the checkpoint back. Skipped without one: a slot at the
+    // newest commit, and one with pid 0, which no reader holds: a claim
+    // stores the pid before its reader reads the epoch to take a snapshot,
+    // so a reader whose pid this look misses sees the epoch this checkpoint
+    // bumped and takes the newest commit (the protocol above).
     for (std::uint32_t i = 0; i < reader_slots; ++i) {
-        if (!slot_live(i)) continue;
         reader_slot s = read_slot(i);
-        if (s.generation != generation || s.log_end != log_end) return reader_info{s.pid, s.generation, s.log_end, s.txn};
+        if (s.pid == 0 || (s.generation == generation && s.log_end == log_end)) continue;
+        if (slot_live(i)) return reader_info{s.pid, s.generation, s.log_end, s.txn};
     }
     return std::nullopt;
 }

@@ -17,6 +17,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 #include <unordered_map>
 
@@ -25,6 +26,7 @@
 #include "crash_mode.hpp"
 #include "engine/open_internal.hpp"
 #include "support/fault_env.hpp"
+#include "support/pg_server.hpp"
 #include "support/temp_dir.hpp"
 
 namespace steppe_model {
@@ -57,7 +59,7 @@ config config_for_seed(std::uint64_t seed) {
 
 std::string describe(const config& c) {
     return std::string("backend ") + (c.backend == steppe::fault_backend::mprotect ? "mprotect" : "uffd") +
-           ", checkpoint_bytes " + std::to_string(c.checkpoint_bytes) + ", durable";
+           ", checkpoint_bytes " + std::to_string(c.checkpoint_bytes) + ", durable" + (c.pg ? ", in PostgreSQL" : "");
 }
 
 namespace {
@@ -162,6 +164,7 @@ struct session_params {
     std::string path;
     config cfg;
     bool read_only = false;
+    bool wait_for_lock = true;  // in PostgreSQL: until the server has seen a killed writer's session end
     long arm_calls = -1;
     mode arm_mode = mode::kill;
     std::uint64_t arm_seed = 0;
@@ -193,6 +196,7 @@ public:
             o.read_only = p.read_only;
             o.create = !p.read_only;
             o.durable = true;
+            if (p.cfg.pg && p.wait_for_lock) o.lock_timeout = std::chrono::seconds(10);
             s_.emplace(steppe::detail::open_with_env(p.path, o, &env_));
         } catch (const steppe::error& e) {
             reply(st_steppe_error, static_cast<int>(e.code()), e.what());
@@ -600,7 +604,14 @@ int reply_timeout_ms() {
 class runner {
 public:
     runner(const config& cfg, const std::string& dir, run_stats* stats, bool verbose)
-        : cfg_(cfg), path_(dir + "/s.db"), stats_(stats ? *stats : own_stats_), verbose_(verbose) {}
+        : cfg_(cfg), path_(dir + "/s.db"), stats_(stats ? *stats : own_stats_), verbose_(verbose) {
+        if (!cfg.pg) return;
+        std::string why;
+        server_ = steppe::test::pg_server::get(why);
+        if (!server_) throw std::runtime_error("no PostgreSQL server for the model test: " + why);
+        static int runs = 0;  // a fresh store per run
+        path_ = server_->url("model_" + std::to_string(::getpid()) + "_" + std::to_string(++runs));
+    }
 
     outcome run(const std::vector<op>& ops) {
         outcome out;
@@ -1163,6 +1174,17 @@ private:
             return store_check();
         }
         case opk::power_loss_now: {
+            if (cfg_.pg) {
+                trace("server.crash(); kill(worker, SIGKILL); server.start();  // between two steps; reopen");
+                server_->crash();
+                reap(main_, true);
+                server_->start();
+                ++stats_.idle_crashes;
+                note_crash(mode::drop_all);
+                open_main();
+                check_dump({&committed_});
+                return store_check();
+            }
             mode m = crash_mode(o.b);
             if (m == mode::kill) m = mode::drop_all;
             trace("power_loss();  // " + std::string(to_string(m)) + ", seed " + std::to_string(o.c) +
@@ -1177,6 +1199,7 @@ private:
             return store_check();
         }
         case opk::crash_commit: {
+            if (cfg_.pg) return server_crash_in_commit(std::chrono::microseconds(o.a % 4000));
             long n = crash_point(o.a);
             mode m = crash_mode(o.b);
             bool twice = o.d % 4 == 0;
@@ -1248,12 +1271,15 @@ private:
         case opk::readers: return readers();
         case opk::second_writer: {
             trace("steppe::store::open(path) in another process;  // must throw errc::locked naming the writer");
-            session other = spawn(params());
+            session_params p = params();
+            p.wait_for_lock = false;
+            session other = spawn(p);
             auto r = receive(other);
             reap(other);
             if (!r) throw failure{"worker died", "a second writer died while opening"};
             expect_error(*r, steppe::errc::locked, "a second writer's open");
-            if (r->text().find(std::to_string(main_.pid)) == std::string::npos)
+            // In PostgreSQL the holder is named by its session's backend.
+            if (r->text().find(cfg_.pg ? "held by another writer" : std::to_string(main_.pid)) == std::string::npos)
                 throw failure{"wrong outcome", "errc::locked does not name the writer's pid " +
                                                    std::to_string(main_.pid) + ": " + r->text()};
             ++stats_.lock_checks;
@@ -1335,6 +1361,34 @@ private:
         n.ver = v;
     }
 
+    // In PostgreSQL: the server stopped like a power cut `delay` after the
+    // commit was sent, then started again; the commit is there or not,
+    // unless it returned.
+    void server_crash_in_commit(std::chrono::microseconds delay) {
+        trace("s.commit();  // the server crashes (pg_ctl stop -m immediate) " + std::to_string(delay.count()) +
+              " us after the commit was sent, and starts again");
+        if (!send(main_, sk::commit)) died(main_, "commit");
+        std::this_thread::sleep_for(delay);
+        server_->crash();
+        auto r = receive(main_);
+        mstate before = committed_, after = current_;
+        std::vector<const mstate*> candidates = {&before, &after};
+        if (r && r->status == st_ok) {
+            ++stats_.commits;
+            ++stats_.crash_after_commit;
+            candidates = {&after};
+        } else if (r && !(r->status == st_steppe_error && (r->code == static_cast<std::int32_t>(steppe::errc::io) ||
+                                                           r->code == static_cast<std::int32_t>(steppe::errc::poisoned)))) {
+            expect_ok(*r, "commit while the server crashed (io or poisoned expected)");
+        } else {
+            ++stats_.crash_in_commit;
+        }
+        reap(main_, true);
+        server_->start();
+        note_crash(mode::kill);
+        recover(candidates, -1, mode::kill, 0);
+    }
+
     // After a crash: the store must reopen as one of the candidates. With
     // arm_calls >= 0 the first reopen is itself crashed at that I/O call.
     void recover(const std::vector<const mstate*>& candidates, long arm_calls, mode m, std::uint64_t seed) {
@@ -1392,6 +1446,7 @@ private:
 
     config cfg_;
     std::string path_;
+    steppe::test::pg_server* server_ = nullptr;
     run_stats own_stats_;
     run_stats& stats_;
     bool verbose_;
@@ -1496,6 +1551,7 @@ std::vector<op> shrink(const config& cfg, std::vector<op> ops, const outcome& fa
 
 std::string encode(const config& cfg, const std::vector<op>& ops) {
     std::string s = cfg.backend == steppe::fault_backend::mprotect ? "m" : "u";
+    if (cfg.pg) s += "p";
     s += std::to_string(cfg.checkpoint_bytes) + ":";
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const op& o = ops[i];
@@ -1510,7 +1566,8 @@ bool decode(const std::string& text, config& cfg, std::vector<op>& ops) {
     auto colon = text.find(':');
     if (text.empty() || colon == std::string::npos) return false;
     cfg.backend = text[0] == 'm' ? steppe::fault_backend::mprotect : steppe::fault_backend::uffd;
-    cfg.checkpoint_bytes = std::stoull(text.substr(1, colon - 1));
+    cfg.pg = text.size() > 1 && text[1] == 'p';
+    cfg.checkpoint_bytes = std::stoull(text.substr(cfg.pg ? 2 : 1, colon - (cfg.pg ? 2 : 1)));
     ops.clear();
     std::stringstream in(text.substr(colon + 1));
     std::string item;

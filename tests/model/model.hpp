@@ -58,6 +58,11 @@ struct config {
     steppe::fault_backend backend = steppe::fault_backend::uffd;
     std::uint64_t checkpoint_bytes = 64 << 10;
     int sabotage = 0;  // self-test only: 1 = the worker loses some writes, 2 = its commits do nothing
+    // The store in the test process's PostgreSQL server (support/pg_server.hpp),
+    // a fresh one per run, instead of a file: crashes in a commit are then
+    // the server's (pg_ctl stop -m immediate at a random instant of it), a
+    // power loss between steps the server's too, and kill -9 the worker's.
+    bool pg = false;
 };
 config config_for_seed(std::uint64_t seed);
 std::string describe(const config& c);

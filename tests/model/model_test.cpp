@@ -1,7 +1,8 @@
 // Model-based random testing through steppe's public API (see model.hpp).
 //
 // The CI slice runs fixed seeds. Environment:
-//   STEPPE_MODEL_SEEDS=N       sequences to run (default: the CI slice)
+//   STEPPE_MODEL_SEEDS=N       sequences to run (default: the CI slice; Model.RandomSequencesInPostgreSQL
+//                              runs them on stores in a PostgreSQL server the test starts)
 //   STEPPE_MODEL_FIRST_SEED=S  first seed (default 1); seed s uses config_for_seed(s)
 //   STEPPE_MODEL_OPS=L         abstract ops per sequence (default 120)
 //   STEPPE_MODEL_SECONDS=T     keep running further seeds until T seconds have passed
@@ -32,6 +33,7 @@
 
 #include "model.hpp"
 #include "support/fault_env.hpp"
+#include "support/pg_server.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace steppe_model;
@@ -62,10 +64,13 @@ void report_failure(const config& cfg, const std::vector<op>& ops, const outcome
     ADD_FAILURE() << "model test failure, seed " << seed << " (" << last.category << "):\n" << text;
 }
 
-TEST(Model, RandomSequences) {
+// Runs the seeds the environment asks for (by default `seeds` of `length`
+// ops), on files or, with `pg`, on stores in the test process's PostgreSQL
+// server.
+void random_sequences(bool pg, long default_seeds, long default_length) {
     const long first = env_long("STEPPE_MODEL_FIRST_SEED", 1);
-    const long seeds = env_long("STEPPE_MODEL_SEEDS", 40);
-    const long length = env_long("STEPPE_MODEL_OPS", 120);
+    const long seeds = env_long("STEPPE_MODEL_SEEDS", default_seeds);
+    const long length = env_long("STEPPE_MODEL_OPS", default_length);
     const long seconds = env_long("STEPPE_MODEL_SECONDS", 0);
     const bool verbose = env_flag("STEPPE_MODEL_VERBOSE");
     auto start = std::chrono::steady_clock::now();
@@ -76,6 +81,7 @@ TEST(Model, RandomSequences) {
         if (i >= seeds && (seconds == 0 || elapsed >= static_cast<double>(seconds))) break;
         auto seed = static_cast<std::uint64_t>(first + i);
         config cfg = config_for_seed(seed);
+        cfg.pg = pg;
         std::vector<op> ops = generate(seed, static_cast<std::size_t>(length));
         if (verbose) std::printf("seed %llu: %s\n", static_cast<unsigned long long>(seed), describe(cfg).c_str());
         steppe::test::temp_dir dir;
@@ -88,11 +94,24 @@ TEST(Model, RandomSequences) {
     }
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("model: %s\n  %ld failing sequences; %.1f s\n", total.summary().c_str(), failures, elapsed);
-    RecordProperty("sequences", static_cast<int>(total.runs));
+    ::testing::Test::RecordProperty("sequences", static_cast<int>(total.runs));
+    EXPECT_GT(total.commits, 0u);
     // Crash points and power loss are only real if the store's writes go
     // through the fault env its workers open it with (open_with_env).
-    EXPECT_GE(total.tracked_io, 2 * total.commits / 3)
-        << "steppe's commits no longer write through the storage env: the fault env sees nothing";
+    if (!pg) {
+        EXPECT_GE(total.tracked_io, 2 * total.commits / 3)
+            << "steppe's commits no longer write through the storage env: the fault env sees nothing";
+    }
+}
+
+TEST(Model, RandomSequences) { random_sequences(false, 40, 120); }
+
+// The same on stores in PostgreSQL (config::pg): a CI slice of a few seeds,
+// the server crashed in commits and between steps.
+TEST(Model, RandomSequencesInPostgreSQL) {
+    std::string why;
+    if (!steppe::test::pg_server::get(why)) GTEST_SKIP() << "no PostgreSQL server here: " << why;
+    random_sequences(true, 4, 80);
 }
 
 TEST(Model, Replay) {

@@ -1,6 +1,7 @@
 #include "support/pg_server.hpp"
 
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -89,12 +90,17 @@ std::string pg_server::as_user(const std::string& command) const {
 void pg_server::start() { start_on("data", port_); }
 
 void pg_server::start_on(const std::string& data, int& port) {
+    // fsync=off: a crash here is pg_ctl stop -m immediate, which the
+    // kernel's page cache outlives, so every write the server made survives
+    // it as it would survive with fsync; and the start after a crash does not
+    // fsync the whole data directory first (seconds on a busy machine).
     // Tests run in parallel, each with a server: a port taken by another
     // (its socket file is per directory, but the port's lock file is not) moves on.
     for (int attempt = 0;; ++attempt, ++port) {
         try {
-            run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/" + data + " -o \"-k " + dir_ + " -c listen_addresses= -p " +
-                        std::to_string(port) + "\" -l " + dir_ + "/" + data + ".log -w start >/dev/null"));
+            run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/" + data + " -o \"-k " + dir_ +
+                        " -c listen_addresses= -c fsync=off -p " + std::to_string(port) + "\" -l " + dir_ + "/" +
+                        data + ".log -w start >/dev/null"));
             return;
         } catch (const std::exception&) {
             if (attempt == 10) throw;
@@ -133,7 +139,49 @@ void pg_server::wait_for_standby() const {
     throw std::runtime_error("the standby did not catch up in 10 s");
 }
 
-void pg_server::crash() { run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop >/dev/null")); }
+// What pg_ctl stop -m immediate does, without its start-up time, so a
+// crash lands at the instant a test picks: SIGQUIT to the postmaster, then
+// wait until it has gone (it removes postmaster.pid last).
+void pg_server::crash() {
+    const std::string lock = dir_ + "/data/postmaster.pid";
+    long pid = 0;
+    if (FILE* f = std::fopen(lock.c_str(), "r")) {
+        if (std::fscanf(f, "%ld", &pid) != 1) pid = 0;
+        std::fclose(f);
+    }
+    if (pid <= 0 || ::kill(pid_t(pid), SIGQUIT) != 0) {
+        run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop >/dev/null"));
+        return;
+    }
+    for (int i = 0; i < 30000 && ::access(lock.c_str(), F_OK) == 0; ++i) ::usleep(1000);
+}
+
+void pg_server::terminate(int backend_pid) const {
+    sql("SELECT pg_terminate_backend(" + std::to_string(backend_pid) + ")");
+}
+
+void pg_server::add_hba_line(const std::string& line) const {
+    const std::string file = dir_ + "/data/pg_hba.conf";
+    std::string text;
+    {
+        FILE* f = std::fopen(file.c_str(), "r");
+        if (!f) throw std::runtime_error("open " + file);
+        char buf[4096];
+        while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) text.append(buf, n);
+        std::fclose(f);
+    }
+    text = line + "\n" + text;
+    FILE* f = std::fopen(file.c_str(), "w");  // the same file: its owner stays the server's
+    if (!f) throw std::runtime_error("open " + file);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+    sql("SELECT pg_reload_conf()");
+}
+
+void pg_server::set(const std::string& setting, const std::string& value) const {
+    sql(value.empty() ? "ALTER SYSTEM RESET " + setting : "ALTER SYSTEM SET " + setting + " = '" + value + "'");
+    sql("SELECT pg_reload_conf()");
+}
 
 std::string pg_server::url(const std::string& name, const std::string& extra) const {
     // No cache file unless the test asks for one: tests of the server's
@@ -153,7 +201,9 @@ std::string pg_server::sql_on(int port, const std::string& statement) const {
         if (c == '"' || c == '$' || c == '\\' || c == '`') quoted += '\\';
         quoted += c;
     }
-    return run(bin_ + "/psql -X -At -v ON_ERROR_STOP=1 -h " + dir_ + " -p " + std::to_string(port) +
+    // The test's own session writes even on a primary made read-only.
+    const std::string writable = port == port_ ? "PGOPTIONS='-c default_transaction_read_only=off' " : "";
+    return run(writable + bin_ + "/psql -X -At -v ON_ERROR_STOP=1 -h " + dir_ + " -p " + std::to_string(port) +
                " -U steppe -d postgres -c \"" + quoted + "\" 2>&1");
 }
 

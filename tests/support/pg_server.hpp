@@ -20,9 +20,16 @@ public:
     std::string url(const std::string& name, const std::string& extra = "") const;
     // Runs SQL through psql; its output, one row per line, columns by '|'.
     std::string sql(const std::string& statement) const;
-    // A crash of the server (pg_ctl stop -m immediate), and its start again.
+    // A crash of the server (as pg_ctl stop -m immediate: at once), and its start again.
     void crash();
     void start();
+    // Ends a backend's session as a network cut seen by the server would
+    // (pg_terminate_backend).
+    void terminate(int backend_pid) const;
+    // Puts `line` first in pg_hba.conf and reloads the configuration.
+    void add_hba_line(const std::string& line) const;
+    // ALTER SYSTEM SET `setting` = `value` (RESET with an empty value) and a reload.
+    void set(const std::string& setting, const std::string& value) const;
 
     // A streaming standby of this server (pg_basebackup -R), started on
     // first use; false with `why` when it cannot run. Then url_with_standby

@@ -31,7 +31,7 @@ void fill(std::byte* page, std::uint64_t txn, std::uint64_t p) {
 
 }  // namespace
 
-void workload::run_one(storage::storage& s, std::uint64_t txn) {
+void workload::run_one(storage::storage& s, std::uint64_t txn, bool spill) {
     auto pages = pages_of(txn);
     std::vector<std::byte> images(pages.size() * storage::page_size);
     std::vector<storage::page_image> writes;
@@ -41,7 +41,9 @@ void workload::run_one(storage::storage& s, std::uint64_t txn) {
     }
     storage::meta_bytes meta{};
     std::memcpy(meta.data(), &txn, sizeof txn);
-    s.commit(writes, meta);
+    const std::size_t spilled = spill ? writes.size() / 2 : 0;
+    if (spilled) s.spill({writes.data(), spilled});
+    s.commit({writes.data() + spilled, writes.size() - spilled}, meta);
 }
 
 void workload::run(storage::storage& s, std::uint64_t first, std::uint64_t last) {

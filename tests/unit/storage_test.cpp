@@ -1,11 +1,15 @@
 // Storage manager: commits, reads, checkpoints, recovery, locking, errors and
-// damaged files, each named after what it checks.
+// damaged files, each named after what it checks. The tests of what every
+// page store promises (AnyStoreTest) run on a file store and on a store in
+// a PostgreSQL server the test process starts (support/pg_server.hpp).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -14,6 +18,7 @@
 #include "storage/storage.hpp"
 #include "storage/wal_format.hpp"
 #include "support/fault_env.hpp"
+#include "support/pg_server.hpp"
 #include "support/store_model.hpp"
 #include "support/temp_dir.hpp"
 
@@ -59,6 +64,24 @@ protected:
     std::string last_message;
 };
 
+// The same tests on each kind of store: "file" (a path) and "pg" (a
+// PostgreSQL URL, store named after the test).
+class AnyStoreTest : public StorageTest, public ::testing::WithParamInterface<const char*> {
+protected:
+    void SetUp() override {
+        if (!pg()) return;
+        std::string why;
+        test::pg_server* server = test::pg_server::get(why);
+        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
+        std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        std::replace(name.begin(), name.end(), '/', '_');
+        path = server->url(name.substr(name.size() > 63 ? name.size() - 63 : 0));
+    }
+    bool pg() const { return std::string(GetParam()) == "pg"; }
+};
+INSTANTIATE_TEST_SUITE_P(Kinds, AnyStoreTest, ::testing::Values("file", "pg"),
+                         [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
+
 std::vector<std::byte> page_of(char c) { return std::vector<std::byte>(page_size, std::byte(c)); }
 
 TEST_F(StorageTest, CreatesAStoreWithHeaderAndLog) {
@@ -71,14 +94,14 @@ TEST_F(StorageTest, CreatesAStoreWithHeaderAndLog) {
     EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
-TEST_F(StorageTest, OpenWithoutCreateOfMissingStoreIsNotFound) {
+TEST_P(AnyStoreTest, OpenWithoutCreateOfMissingStoreIsNotFound) {
     options o;
     o.create = false;
     EXPECT_EQ(open_error(o), errc::not_found);
     EXPECT_NE(last_message.find(path), std::string::npos);
 }
 
-TEST_F(StorageTest, CommittedPagesAndMetaSurviveReopen) {
+TEST_P(AnyStoreTest, CommittedPagesAndMetaSurviveReopen) {
     {
         auto s = open();
         auto a = page_of('a'), b = page_of('b');
@@ -100,7 +123,7 @@ TEST_F(StorageTest, CommittedPagesAndMetaSurviveReopen) {
     EXPECT_EQ(out, page_of(0));
 }
 
-TEST_F(StorageTest, ReadBeyondPageCountIsAnError) {
+TEST_P(AnyStoreTest, ReadBeyondPageCountIsAnError) {
     auto s = open();
     std::vector<std::byte> out(page_size);
     try {
@@ -111,7 +134,7 @@ TEST_F(StorageTest, ReadBeyondPageCountIsAnError) {
     }
 }
 
-TEST_F(StorageTest, NewestVersionWinsAcrossLogAndCheckpoints) {
+TEST_P(AnyStoreTest, NewestVersionWinsAcrossLogAndCheckpoints) {
     options o;
     o.checkpoint_bytes = 3 * page_frame_size;  // checkpoint every few commits
     auto s = open(o);
@@ -165,7 +188,7 @@ TEST_F(StorageTest, CheckpointCutsALogGrownByABigTransactionBackSoOpenReadsLittl
     EXPECT_TRUE(s->check().empty());
 }
 
-TEST_F(StorageTest, StoresSpanningManyChecksumGroups) {
+TEST_P(AnyStoreTest, StoresSpanningManyChecksumGroups) {
     auto s = open();
     std::vector<std::byte> img(page_size);
     std::vector<page_image> w;
@@ -192,7 +215,7 @@ TEST_F(StorageTest, SecondOpenInTheSameProcessIsRefusedAsSuch) {
     EXPECT_NE(last_message.find("already open in this process"), std::string::npos) << last_message;
 }
 
-TEST_F(StorageTest, StoreLeftByAKilledProcessOpensNormally) {
+TEST_P(AnyStoreTest, StoreLeftByAKilledProcessOpensNormally) {
     open().reset();
     int ready[2];
     ASSERT_EQ(::pipe(ready), 0);
@@ -208,15 +231,19 @@ TEST_F(StorageTest, StoreLeftByAKilledProcessOpensNormally) {
     char c;
     ASSERT_EQ(::read(ready[0], &c, 1), 1);
     EXPECT_EQ(open_error(), errc::locked);
-    EXPECT_NE(last_message.find(std::to_string(child)), std::string::npos) << last_message;
+    // A file store names the holder's pid; PostgreSQL, its session's backend.
+    EXPECT_NE(last_message.find(pg() ? "held by another writer" : std::to_string(child)), std::string::npos)
+        << last_message;
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
-    auto s = open();
+    options wait;
+    wait.lock_timeout = std::chrono::seconds(10);  // until the server has seen the killed session end
+    auto s = open(wait);
     EXPECT_EQ(workload::committed_txn(*s), 3u);
     EXPECT_EQ(workload::verify(*s), "");
 }
 
-TEST_F(StorageTest, ReadOnlyOpenRefusesCommitAndSharesWithReaders) {
+TEST_P(AnyStoreTest, ReadOnlyOpenRefusesCommitAndSharesWithReaders) {
     { auto s = open(); workload::run(*s, 1, 5); }
     options ro;
     ro.read_only = true;
@@ -229,7 +256,8 @@ TEST_F(StorageTest, ReadOnlyOpenRefusesCommitAndSharesWithReaders) {
     } catch (const error& e) {
         EXPECT_EQ(e.code(), errc::invalid_argument);
     }
-    EXPECT_EQ(open_error(), errc::locked);  // a writer waits for the readers
+    if (pg()) EXPECT_NE(open(), nullptr);  // readers in PostgreSQL hold their snapshots beside a writer
+    else EXPECT_EQ(open_error(), errc::locked);  // a writer waits for the readers
 }
 
 TEST_F(StorageTest, DiskFullDuringCommitKeepsThePreviousCommitAndGoesOn) {
@@ -359,7 +387,7 @@ TEST_F(StorageTest, TruncatedAtAGroupBoundaryIsCorruptNotZeros) {
     EXPECT_NE(last_message.find("truncated"), std::string::npos) << last_message;
 }
 
-TEST_F(StorageTest, CommitOfAPageBeyondTheLimitIsRefused) {
+TEST_P(AnyStoreTest, CommitOfAPageBeyondTheLimitIsRefused) {
     auto s = open();
     std::vector<std::byte> img(page_size);
     page_image w[] = {{max_pages, img.data()}};
