@@ -189,10 +189,11 @@ pg_cache_file::lookup pg_cache_file::find(const pg_cache_key& key, page_no page,
     if (h.check != slot_check(h, out) || h.sum != page_checksum(out, page_size) || h.version == 0)
         return lookup::rejected;
     // C4: the newest version at this snapshot, by the handle's map (the
-    // server's word) where it knows the page, else by the slot's claim (C3).
+    // server's word, sum included: C2) where it knows the page, else by the
+    // slot's claim (C3).
     const std::uint64_t newest = versions.newest(page);
     const bool newest_at_snapshot = newest != pg_version_map::unknown
-                                        ? newest == h.version
+                                        ? newest == h.version && versions.sum(page) == h.sum
                                         : h.version <= snapshot && snapshot <= h.newest_through;
     return newest_at_snapshot ? lookup::hit : lookup::rejected;
 }

@@ -25,16 +25,19 @@
 //  (C2) a slot names one version of one page of one store: a store is the
 //       triple (store_id, server, row), which a drop and re-creation of the
 //       same name (a new row) or a copy on another server (another system
-//       identifier) never repeats; a version's image never changes;
+//       identifier) never repeats. A version's image is not assumed never
+//       to change (a database restored to an earlier point commits the
+//       same numbers again): the version map carries each version's sum
+//       too, and a slot's must match it;
 //  (C3) a slot claims that its version is the page's newest at every
 //       snapshot in [version, newest_through]. The fetch thread writes what
 //       a fetch at snapshot S returned (newest_through = S); a writer, what
 //       its commit T wrote (newest_through = T) once COMMIT returned;
 //  (C4) a handle at snapshot S hands out a slot's image only if its version
-//       map (the newest version of every page at S, from one query at
-//       open, kept up to date by its own commits) says the page's newest
-//       version at S is the slot's; for a page the map does not cover (past
-//       its capacity, or no map), only if version ≤ S ≤ newest_through.
+//       map (the newest version of every page at S and its sum, from one
+//       query at open, kept up to date by its own commits) names the
+//       slot's version and sum; for a page the map does not cover (past its
+//       capacity, or no map), only if version ≤ S ≤ newest_through.
 //
 // Two processes writing one file need no lock: each slot goes in one
 // pwritev, and a reader that sees a mix of two writes finds its check
@@ -77,23 +80,28 @@ struct pg_cache_slot_header {
 };
 static_assert(sizeof(pg_cache_slot_header) == pg_cache_slot_header_size, "slot header layout (docs/format.md)");
 
-// The newest version of each page at the handle's snapshot (C4): one atomic
-// word per page below a capacity fixed at open (0: no version, the page
-// reads as zeros; pages past the capacity are unknown).
+// The newest version of each page at the handle's snapshot and its sum
+// (C4): atomic words per page below a capacity fixed at open (0: no
+// version, the page reads as zeros; pages past the capacity are unknown).
 class pg_version_map {
 public:
     static constexpr std::uint64_t unknown = ~std::uint64_t{0};
-    explicit pg_version_map(page_no capacity) : capacity_(capacity), txn_(new std::atomic<std::uint64_t>[capacity]) {}
+    explicit pg_version_map(page_no capacity)
+        : capacity_(capacity), txn_(new std::atomic<std::uint64_t>[capacity]),
+          sum_(new std::atomic<std::uint32_t>[capacity]) {}
     std::uint64_t newest(page_no page) const noexcept {
         return loaded_.load(std::memory_order_acquire) && page < capacity_
                    ? txn_[page].load(std::memory_order_relaxed)
                    : unknown;
     }
-    void set(page_no page, std::uint64_t txn) noexcept {
-        if (page < capacity_) txn_[page].store(txn, std::memory_order_relaxed);
+    // The newest version's sum (page_checksum; meaningful where newest() is a version).
+    std::uint32_t sum(page_no page) const noexcept {
+        return page < capacity_ ? sum_[page].load(std::memory_order_relaxed) : 0;
     }
-    void clear() noexcept {
-        for (page_no p = 0; p < capacity_; ++p) txn_[p].store(0, std::memory_order_relaxed);
+    void set(page_no page, std::uint64_t txn, std::uint32_t sum) noexcept {
+        if (page >= capacity_) return;
+        txn_[page].store(txn, std::memory_order_relaxed);
+        sum_[page].store(sum, std::memory_order_relaxed);
     }
     void publish() noexcept { loaded_.store(true, std::memory_order_release); }
     bool loaded() const noexcept { return loaded_.load(std::memory_order_acquire); }
@@ -102,6 +110,7 @@ public:
 private:
     const page_no capacity_;
     std::unique_ptr<std::atomic<std::uint64_t>[]> txn_;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> sum_;
     std::atomic<bool> loaded_{false};
 };
 

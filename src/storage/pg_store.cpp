@@ -278,16 +278,18 @@ struct pg_store::fetcher {
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
         pg_result rows = conn->exec(
             "reading the page versions of the snapshot",
-            "SELECT (SELECT system_identifier FROM pg_control_system()), reg.n, v.page, v.txn FROM "
+            "SELECT (SELECT system_identifier FROM pg_control_system()), reg.n, v.page, v.txn, v.sum FROM "
             "(SELECT count(*) AS n FROM steppe_reader WHERE store = $1 AND id = $3) reg LEFT JOIN LATERAL "
-            "(SELECT page, max(txn) AS txn FROM steppe_page WHERE store = $1 AND txn <= $2 GROUP BY page) v ON true",
+            "(SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 AND txn <= $2 "
+            "ORDER BY page, txn DESC) v ON true",
             {store.address_.store, std::to_string(snapshot), std::to_string(store.reader_id_)}, true);
         auto& key = const_cast<pg_cache_key&>(store.key_);  // set once here, before any thread reads it
         key.server = std::uint64_t(rows.binary_integer(0, 0));
         if (store.reader_id_ != 0 && rows.binary_integer(0, 1) == 0) return;  // the fetch will say why
         for (int i = 0; i < rows.rows(); ++i)
             if (!rows.is_null(i, 2))
-                store.versions_->set(page_no(rows.binary_integer(i, 2)), std::uint64_t(rows.binary_integer(i, 3)));
+                store.versions_->set(page_no(rows.binary_integer(i, 2)), std::uint64_t(rows.binary_integer(i, 3)),
+                                     std::uint32_t(rows.binary_integer(i, 4)));
         store.versions_->publish();
     }
     ~fetcher() {
@@ -871,14 +873,15 @@ void pg_store::remember_images(std::span<const page_image> pages, std::span<cons
     for (const auto& p : pages) {
         std::memcpy(copy.data(), p.data, page_size);  // outside the slot's lock: p.data may be a store page
         cache_->replace(p.page, copy.data());
-        if (versions_) versions_->set(p.page, txn);
+        if (versions_) versions_->set(p.page, txn, page_checksum(copy.data(), page_size));
         write_slot(p.page, txn, txn, copy.data());
     }
     if (!versions_) return;
     for (page_no page : spilled_only) {
-        versions_->set(page, txn);
         read_failure why;
-        if (read_spilled(page, copy.data(), &why) == spilled_read::read) write_slot(page, txn, txn, copy.data());
+        const bool read = read_spilled(page, copy.data(), &why) == spilled_read::read;
+        versions_->set(page, txn, read ? page_checksum(copy.data(), page_size) : 0);  // 0: no slot matches
+        if (read) write_slot(page, txn, txn, copy.data());
     }
 }
 
@@ -1187,7 +1190,7 @@ info pg_store::describe() const {
 }
 
 storage::memory pg_store::memory_bytes() const noexcept {
-    return {pending_count() * 48 + (versions_ ? versions_->capacity() * 8 : 0),
+    return {pending_count() * 48 + (versions_ ? versions_->capacity() * 12 : 0),
             cache_->count * sizeof(cache::slot) + sizeof(fetcher::request) * fetcher::request_slots};
 }
 

@@ -307,6 +307,37 @@ TEST_F(PgCacheTest, StoresSharingAFileOrANameNeverMix) {
     EXPECT_TRUE(a->check().empty());
 }
 
+// C2: a database taken back to an earlier point (a restore of a backup, a
+// point-in-time recovery) keeps the store's identity, and its next commit
+// reuses a commit number the file already holds other bytes for. The
+// version map's sums tell them apart.
+TEST_F(PgCacheTest, AStoreTakenBackInTimeIsNotServedItsOldFuture) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+        test::commit_filled(*w, 2, pages);  // the slots hold commit 2's bytes
+    }
+    server->sql("DELETE FROM steppe_page WHERE store = '" + name + "' AND txn = 2; UPDATE steppe_store SET txn = 1 "
+                "WHERE name = '" + name + "'");
+    {  // commit 2 again, other bytes, by a writer without the file
+        storage::options o;
+        auto elsewhere = pg_store::open(server->url(name), o);
+        std::vector<std::byte> image(storage::page_size, std::byte{9});
+        std::vector<storage::page_image> all;
+        for (storage::page_no p = 0; p < pages; ++p) all.push_back({p, image.data()});
+        elsewhere->commit(all, elsewhere->meta());
+        ASSERT_EQ(elsewhere->txn_seq(), 2u);
+    }
+    auto r = open(true);
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < pages; ++p) {
+        r->read_page(p, page.data());
+        EXPECT_EQ(page[0], std::byte{9}) << "page " << p;
+    }
+    EXPECT_EQ(r->cache_counters().file_hits, 0u);
+    EXPECT_EQ(r->cache_counters().file_rejects, pages);
+}
+
 // A cache file that cannot be one: /dev/null behind a symlink serves nothing
 // and breaks nothing; another program's file is left alone with a clear
 // error; a directory that cannot hold the file is a clear error when named
