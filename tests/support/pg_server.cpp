@@ -111,7 +111,7 @@ void pg_server::start_on(const std::string& data, int& port) {
 bool pg_server::start_standby(std::string& why) {
     if (standby_port_ != 0) return true;
     try {
-        run(as_user(bin_ + "/pg_basebackup -D " + dir_ + "/standby -R -X stream -h " + dir_ + " -p " +
+        run(as_user(bin_ + "/pg_basebackup -c fast -D " + dir_ + "/standby -R -X stream -h " + dir_ + " -p " +
                     std::to_string(port_) + " -U steppe >/dev/null 2>&1"));
         int port = port_ + 1;
         start_on("standby", port);
