@@ -393,41 +393,29 @@ void* engine::translate(std::uint64_t) {
                                    "has none");
 }
 
-compact_report engine::compact(const compact_options&) {
-    throw error(errc::unsupported, "compaction of " + path() + ": not built for this store's engine yet (the page "
-                                   "engine's stores only)");
-}
-
-migrate_report engine::migrate(const migration&, const migrate_options&) {
-    throw error(errc::unsupported, "migration of " + path() + ": not built for this store's engine yet (the page "
-                                   "engine's stores only)");
-}
-
 namespace {
 // Opened as the CLI opens stores (no program classes needed), not through a
 // store: nothing of the program's may point into it while it is replaced.
-// Migration changes the stored types: they are compared with the program's
-// after its plan (page_engine::migrate), not before. An object-engine store
-// is opened by its engine where `objects` allows (compaction).
-std::unique_ptr<engine> open_to_rewrite(const std::string& path, const std::string& what, storage::env* io,
-                                        bool match_program, bool objects) {
+// Either engine's store, by the storage meta's magic (the page engine
+// refuses the object engine's). Migration changes the stored types: they are
+// compared with the program's after its plan (run_migration), not before.
+std::unique_ptr<engine> open_to_rewrite(const std::string& path, storage::env* io, bool match_program) {
     open_options o;
     o.create = false;
     o.checkpoint_on_close = false;
     try {
         return open_page_engine(path, o, io, match_program);
     } catch (const error& failed) {
-        if (failed.code() != errc::unsupported) throw;
-        if (objects && std::string_view(failed.what()).find("made by the object engine") != std::string_view::npos)
-            return open_object_engine(path, o, io);
-        throw error(errc::unsupported, what + " of " + path + ": not built for object-engine stores yet (" +
-                                           failed.what() + ")");
+        if (failed.code() != errc::unsupported ||
+            std::string_view(failed.what()).find("made by the object engine") == std::string_view::npos)
+            throw;
+        return open_object_engine(path, o, io, match_program);
     }
 }
 }  // namespace
 
 compact_report detail::compact_with_env(const std::string& path, const compact_options& options, storage::env* io) {
-    return open_to_rewrite(path, "compaction", io, true, true)->compact(options);
+    return open_to_rewrite(path, io, true)->compact(options);
 }
 
 compact_report compact(const std::string& path, const compact_options& options) {
@@ -436,7 +424,7 @@ compact_report compact(const std::string& path, const compact_options& options) 
 
 migrate_report detail::migrate_with_env(const std::string& path, const migration& m, const migrate_options& options,
                                         storage::env* io) {
-    return open_to_rewrite(path, "migration", io, false, false)->migrate(m, options);
+    return open_to_rewrite(path, io, false)->migrate(m, options);
 }
 
 migrate_report migrate(const std::string& path, const migration& m, const migrate_options& options) {

@@ -49,6 +49,7 @@
 #include "engine/engine.hpp"
 #include "objects/object_format.hpp"
 #include "storage/backup.hpp"
+#include "storage/pg_store.hpp"
 #include "storage/storage.hpp"
 
 namespace {
@@ -73,6 +74,11 @@ int usage() {
     return 2;
 }
 
+// A store's name as the CLI prints it: a URL without its password.
+std::string shown(const std::string& path) {
+    return steppe::storage::is_postgres_url(path) ? steppe::storage::parse_pg_address(path).shown : path;
+}
+
 std::unique_ptr<steppe::storage::storage> open_read_only(const std::string& path) {
     steppe::storage::options o;
     o.read_only = true;
@@ -94,7 +100,7 @@ std::unique_ptr<steppe::engine> open_engine(const std::string& path, const stepp
 int info(const std::string& path) {
     auto s = open_read_only(path);
     auto i = s->describe();
-    std::printf("store        %s\n", path.c_str());
+    std::printf("store        %s\n", shown(path).c_str());
     if (made_by_object_engine(*s)) {
         steppe::objects::format::object_meta m;
         std::memcpy(&m, s->meta().data(), sizeof m);
@@ -111,7 +117,7 @@ int info(const std::string& path) {
     std::printf("pages        %llu (%.1f MiB)\n", static_cast<unsigned long long>(i.page_count),
                 static_cast<double>(i.page_count) * i.page_size / (1 << 20));
     std::printf("main file    %llu bytes\n", static_cast<unsigned long long>(i.main_file_bytes));
-    std::printf("log          %s-wal: %llu bytes, generation %llu, %llu bytes in use\n", path.c_str(),
+    std::printf("log          %s-wal: %llu bytes, generation %llu, %llu bytes in use\n", shown(path).c_str(),
                 static_cast<unsigned long long>(i.wal_file_bytes), static_cast<unsigned long long>(i.wal_generation),
                 static_cast<unsigned long long>(i.wal_bytes_used));
     std::printf("log state    %llu commits (%llu distinct pages) not yet checkpointed\n",
@@ -136,7 +142,7 @@ int recover(const std::string& path) {
     o.salvage = true;
     auto s = steppe::storage::storage::open(path, o);
     if (s->salvage_report().empty()) {
-        std::printf("%s: the log is sound; nothing to recover (last commit %llu)\n", path.c_str(),
+        std::printf("%s: the log is sound; nothing to recover (last commit %llu)\n", shown(path).c_str(),
                     static_cast<unsigned long long>(s->txn_seq()));
         return 0;
     }
@@ -164,7 +170,7 @@ int check(const std::string& path) {
                            " (the store cannot be opened)");
     }
     for (const auto& f : findings) std::printf("%s\n", f.c_str());
-    std::printf("%s: %zu finding%s in %llu pages and the log\n", path.c_str(), findings.size(),
+    std::printf("%s: %zu finding%s in %llu pages and the log\n", shown(path).c_str(), findings.size(),
                 findings.size() == 1 ? "" : "s", static_cast<unsigned long long>(pages));
     return findings.empty() ? 0 : 1;
 }
@@ -204,7 +210,7 @@ int checkpoint(const std::string& path) {
     s->checkpoint();
     std::uint64_t pages = s->stats().store_pages;
     s->close();
-    std::printf("%s: checkpointed: the main file alone holds the store (%llu pages)\n", path.c_str(),
+    std::printf("%s: checkpointed: the main file alone holds the store (%llu pages)\n", shown(path).c_str(),
                 static_cast<unsigned long long>(pages));
     return 0;
 }
@@ -217,8 +223,8 @@ int copy_store(const std::string& path, const std::string& dest, const char* don
     auto started = std::chrono::steady_clock::now();
     steppe::storage::backup_result r = copy(path, dest, nullptr);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    std::printf("%s: commit %llu %s %s: %llu pages (%llu written, %.1f MiB), checked, %.2f s\n", path.c_str(),
-                static_cast<unsigned long long>(r.txn), done, dest.c_str(), static_cast<unsigned long long>(r.pages),
+    std::printf("%s: commit %llu %s %s: %llu pages (%llu written, %.1f MiB), checked, %.2f s\n", shown(path).c_str(),
+                static_cast<unsigned long long>(r.txn), done, shown(dest).c_str(), static_cast<unsigned long long>(r.pages),
                 static_cast<unsigned long long>(r.copied),
                 static_cast<double>(r.copied) * steppe::storage::page_size / (1 << 20), s);
     return 0;
@@ -238,7 +244,7 @@ int compact(const std::string& path, bool collect) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     print_by_type("kept", r.kept);
     print_by_type("freed", r.freed);
-    std::printf("%s: compacted%s: %llu pages -> %llu, %llu bytes -> %llu (main file and log), %.2f s\n", path.c_str(),
+    std::printf("%s: compacted%s: %llu pages -> %llu, %llu bytes -> %llu (main file and log), %.2f s\n", shown(path).c_str(),
                 collect ? " and collected" : "", static_cast<unsigned long long>(r.pages_before),
                 static_cast<unsigned long long>(r.pages_after), static_cast<unsigned long long>(r.bytes_before),
                 static_cast<unsigned long long>(r.bytes_after), s);

@@ -37,6 +37,18 @@
 // to steppe as for the page engine (aggregates automatically, STEPPE_FIELDS
 // otherwise) and no raw pointers (a ref<T> instead).
 //
+// Compaction and schema evolution: steppe::compact and steppe::migrate
+// (steppe/steppe.hpp) take object-engine stores as page-engine ones. A
+// changed type is converted with the same steppe::migration:
+//   m.convert<Contact>("app::Contact").rename("phone", "mobile")
+//       .with([](const steppe::old_object& old, Contact& c) {
+//           c.age = old.get<std::int32_t>("age");          // retyped
+//           c.pinned = old.get<so::ref<Note>>("note");     // an old oid, forwarded
+//       });
+//   steppe::migrate("contacts.ods", m);
+// Every object gets a new oid (as compaction gives), every reference and
+// root is forwarded, the store keeps its scheme.
+//
 // Threads: a store and its objects are used by one thread at a time.
 // Processes: one writer per store file or any number of readers (as the page
 // engine). fork: the child must not use the parent's store.

@@ -277,7 +277,10 @@ compact_report compact(const std::string& path, const compact_options& options =
 
 // Schema evolution (migrate): the store's objects of a changed type rewritten
 // in the program's new layout, in one pass that also compacts the store (so
-// every pointer to a converted object is forwarded), swapped in atomically.
+// every pointer or reference to a converted object is forwarded), swapped in
+// atomically. Stores of either engine: the same migration describes both
+// (the object engine's types are described the same way; its references,
+// ref<T> and oid<T>, are read and carried as pointers are, below).
 // docs/design.md "Migration"; docs/guarantees.md "Migration".
 //
 //   namespace app { struct Contact {   // was: name, phone, age (int), note (dropped), next
@@ -295,9 +298,11 @@ compact_report compact(const std::string& path, const compact_options& options =
 // (STEPPE_FIELDS, or automatic aggregate reflection where the compiler gives
 // names), fields are matched by name (after the renames); otherwise by
 // position. A matched field whose kind, size and encoding are unchanged is
-// copied (a pointer forwarded); one that changed is refused (type_mismatch
-// naming the type and field) unless the conversion has a function, which
-// must then fill it. Fields only the new layout has start value-initialized:
+// copied (a pointer or reference forwarded); one that changed is refused
+// (type_mismatch naming the type and field) unless the conversion has a
+// function, which must then fill it. An object-engine reference that now
+// refers to another type (ref<A> became ref<B>, B not A's new name) has
+// changed too. Fields only the new layout has start value-initialized:
 // each new object starts as T{} (zero bytes where T is not default
 // constructible); fields only the old layout has are dropped. The function
 // runs last, so it may also override what was carried over.
@@ -319,9 +324,11 @@ public:
 
     // The field's value as a V: its size, kind and encoding must be V's (an
     // int field is not read as a long), else type_mismatch naming the type and
-    // the field. A pointer comes back as the OLD store's address: not for
-    // dereferencing, only for storing in a pointer field of the new object,
-    // which migrate then forwards like every carried pointer.
+    // the field. A pointer comes back as the OLD store's address, an
+    // object-engine reference (get<objects::ref<U>>, get<objects::oid<U>>)
+    // holding the OLD oid: not for dereferencing, only for storing in a
+    // pointer or reference field of the new object, which migrate then
+    // forwards like every carried one.
     template<class V> V get(std::string_view name) const { return read<V>(named(name)); }
     template<class V> V get(std::size_t index) const { return read<V>(at(index)); }
 
@@ -423,21 +430,25 @@ struct migrate_report {
     compact_report compaction;       // the pass's sizes and kept/freed objects (old type names)
 };
 
-// Rewrites the page-engine store at `path` once: the objects of each type the
-// migration names converted, everything else compacted as steppe::compact
-// does, under the writer lock; a crash at any point leaves the old store or
-// the new one. Afterwards the catalog holds the new layouts and the program
-// opens the store without type_mismatch. Throws: not_found (no store; a
-// stored type the migration names is not in the store), type_mismatch (a
-// changed field without a conversion function, a conversion function reading
-// a field as the wrong type; naming type and field), unsupported (an
-// object-engine store; an old type with vtable pointers; a type held by value
-// inside another stored type; a pointer into a converted object's field the
-// new type does not keep, naming type and offset; what compact refuses),
-// invalid_argument (a type named twice, a rename naming an unknown field),
-// locked (a program holds the store), what the conversion functions throw,
-// and what opening, reading and writing the store throw. In every case but
-// a crash the store is left as it was.
+// Rewrites the store at `path` (either engine's) once: the objects of each
+// type the migration names converted, everything else compacted as
+// steppe::compact does, under the writer lock; a crash at any point leaves
+// the old store or the new one. Afterwards the catalog holds the new layouts
+// and the program opens the store without type_mismatch. An object-engine
+// store keeps its scheme (the program's need not be it) and its objects get
+// new oids, as compaction gives them. Throws: not_found (no store; a stored
+// type the migration names is not in the store), type_mismatch (a changed
+// field without a conversion function, a conversion function reading a
+// field as the wrong type; naming type and field; an unconverted type
+// referring to a type the migration renames; a type the program would still
+// not open), unsupported (an old type with vtable pointers; a type held by
+// value inside another stored type; a pointer into a converted object's
+// field the new type does not keep, naming type and offset; for an
+// object-engine store, a new type with a raw pointer or aligned to more
+// than 16; what compact refuses), invalid_argument (a type named twice, a
+// rename naming an unknown field), locked (a program holds the store), what
+// the conversion functions throw, and what opening, reading and writing the
+// store throw. In every case but a crash the store is left as it was.
 migrate_report migrate(const std::string& path, const migration& m, const migrate_options& options = {});
 
 namespace detail {

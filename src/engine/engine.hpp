@@ -63,11 +63,10 @@ public:
     virtual void dump(const std::function<void(const std::string&)>& line) const = 0;
     virtual void reuse_address_space() = 0;
     // steppe::compact on this engine's store, which it closes: the engine is
-    // unusable after, whether it succeeded or not. unsupported unless the
-    // engine has it.
-    virtual compact_report compact(const compact_options& options);
+    // unusable after, whether it succeeded or not.
+    virtual compact_report compact(const compact_options& options) = 0;
     // steppe::migrate on this engine's store, which it closes, as compact.
-    virtual migrate_report migrate(const migration& m, const migrate_options& options);
+    virtual migrate_report migrate(const migration& m, const migrate_options& options) = 0;
 
     virtual store_stats stats() const = 0;
     virtual std::vector<type_usage> types() const = 0;
@@ -87,8 +86,9 @@ class env;
 std::unique_ptr<engine> open_page_engine(const std::string& path, const open_options& options,
                                          storage::env* io = nullptr, bool match_program = true);
 // The object engine (src/objects/) on the store at `path`, whatever scheme
-// made it, for tools that inspect stores (steppe info, check, roots, stats).
+// made it, for tools that inspect stores (steppe info, check, roots, stats)
+// and for compaction and migration. `match_program` as open_page_engine's.
 std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options,
-                                           storage::env* io = nullptr);
+                                           storage::env* io = nullptr, bool match_program = true);
 
 }  // namespace steppe

@@ -16,13 +16,25 @@
 //      forwarded) and the meta: the same scheme and segment capacity, the new
 //      next_page and counts (O4)
 // storage::rewrite_store runs it under the writer lock (readers refused, the
-// log checkpointed) and swaps the file in.
+// log checkpointed) and swaps the file in. Objects are found by oid through
+// an index by first page (old_store), not a hash: every object is looked up
+// a few times, and hash maps of every oid were most of the pass's CPU.
+//
+// Migration (engine/migration.hpp) is the same pass with a plan: an object
+// of a converted type is placed at its new size (step 3), built element by
+// element by the plan (step 4: T{}, the carried fields, the conversion
+// function) instead of copied, and the catalog written is the plan's (step
+// 5). Step 4 forwards the references of the new layout, so a reference
+// carried over or set by the function from old.get<ref<U>>() (an old oid)
+// names the object's new oid afterwards. A reference names a whole object,
+// never a byte inside one, so nothing like the page engine's C5 is needed:
+// any field may be dropped.
 #include <steppe/error.hpp>
 
+#include <array>
 #include <cstring>
 #include <deque>
 #include <map>
-#include <unordered_map>
 
 #include "objects/object_engine.hpp"
 #include "storage/backup.hpp"
@@ -36,129 +48,147 @@ constexpr std::size_t batch_pages = 1024;  // page images per commit of the new 
 
 std::uint64_t up16(std::uint64_t n) { return (n + 15) & ~std::uint64_t{15}; }
 
+// Where an object of the old store is: its segment (an index into
+// old_store's) and its slot there.
+struct object_at {
+    std::uint32_t segment, slot;
+};
+
 struct old_segment {
     std::uint64_t page;
     std::vector<format::object_entry> entries;
     std::vector<std::byte> bytes;
+    std::vector<std::uint64_t> moved;  // by slot: the new oid (step 3), 0 if not kept
 };
+
+// The committed segments step 1 read, found by oid.
+class old_store {
+public:
+    explicit old_store(std::uint64_t next_page) : at_page_(next_page, none) {}
+
+    void add(std::uint64_t page, const std::vector<format::object_entry>& entries, const std::byte* bytes,
+             std::uint64_t size) {
+        at_page_[page] = static_cast<std::uint32_t>(segments_.size());
+        segments_.push_back({page, entries, std::vector<std::byte>(bytes, bytes + size),
+                             std::vector<std::uint64_t>(entries.size(), 0)});
+    }
+    // The object `oid` names, if any (a reference of a sound store always names one).
+    std::optional<object_at> find(std::uint64_t oid) const {
+        const std::uint64_t page = format::page_of(oid);
+        if (page >= at_page_.size() || at_page_[page] == none) return std::nullopt;
+        const std::uint32_t slot = format::slot_of(oid);
+        if (slot >= segments_[at_page_[page]].entries.size()) return std::nullopt;
+        return object_at{at_page_[page], slot};
+    }
+    const format::object_entry& entry(object_at o) const { return segments_[o.segment].entries[o.slot]; }
+    const std::byte* body(object_at o) const { return segments_[o.segment].bytes.data() + entry(o).offset; }
+    std::uint64_t oid(object_at o) const { return format::make_oid(segments_[o.segment].page, o.slot); }
+    void moved(object_at o, std::uint64_t to) { segments_[o.segment].moved[o.slot] = to; }
+    bool kept(object_at o) const { return segments_[o.segment].moved[o.slot] != 0; }
+    // The new oid of the object `oid` names; 0 for none kept.
+    std::uint64_t forward(std::uint64_t oid) const {
+        std::optional<object_at> o = find(oid);
+        return o ? segments_[o->segment].moved[o->slot] : 0;
+    }
+    // f(object_at) for every object, in oid order (segments in page order).
+    template<class F> void for_each(F&& f) const {
+        for (std::uint32_t s = 0; s < segments_.size(); ++s)
+            for (std::uint32_t i = 0; i < segments_[s].entries.size(); ++i) f(object_at{s, i});
+    }
+
+private:
+    static constexpr std::uint32_t none = ~std::uint32_t{0};
+    std::vector<old_segment> segments_;
+    std::vector<std::uint32_t> at_page_;  // first page -> index in segments_
+};
+
+// 2. keep: every object, or with `collect` those the roots reach by the
+// references `types` shows (breadth first), in oid order.
+std::vector<object_at> kept_objects(const old_store& old, const types::catalog& types, const root_table& roots,
+                                    bool collect) {
+    std::vector<object_at> kept;
+    if (!collect) {
+        old.for_each([&](object_at o) { kept.push_back(o); });
+        return kept;
+    }
+    std::vector<std::vector<bool>> reached;
+    old.for_each([&](object_at o) {
+        if (o.slot == 0) reached.emplace_back();
+        reached.back().push_back(false);
+    });
+    std::deque<object_at> todo;
+    auto reach = [&](std::uint64_t oid) {
+        std::optional<object_at> o = oid ? old.find(oid) : std::nullopt;
+        if (!o || reached[o->segment][o->slot]) return;
+        reached[o->segment][o->slot] = true;
+        todo.push_back(*o);
+    };
+    for (const auto& [name, r] : roots) reach(r.address);
+    for (; !todo.empty(); todo.pop_front()) {
+        const format::object_entry& e = old.entry(todo.front());
+        const types::layout& l = types.at(e.type);
+        const std::byte* body = old.body(todo.front());
+        for (std::uint32_t k = 0; k < e.count; ++k)
+            for (std::uint32_t offset : l.refs) {
+                std::uint64_t w;
+                std::memcpy(&w, body + std::uint64_t{k} * l.size + offset, sizeof w);
+                reach(w);
+            }
+    }
+    old.for_each([&](object_at o) {
+        if (reached[o.segment][o.slot]) kept.push_back(o);
+    });
+    return kept;
+}
 
 struct new_segment {
     std::uint64_t first_page = 0;
-    std::uint64_t bytes = 0;             // used, from the header on
-    std::vector<std::uint64_t> objects;  // old oids
+    std::uint64_t bytes = 0;            // used, from the header on
+    std::vector<object_at> objects;
     std::vector<std::uint32_t> offsets;  // of their bodies
 };
-}  // namespace
 
-compact_report engine_handle::compact(const compact_options& options) {
-    ensure_writable("compaction");
-    ensure_not_forked("compaction");
-    const std::string store = path();
-    // Opened for this alone (steppe::compact): nothing uncommitted. The old
-    // files are released at the end, whatever happens, without a checkpoint.
-    struct release {
-        engine_handle& e;
-        ~release() {
-            e.options_.checkpoint_on_close = false;
-            e.close();
+// 3. place: `kept` fills new segments in order, each closed at
+// `max_objects` or past `max_bytes` (unless it holds one object), from page
+// 1; `bytes_after(entry)` is an object's size in the new store. Each kept
+// object's new oid is recorded in `old`. Returns the new next_page.
+template<class Size>
+std::uint64_t place(old_store& old, const std::vector<object_at>& kept, Size&& bytes_after, std::uint32_t max_objects,
+                    std::uint64_t max_bytes, const std::string& store, std::vector<new_segment>& placed) {
+    new_segment* open = nullptr;
+    for (object_at o : kept) {
+        const std::uint64_t size = sizeof(format::object_entry) + sizeof(header) + up16(bytes_after(old.entry(o)));
+        if (!open || open->objects.size() >= max_objects || open->bytes + size > max_bytes) {
+            open = &placed.emplace_back();
+            open->bytes = sizeof(format::segment_header);
         }
-    } closes{*this};
-    return storage::rewrite_store(*storage_, store, "compaction", true, io_, [&](const std::string& temp) {
-        return compact_into(temp, options.collect);
-    });
-}
-
-compact_report engine_handle::compact_into(const std::string& temp, bool collect) {
-    const std::string& store = storage_->path();
-    // 1. walk
-    std::vector<old_segment> segments;
-    std::unordered_map<std::uint64_t, std::size_t> segment_at;  // first page -> index
-    for_each_segment("compaction", [&](const segment_view& s) {
-        segment_at[s.page] = segments.size();
-        segments.push_back({s.page, s.entries, std::vector<std::byte>(s.bytes, s.bytes + s.head.bytes)});
-    });
-    auto entry = [&](std::uint64_t oid) -> const format::object_entry* {
-        auto it = segment_at.find(format::page_of(oid));
-        if (it == segment_at.end() || format::slot_of(oid) >= segments[it->second].entries.size()) return nullptr;
-        return &segments[it->second].entries[format::slot_of(oid)];
-    };
-    auto refs_of = [&](std::uint64_t oid, auto&& f) {  // f(offset in the segment's bytes) per reference slot
-        const old_segment& s = segments[segment_at.at(format::page_of(oid))];
-        const format::object_entry& e = s.entries[format::slot_of(oid)];
-        const types::layout& l = catalog_.at(e.type);
-        for (std::uint32_t k = 0; k < e.count; ++k)
-            for (std::uint32_t offset : l.refs) f(e.offset + std::uint64_t{k} * l.size + offset);
-    };
-    auto word_at = [&](std::uint64_t oid, std::uint64_t at) {
-        std::uint64_t w;
-        std::memcpy(&w, segments[segment_at.at(format::page_of(oid))].bytes.data() + at, sizeof w);
-        return w;
-    };
-
-    // 2. keep (in oid order: segments are in page order, slots in order)
-    std::vector<std::uint64_t> all;
-    for (const old_segment& s : segments)
-        for (std::uint32_t i = 0; i < s.entries.size(); ++i) all.push_back(format::make_oid(s.page, i));
-    std::vector<std::uint64_t> kept;
-    if (!collect) {
-        kept = all;
-    } else {
-        std::unordered_map<std::uint64_t, bool> seen;
-        std::deque<std::uint64_t> todo;
-        auto reach = [&](std::uint64_t oid) {
-            if (oid && entry(oid) && seen.emplace(oid, true).second) todo.push_back(oid);
-        };
-        for (const auto& [name, r] : committed_roots_) reach(r.address);
-        while (!todo.empty()) {
-            std::uint64_t oid = todo.front();
-            todo.pop_front();
-            refs_of(oid, [&](std::uint64_t at) { reach(word_at(oid, at)); });
-        }
-        for (std::uint64_t oid : all)
-            if (seen.count(oid)) kept.push_back(oid);
-    }
-
-    // 3. place
-    std::vector<new_segment> placed;
-    std::unordered_map<std::uint64_t, std::uint64_t> moved;  // old oid -> new
-    {
-        new_segment* open = nullptr;
-        for (std::uint64_t oid : kept) {
-            const format::object_entry& e = *entry(oid);
-            const std::uint64_t size = up16(object_bytes(e.type, e.count));
-            bool full = open && (open->objects.size() >= meta_.segment_objects ||
-                                 open->bytes + sizeof(format::object_entry) + sizeof(header) + size >
-                                     options_.segment_bytes);
-            if (!open || full) {
-                open = &placed.emplace_back();
-                open->bytes = sizeof(format::segment_header);
-            }
-            open->objects.push_back(oid);
-            open->bytes += sizeof(format::object_entry) + sizeof(header) + size;
-        }
+        open->objects.push_back(o);
+        open->bytes += size;
     }
     std::uint64_t next_page = 1;
     for (new_segment& seg : placed) {
         seg.first_page = next_page;
         std::uint64_t offset = up16(sizeof(format::segment_header) + seg.objects.size() * sizeof(format::object_entry));
         for (std::uint32_t i = 0; i < seg.objects.size(); ++i) {
-            const format::object_entry& e = *entry(seg.objects[i]);
             offset += sizeof(header);
             if (offset > UINT32_MAX)
                 throw error(errc::corrupt, "compaction of " + store + ": a segment of more than 4 GiB");
             seg.offsets.push_back(static_cast<std::uint32_t>(offset));
-            offset += up16(object_bytes(e.type, e.count));
-            moved[seg.objects[i]] = format::make_oid(seg.first_page, i);
+            offset += up16(bytes_after(old.entry(seg.objects[i])));
+            old.moved(seg.objects[i], format::make_oid(seg.first_page, i));
         }
         seg.bytes = offset;
         next_page += (offset + page_bytes - 1) / page_bytes;
     }
-    auto forward = [&](std::uint64_t oid) -> std::uint64_t {
-        auto it = moved.find(oid);
-        return it == moved.end() ? 0 : it->second;
-    };
+    return next_page;
+}
 
-    // 4. copy
+// 4. copy: the new segments' pages (from page 1): each object's bytes, or
+// with a conversion in `plan` its elements built anew, then every reference
+// of its layout in `types_after` forwarded.
+std::vector<std::byte> segment_pages(const old_store& old, const std::vector<new_segment>& placed,
+                                     std::uint64_t next_page, const types::catalog& types_after,
+                                     migrating::migration_plan* plan) {
     std::vector<std::byte> data((next_page - 1) * page_bytes);
     for (const new_segment& seg : placed) {
         std::byte* image = data.data() + (seg.first_page - 1) * page_bytes;
@@ -168,39 +198,57 @@ compact_report engine_handle::compact_into(const std::string& temp, bool collect
                                     seg.first_page, 0};
         std::memcpy(image, &head, sizeof head);
         for (std::uint32_t i = 0; i < seg.objects.size(); ++i) {
-            const std::uint64_t oid = seg.objects[i];
-            const format::object_entry& old = *entry(oid);
-            const old_segment& from = segments[segment_at.at(format::page_of(oid))];
-            format::object_entry e{seg.offsets[i], old.type, old.count, 0};
+            const format::object_entry& was = old.entry(seg.objects[i]);
+            const format::object_entry e{seg.offsets[i], was.type, was.count, 0};
             std::memcpy(image + sizeof head + i * sizeof e, &e, sizeof e);
-            std::memcpy(image + e.offset, from.bytes.data() + old.offset, object_bytes(old.type, old.count));
-            refs_of(oid, [&](std::uint64_t at) {
-                std::uint64_t w = forward(word_at(oid, at));
-                std::memcpy(image + e.offset + (at - old.offset), &w, sizeof w);
-            });
+            const types::layout& l = types_after.at(e.type);
+            std::byte* body = image + e.offset;
+            if (migrating::conversion* c = plan ? plan->find(e.type) : nullptr) {
+                for (std::uint32_t k = 0; k < e.count; ++k)
+                    c->build(old.body(seg.objects[i]) + std::uint64_t{k} * c->from->size, body + std::uint64_t{k} * l.size);
+                ++c->objects;
+                c->elements += e.count;
+            } else {
+                std::memcpy(body, old.body(seg.objects[i]), std::uint64_t{l.size} * e.count);
+            }
+            // Every reference of the new layout, carried or set by a
+            // conversion function, holds an old oid (or none) until here.
+            for (std::uint32_t k = 0; k < e.count; ++k)
+                for (std::uint32_t at : l.refs) {
+                    std::byte* slot = body + std::uint64_t{k} * l.size + at;
+                    std::uint64_t w;
+                    std::memcpy(&w, slot, sizeof w);
+                    w = old.forward(w);
+                    std::memcpy(slot, &w, sizeof w);
+                }
         }
     }
+    return data;
+}
 
-    // 5. blobs and meta
-    format::object_meta meta = meta_;
-    std::deque<std::array<std::byte, page_bytes>> buffers;
-    std::vector<storage::page_image> blob_images;
-    std::uint64_t blob_page = next_page;
-    storage::page_source source{[&](std::uint32_t, std::uint64_t) { return blob_page++; }, [](storage::page_no) {}};
-    std::vector<storage::page_no> catalog_chain, roots_chain;
-    if (meta_.catalog.pages)
-        meta.catalog = storage::write_blob(catalog_.encode(), format::catalog_owner, catalog_chain, source, buffers,
-                                           blob_images);
-    root_table roots = committed_roots_;
-    for (auto& [name, r] : roots) r.address = forward(r.address);
-    if (meta_.roots.pages)
-        meta.roots = storage::write_blob(encode_roots(roots), format::roots_owner, roots_chain, source, buffers,
-                                         blob_images);
-    meta.next_page = blob_page;
-    meta.objects = kept.size();
-    meta.segments = placed.size();
-    storage::meta_bytes raw{};
-    std::memcpy(raw.data(), &meta, sizeof meta);
+// The report's kept and freed objects by (old) type name; counted by
+// catalog index first (a string map per object was a visible cost).
+void report_by_type(const old_store& old, const types::catalog& types, compact_report& r) {
+    std::vector<compact_report::by_type> kept(types.size()), freed(types.size());
+    old.for_each([&](object_at o) {
+        const format::object_entry& e = old.entry(o);
+        compact_report::by_type& t = (old.kept(o) ? kept : freed)[e.type];
+        ++t.objects;
+        t.bytes += sizeof(format::object_entry) + sizeof(header) + up16(std::uint64_t{types.at(e.type).size} * e.count);
+    });
+    for (auto [counts, out] : {std::pair{&kept, &r.kept}, std::pair{&freed, &r.freed}}) {
+        std::map<std::string, compact_report::by_type> by_name;
+        for (types::catalog::index i = 0; i < counts->size(); ++i)
+            if ((*counts)[i].objects) by_name[types.at(i).name] = {types.at(i).name, (*counts)[i].objects, (*counts)[i].bytes};
+        for (auto& [name, t] : by_name) out->push_back(t);
+    }
+}
+
+// The new main file `temp`: the segments' pages in commits of batch_pages
+// (not synced: write_main_file syncs once), then the blobs and the meta.
+void write_pages(const std::string& temp, const std::vector<std::byte>& data, std::uint64_t next_page,
+                 const std::vector<storage::page_image>& blob_images, const storage::meta_bytes& meta,
+                 storage::env* io) {
     storage::write_main_file(
         temp,
         [&](storage::storage& out) {
@@ -213,24 +261,85 @@ compact_report engine_handle::compact_into(const std::string& temp, bool collect
                 }
             }
             batch.insert(batch.end(), blob_images.begin(), blob_images.end());
-            out.commit(batch, raw);
+            out.commit(batch, meta);
         },
-        io_);
+        io);
+}
 
-    // The report: kept and freed by type name.
+}  // namespace
+
+// Opened for this alone (steppe::compact, steppe::migrate): nothing
+// uncommitted. The old files are released at the end, whatever happens,
+// without a checkpoint.
+compact_report engine_handle::rewrite(const char* what, bool write,
+                                      const std::function<compact_report(const std::string& temp)>& pass) {
+    ensure_writable(what);
+    ensure_not_forked(what);
+    const std::string store = path();
+    struct release {
+        engine_handle& e;
+        ~release() {
+            e.options_.checkpoint_on_close = false;
+            e.close();
+        }
+    } closes{*this};
+    return storage::rewrite_store(*storage_, store, what, write, io_, pass);
+}
+
+compact_report engine_handle::compact(const compact_options& options) {
+    return rewrite("compaction", true, [&](const std::string& temp) { return compact_into(temp, options.collect); });
+}
+
+migrate_report engine_handle::migrate(const migration& m, const migrate_options& options) {
+    return migrating::run_migration(
+        catalog_, m, path(), migrating::engine_kind::objects, [&](migrating::migration_plan& plan) {
+            return rewrite("migration", !options.dry_run,
+                           [&](const std::string& temp) { return compact_into(temp, options.collect, &plan); });
+        });
+}
+
+compact_report engine_handle::compact_into(const std::string& temp, bool collect, migrating::migration_plan* plan) {
+    // The new store's types: the plan's catalog (converted entries replaced
+    // at the same indices), or the old one.
+    const types::catalog& types_after = plan ? plan->catalog : catalog_;
+    // 1. walk
+    old_store old(meta_.next_page);
+    for_each_segment("compaction", [&](const segment_view& s) { old.add(s.page, s.entries, s.bytes, s.head.bytes); });
+    // 2. keep
+    const std::vector<object_at> kept = kept_objects(old, catalog_, committed_roots_, collect);
+    // 3. place
+    std::vector<new_segment> placed;
+    const std::uint64_t next_page = place(
+        old, kept, [&](const format::object_entry& e) { return std::uint64_t{types_after.at(e.type).size} * e.count; },
+        meta_.segment_objects, options_.segment_bytes, storage_->path(), placed);
+    // 4. copy
+    const std::vector<std::byte> data = segment_pages(old, placed, next_page, types_after, plan);
+
+    // 5. blobs and meta
+    format::object_meta meta = meta_;
+    std::deque<std::array<std::byte, page_bytes>> buffers;
+    std::vector<storage::page_image> blob_images;
+    std::uint64_t blob_page = next_page;
+    storage::page_source source{[&](std::uint32_t, std::uint64_t) { return blob_page++; }, [](storage::page_no) {}};
+    std::vector<storage::page_no> catalog_chain, roots_chain;
+    if (meta_.catalog.pages || plan)
+        meta.catalog = storage::write_blob(types_after.encode(), format::catalog_owner, catalog_chain, source, buffers,
+                                           blob_images);
+    root_table roots = committed_roots_;
+    for (auto& [name, r] : roots) r.address = old.forward(r.address);
+    if (meta_.roots.pages)
+        meta.roots = storage::write_blob(encode_roots(roots), format::roots_owner, roots_chain, source, buffers,
+                                         blob_images);
+    meta.next_page = blob_page;
+    meta.objects = kept.size();
+    meta.segments = placed.size();
+    storage::meta_bytes raw{};
+    std::memcpy(raw.data(), &meta, sizeof meta);
+    if (!temp.empty()) write_pages(temp, data, next_page, blob_images, raw, io_);
+
     compact_report r;
     r.pages_after = meta.next_page;
-    std::map<std::string, compact_report::by_type> kept_by, freed_by;
-    for (std::uint64_t oid : all) {
-        const format::object_entry& e = *entry(oid);
-        auto& to = moved.count(oid) ? kept_by : freed_by;
-        compact_report::by_type& t = to[catalog_.at(e.type).name];
-        t.type = catalog_.at(e.type).name;
-        ++t.objects;
-        t.bytes += sizeof(format::object_entry) + sizeof(header) + up16(object_bytes(e.type, e.count));
-    }
-    for (auto& [name, t] : kept_by) r.kept.push_back(t);
-    for (auto& [name, t] : freed_by) r.freed.push_back(t);
+    report_by_type(old, catalog_, r);
     return r;
 }
 

@@ -385,13 +385,15 @@ engine_handle::segment_view engine_handle::view_segment(std::uint64_t page, cons
     std::uint64_t end = sizeof h + std::uint64_t{h.objects} * sizeof(format::object_entry);
     for (std::uint32_t i = 0; i < h.objects; ++i) {
         const auto& e = s.entries[i];
-        std::string which = "object " + std::to_string(i);
+        // Named only when damaged: this runs for every object a fault or a
+        // compaction reads.
+        auto which = [i] { return "object " + std::to_string(i); };
         if (e.offset % format::object_alignment != 0 || e.offset < end + sizeof(header))
-            throw damaged(which + " overlaps another");
-        if (e.type >= catalog_.size()) throw damaged(which + " has type " + std::to_string(e.type) + ", not in the catalog");
+            throw damaged(which() + " overlaps another");
+        if (e.type >= catalog_.size()) throw damaged(which() + " has type " + std::to_string(e.type) + ", not in the catalog");
         std::uint64_t size = object_bytes(e.type, e.count);
         if (e.count == 0 || e.offset + size > h.bytes)
-            throw damaged(which + " (" + catalog_.at(e.type).name + " x " + std::to_string(e.count) +
+            throw damaged(which() + " (" + catalog_.at(e.type).name + " x " + std::to_string(e.count) +
                           ") ends past the segment");
         end = round16(e.offset + size);
     }

@@ -152,7 +152,7 @@ engine_handle& engine_at(unsigned slot) {
 }
 
 engine_handle::engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled,
-                             storage::env* io)
+                             storage::env* io, bool match_program)
     : options_(o), io_(io) {
     if (o.segment_objects < 1 || o.segment_objects > format::max_segment_objects)
         throw error(errc::invalid_argument, "object store " + path + ": segment_objects " +
@@ -165,7 +165,7 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
         budget_ = m.available / 2;
         budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
     }
-    load_committed(compiled);
+    load_committed(compiled, match_program);
     in_store_next_page_ = meta_.next_page;
     slot_ = take_slot(this);
     // A cache of one entry that never matches (a tagged word is odd) for fault_block.
@@ -190,7 +190,7 @@ engine_handle::~engine_handle() {
     }
 }
 
-void engine_handle::load_committed(std::optional<scheme> compiled) {
+void engine_handle::load_committed(std::optional<scheme> compiled, bool match_program) {
     const std::string& path = storage_->path();
     const auto& raw = storage_->meta();
     if (is_zero(raw)) {
@@ -233,7 +233,7 @@ void engine_handle::load_committed(std::optional<scheme> compiled) {
     if (meta_.catalog.pages)
         catalog_ = types::catalog::decode(
             storage::read_blob(*storage_, meta_.catalog, format::catalog_owner, "type catalog", catalog_pages_));
-    catalog_.require_program_match(path);
+    if (match_program) catalog_.require_program_match(path);
     for (std::uint32_t t = 0; t < catalog_.size(); ++t) heap_->set_type_size(t, catalog_.at(t).size);
     if (meta_.roots.pages)
         committed_roots_ = decode_roots(
@@ -602,7 +602,8 @@ void store::set_root_raw(std::string_view name, const types::layout& layout, con
 }  // namespace steppe::objects
 
 namespace steppe {
-std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options, storage::env* io) {
+std::unique_ptr<engine> open_object_engine(const std::string& path, const open_options& options, storage::env* io,
+                                           bool match_program) {
     objects::options o;
     o.create = options.create;
     o.read_only = options.read_only;
@@ -610,6 +611,6 @@ std::unique_ptr<engine> open_object_engine(const std::string& path, const open_o
     o.checkpoint_on_close = options.checkpoint_on_close;
     o.salvage_damaged_log = options.salvage_damaged_log;
     o.log_diffs = options.log_diffs;
-    return std::make_unique<objects::detail::engine_handle>(path, o, std::nullopt, io);
+    return std::make_unique<objects::detail::engine_handle>(path, o, std::nullopt, io, match_program);
 }
 }  // namespace steppe

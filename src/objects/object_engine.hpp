@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "engine/migration.hpp"
 #include "engine/roots.hpp"
 #include "objects/object_format.hpp"
 #include "objects/object_heap.hpp"
@@ -61,8 +62,10 @@ class engine_handle final : public steppe::engine {
 public:
     // `compiled`: the program's scheme; nullopt for tools that only inspect.
     // `io`: the storage manager's file system (nullptr: the real one).
+    // `match_program` false: the stored types are not compared with the
+    // program's (steppe::migrate, which changes them).
     engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled,
-                  storage::env* io = nullptr);
+                  storage::env* io = nullptr, bool match_program = true);
     ~engine_handle() override;
 
     void close() override;
@@ -83,6 +86,7 @@ public:
     }
     void backup(const std::string& dest) override;
     compact_report compact(const compact_options& options) override;  // compact.cpp
+    migrate_report migrate(const migration& m, const migrate_options& options) override;  // compact.cpp
     // A read-only store opened again, on the newest commit (store::refresh).
     std::unique_ptr<engine_handle> reopened() const;
     void dump(const std::function<void(const std::string&)>& line) const override;  // check.cpp
@@ -128,11 +132,16 @@ private:
     };
     struct commit_plan;
 
-    // compact.cpp: the new main file `temp` (steps 1-5 there).
-    compact_report compact_into(const std::string& temp, bool collect);
+    // compact.cpp: compact and migrate, the store closed at the end whatever
+    // happens; `what` names the operation, `write` false is a dry run.
+    compact_report rewrite(const char* what, bool write,
+                           const std::function<compact_report(const std::string& temp)>& pass);
+    // The new main file `temp` (steps 1-5 there; "" writes nothing), with
+    // `plan` the objects of its types converted (steppe::migrate).
+    compact_report compact_into(const std::string& temp, bool collect, migrating::migration_plan* plan = nullptr);
 
     // object_engine.cpp
-    void load_committed(std::optional<scheme> compiled);
+    void load_committed(std::optional<scheme> compiled, bool match_program);
     void make_heap();  // once the scheme is known
     void ensure_writable(const char* call) const;
     void ensure_not_forked(const char* call) const;

@@ -12,7 +12,7 @@
 //      metadata and the meta
 // page_engine::compact, at the end, runs it and swaps the file in.
 //
-// Migration (migrate.hpp) is the same pass with a plan: a chunk of a
+// Migration (engine/migration.hpp) is the same pass with a plan: a chunk of a
 // converted type is a block of its own, allocated anew for its element count
 // at the new size (not moved whole, so C1 and C2 do not apply to it); its
 // objects are built by the plan (steps 3, 4) and words aiming into it map
@@ -49,7 +49,7 @@
 #include <memory>
 
 #include "page/engine_meta.hpp"
-#include "page/migrate.hpp"
+#include "engine/migration.hpp"
 #include "page/page_engine.hpp"
 #include "storage/backup.hpp"
 #include "translate/swizzle.hpp"
@@ -494,20 +494,11 @@ compact_report page_engine::compact(const compact_options& options) {
 }
 
 migrate_report page_engine::migrate(const migration& m, const migrate_options& options) {
-    // Planned before anything is done (the checkpoint included): what the
-    // plan refuses leaves the files as they were.
-    migration_plan plan = plan_migration(committed_.catalog, m, path());
-    if (std::string d = plan.catalog.program_difference(); !d.empty())
-        throw error(errc::type_mismatch, "migration of " + path() + ": the program would still not open the " +
-                                             "store afterwards: " + d + "; convert that type too");
-    migrate_report r;
-    r.compaction = rewrite("migration", !options.dry_run, [&](const committed_store& from, const std::string& temp) {
-        return compact_into(from, temp, options.collect, io_, &plan);
+    return migrating::run_migration(committed_.catalog, m, path(), migrating::engine_kind::page, [&](migration_plan& plan) {
+        return rewrite("migration", !options.dry_run, [&](const committed_store& from, const std::string& temp) {
+            return compact_into(from, temp, options.collect, io_, &plan);
+        });
     });
-    for (const migration::conversion& c : m.conversions())
-        for (const auto& [index, done] : plan.by_type)
-            if (done.how == &c) r.converted.push_back({c.from, done.to->name, done.objects, done.elements});
-    return r;
 }
 
 }  // namespace steppe::page

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "engine/migration.hpp"
 #include "engine/roots.hpp"
 #include "heap/heap.hpp"
 #include "page/engine_format.hpp"
@@ -26,7 +27,8 @@ struct committed_store {
     const root_table& roots;
 };
 
-struct migration_plan;  // migrate.hpp
+using migrating::conversion;
+using migrating::migration_plan;
 
 // Writes the compacted copy of `from` as the new main file `temp`
 // (storage::write_main_file, through `io`): every allocated object, or with `collect`

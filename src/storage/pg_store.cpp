@@ -984,9 +984,12 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
             throw error(errc::locked, path_ + ": another session holds the writer's lock; this handle can no longer "
                                               "commit");
         sent = copy_rows(pages, spilled_only, txn);
-        control_->exec(what, "UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4 WHERE name = $1",
-                       {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size())});
-        control_->exec(what, "SELECT pg_notify('steppe', $1)", {address_.store + " " + std::to_string(txn)});
+        // The row and the readers' notice in one statement: one round trip.
+        control_->exec(what,
+                       "WITH row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4 WHERE name = $1 "
+                       "RETURNING name) SELECT pg_notify('steppe', $5) FROM row",
+                       {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
+                        address_.store + " " + std::to_string(txn)});
         sent_commit = true;
         control_->exec(what, "COMMIT");
     } catch (const error& e) {

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -271,26 +272,16 @@ TEST_F(ObjectsCompact, CollectFreesWhatNoRootReachesAndShrinksTheFiles) {
     verify_path(path, "after collect");
 
     // A fresh process opens it, walks it, changes it and commits.
-    pid_t child = ::fork();
-    if (child == 0) {
-        int code = 0;
-        try {
-            auto s = so::store::open(path, opts());
-            verify(s);
-            if (::testing::Test::HasFailure() || !s.check().empty()) code = 1;  // the child's own
-            s.find_root<Item>("spare").mut()->id = 7;  // unchanged value, written
-            s.make<Item>();
-            auto bag = s.find_root<Bag>("bag");
-            bag.mut()->count = bag->count;
-            s.commit();
-        } catch (...) {
-            code = 2;
-        }
-        ::_exit(code);
-    }
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_TRUE(steppe::test::through_in_child([&] {
+        auto s = so::store::open(path, opts());
+        verify(s);
+        if (::testing::Test::HasFailure() || !s.check().empty()) throw std::runtime_error("the walk failed");
+        s.find_root<Item>("spare").mut()->id = 7;  // unchanged value, written
+        s.make<Item>();
+        auto bag = s.find_root<Bag>("bag");
+        bag.mut()->count = bag->count;
+        s.commit();
+    }));
     verify_path(path, "after a commit in another process");
 
     // Compacting again changes nothing but frees nothing.
@@ -353,16 +344,7 @@ TEST_F(ObjectsCompact, AHeldStoreIsLockedAndAnEmptyStoreCompacts) {
 }
 
 pid_t start_compaction(const std::string& path) {
-    pid_t child = ::fork();
-    if (child == 0) {
-        try {
-            steppe::compact(path, {.collect = true});
-        } catch (...) {
-            ::_exit(1);
-        }
-        ::_exit(0);
-    }
-    return child;
+    return steppe::test::fork_running([&] { steppe::compact(path, {.collect = true}); });
 }
 
 TEST_F(ObjectsCompact, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {

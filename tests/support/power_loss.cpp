@@ -40,6 +40,25 @@ long power_loss_at_each_call(const std::function<void()>& restore,
     }
 }
 
+pid_t fork_running(const std::function<void()>& operation) {
+    pid_t child = ::fork();
+    if (child == 0) {
+        try {
+            operation();
+        } catch (...) {
+            ::_exit(3);
+        }
+        ::_exit(0);
+    }
+    return child;
+}
+
+bool through_in_child(const std::function<void()>& operation) {
+    int status = 0;
+    ::waitpid(fork_running(operation), &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 void kill_at_random_instants(int kills, long long span_us, const std::function<void()>& restore,
                              const std::function<pid_t()>& start, const std::function<void(int kill)>& check) {
     std::mt19937_64 random(std::random_device{}());

@@ -23,6 +23,11 @@ long power_loss_at_each_call(const std::function<void()>& restore,
                              const std::function<void(fault_env& io)>& operation,
                              const std::function<void(const std::string& what, bool through)>& check);
 
+// A child process running `operation`: it exits 0 once through, 3 if it throws.
+pid_t fork_running(const std::function<void()>& operation);
+// `operation` in a child process (fork_running), waited for: true if it got through.
+bool through_in_child(const std::function<void()>& operation);
+
 // `kills` times: `restore()`, then `start()` (a child process's id) killed
 // with SIGKILL after a random wait of up to 1.5 times `span_us` and reaped,
 // then `check(i)` looks at the files after kill i.

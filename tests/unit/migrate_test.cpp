@@ -16,13 +16,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <random>
-#include <thread>
 
 #include "engine/open_internal.hpp"
 #include "migrate_model.hpp"
 #include "support/expect_error.hpp"
+#include "support/migration.hpp"
 #include "support/power_loss.hpp"
 #include "support/temp_dir.hpp"
 
@@ -32,21 +30,6 @@ namespace fs = std::filesystem;
 using app::Book;
 using app::Contact;
 using app::Note;
-
-int run_v1(const std::string& args) {
-    int status = std::system((std::string(MIGRATE_V1_PATH) + " " + args).c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// The store's files, main file and log, as a hash.
-std::size_t file_bytes(const std::string& path) {
-    std::string all;
-    for (const char* suffix : {"", "-wal"}) {
-        std::ifstream in(path + suffix, std::ios::binary);
-        all += std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()) + "|";
-    }
-    return std::hash<std::string>{}(all);
-}
 
 // The migration of program 2: age retyped int -> long by the function.
 steppe::migration to_v2() {
@@ -85,28 +68,9 @@ void expect_v2(steppe::store& s) {
     EXPECT_EQ(s.check(), std::vector<std::string>{});
 }
 
-class MigrateTest : public ::testing::Test {
+class MigrateTest : public steppe::test::migration_test {
 protected:
-    steppe::test::temp_dir dir;
-    std::string path = dir.path("book.db");
-    void SetUp() override {
-        ASSERT_EQ(run_v1("write " + path), 0);
-        ASSERT_EQ(run_v1("verify " + path), 0);
-    }
-    // `m` is refused with `code`, the message saying each of `parts`.
-    void expect_refused(const steppe::migration& m, steppe::errc code, std::initializer_list<std::string> parts) {
-        const std::size_t before = file_bytes(path);
-        steppe::error e = steppe::test::error_of([&] { steppe::migrate(path, m); });
-        EXPECT_EQ(e.code(), code) << e.what();
-        for (const std::string& part : parts) EXPECT_CONTAINS(e.what(), part);
-        expect_untouched(before);
-    }
-    // A refused migration leaves the files byte for byte, and program 1 still reads them.
-    void expect_untouched(std::size_t before) {
-        EXPECT_EQ(file_bytes(path), before);
-        EXPECT_FALSE(fs::exists(path + ".compact"));
-        EXPECT_EQ(run_v1("verify " + path), 0);
-    }
+    MigrateTest() : migration_test(MIGRATE_V1_PATH, "book.db") {}
 };
 
 TEST_F(MigrateTest, ProgramTwoMigratesProgramOnesStoreAndReadsEveryObjectAndPointer) {
@@ -143,7 +107,7 @@ TEST_F(MigrateTest, ProgramTwoMigratesProgramOnesStoreAndReadsEveryObjectAndPoin
 }
 
 TEST_F(MigrateTest, ADryRunReportsAndWritesNothing) {
-    const std::size_t before = file_bytes(path);
+    const std::size_t before = steppe::test::store_files_hash(path);
     steppe::migrate_report r = steppe::migrate(path, to_v2(), {.dry_run = true});
     ASSERT_EQ(r.converted.size(), 1u);
     EXPECT_EQ(r.converted[0].objects, app::ring_count + 2u);
@@ -259,14 +223,16 @@ TEST_F(MigrateTest, AStoreAProgramHoldsIsLocked) {
     EXPECT_EQ(run_v1("verify " + path), 0);
 }
 
-TEST(MigrateEngines, ObjectEngineStoresAreRefusedAsUnsupported) {
+// An object-engine store is migrated by its own engine (its tests are
+// tests/objects/objects_migrate_test.cpp): this one has no app::Contact.
+TEST(MigrateEngines, AnObjectEngineStoreIsPlannedByItsEngine) {
     steppe::test::temp_dir dir;
     const std::string path = dir.path("objects.db");
     {
         auto s = steppe::objects::store::open(path);
         s.commit();
     }
-    EXPECT_ERROR(steppe::errc::unsupported, "migration of " + path + ": not built for object-engine stores",
+    EXPECT_ERROR(steppe::errc::not_found, "migration of " + path + ": the store has no type named app::Contact",
                  steppe::migrate(path, to_v2()));
 }
 
@@ -274,42 +240,21 @@ TEST(MigrateEngines, ObjectEngineStoresAreRefusedAsUnsupported) {
 // 1's, whole (migrate_v1 verify), or program 2's, whole (expect_v2).
 class MigrateKill : public MigrateTest {
 protected:
-    std::string original = dir.path("original.db");
     void SetUp() override {
         MigrateTest::SetUp();
-        fs::copy_file(path, original);
-    }
-    void restore() {
-        for (const char* suffix : {"", "-wal", ".compact", "-shm"}) fs::remove(path + suffix);
-        fs::copy_file(original, path);
+        keep_original();
     }
     // true for the new store.
     bool expect_old_or_new(const std::string& after) {
-        try {
+        return migration_test::expect_old_or_new(after, [&] {
             auto s = steppe::store::open(path, {.create = false});
             expect_v2(s);
-            return true;
-        } catch (const steppe::error& e) {
-            EXPECT_EQ(e.code(), steppe::errc::type_mismatch) << after << ": " << e.what();
-        }
-        EXPECT_EQ(run_v1("verify " + path), 0) << after << ": neither the new store nor the old";
-        return false;
+        });
     }
 };
 
 TEST_F(MigrateKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
-    auto start = [&] {
-        pid_t child = ::fork();
-        if (child == 0) {
-            try {
-                steppe::migrate(path, to_v2());
-            } catch (...) {
-                ::_exit(3);
-            }
-            ::_exit(0);
-        }
-        return child;
-    };
+    auto start = [&] { return steppe::test::fork_running([&] { steppe::migrate(path, to_v2()); }); };
     int status = 0;
     restore();
     auto began = std::chrono::steady_clock::now();
@@ -317,17 +262,9 @@ TEST_F(MigrateKill, AKillAtAnyInstantLeavesTheOldStoreOrTheNewOne) {
     const auto span =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began).count();
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    std::mt19937_64 random(std::random_device{}());
     int olds = 0, news = 0;
-    for (int i = 0; i < 20; ++i) {
-        restore();
-        pid_t child = start();
-        std::this_thread::sleep_for(std::chrono::microseconds(random() % (span * 3 / 2 + 1)));
-        ::kill(child, SIGKILL);
-        ::waitpid(child, &status, 0);
-        (expect_old_or_new("kill " + std::to_string(i)) ? news : olds)++;
-        if (::testing::Test::HasFailure()) return;
-    }
+    steppe::test::kill_at_random_instants(20, span, [&] { restore(); }, start,
+                                          [&](int i) { (expect_old_or_new("kill " + std::to_string(i)) ? news : olds)++; });
     std::printf("20 kills over %lld us: %d left the old store, %d the new one\n", static_cast<long long>(span), olds,
                 news);
 }
