@@ -1,6 +1,6 @@
 // The PostgreSQL page store (pg_store.hpp). Divisions, in order:
 //   1. the URL
-//   2. the verified-image cache and the fetch thread (reads)
+//   2. the verified-image cache, the fetch thread, the cache file's use (reads)
 //   3. open: tables, the store row, the writer's lock, a reader's registration
 //   4. reads
 //   5. commit, spill, collection
@@ -82,6 +82,17 @@ std::vector<std::byte> bytea_of(const pg_result& r, int row, int col, const std:
     return bytes;
 }
 
+// `n` bytes from 2n hex digits.
+bool bytes_of_hex(const std::string& text, std::byte* out, std::size_t n) {
+    if (text.size() != 2 * n) return false;
+    for (std::size_t i = 0; i < n; ++i) {
+        const int hi = hex_digit(text[2 * i]), lo = hex_digit(text[2 * i + 1]);
+        if (hi < 0 || lo < 0) return false;
+        out[i] = std::byte(hi << 4 | lo);
+    }
+    return true;
+}
+
 void copy_message(read_failure* why, errc code, const std::string& text) noexcept {
     why->code = code;
     std::snprintf(why->message, sizeof why->message, "%s", text.c_str());
@@ -119,6 +130,14 @@ pg_address parse_pg_address(const std::string& url) {
             a.store = p.substr(6);
         } else if (p.starts_with("cache_mib=")) {
             a.cache_bytes = url_number(url, p, 1u << 20) << 20;
+        } else if (p.starts_with("cache_file=")) {
+            a.cache_file = p.substr(11);
+            a.cache_file_named = true;
+            if (a.cache_file.empty() || a.cache_file[0] != '/')
+                throw error(errc::invalid_argument, "store URL " + url + ": cache_file must be an absolute path (" +
+                                                        "cache_file_mib=0 for none)");
+        } else if (p.starts_with("cache_file_mib=")) {
+            a.cache_file_bytes = url_number(url, p, 1u << 24) << 20;
         } else if (p.starts_with("fault_wait_s=")) {
             a.fault_wait = std::chrono::seconds(url_number(url, p, 86400));
         } else if (p.starts_with("pages_from=")) {
@@ -132,6 +151,7 @@ pg_address parse_pg_address(const std::string& url) {
             kept += (kept.empty() ? "?" : "&") + std::string(p);
         }
     }
+    if (a.cache_file.empty()) a.cache_file = default_pg_cache_path();
     if (!valid_store_name(a.store))
         throw error(errc::invalid_argument,
                     "store URL " + url +
@@ -187,17 +207,20 @@ struct pg_store::cache {
         std::lock_guard<const common::spin_lock> h(s.held);
         return s.page == page;
     }
-    // A fetched image, unless a commit changed the store since the fetch
-    // began (its image may be older than the commit's).
+    // A fetched image, unless a commit ran, or was running, since the
+    // fetch took its epoch and then its snapshot (its image may be older
+    // than the commit's). The epoch is odd while a commit changes what is
+    // newest (remember_committed), so an even epoch taken before the
+    // snapshot means the snapshot is the one that epoch ends with.
     void put(page_no page, const std::byte* image, std::uint64_t epoch_at_fetch) noexcept {
-        if (count == 0) return;
+        if (count == 0 || epoch_at_fetch % 2) return;
         slot& s = slots[page % count];
         std::lock_guard<const common::spin_lock> h(s.held);
         if (epoch.load(std::memory_order_acquire) != epoch_at_fetch) return;
         s.page = page;
         std::memcpy(s.data, image, page_size);
     }
-    // A committed image: bump the epoch first (see put), then write.
+    // A committed image, while the epoch is odd (see put).
     void replace(page_no page, const std::byte* image) noexcept {
         if (count == 0) return;
         slot& s = slots[page % count];
@@ -217,6 +240,15 @@ struct pg_store::cache {
     std::atomic<std::uint64_t> epoch{0};
 };
 
+// What pg_cache_counters reports, counted from any thread (fault handlers too).
+struct pg_store::counters {
+    std::atomic<std::uint64_t> server_fetches{0}, pages_fetched{0}, memory_hits{0}, file_hits{0}, file_rejects{0},
+        file_writes{0}, file_write_errors{0}, zero_pages{0};
+    static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
+        c.fetch_add(n, std::memory_order_relaxed);
+    }
+};
+
 // Requests from any thread (fault handlers among them), served by one thread
 // that owns a connection. A request slot goes free → claimed → asked → served
 // → free; the asking thread sleeps on the slot's state.
@@ -234,7 +266,31 @@ struct pg_store::fetcher {
 
     fetcher(const pg_store& s, std::unique_ptr<pg_connection> c) : store(s), conn(std::move(c)) {
         if (!prepare()) conn->fail_last("preparing the page fetch");
+        if (store.file_) load_versions();
         thread = std::thread([this] { run(); });
+    }
+
+    // C4: the server's identity (C2) and the newest version of every page at
+    // the handle's snapshot, in one round trip; for a reader only while its
+    // registration (P3) keeps those versions. Without the map the cache
+    // file serves only slots whose own claim covers the snapshot.
+    void load_versions() {
+        const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
+        pg_result rows = conn->exec(
+            "reading the page versions of the snapshot",
+            "SELECT (SELECT system_identifier FROM pg_control_system()), reg.n, v.page, v.txn, v.sum FROM "
+            "(SELECT count(*) AS n FROM steppe_reader WHERE store = $1 AND id = $3) reg LEFT JOIN LATERAL "
+            "(SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 AND txn <= $2 "
+            "ORDER BY page, txn DESC) v ON true",
+            {store.address_.store, std::to_string(snapshot), std::to_string(store.reader_id_)}, true);
+        auto& key = const_cast<pg_cache_key&>(store.key_);  // set once here, before any thread reads it
+        key.server = std::uint64_t(rows.binary_integer(0, 0));
+        if (store.reader_id_ != 0 && rows.binary_integer(0, 1) == 0) return;  // the fetch will say why
+        for (int i = 0; i < rows.rows(); ++i)
+            if (!rows.is_null(i, 2))
+                store.versions_->set(page_no(rows.binary_integer(i, 2)), std::uint64_t(rows.binary_integer(i, 3)),
+                                     std::uint32_t(rows.binary_integer(i, 4)));
+        store.versions_->publish();
     }
     ~fetcher() {
         stop.store(true, std::memory_order_release);
@@ -293,25 +349,38 @@ struct pg_store::fetcher {
         return any;
     }
 
+    // Read-ahead from the cache file: a page it holds at the snapshot goes
+    // into the in-memory cache (the fault then copies it from memory, not
+    // through a system call and a checksum) and needs no fetch.
+    bool ahead_from_file(page_no page, std::uint64_t epoch, std::uint64_t snapshot) {
+        if (!store.file_ ||
+            store.file_->find(store.key_, page, snapshot, *store.versions_, scratch) != pg_cache_file::lookup::hit)
+            return false;
+        store.cache_->put(page, scratch, epoch);
+        return true;
+    }
+
     bool serve_ahead() {
         std::vector<page_no> clusters;
+        // The epoch before the snapshot (see cache::put).
+        const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
+        const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
         for (auto& slot : ahead) {
             const std::uint64_t v = slot.exchange(0, std::memory_order_acq_rel);
-            if (v != 0 && v - 1 < store.page_count_ && !store.cache_->contains(v - 1))
+            if (v != 0 && v - 1 < store.page_count_ && !store.cache_->contains(v - 1) &&
+                !ahead_from_file(v - 1, epoch, snapshot))
                 clusters.push_back((v - 1) / fetch_cluster);
         }
         std::sort(clusters.begin(), clusters.end());
         clusters.erase(std::unique(clusters.begin(), clusters.end()), clusters.end());
         for (page_no c : clusters) {
             const page_no first = c * fetch_cluster, last = std::min(first + fetch_cluster, store.page_count_);
-            const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
             try {
                 take(run("steppe_fetch",
-                         {store.address_.store, std::to_string(first), std::to_string(last),
-                          std::to_string(store.snapshot_.load(std::memory_order_acquire)),
+                         {store.address_.store, std::to_string(first), std::to_string(last), std::to_string(snapshot),
                           std::to_string(store.reader_id_)},
                          false),
-                     epoch, nullptr);
+                     epoch, snapshot, nullptr);
             } catch (const std::exception&) {
                 // read-ahead only: the fault that needs the page reports it
             }
@@ -348,6 +417,7 @@ struct pg_store::fetcher {
         const auto deadline =
             std::chrono::steady_clock::now() + (wait ? store.address_.fault_wait : std::chrono::seconds(0));
         PGresult* raw = nullptr;
+        counters::add(store.counters_->server_fetches);
         while (!(raw = conn->try_exec_prepared(name, params))) {
             if (!conn->lost()) conn->fail_last("reading pages");  // the statement failed, not the session
             while (!(conn->reconnect() && prepare())) {
@@ -368,13 +438,14 @@ struct pg_store::fetcher {
                  {store.address_.store, std::to_string(r.first), std::to_string(r.last), std::to_string(r.snapshot),
                   std::to_string(store.reader_id_)},
                  true),
-             epoch, &r);
+             epoch, r.snapshot, &r);
     }
 
-    // Caches every sound version a fetch returned (unless a commit ran since
-    // `epoch`); for a request, its page's image (zeros if it has no version)
-    // or why not.
-    void take(const pg_result& rows, std::uint64_t epoch, request* r) {
+    // Caches every sound version a fetch at `snapshot` returned: in memory
+    // unless a commit ran since `epoch`, and in the cache file (C3: each is
+    // the page's newest through `snapshot`); for a request, its page's image
+    // (zeros if it has no version) or why not.
+    void take(const pg_result& rows, std::uint64_t epoch, std::uint64_t snapshot, request* r) {
         // P3: a reader reads only while its registration (and so every
         // version its snapshot needs) is there, as of the same statement.
         if (store.reader_id_ != 0 && rows.binary_integer(0, 0) == 0) {
@@ -397,7 +468,12 @@ struct pg_store::fetcher {
             const auto sum = std::uint32_t(rows.binary_integer(i, 3));
             const auto* image = reinterpret_cast<const std::byte*>(rows.bytes(i, 4));
             const bool sound = rows.size(i, 4) == page_size && page_checksum(image, page_size) == sum;
-            if (sound) store.cache_->put(page, image, epoch);
+            if (sound) {
+                counters::add(store.counters_->pages_fetched);
+                store.cache_->put(page, image, epoch);
+                if (store.file_ && !store.file_->holds_newer(store.key_, page, std::uint64_t(txn), snapshot))
+                    store.write_slot(page, std::uint64_t(txn), snapshot, image);
+            }
             if (!r || page != r->page) continue;
             if (sound) {
                 std::memcpy(r->image, image, page_size);
@@ -437,6 +513,7 @@ struct pg_store::fetcher {
     std::atomic<std::uint32_t> work{0};
     std::atomic<bool> stop{false};
     std::thread thread;
+    std::byte scratch[page_size];  // ahead_from_file's image, used by the fetch thread only
 };
 
 // 3. Open ---------------------------------------------------------------------
@@ -468,6 +545,8 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     s->set_up_session();
     if (opts.read_only) s->open_as_reader();
     else s->open_as_writer();
+    s->counters_ = std::make_unique<counters>();
+    s->open_cache_file();
     s->cache_ = std::make_unique<cache>(s->address_.cache_bytes);
     const bool from_standby = opts.read_only && s->address_.pages_from_standby;  // P5
     auto fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
@@ -697,8 +776,29 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
         msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
         return false;
     }
-    if (cache_->find(page, out)) return true;
-    return fetcher_->fetch(page, read_around, snapshot_.load(std::memory_order_acquire), out, why);
+    if (cache_->find(page, out)) {
+        counters::add(counters_->memory_hits);
+        return true;
+    }
+    const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
+    if (file_) {
+        switch (file_->find(key_, page, snapshot, *versions_, out)) {
+        case pg_cache_file::lookup::hit:
+            counters::add(counters_->file_hits);
+            return true;
+        case pg_cache_file::lookup::rejected:
+            counters::add(counters_->file_rejects);
+            break;
+        case pg_cache_file::lookup::absent:
+            break;
+        }
+        if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
+            counters::add(counters_->zero_pages);
+            std::memset(out, 0, page_size);
+            return true;
+        }
+    }
+    return fetcher_->fetch(page, read_around, snapshot, out, why);
 }
 
 bool pg_store::read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around) const noexcept {
@@ -717,6 +817,84 @@ void pg_store::prefetch(page_no page) const noexcept {
 void pg_store::read_page(page_no page, std::byte* out) const {
     read_failure why;
     if (!read_page_nothrow(page, out, &why)) throw error(why.code, why.message);
+}
+
+// The cache file: which one, what a commit puts in it, its check.
+
+void pg_store::open_cache_file() {
+    if (address_.cache_file_bytes == 0 || address_.cache_file.empty()) {
+        cache_file_note_ =
+            address_.cache_file_bytes == 0 ? "cache_file_mib=0" : "neither XDG_CACHE_HOME nor HOME is set";
+        return;
+    }
+    std::string why;
+    bool unusable = false;
+    const std::uint64_t slots = std::max<std::uint64_t>(address_.cache_file_bytes / pg_cache_slot_size, 1);
+    file_ = pg_cache_file::open(address_.cache_file, slots, why, unusable);
+    if (!file_) {
+        // Only a file the user named is worth an error; the default one is a convenience.
+        if (address_.cache_file_named && unusable)
+            throw error(errc::invalid_argument, path_ + ": the cache file cannot be used: " + why +
+                                                    " (name another with cache_file=, or cache_file_mib=0 for none)");
+        cache_file_note_ = why;
+        return;
+    }
+    if (!bytes_of_hex(store_id_, key_.store_id, sizeof key_.store_id))
+        throw error(errc::corrupt, path_ + ": the store's id in steppe_store is not 32 hex digits: " + store_id_);
+    key_.row = std::uint64_t(store_key_);
+    // Room for the store to double; pages past it are served by C3's claim or the server.
+    versions_ = std::make_unique<pg_version_map>(std::max<page_no>(2 * page_count_, 1u << 16));
+}
+
+void pg_store::write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
+                          const std::byte* image) const noexcept {
+    if (!file_) return;
+    if (file_->put(key_, page, version, newest_through, image)) counters::add(counters_->file_writes);
+    else counters::add(counters_->file_write_errors);
+}
+
+// After commit `txn` returned (so its versions are durable and newest, C3):
+// the in-memory cache and the cache file take its images, the version map
+// its versions. Spilled pages are read back from the spill file for the
+// cache file (a big transaction's pages are most of a new store's); if one
+// cannot be, the map alone says that its older slot no longer serves (C4).
+void pg_store::remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                                  std::uint64_t txn) {
+    cache_->epoch.fetch_add(1, std::memory_order_acq_rel);  // odd: no read-ahead lands until it is even again
+    remember_images(pages, spilled_only, txn);
+    snapshot_.store(txn, std::memory_order_release);
+    cache_->epoch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// remember_committed's writes, while the epoch is odd.
+void pg_store::remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                               std::uint64_t txn) {
+    std::vector<std::byte> copy(page_size);
+    for (const auto& p : pages) {
+        std::memcpy(copy.data(), p.data, page_size);  // outside the slot's lock: p.data may be a store page
+        cache_->replace(p.page, copy.data());
+        if (versions_) versions_->set(p.page, txn, page_checksum(copy.data(), page_size));
+        write_slot(p.page, txn, txn, copy.data());
+    }
+    if (!versions_) return;
+    for (page_no page : spilled_only) {
+        read_failure why;
+        const bool read = read_spilled(page, copy.data(), &why) == spilled_read::read;
+        versions_->set(page, txn, read ? page_checksum(copy.data(), page_size) : 0);  // 0: no slot matches
+        if (read) write_slot(page, txn, txn, copy.data());
+    }
+}
+
+std::vector<std::string> pg_store::check_cache_file() const {
+    if (!file_) return {};
+    return file_->check_against(key_, *control_, address_.store, path_);
+}
+
+pg_cache_counters pg_store::cache_counters() const noexcept {
+    const counters& c = *counters_;
+    auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
+    return {get(c.server_fetches), get(c.pages_fetched), get(c.memory_hits),       get(c.file_hits),
+            get(c.file_rejects),   get(c.file_writes),   get(c.file_write_errors), get(c.zero_pages)};
 }
 
 // 5. Commit, spill, collection ---------------------------------------------------
@@ -867,16 +1045,10 @@ void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta)
             if (e.code() != errc::io || attempt > 0 || poisoned_ || !control_->lost() || !reconnect_control()) throw;
         }
     }
-    cache_->epoch.fetch_add(1, std::memory_order_acq_rel);
-    std::vector<std::byte> copy(page_size);
-    for (const auto& p : pages) {
-        std::memcpy(copy.data(), p.data, page_size);  // outside the slot's lock: p.data may be a store page
-        cache_->replace(p.page, copy.data());
-    }
+    remember_committed(pages, spilled_only, txn);  // and the new snapshot
     txn_seq_ = txn;
     page_count_ = count;
     meta_ = meta;
-    snapshot_.store(txn, std::memory_order_release);
     // Spilled pages were committed from the spill file: any cached image of theirs is older.
     if (!spilled_only.empty()) cache_->forget_all();
     discard_pending();
@@ -1021,12 +1193,12 @@ info pg_store::describe() const {
 }
 
 storage::memory pg_store::memory_bytes() const noexcept {
-    return {pending_count() * 48,
+    return {pending_count() * 48 + (versions_ ? versions_->capacity() * 12 : 0),
             cache_->count * sizeof(cache::slot) + sizeof(fetcher::request) * fetcher::request_slots};
 }
 
 std::vector<std::string> pg_store::check() const {
-    std::vector<std::string> findings;
+    std::vector<std::string> findings = check_cache_file();
     const std::string at = path_ + ": ";
     pg_result row = control_->exec("checking the store",
                                    "SELECT txn, page_count, format, length(meta) FROM steppe_store WHERE name = $1",

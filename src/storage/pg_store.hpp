@@ -2,14 +2,19 @@
 // a store's pages live as versioned rows in a PostgreSQL database, so any
 // number of processes on any machines that reach the server can open it.
 //
-//   postgresql://[user[:password]@][host][:port][,host[:port]...]/db?store=NAME[&cache_mib=N][&fault_wait_s=S]
-//       [&pages_from=standby][&libpq parameters]
+//   postgresql://[user[:password]@][host][:port][,host[:port]...]/db?store=NAME[&cache_mib=N]
+//       [&cache_file=PATH][&cache_file_mib=N][&fault_wait_s=S][&pages_from=standby][&libpq parameters]
 //
-// cache_mib: the verified-image cache (16 MiB); fault_wait_s: how long a
-// page fault waits for a server that went away before it fails (10 s);
-// connect_timeout (libpq's) is 10 s unless the URL says otherwise;
-// pages_from=standby: a reader registers on the primary among the URL's
-// hosts and fetches pages from a streaming standby among them (P5).
+// cache_mib: the in-memory verified-image cache (16 MiB); cache_file: the
+// local file of verified images kept across processes (pg_cache_file.hpp;
+// by default $XDG_CACHE_HOME/steppe/pg-pages, else ~/.cache/steppe/pg-pages;
+// a default that cannot be used is skipped, a named one that cannot is an
+// error); cache_file_mib: its size when this open makes it (1024; 0: no
+// cache file); fault_wait_s: how long a page fault waits for a server that
+// went away before it fails (10 s); connect_timeout (libpq's) is 10 s
+// unless the URL says otherwise; pages_from=standby: a reader registers on
+// the primary among the URL's hosts and fetches pages from a streaming
+// standby among them (P5).
 //
 // Tables (made on first use, shared by the database's stores):
 //   steppe_store  (name, store_id, format, txn, page_count, meta, fence)
@@ -43,10 +48,11 @@
 //       fetch then holds there). A writer always reads from the primary.
 //
 // Reads never run libpq in the caller's thread: read_page_nothrow may run in
-// a fault handler, so it looks in a verified-image cache (lock-free for
-// readers) and otherwise hands the request to the fetch thread, which owns
-// its own connection, and sleeps on a futex until it is served. Pages the
-// transaction in progress spills go to an unlinked local file.
+// a fault handler, so it looks in a verified-image cache in memory, then in
+// the cache file (C1-C4, pg_cache_file.hpp), and otherwise hands the
+// request to the fetch thread, which owns its own connection, and sleeps on
+// a futex until it is served. Pages the transaction in progress spills go
+// to an unlinked local file.
 #pragma once
 
 #include <atomic>
@@ -59,6 +65,7 @@
 #include <vector>
 
 #include "common/sigsafe.hpp"
+#include "storage/pg_cache_file.hpp"
 #include "storage/storage.hpp"
 
 namespace steppe::storage {
@@ -72,6 +79,9 @@ struct pg_address {
     std::string store;     // [A-Za-z0-9_.-]{1,63}
     std::string shown;     // the URL without a password, for messages
     std::uint64_t cache_bytes = 16ull << 20;
+    std::string cache_file;           // empty: default_pg_cache_path()
+    bool cache_file_named = false;    // the URL said cache_file= (so failing to use it is an error)
+    std::uint64_t cache_file_bytes = 1024ull << 20;  // 0: no cache file
     std::chrono::seconds fault_wait{10};
     // pages_from=standby: a reader fetches pages over fetch_conninfo, which
     // prefers a standby among the URL's hosts (streaming replication).
@@ -115,6 +125,13 @@ public:
 
     // The PostgreSQL backend of the writer's session (for tests of P2).
     int backend_pid() const noexcept;
+    // What the caches and the fetch thread did, and which cache file serves
+    // this handle (empty, and why not in `cache_file_note`, when none).
+    pg_cache_counters cache_counters() const noexcept;
+    std::string cache_file_path() const { return file_ ? file_->path() : std::string(); }
+    const std::string& cache_file_note() const noexcept { return cache_file_note_; }
+    // Which store this handle's slots belong to (C2; for tests that forge slots).
+    const pg_cache_key& cache_key() const noexcept { return key_; }
 
     static constexpr page_no fetch_cluster = 32;  // 128 KiB, as the file store's smallest read-around
 
@@ -139,17 +156,34 @@ private:
     enum class spilled_read { absent, read, failed };
     spilled_read read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept;
     void ensure_usable() const;
+    void open_cache_file();
+    void remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                            std::uint64_t txn);
+    void remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only, std::uint64_t txn);
+    std::vector<std::string> check_cache_file() const;
+    void write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
+                    const std::byte* image) const noexcept;
 
     pg_address address_;
     options opts_;
     std::unique_ptr<pg_connection> control_;  // open, commit, collection; the writer's lock lives on it
     std::unique_ptr<cache> cache_;
     std::unique_ptr<fetcher> fetcher_;
+    std::unique_ptr<pg_cache_file> file_;       // null: none (cache_file_note_ says why)
+    std::unique_ptr<pg_version_map> versions_;  // C4; loaded by the fetch thread's connection at open
+    pg_cache_key key_{};
+    std::string cache_file_note_;
+    struct counters;
+    std::unique_ptr<counters> counters_;
     std::int64_t store_key_ = 0;    // the advisory lock's second key
     std::int64_t fence_ = 0;        // the writer's (P2)
     std::int64_t reader_id_ = 0;    // a reader's registration (P3)
     std::string store_id_;
-    std::atomic<std::uint64_t> snapshot_{0};  // the newest txn this handle reads
+    // The newest txn this handle reads. C4: whatever moves it (a commit; a
+    // reader refreshed in place) must first bring versions_ to the new
+    // snapshot, or the cache file hands out versions the map no longer names
+    // truly (remember_committed does it for commits).
+    std::atomic<std::uint64_t> snapshot_{0};
     mutable std::uint64_t newest_heard_ = 0;  // the newest commit a notification named (wait_for_commit)
     std::uint64_t collect_due_ = 0;           // bytes committed since the last collection
     bool poisoned_ = false;

@@ -111,7 +111,7 @@ void pg_server::start_on(const std::string& data, int& port) {
 bool pg_server::start_standby(std::string& why) {
     if (standby_port_ != 0) return true;
     try {
-        run(as_user(bin_ + "/pg_basebackup -D " + dir_ + "/standby -R -X stream -h " + dir_ + " -p " +
+        run(as_user(bin_ + "/pg_basebackup -c fast -D " + dir_ + "/standby -R -X stream -h " + dir_ + " -p " +
                     std::to_string(port_) + " -U steppe >/dev/null 2>&1"));
         int port = port_ + 1;
         start_on("standby", port);
@@ -124,8 +124,9 @@ bool pg_server::start_standby(std::string& why) {
 }
 
 std::string pg_server::url_with_standby(const std::string& name, const std::string& extra) const {
+    const bool file = extra.find("cache_file") != std::string::npos;  // as url()
     return "postgresql:///postgres?host=" + dir_ + "," + dir_ + "&port=" + std::to_string(port_) + "," +
-           std::to_string(standby_port_) + "&user=steppe&store=" + name + extra;
+           std::to_string(standby_port_) + "&user=steppe&store=" + name + (file ? "" : "&cache_file_mib=0") + extra;
 }
 
 void pg_server::wait_for_standby() const {
@@ -183,8 +184,11 @@ void pg_server::set(const std::string& setting, const std::string& value) const 
 }
 
 std::string pg_server::url(const std::string& name, const std::string& extra) const {
+    // No cache file unless the test asks for one: tests of the server's
+    // side must reach it, and none should write under the user's $HOME.
+    const bool file = extra.find("cache_file") != std::string::npos;
     return "postgresql:///postgres?host=" + dir_ + "&port=" + std::to_string(port_) + "&user=steppe&store=" + name +
-           extra;
+           (file ? "" : "&cache_file_mib=0") + extra;
 }
 
 std::string pg_server::sql(const std::string& statement) const { return sql_on(port_, statement); }

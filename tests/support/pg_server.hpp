@@ -15,7 +15,8 @@ public:
     static pg_server* get(std::string& why);
     ~pg_server();
 
-    // The URL of store `name` on this server, with extra "&key=value" parameters.
+    // The URL of store `name` on this server, with extra "&key=value"
+    // parameters; without a cache file unless `extra` names one.
     std::string url(const std::string& name, const std::string& extra = "") const;
     // Runs SQL through psql; its output, one row per line, columns by '|'.
     std::string sql(const std::string& statement) const;

@@ -8,6 +8,11 @@
 # the server's own buffers kept), warm (the median of the next 9), hot (the
 # median of 10 repeats). Medians over the rounds.
 #   bench/oo/oo1/pg_store.sh [PARTS] [ROUNDS]     (default 200000 = OO1 large, 3)
+#   PG_CACHE=file (default): the PostgreSQL store keeps its cache file of
+#   verified pages ($dir/pg-pages, filled by generate's commits) across the
+#   processes, as a user's would; PG_CACHE=empty deletes it before each
+#   measured process (every process starts cold); PG_CACHE=none runs
+#   without one (cache_file_mib=0).
 #   DELAY_MS=X: steppe reaches the server over TCP through
 #   build/oo/bench/oo/delay_proxy (bench/oo/harness/delay_proxy.cpp), which delays each direction by X ms
 #   (0.25 gives a 0.5 ms round trip); DELAY_MS=0 measures the proxy alone.
@@ -30,6 +35,9 @@ listen=""
 "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -o "-k $dir -c listen_addresses=$listen -p $port" -l "$dir/log" -w start >/dev/null
 proxy=""
 trap '[ -n "$proxy" ] && kill $proxy; "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+pg_cache=${PG_CACHE:-file}
+cache_param="&cache_file=$dir/pg-pages"
+[ "$pg_cache" = none ] && cache_param="&cache_file_mib=0"
 url="postgresql:///postgres?host=$dir&port=$port&user=steppe&store=oo1"
 if [ -n "${DELAY_MS:-}" ]; then
   build/oo/bench/oo/delay_proxy $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" &
@@ -37,13 +45,16 @@ if [ -n "${DELAY_MS:-}" ]; then
   sleep 0.5
   url="postgresql://steppe@127.0.0.1:$((port + 1))/postgres?store=oo1"
 fi
+url="$url$cache_param"
 file="$dir/oo1.db"
 drop_caches() { if [ "$(id -u)" = 0 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi; }
 for where in file url; do
   "$oo1" generate --system steppe-uffd --parts "$parts" --path "${!where}" > "$dir/gen-$where.json"
 done
 psql() { "$bin/psql" -X -q -At -h "$dir" -p "$port" -U steppe -d postgres -c "$1"; }
-# Inserts change the store: each measures a pristine copy (a file copy; rows copied in SQL).
+# Inserts change the store: each measures a pristine copy (a file copy; rows
+# copied in SQL, under a new store_id: a copy is another store, and its pages
+# are not in the cache file).
 pristine() {
   if [ "$1" = file ]; then
     rm -f "$dir/ins.db" "$dir/ins.db-wal"; cp "$file" "$dir/ins.db"; echo "$dir/ins.db"
@@ -51,8 +62,8 @@ pristine() {
     psql "DELETE FROM steppe_page WHERE store = 'ins'; DELETE FROM steppe_store WHERE name = 'ins';
           INSERT INTO steppe_page SELECT 'ins', page, txn, sum, image FROM steppe_page WHERE store = 'oo1';
           INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence)
-            SELECT 'ins', store_id, format, txn, page_count, meta, fence FROM steppe_store WHERE name = 'oo1'"
-    echo "${url%store=oo1}store=ins"
+            SELECT 'ins', md5(random()::text), format, txn, page_count, meta, fence FROM steppe_store WHERE name = 'oo1'"
+    echo "${url/store=oo1/store=ins}"
   fi
 }
 for r in $(seq "$rounds"); do
@@ -60,6 +71,7 @@ for r in $(seq "$rounds"); do
     for where in file url; do
       path=${!where}
       [ "$op" = insert ] && path=$(pristine "$where")
+      [ "$where" = url ] && [ "$pg_cache" = empty ] && rm -f "$dir/pg-pages"
       drop_caches
       "$oo1" measure --system steppe-uffd --parts "$parts" --path "$path" --op "$op" > "$dir/m-$where-$op-$r.json"
     done

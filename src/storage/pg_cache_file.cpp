@@ -1,0 +1,282 @@
+// The PostgreSQL page store's cache file (pg_cache_file.hpp).
+#include "storage/pg_cache_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "storage/checksum.hpp"
+#include "storage/pg_connection.hpp"
+
+namespace steppe::storage {
+
+namespace {
+
+struct file_header {
+    char magic[16];
+    std::uint32_t format;
+    std::uint32_t slot_size;
+    std::uint64_t slot_count;
+    std::uint32_t check;  // crc32c of the 32 bytes before it
+};
+
+std::uint32_t header_check(const file_header& h) noexcept {
+    return crc32c(0, reinterpret_cast<const std::byte*>(&h), offsetof(file_header, check));
+}
+
+std::string failed(const char* call, const std::string& path) {
+    return path + ": " + call + " failed: " + std::strerror(errno);
+}
+
+// Makes the directories above `path` that are missing (0700: page images
+// are the user's data).
+bool make_parents(const std::string& path, std::string& why) {
+    for (auto slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+        const std::string dir = path.substr(0, slash);
+        if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+            why = failed("mkdir", dir);
+            return false;
+        }
+    }
+    return true;
+}
+
+// The header and the full (sparse) size of a new file.
+bool write_header(int fd, std::uint64_t slots, const std::string& path, std::string& why) {
+    file_header h{};
+    std::memcpy(h.magic, pg_cache_magic, sizeof h.magic);
+    h.format = pg_cache_format;
+    h.slot_size = pg_cache_slot_size;
+    h.slot_count = slots;
+    h.check = header_check(h);
+    std::byte block[pg_cache_header_size] = {};
+    std::memcpy(block, &h, sizeof h);
+    if (::pwrite(fd, block, sizeof block, 0) != ssize_t(sizeof block)) {
+        why = failed("pwrite", path);
+        return false;
+    }
+    if (::ftruncate(fd, off_t(pg_cache_header_size + slots * pg_cache_slot_size)) != 0) {
+        why = failed("ftruncate", path);
+        return false;
+    }
+    return true;
+}
+
+// A new cache file at `path`, made whole beside it and then linked (or, to
+// replace a damaged one, renamed) into place, so no process ever opens a
+// file without its header. A file another process linked first is as good.
+bool make_file(const std::string& path, std::uint64_t slots, bool replace, std::string& why) {
+    const std::string temp = path + ".new." + std::to_string(::getpid());
+    const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        why = failed("open", temp);
+        return false;
+    }
+    bool ok = write_header(fd, slots, temp, why);
+    ::close(fd);
+    if (ok && replace && ::rename(temp.c_str(), path.c_str()) != 0) {
+        why = failed("rename", path);
+        ok = false;
+    }
+    if (ok && !replace && ::link(temp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+        why = failed("link", path);
+        ok = false;
+    }
+    ::unlink(temp.c_str());  // after a rename, nothing is there
+    return ok;
+}
+
+enum class header_state { sound, replaceable, foreign };
+
+header_state judge_header(int fd, std::uint64_t& slots) {
+    file_header h{};
+    const ssize_t n = ::pread(fd, &h, sizeof h, 0);
+    if (n <= 0) return header_state::replaceable;  // empty: a file truncated to nothing, or made by a crash
+    // Only a file that begins as ours is ever replaced: never overwrite another program's file.
+    if (std::memcmp(h.magic, pg_cache_magic, std::min<std::size_t>(std::size_t(n), sizeof h.magic)) != 0)
+        return header_state::foreign;
+    if (n < ssize_t(sizeof h) || h.check != header_check(h) || h.format != pg_cache_format ||
+        h.slot_size != pg_cache_slot_size || h.slot_count == 0)
+        return header_state::replaceable;
+    slots = h.slot_count;
+    return header_state::sound;
+}
+
+}  // namespace
+
+std::string default_pg_cache_path() {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    if (xdg && *xdg == '/') return std::string(xdg) + "/steppe/pg-pages";
+    const char* home = std::getenv("HOME");
+    if (home && *home == '/') return std::string(home) + "/.cache/steppe/pg-pages";
+    return {};
+}
+
+std::unique_ptr<pg_cache_file> pg_cache_file::open(const std::string& path, std::uint64_t slot_count,
+                                                   std::string& why, bool& unusable) {
+    unusable = true;
+    if (!make_parents(path, why)) return nullptr;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno != ENOENT) {
+                why = failed("open", path);
+                return nullptr;
+            }
+            if (!make_file(path, slot_count, false, why)) return nullptr;
+            continue;
+        }
+        struct stat st {};
+        if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            why = path + " is not a regular file";
+            unusable = false;
+            ::close(fd);
+            return nullptr;
+        }
+        std::uint64_t slots = 0;
+        switch (judge_header(fd, slots)) {
+        case header_state::sound:
+            return std::unique_ptr<pg_cache_file>(new pg_cache_file(fd, path, slots));
+        case header_state::foreign:
+            ::close(fd);
+            why = path + " is not a steppe page cache file (it does not begin with \"steppe pgcache\"); it is left "
+                         "as it is";
+            return nullptr;
+        case header_state::replaceable:
+            ::close(fd);
+            if (!make_file(path, slot_count, true, why)) return nullptr;
+            break;
+        }
+    }
+    why = path + ": the file kept changing while it was opened";
+    return nullptr;
+}
+
+pg_cache_file::~pg_cache_file() { ::close(fd_); }
+
+off_t pg_cache_file::offset_of(const pg_cache_key& key, page_no page) const noexcept {
+    const std::uint32_t h = crc32c(0, reinterpret_cast<const std::byte*>(&key), sizeof key);
+    return off_t(pg_cache_header_size + (page + h) % slots_ * pg_cache_slot_size);
+}
+
+namespace {
+std::uint32_t slot_check(const pg_cache_slot_header& h, const std::byte* image) noexcept {
+    const auto* bytes = reinterpret_cast<const std::byte*>(&h);
+    return crc32c(crc32c(0, bytes + 4, pg_cache_slot_header_size - 4), image, page_size);
+}
+
+bool same_store(const pg_cache_slot_header& h, const pg_cache_key& key) noexcept {
+    return std::memcmp(h.store_id, key.store_id, sizeof key.store_id) == 0 && h.server == key.server &&
+           h.row == key.row;
+}
+}  // namespace
+
+pg_cache_file::lookup pg_cache_file::find(const pg_cache_key& key, page_no page, std::uint64_t snapshot,
+                                          const pg_version_map& versions, std::byte* out) const noexcept {
+    pg_cache_slot_header h;
+    iovec parts[2] = {{&h, sizeof h}, {out, page_size}};
+    // preadv is a plain system call (no allocation, no lock): as safe in a
+    // fault handler as pread. A short read is a slot past a truncated end.
+    if (::preadv(fd_, parts, 2, offset_of(key, page)) != ssize_t(pg_cache_slot_size)) return lookup::absent;
+    if (h.page != page || !same_store(h, key)) return lookup::absent;  // a filter; only the check below is trusted
+    // C1: torn, damaged or mixed, it is a miss.
+    if (h.check != slot_check(h, out) || h.sum != page_checksum(out, page_size) || h.version == 0)
+        return lookup::rejected;
+    // C4: the newest version at this snapshot, by the handle's map (the
+    // server's word, sum included: C2) where it knows the page, else by the
+    // slot's claim (C3).
+    const std::uint64_t newest = versions.newest(page);
+    const bool newest_at_snapshot = newest != pg_version_map::unknown
+                                        ? newest == h.version && versions.sum(page) == h.sum
+                                        : h.version <= snapshot && snapshot <= h.newest_through;
+    return newest_at_snapshot ? lookup::hit : lookup::rejected;
+}
+
+bool pg_cache_file::holds_newer(const pg_cache_key& key, page_no page, std::uint64_t version,
+                                std::uint64_t newest_through) const noexcept {
+    pg_cache_slot_header h;
+    std::byte image[page_size];
+    iovec parts[2] = {{&h, sizeof h}, {image, page_size}};
+    if (::preadv(fd_, parts, 2, offset_of(key, page)) != ssize_t(pg_cache_slot_size)) return false;
+    if (h.page != page || !same_store(h, key) || h.check != slot_check(h, image)) return false;
+    return h.version > version || (h.version == version && h.newest_through >= newest_through);
+}
+
+bool pg_cache_file::put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
+                        const std::byte* image) const noexcept {
+    pg_cache_slot_header h{};
+    h.sum = page_checksum(image, page_size);
+    std::memcpy(h.store_id, key.store_id, sizeof h.store_id);
+    h.server = key.server;
+    h.row = key.row;
+    h.page = page;
+    h.version = version;
+    h.newest_through = newest_through;
+    h.check = slot_check(h, image);
+    iovec parts[2] = {{&h, sizeof h}, {const_cast<std::byte*>(image), page_size}};
+    // One call per slot: another process's write of the same slot may still
+    // interleave with it, which C1 turns into a miss.
+    return ::pwritev(fd_, parts, 2, offset_of(key, page)) == ssize_t(pg_cache_slot_size);
+}
+
+std::vector<std::string> pg_cache_file::check_against(const pg_cache_key& key, pg_connection& conn,
+                                                      const std::string& name, const std::string& shown) const {
+    struct cached {
+        std::uint64_t version, newest_through;
+        std::uint32_t sum;
+    };
+    std::map<page_no, cached> ours;  // the sound slots of this store
+    std::vector<std::byte> buf(64 * pg_cache_slot_size);
+    for (std::uint64_t first = 0; first < slots_;) {
+        // A file of 1 GiB is mostly holes: skip them (SEEK_DATA) instead of reading zeros.
+        const off_t at = off_t(pg_cache_header_size + first * pg_cache_slot_size);
+        const off_t data = ::lseek(fd_, at, SEEK_DATA);
+        if (data < 0) break;  // ENXIO: nothing past `at`
+        if (data >= at + off_t(pg_cache_slot_size)) {
+            first = (std::uint64_t(data) - pg_cache_header_size) / pg_cache_slot_size;
+            continue;
+        }
+        const ssize_t n = ::pread(fd_, buf.data(), buf.size(), at);
+        first += 64;
+        if (n < 0) return {path_ + ": pread failed while checking the cache file: " + std::strerror(errno)};
+        for (std::size_t o = 0; o + pg_cache_slot_size <= std::size_t(n); o += pg_cache_slot_size) {
+            pg_cache_slot_header h;
+            std::memcpy(&h, buf.data() + o, sizeof h);
+            const std::byte* image = buf.data() + o + pg_cache_slot_header_size;
+            if (same_store(h, key) && h.check == slot_check(h, image) && h.sum == page_checksum(image, page_size))
+                ours[h.page] = {h.version, h.newest_through, h.sum};
+        }
+        if (std::size_t(n) < buf.size()) break;
+    }
+    std::vector<std::string> findings;
+    if (ours.empty()) return findings;
+    pg_result rows = conn.exec("checking the cache file", "SELECT page, txn, sum FROM steppe_page WHERE store = $1",
+                               {name}, true);
+    for (int r = 0; r < rows.rows(); ++r) {
+        const auto it = ours.find(page_no(rows.binary_integer(r, 0)));
+        if (it == ours.end()) continue;
+        const auto txn = std::uint64_t(rows.binary_integer(r, 1));
+        const auto sum = std::uint32_t(rows.binary_integer(r, 2));
+        const cached& c = it->second;
+        const std::string where = path_ + ": the cached page " + std::to_string(it->first) + " of " + shown +
+                                  " (version of commit " + std::to_string(c.version) + ", newest through " +
+                                  std::to_string(c.newest_through) + ")";
+        if (txn > c.version && txn <= c.newest_through)
+            findings.push_back(where + " is not the newest: commit " + std::to_string(txn) + " wrote the page (C3)");
+        if (txn == c.version && sum != c.sum)
+            findings.push_back(where + " is not the image the server holds for that version (C2)");
+    }
+    for (const auto& [page, c] : ours)
+        if (c.version > c.newest_through)
+            findings.push_back(path_ + ": the cached page " + std::to_string(page) + " claims a range that ends before "
+                                                                                     "its version (C3)");
+    return findings;
+}
+
+}  // namespace steppe::storage

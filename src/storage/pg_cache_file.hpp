@@ -1,0 +1,178 @@
+// The PostgreSQL page store's cache file (pg_store.hpp; docs/format.md,
+// "The page cache file"; docs/design.md, "Page stores"): verified page
+// images kept on local disk across processes and opens, so a warm read is
+// a pread, not a round trip. One file may serve any number of processes and
+// stores at once; it is only ever a cache: whatever is in it, a read is
+// right or a miss.
+//
+// Layout: a 4 KiB header, then `slot_count` slots of 64 + 4096 bytes. Page
+// `p` of a store lives in slot (p + key hash) % slot_count (direct-mapped,
+// so a fetched cluster lands in consecutive slots); a newer image of any
+// page that maps there replaces it. Fields in host byte order.
+//
+//   header  0 magic "steppe pgcache\n\0"   16 format (1)   20 slot_size (4160)
+//           24 slot_count                  32 crc32c of bytes 0..31
+//   slot    0 check: crc32c of slot bytes 4..63, then of the image
+//           4 sum: page_checksum(image), as in the server's row
+//           8 store_id (16 bytes)  24 server (system identifier)  32 row (steppe_store.id)
+//          40 page  48 version (the commit that wrote it)  56 newest_through
+//          64 the image (4096 bytes)
+//
+// Invariants (check_against() checks C2 and C3 against the server):
+//  (C1) a slot is used only if its check and its sum match its bytes;
+//       anything else (torn by kill -9 or by two processes writing it at
+//       once, damaged, zeros, past the end of a truncated file) is a miss;
+//  (C2) a slot names one version of one page of one store: a store is the
+//       triple (store_id, server, row), which a drop and re-creation of the
+//       same name (a new row) or a copy on another server (another system
+//       identifier) never repeats. A version's image is not assumed never
+//       to change (a database restored to an earlier point commits the
+//       same numbers again): the version map carries each version's sum
+//       too, and a slot's must match it;
+//  (C3) a slot claims that its version is the page's newest at every
+//       snapshot in [version, newest_through]. The fetch thread writes what
+//       a fetch at snapshot S returned (newest_through = S); a writer, what
+//       its commit T wrote (newest_through = T) once COMMIT returned;
+//  (C4) a handle at snapshot S hands out a slot's image only if its version
+//       map (the newest version of every page at S and its sum, from one
+//       query at open, kept up to date by its own commits) names the
+//       slot's version and sum; for a page the map does not cover (past its
+//       capacity, or no map), only if version ≤ S ≤ newest_through.
+//
+// Two processes writing one file need no lock: each slot goes in one
+// pwritev, and a reader that sees a mix of two writes finds its check
+// wrong (C1). Lookups are async-signal-safe (preadv, crc32c, no malloc).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/storage.hpp"
+
+namespace steppe::storage {
+
+class pg_connection;
+
+// Which store a slot belongs to (C2).
+struct pg_cache_key {
+    std::byte store_id[16];
+    std::uint64_t server = 0;  // pg_control_system().system_identifier
+    std::uint64_t row = 0;     // steppe_store.id
+};
+
+inline constexpr std::size_t pg_cache_header_size = 4096;
+inline constexpr std::size_t pg_cache_slot_header_size = 64;
+inline constexpr std::size_t pg_cache_slot_size = pg_cache_slot_header_size + page_size;
+inline constexpr char pg_cache_magic[16] = "steppe pgcache\n";
+inline constexpr std::uint32_t pg_cache_format = 1;
+
+struct pg_cache_slot_header {
+    std::uint32_t check;
+    std::uint32_t sum;
+    std::byte store_id[16];
+    std::uint64_t server, row, page, version, newest_through;
+};
+static_assert(sizeof(pg_cache_slot_header) == pg_cache_slot_header_size, "slot header layout (docs/format.md)");
+
+// The newest version of each page at the handle's snapshot and its sum
+// (C4): atomic words per page below a capacity fixed at open (0: no
+// version, the page reads as zeros; pages past the capacity are unknown).
+class pg_version_map {
+public:
+    static constexpr std::uint64_t unknown = ~std::uint64_t{0};
+    explicit pg_version_map(page_no capacity)
+        : capacity_(capacity), txn_(new std::atomic<std::uint64_t>[capacity]),
+          sum_(new std::atomic<std::uint32_t>[capacity]) {}
+    std::uint64_t newest(page_no page) const noexcept {
+        return loaded_.load(std::memory_order_acquire) && page < capacity_
+                   ? txn_[page].load(std::memory_order_relaxed)
+                   : unknown;
+    }
+    // The newest version's sum (page_checksum; meaningful where newest() is a version).
+    std::uint32_t sum(page_no page) const noexcept {
+        return page < capacity_ ? sum_[page].load(std::memory_order_relaxed) : 0;
+    }
+    void set(page_no page, std::uint64_t txn, std::uint32_t sum) noexcept {
+        if (page >= capacity_) return;
+        txn_[page].store(txn, std::memory_order_relaxed);
+        sum_[page].store(sum, std::memory_order_relaxed);
+    }
+    void publish() noexcept { loaded_.store(true, std::memory_order_release); }
+    bool loaded() const noexcept { return loaded_.load(std::memory_order_acquire); }
+    page_no capacity() const noexcept { return capacity_; }
+
+private:
+    const page_no capacity_;
+    std::unique_ptr<std::atomic<std::uint64_t>[]> txn_;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> sum_;
+    std::atomic<bool> loaded_{false};
+};
+
+// What the caches and the fetch thread did (pg_store::cache_counters()).
+struct pg_cache_counters {
+    std::uint64_t server_fetches = 0;  // queries that fetched page versions (faults and read-ahead)
+    std::uint64_t pages_fetched = 0;   // page versions those queries returned
+    std::uint64_t memory_hits = 0;     // reads served by the in-memory cache
+    std::uint64_t file_hits = 0;       // reads served by the cache file
+    std::uint64_t file_rejects = 0;    // slots of this store's page that failed C1 or C4
+    std::uint64_t file_writes = 0;     // slots written
+    std::uint64_t file_write_errors = 0;  // slots not written (disk full, I/O error): only a later miss
+    std::uint64_t zero_pages = 0;      // pages the version map showed never written: zeros, no query
+};
+
+class pg_cache_file {
+public:
+    // Opens `path`, making it (and its directory) if missing, with
+    // `slot_count` slots; an existing file keeps its own size. Returns null
+    // and says why in `why` when the file cannot serve: `unusable` when it
+    // cannot be made or opened or is another program's file (the caller
+    // decides whether that is an error: not for the default path), and not
+    // when it is no regular file (/dev/null: a way to say "none").
+    static std::unique_ptr<pg_cache_file> open(const std::string& path, std::uint64_t slot_count, std::string& why,
+                                               bool& unusable);
+    ~pg_cache_file();
+    pg_cache_file(const pg_cache_file&) = delete;
+    pg_cache_file& operator=(const pg_cache_file&) = delete;
+
+    enum class lookup { hit, absent, rejected };
+    // Page `page` of store `key` at `snapshot` into `out`, if a slot holds
+    // it (C1, C4); `out` may be overwritten on a miss. Async-signal-safe.
+    lookup find(const pg_cache_key& key, page_no page, std::uint64_t snapshot, const pg_version_map& versions,
+                std::byte* out) const noexcept;
+    // Whether the page's slot holds, soundly, a newer version than `version`
+    // or the same one known newest as far (an old snapshot's fetch then
+    // leaves it: the newer serves more handles).
+    bool holds_newer(const pg_cache_key& key, page_no page, std::uint64_t version,
+                     std::uint64_t newest_through) const noexcept;
+    // Writes one slot (C3): false if the write failed (the slot is then a miss).
+    bool put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
+             const std::byte* image) const noexcept;
+    // Every slot of store `key` against the server's versions of store
+    // `name` (C2, C3): one line per finding.
+    std::vector<std::string> check_against(const pg_cache_key& key, pg_connection& conn, const std::string& name,
+                                           const std::string& shown) const;
+
+    const std::string& path() const noexcept { return path_; }
+    std::uint64_t slot_count() const noexcept { return slots_; }
+
+private:
+    pg_cache_file(int fd, std::string path, std::uint64_t slots) : fd_(fd), path_(std::move(path)), slots_(slots) {}
+    off_t offset_of(const pg_cache_key& key, page_no page) const noexcept;
+
+    int fd_;
+    std::string path_;
+    std::uint64_t slots_;
+};
+
+// Where a cache file goes when the URL names none:
+// $XDG_CACHE_HOME/steppe/pg-pages, else $HOME/.cache/steppe/pg-pages; empty
+// when neither variable is set.
+std::string default_pg_cache_path();
+
+}  // namespace steppe::storage

@@ -1,0 +1,492 @@
+// The PostgreSQL page store's cache file (src/storage/pg_cache_file.hpp;
+// docs/guarantees.md, "Stores in PostgreSQL") against a real server this
+// process starts (support/pg_server.hpp): warm opens and other processes
+// read from the file without a fetch; a handle at an old snapshot never gets
+// a newer version, nor a new one an older (C3, C4); damaged, truncated,
+// foreign and unusable files are misses or clear errors, never wrong pages
+// (C1, C2); kill -9 mid-write and processes sharing one file leave nothing
+// wrong; a reader on a standby shares the file; and the checker (check(),
+// C2 and C3) runs after each.
+#include <gtest/gtest.h>
+#include <steppe/objects.hpp>
+#include <steppe/steppe.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "storage/pg_store.hpp"
+#include "support/child.hpp"
+#include "support/expect_error.hpp"
+#include "support/filled_commits.hpp"
+#include "support/pg_server.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace steppe;
+using storage::pg_store;
+
+namespace {
+
+constexpr std::uint64_t pages = 40;
+
+struct Node {
+    long value;
+    Node* next;
+};
+
+class PgCacheTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string why;
+        server = test::pg_server::get(why);
+        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
+        name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        file = dir.path("pg-pages");
+    }
+    // cache_mib=0: no in-memory cache, so every read shows where it came from.
+    std::string url(const std::string& store, const std::string& cache_file) const {
+        return server->url(store, "&cache_mib=0&cache_file_mib=4&cache_file=" + cache_file);
+    }
+    std::unique_ptr<pg_store> open(bool read_only, const std::string& cache_file, const std::string& store = "") const {
+        storage::options o;
+        o.read_only = read_only;
+        o.lock_timeout = std::chrono::seconds(10);
+        return pg_store::open(url(store.empty() ? name : store, cache_file), o);
+    }
+    std::unique_ptr<pg_store> open(bool read_only = false) const { return open(read_only, file); }
+    // A page of the file's slot area, flipped.
+    void damage(off_t offset) const {
+        const int fd = ::open(file.c_str(), O_RDWR);
+        ASSERT_GE(fd, 0);
+        unsigned char b = 0;
+        ASSERT_EQ(::pread(fd, &b, 1, offset), 1);
+        b ^= 0x5a;
+        ASSERT_EQ(::pwrite(fd, &b, 1, offset), 1);
+        ::close(fd);
+    }
+
+    test::pg_server* server = nullptr;
+    test::temp_dir dir;
+    std::string name, file;
+};
+
+// The point: a second open, and a second process, read warm pages
+// from the file: no fetch from the server at all.
+TEST_F(PgCacheTest, AWarmOpenAndAnotherProcessReadFromTheFileNotTheServer) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+        EXPECT_EQ(w->cache_file_path(), file);
+        EXPECT_EQ(w->cache_counters().file_writes, pages);
+    }
+    {
+        auto r = open(true);
+        EXPECT_EQ(test::filled_problem(*r, 1), "");
+        EXPECT_EQ(r->cache_counters().server_fetches, 0u);
+        EXPECT_EQ(r->cache_counters().file_hits, pages);
+        EXPECT_TRUE(r->check().empty());
+    }
+    test::child other([this](test::child&) {
+        auto r = open(true);
+        if (test::filled_problem(*r, 1) != "") return 1;
+        return r->cache_counters().server_fetches == 0 ? 0 : 2;
+    });
+    EXPECT_EQ(other.exit_code(), 0);
+}
+
+// A big transaction's pages (spilled before its commit) reach the file too.
+TEST_F(PgCacheTest, SpilledPagesOfACommitAreInTheFile) {
+    {
+        auto w = open();
+        std::vector<std::byte> image(storage::page_size, std::byte{1});
+        std::vector<storage::page_image> all;
+        for (storage::page_no p = 0; p < pages; ++p) all.push_back({p, image.data()});
+        w->spill(all);
+        storage::meta_bytes meta{};
+        meta[0] = std::byte{1};
+        w->commit({}, meta);
+    }
+    auto r = open(true);
+    EXPECT_EQ(test::filled_problem(*r, 1), "");
+    EXPECT_EQ(r->cache_counters().server_fetches, 0u);
+}
+
+// Pages the file has not seen are fetched once (a cluster a query), then
+// served from the file by the next open.
+TEST_F(PgCacheTest, AColdOpenFillsTheFileForTheNext) {
+    {  // a writer without the file: it stays cold
+        storage::options o;
+        auto w = pg_store::open(server->url(name), o);
+        test::commit_filled(*w, 1, pages);
+    }
+    {
+        auto r = open(true);
+        EXPECT_EQ(test::filled_problem(*r, 1), "");
+        EXPECT_EQ(r->cache_counters().server_fetches, pages);  // read_page: no read-around
+        EXPECT_EQ(r->cache_counters().pages_fetched, pages);
+    }
+    auto r = open(true);
+    EXPECT_EQ(test::filled_problem(*r, 1), "");
+    EXPECT_EQ(r->cache_counters().server_fetches, 0u);
+    EXPECT_TRUE(r->check().empty());
+}
+
+// C3, C4: a reader that cached every page at commit 1 keeps reading commit 1
+// after the writer's commit 2 rewrote the slots; a reader opened after it
+// reads commit 2; and one whose slots are older than a commit made by a
+// writer without the file (another machine) refetches only what changed.
+TEST_F(PgCacheTest, AnOldSnapshotKeepsItsVersionsAndANewOneGetsTheNew) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    auto old_reader = open(true);
+    EXPECT_EQ(test::filled_problem(*old_reader, 1), "");
+    test::commit_filled(*w, 2, pages);
+    EXPECT_EQ(test::filled_problem(*old_reader, 1), "");  // the slots hold commit 2: refetched at 1
+    EXPECT_GT(old_reader->cache_counters().file_rejects, 0u);
+    auto new_reader = open(true);
+    EXPECT_EQ(test::filled_problem(*new_reader, 2), "");
+    EXPECT_EQ(test::filled_problem(*old_reader, 1), "");
+    w.reset();
+
+    {  // a writer elsewhere: its commit does not reach this file
+        storage::options o;
+        auto elsewhere = pg_store::open(server->url(name), o);
+        std::vector<std::byte> image(storage::page_size, std::byte{3});
+        storage::page_image changed[] = {{5, image.data()}};
+        elsewhere->commit(changed, elsewhere->meta());
+    }
+    auto third = open(true);
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < pages; ++p) {
+        third->read_page(p, page.data());
+        EXPECT_EQ(page[100], std::byte(p == 5 ? 3 : 2)) << "page " << p;
+    }
+    EXPECT_EQ(third->cache_counters().server_fetches, 1u);  // page 5's cluster only
+    EXPECT_EQ(test::filled_problem(*new_reader, 2), "");
+    EXPECT_TRUE(third->check().empty());
+}
+
+// C1: a flipped byte anywhere in a slot (its check, key, claim or image) is a
+// miss; the page comes from the server and is right.
+TEST_F(PgCacheTest, DamagedSlotsAreMissesNeverHandedOut) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+    }
+    // Every slot, each at another byte: the check, the key, the claim, the image.
+    const off_t slots = 4096, slot = 64 + 4096, count = (4 << 20) / slot;
+    for (off_t i = 0; i < count; ++i) damage(slots + i * slot + (i * 97) % slot);
+    auto r = open(true);
+    EXPECT_EQ(test::filled_problem(*r, 1), "");
+    EXPECT_EQ(r->cache_counters().file_hits, 0u);
+    EXPECT_GT(r->cache_counters().server_fetches, 0u);
+    EXPECT_TRUE(r->check().empty());
+    EXPECT_EQ(test::filled_problem(*open(true), 1), "");  // the refetch rewrote them
+}
+
+// The checker (C2, C3): a slot that claims too much, or holds other bytes
+// than its version, is named; and a handle whose version map knows the page
+// does not believe the false claim (C4).
+TEST_F(PgCacheTest, TheCheckerNamesAFalseClaim) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    test::commit_filled(*w, 2, pages);
+    std::string why;
+    bool unusable = false;
+    auto forged = storage::pg_cache_file::open(file, 1, why, unusable);
+    ASSERT_TRUE(forged) << why;
+    std::vector<std::byte> image(storage::page_size, std::byte{1});
+    ASSERT_TRUE(forged->put(w->cache_key(), 3, 1, 2, image.data()));  // commit 2 wrote page 3: a false claim
+    image[0] = std::byte{9};
+    ASSERT_TRUE(forged->put(w->cache_key(), 4, 2, 2, image.data()));  // not commit 2's bytes
+    auto findings = w->check();
+    ASSERT_EQ(findings.size(), 2u);
+    EXPECT_NE(findings[0].find("cached page 3"), std::string::npos) << findings[0];
+    EXPECT_NE(findings[0].find("(C3)"), std::string::npos) << findings[0];
+    EXPECT_NE(findings[1].find("cached page 4"), std::string::npos) << findings[1];
+    EXPECT_NE(findings[1].find("(C2)"), std::string::npos) << findings[1];
+    // Page 4's forgery has its true version and a sound check: only the
+    // server can tell it (check() above); the file is the user's own (0600).
+    auto r = open(true);
+    std::vector<std::byte> page(storage::page_size);
+    r->read_page(3, page.data());
+    EXPECT_EQ(page[0], std::byte{2});
+    EXPECT_EQ(r->cache_counters().file_rejects, 1u);
+}
+
+// A torn slot, as kill -9 mid-pwritev or two processes writing it at once
+// leave it: the first half of commit 1's slot over commit 2's. Each half is
+// sound bytes of a real slot; together they are a miss (C1), and the page
+// read is commit 2's.
+TEST_F(PgCacheTest, ATornSlotIsAMiss) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    auto slot_of_page_7 = [&] {
+        std::vector<char> bytes(4096 + (4 << 20));
+        FILE* f = std::fopen(file.c_str(), "r");
+        bytes.resize(std::fread(bytes.data(), 1, bytes.size(), f));
+        std::fclose(f);
+        for (std::size_t at = 4096; at + 4160 <= bytes.size(); at += 4160) {
+            std::uint64_t page = 0;
+            std::memcpy(&page, bytes.data() + at + 40, 8);
+            if (page == 7 && bytes[at + 64] != 0)
+                return std::pair(off_t(at), std::vector<char>(bytes.begin() + at, bytes.begin() + at + 4160));
+        }
+        return std::pair(off_t(0), std::vector<char>());
+    };
+    const auto [at, first] = slot_of_page_7();
+    ASSERT_NE(at, 0);
+    test::commit_filled(*w, 2, pages);
+    const int fd = ::open(file.c_str(), O_RDWR);
+    ASSERT_EQ(::pwrite(fd, first.data(), 2048, at), 2048);
+    ::close(fd);
+    auto r = open(true);
+    EXPECT_EQ(test::filled_problem(*r, 2), "");
+    EXPECT_EQ(r->cache_counters().file_rejects, 1u);
+    EXPECT_EQ(r->cache_counters().server_fetches, 1u);
+}
+
+// A file cut short (in its slots, in its header, to nothing) serves what is
+// left and is made again when its header is gone.
+TEST_F(PgCacheTest, ATruncatedFileIsMissesNotErrors) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+    }
+    for (off_t size : {off_t(4096 + 10 * 4160 + 100), off_t(20), off_t(0)}) {
+        ASSERT_EQ(::truncate(file.c_str(), size), 0);
+        auto r = open(true);
+        EXPECT_EQ(test::filled_problem(*r, 1), "") << "cut to " << size;
+        EXPECT_EQ(r->cache_file_path(), file);
+        EXPECT_TRUE(r->check().empty());
+    }
+}
+
+// C2: two stores in one file, and a store dropped and made again under the
+// same name with the same commit numbers, never read each other's pages.
+TEST_F(PgCacheTest, StoresSharingAFileOrANameNeverMix) {
+    {
+        auto a = open(false, file, name + "_a");
+        auto b = open(false, file, name + "_b");
+        test::commit_filled(*a, 1, pages);
+        test::commit_filled(*b, 1, pages);
+        test::commit_filled(*b, 2, pages);
+    }
+    EXPECT_EQ(test::filled_problem(*open(true, file, name + "_a"), 1), "");
+    EXPECT_EQ(test::filled_problem(*open(true, file, name + "_b"), 2), "");
+    // Dropped and made again: commit 1 again, other bytes. Then a copy of
+    // its rows under another name keeping its store_id (as a script might).
+    server->sql("DELETE FROM steppe_page WHERE store = '" + name + "_a'; DELETE FROM steppe_store WHERE name = '" +
+                name + "_a'");
+    {
+        auto a = open(false, file, name + "_a");
+        test::commit_filled(*a, 7, pages / 2);
+    }
+    auto a = open(true, file, name + "_a");
+    EXPECT_EQ(a->txn_seq(), 1u);
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < pages / 2; ++p) {
+        a->read_page(p, page.data());
+        EXPECT_EQ(page[0], std::byte{7}) << "page " << p;
+    }
+    const std::string from = name + "_b", to = name + "_c";
+    server->sql("INSERT INTO steppe_page SELECT '" + to + "', page, txn, sum, image FROM steppe_page WHERE store = '" +
+                from + "'; INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence) SELECT '" +
+                to + "', store_id, format, txn, page_count, meta, fence FROM steppe_store WHERE name = '" + from + "'");
+    auto c = open(false, file, name + "_c");
+    EXPECT_EQ(test::filled_problem(*c, 2), "");
+    EXPECT_EQ(c->cache_counters().file_hits, 0u);  // another row: b's slots are not its
+    test::commit_filled(*c, 3, pages);
+    EXPECT_EQ(test::filled_problem(*open(true, file, name + "_b"), 2), "");
+    EXPECT_TRUE(a->check().empty());
+}
+
+// C2: a database taken back to an earlier point (a restore of a backup, a
+// point-in-time recovery) keeps the store's identity, and its next commit
+// reuses a commit number the file already holds other bytes for. The
+// version map's sums tell them apart.
+TEST_F(PgCacheTest, AStoreTakenBackInTimeIsNotServedItsOldFuture) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+        test::commit_filled(*w, 2, pages);  // the slots hold commit 2's bytes
+    }
+    server->sql("DELETE FROM steppe_page WHERE store = '" + name + "' AND txn = 2; UPDATE steppe_store SET txn = 1 "
+                "WHERE name = '" + name + "'");
+    {  // commit 2 again, other bytes, by a writer without the file
+        storage::options o;
+        auto elsewhere = pg_store::open(server->url(name), o);
+        std::vector<std::byte> image(storage::page_size, std::byte{9});
+        std::vector<storage::page_image> all;
+        for (storage::page_no p = 0; p < pages; ++p) all.push_back({p, image.data()});
+        elsewhere->commit(all, elsewhere->meta());
+        ASSERT_EQ(elsewhere->txn_seq(), 2u);
+    }
+    auto r = open(true);
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < pages; ++p) {
+        r->read_page(p, page.data());
+        EXPECT_EQ(page[0], std::byte{9}) << "page " << p;
+    }
+    EXPECT_EQ(r->cache_counters().file_hits, 0u);
+    EXPECT_EQ(r->cache_counters().file_rejects, pages);
+}
+
+// A cache file that cannot be one: /dev/null behind a symlink serves nothing
+// and breaks nothing; another program's file is left alone with a clear
+// error; a directory that cannot hold the file is a clear error when named
+// and no cache file when it is only the default.
+TEST_F(PgCacheTest, UnusableFilesAreNoCacheOrClearErrors) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+    }
+    const std::string null_link = dir.path("null-link");
+    std::filesystem::create_symlink("/dev/null", null_link);
+    {
+        auto r = open(true, null_link);
+        EXPECT_EQ(r->cache_file_path(), "");
+        EXPECT_NE(r->cache_file_note().find("not a regular file"), std::string::npos) << r->cache_file_note();
+        EXPECT_EQ(test::filled_problem(*r, 1), "");
+    }
+    const std::string foreign = dir.path("notes.txt");
+    {
+        FILE* f = std::fopen(foreign.c_str(), "w");
+        std::fputs("my notes\n", f);
+        std::fclose(f);
+    }
+    EXPECT_ERROR(errc::invalid_argument, "is not a steppe page cache file", open(true, foreign));
+    std::string kept(64, '\0');
+    FILE* f = std::fopen(foreign.c_str(), "r");
+    kept.resize(std::fread(kept.data(), 1, kept.size(), f));
+    std::fclose(f);
+    EXPECT_EQ(kept, "my notes\n");
+    // Under a regular file, no directory can be made, even by root.
+    EXPECT_ERROR(errc::invalid_argument, "cache file cannot be used", open(true, foreign + "/sub/pg-pages"));
+    ::setenv("XDG_CACHE_HOME", (foreign + "/sub").c_str(), 1);
+    storage::options o;
+    o.read_only = true;
+    auto r = pg_store::open(server->url(name, "&cache_mib=0&cache_file_mib=4"), o);
+    ::unsetenv("XDG_CACHE_HOME");
+    EXPECT_EQ(r->cache_file_path(), "");
+    EXPECT_NE(r->cache_file_note().find("mkdir"), std::string::npos) << r->cache_file_note();
+    EXPECT_EQ(test::filled_problem(*r, 1), "");
+}
+
+// A writer killed at random instants while it commits and writes slots:
+// whatever it left in the file, every page read is of the commit read.
+TEST_F(PgCacheTest, KillingAWriterMidSlotLeavesNothingWrong) {
+    for (int round = 0; round < 5; ++round) {
+        test::child writer([this](test::child& me) {
+            auto s = open();
+            for (std::uint64_t t = s->txn_seq() + 1;; ++t) {
+                test::commit_filled(*s, std::uint8_t(t), pages);
+                me.send(t);
+            }
+            return 0;
+        });
+        std::uint64_t returned = 0;
+        for (int i = 0; i < 3 + round * 2; ++i) ASSERT_TRUE(writer.receive(returned));
+        ::usleep(useconds_t(round * 700));
+        writer.kill();
+        auto r = open(true);
+        ASSERT_GE(r->txn_seq(), returned);
+        EXPECT_EQ(test::filled_problem(*r, std::uint8_t(r->txn_seq())), "");
+        EXPECT_TRUE(r->check().empty());
+    }
+}
+
+// One writer process and two reader processes on one file at once: each
+// reader opens again and again, and every snapshot it reads is whole.
+TEST_F(PgCacheTest, ProcessesSharingAFileAtOnceReadWholeSnapshots) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+    }
+    test::child writer([this](test::child&) {
+        auto s = open();
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        for (std::uint64_t t = 2; std::chrono::steady_clock::now() < end; ++t)
+            test::commit_filled(*s, std::uint8_t(t), pages);
+        return 0;
+    });
+    auto reader = [this](test::child&) {
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        int opens = 0;
+        while (std::chrono::steady_clock::now() < end) {
+            auto r = open(true);
+            const std::string problem = test::filled_problem(*r, std::uint8_t(r->txn_seq()));
+            if (!problem.empty()) {
+                std::fprintf(stderr, "%s\n", problem.c_str());
+                return 1;
+            }
+            ++opens;
+        }
+        return opens > 3 ? 0 : 2;
+    };
+    test::child first(reader), second(reader);
+    EXPECT_EQ(writer.exit_code(), 0);
+    EXPECT_EQ(first.exit_code(), 0);
+    EXPECT_EQ(second.exit_code(), 0);
+    EXPECT_TRUE(open(true)->check().empty());
+}
+
+// A reader whose pages come from a streaming standby (P5) shares the file
+// with the primary's writer: the same server identity and store row.
+TEST_F(PgCacheTest, AReaderOnAStandbySharesTheFile) {
+    std::string why;
+    if (!server->start_standby(why)) GTEST_SKIP() << why;
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+        test::commit_filled(*w, 2, pages / 2);
+    }
+    server->wait_for_standby();
+    storage::options o;
+    o.read_only = true;
+    auto r = pg_store::open(
+        server->url_with_standby(name, "&pages_from=standby&cache_mib=0&cache_file_mib=4&cache_file=" + file), o);
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < pages; ++p) {
+        r->read_page(p, page.data());
+        EXPECT_EQ(page[0], std::byte(p < pages / 2 ? 2 : 1)) << "page " << p;
+    }
+    EXPECT_EQ(r->cache_counters().server_fetches, 0u);
+    EXPECT_EQ(r->cache_counters().file_hits, pages);
+}
+
+// The fault path end to end: a reader opened before the server stopped
+// walks a list the file holds, every page served by the file.
+TEST_F(PgCacheTest, FaultsAreServedFromTheFileWhileTheServerIsDown) {
+    const std::string store_url = url(name, file);
+    {
+        auto s = store::open(store_url);
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 20000; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    test::child walker([&](test::child& me) {
+        open_options o;
+        o.read_only = true;
+        o.fatal_hook = [](const char* message) { (void)!::write(2, message, std::strlen(message)); };
+        auto s = store::open(store_url + "&fault_wait_s=1", o);
+        me.report_and_wait();
+        long n = 0;
+        for (Node* p = *s.find_root<Node*>("list"); p; p = p->next) ++n;
+        return n == 20000 ? 0 : 1;
+    });
+    ASSERT_TRUE(walker.wait_for_report());
+    server->crash();
+    walker.go();
+    const int code = walker.exit_code();
+    server->start();
+    EXPECT_EQ(code, 0);
+}
+
+}  // namespace
