@@ -378,7 +378,7 @@ struct pg_store::fetcher {
             try {
                 take(run("steppe_fetch",
                          {store.address_.store, std::to_string(first), std::to_string(last), std::to_string(snapshot),
-                          std::to_string(store.reader_id_)},
+                          std::to_string(store.reader_id_), std::to_string(store.fence_)},
                          false),
                      epoch, snapshot, nullptr);
             } catch (const std::exception&) {
@@ -436,7 +436,7 @@ struct pg_store::fetcher {
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         take(run("steppe_fetch",
                  {store.address_.store, std::to_string(r.first), std::to_string(r.last), std::to_string(r.snapshot),
-                  std::to_string(store.reader_id_)},
+                  std::to_string(store.reader_id_), std::to_string(store.fence_)},
                  true),
              epoch, r.snapshot, &r);
     }
@@ -448,13 +448,21 @@ struct pg_store::fetcher {
     void take(const pg_result& rows, std::uint64_t epoch, std::uint64_t snapshot, request* r) {
         // P3: a reader reads only while its registration (and so every
         // version its snapshot needs) is there, as of the same statement.
-        if (store.reader_id_ != 0 && rows.binary_integer(0, 0) == 0) {
+        if (rows.binary_integer(0, 0) == 0) {
             if (!r) return;
             r->ok = false;
-            copy_message(&r->why, errc::io,
-                         store.path_ + ": this reader's snapshot (commit " + std::to_string(r->snapshot) +
-                             ") is no longer kept: its registration was dropped when its session to the server "
-                             "ended, and the writer may have collected the versions it reads; open the store again");
+            if (store.reader_id_ != 0)
+                copy_message(&r->why, errc::io,
+                             store.path_ + ": this reader's snapshot (commit " + std::to_string(r->snapshot) +
+                                 ") is no longer kept: its registration was dropped when its session to the server "
+                                 "ended, and the writer may have collected the versions it reads; open the store "
+                                 "again");
+            else
+                copy_message(&r->why, errc::locked,
+                             store.path_ + ": another writer took the store over (its fence is no longer this "
+                                           "handle's), so the versions of this handle's commit " +
+                                 std::to_string(r->snapshot) +
+                                 " may be collected; this handle can neither commit nor read: open the store again");
             return;
         }
         if (r) {
@@ -488,14 +496,17 @@ struct pg_store::fetcher {
         }
     }
 
-    // The one query: whether reader $5 is registered (0 for the writer,
-    // which needs no registration), and the newest version at or below the
-    // snapshot of each page of a range; one statement, so one snapshot.
+    // The one query: whether reader $5 is registered, or for the writer
+    // (reader 0) whether the store row still has its fence $6 (P2: a writer
+    // taken over must not read at its old commit, whose versions the new
+    // writer may collect); and the newest version at or below the snapshot
+    // of each page of a range; one statement, so one snapshot.
     bool prepare() {
         PGresult* r = conn->try_exec(
-            "PREPARE steppe_fetch(text, bigint, bigint, bigint, integer) AS "
+            "PREPARE steppe_fetch(text, bigint, bigint, bigint, integer, bigint) AS "
             "SELECT reg.n, v.page, v.txn, v.sum, v.image FROM "
-            "(SELECT count(*) AS n FROM steppe_reader WHERE store = $1 AND id = $5) reg LEFT JOIN LATERAL "
+            "(SELECT CASE WHEN $5 = 0 THEN (SELECT count(*) FROM steppe_store WHERE name = $1 AND fence = $6) "
+            "ELSE (SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $5) END AS n) reg LEFT JOIN LATERAL "
             "(SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
             "WHERE store = $1 AND page >= $2 AND page < $3 AND txn <= $4 ORDER BY page, txn DESC) v ON true",
             {}, false);

@@ -31,7 +31,9 @@
 //       for as long as its connection lives, and the store row's fence it
 //       took at open; a commit locks the store row and checks the fence, so
 //       a writer that lost its session (and so its lock) to another can no
-//       longer commit, even over a new connection;
+//       longer commit, even over a new connection; nor fetch a page: each
+//       fetch checks the fence in the same statement (the new writer may
+//       have collected the old one's versions);
 //  (P3) a reader's snapshot is the store row as of its open; it registers
 //       (steppe_reader, under the store row's share lock, so no collection
 //       runs between) and holds the session advisory lock (reader_class,

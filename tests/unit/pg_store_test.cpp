@@ -239,6 +239,27 @@ TEST_F(PgStoreTest, AWriterWhoseStoreWasTakenOverCannotCommit) {
     EXPECT_EQ(test::filled_problem(*open(true), 3), "");
 }
 
+// Nor read: once the new writer has collected, the old writer's commit has
+// no versions left, and a read of a page it does not hold in memory is
+// told so (its fetch checks the fence, as a reader's checks its
+// registration), never handed zeros.
+TEST_F(PgStoreTest, AWriterWhoseStoreWasTakenOverIsToldNotGivenZeros) {
+    storage::options o;
+    o.lock_timeout = std::chrono::seconds(10);
+    auto old_writer = storage::storage::open(url + "&cache_mib=0", o);
+    test::commit_filled(*old_writer, 1, pages);
+    test::commit_filled(*old_writer, 2, pages);
+    auto* pg = dynamic_cast<storage::pg_store*>(old_writer.get());
+    ASSERT_NE(pg, nullptr);
+    server->sql("SELECT pg_terminate_backend(" + std::to_string(pg->backend_pid()) + ")");
+    auto new_writer = open();
+    test::commit_filled(*new_writer, 3, pages);
+    new_writer->checkpoint();  // no reader: only commit 3's versions stay
+    std::vector<std::byte> page(storage::page_size);
+    EXPECT_ERROR(errc::locked, "another writer took the store over", old_writer->read_page(0, page.data()));
+    EXPECT_EQ(test::filled_problem(*new_writer, 3), "");
+}
+
 // A writer killed at random instants while committing: every commit that
 // returned is there, the store is whole, and the next writer goes on at once.
 TEST_F(PgStoreTest, KillingTheWriterLosesNoReturnedCommit) {
