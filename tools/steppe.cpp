@@ -76,7 +76,7 @@ int usage() {
 
 // A store's name as the CLI prints it: a URL without its password.
 std::string shown(const std::string& path) {
-    return steppe::storage::is_postgres_url(path) ? steppe::storage::parse_pg_address(path).shown : path;
+    return steppe::storage::is_postgres_url(path) ? steppe::storage::pg_shown_url(path) : path;
 }
 
 std::unique_ptr<steppe::storage::storage> open_read_only(const std::string& path) {

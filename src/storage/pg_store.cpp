@@ -104,20 +104,41 @@ void copy_message(read_failure* why, errc code, const std::string& text) noexcep
 
 namespace {
 // The number of a "key=N" parameter, at most `max`.
-std::uint64_t url_number(const std::string& url, std::string_view param, std::uint64_t max) {
+std::uint64_t url_number(const std::string& shown, std::string_view param, std::uint64_t max) {
     const auto eq = param.find('=');
     std::string v(param.substr(eq + 1));
     char* end = nullptr;
     unsigned long long n = std::strtoull(v.c_str(), &end, 10);
     if (v.empty() || *end || n > max)
-        throw error(errc::invalid_argument, "store URL " + url + ": " + std::string(param.substr(0, eq)) +
+        throw error(errc::invalid_argument, "store URL " + shown + ": " + std::string(param.substr(0, eq)) +
                                                 " must be a whole number up to " + std::to_string(max));
     return n;
 }
 }  // namespace
 
+std::string pg_shown_url(const std::string& url) {
+    // scheme://user:password@host... without the password,
+    const auto q = url.find('?');
+    std::string shown = url;
+    const auto scheme_end = url.find("://");
+    const auto at = url.find('@', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+    const auto colon = url.find(':', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+    if (scheme_end != std::string::npos && at != std::string::npos && colon < at && at < q)
+        shown = url.substr(0, colon) + url.substr(at);
+    // ...and ?password=... (libpq's parameter) masked.
+    for (auto p = shown.find("password=", shown.find('?')); p != std::string::npos;
+         p = shown.find("password=", p + 1)) {
+        if (shown[p - 1] != '?' && shown[p - 1] != '&') continue;
+        const auto end = shown.find('&', p);
+        shown.replace(p + 9, end == std::string::npos ? std::string::npos : end - p - 9, "***");
+    }
+    return shown;
+}
+
 pg_address parse_pg_address(const std::string& url) {
     pg_address a;
+    // Every message below names the URL without its password.
+    a.shown = pg_shown_url(url);
     const auto q = url.find('?');
     std::string base = url.substr(0, q), kept, session_attrs;
     bool has_connect_timeout = false;
@@ -129,20 +150,20 @@ pg_address parse_pg_address(const std::string& url) {
         if (p.starts_with("store=")) {
             a.store = p.substr(6);
         } else if (p.starts_with("cache_mib=")) {
-            a.cache_bytes = url_number(url, p, 1u << 20) << 20;
+            a.cache_bytes = url_number(a.shown, p, 1u << 20) << 20;
         } else if (p.starts_with("cache_file=")) {
             a.cache_file = p.substr(11);
             a.cache_file_named = true;
             if (a.cache_file.empty() || a.cache_file[0] != '/')
-                throw error(errc::invalid_argument, "store URL " + url + ": cache_file must be an absolute path (" +
+                throw error(errc::invalid_argument, "store URL " + a.shown + ": cache_file must be an absolute path (" +
                                                         "cache_file_mib=0 for none)");
         } else if (p.starts_with("cache_file_mib=")) {
-            a.cache_file_bytes = url_number(url, p, 1u << 24) << 20;
+            a.cache_file_bytes = url_number(a.shown, p, 1u << 24) << 20;
         } else if (p.starts_with("fault_wait_s=")) {
-            a.fault_wait = std::chrono::seconds(url_number(url, p, 86400));
+            a.fault_wait = std::chrono::seconds(url_number(a.shown, p, 86400));
         } else if (p.starts_with("pages_from=")) {
             if (p != "pages_from=standby" && p != "pages_from=primary")
-                throw error(errc::invalid_argument, "store URL " + url + ": pages_from must be primary or standby");
+                throw error(errc::invalid_argument, "store URL " + a.shown + ": pages_from must be primary or standby");
             a.pages_from_standby = p == "pages_from=standby";
         } else if (p.starts_with("target_session_attrs=")) {
             session_attrs = p;
@@ -154,7 +175,7 @@ pg_address parse_pg_address(const std::string& url) {
     if (a.cache_file.empty()) a.cache_file = default_pg_cache_path();
     if (!valid_store_name(a.store))
         throw error(errc::invalid_argument,
-                    "store URL " + url +
+                    "store URL " + a.shown +
                         " must name its store with store=NAME (1 to 63 of A-Z a-z 0-9 _ . -), e.g. "
                         "postgresql://host/db?store=cad");
     // A server that does not answer must not hang an open or a fault for good.
@@ -164,19 +185,6 @@ pg_address parse_pg_address(const std::string& url) {
     if (a.pages_from_standby && session_attrs.empty()) session_attrs = "target_session_attrs=read-write";
     a.conninfo = base + kept + (session_attrs.empty() ? "" : "&" + session_attrs);
     a.fetch_conninfo = a.pages_from_standby ? base + kept + "&target_session_attrs=prefer-standby" : a.conninfo;
-    // Shown in messages without a password: scheme://user:password@host...
-    a.shown = url;
-    const auto scheme_end = url.find("://") + 3, at = url.find('@', scheme_end);
-    const auto colon = url.find(':', scheme_end);
-    if (at != std::string::npos && colon != std::string::npos && colon < at && at < q)
-        a.shown = url.substr(0, colon) + url.substr(at);
-    // ...and ?password=... (libpq's parameter) masked.
-    for (auto p = a.shown.find("password=", a.shown.find('?')); p != std::string::npos;
-         p = a.shown.find("password=", p + 1)) {
-        if (a.shown[p - 1] != '?' && a.shown[p - 1] != '&') continue;
-        const auto end = a.shown.find('&', p);
-        a.shown.replace(p + 9, end == std::string::npos ? std::string::npos : end - p - 9, "***");
-    }
     return a;
 }
 
@@ -547,10 +555,10 @@ pg_store::~pg_store() {
 }
 
 std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& opts) {
-    if (opts.salvage) throw error(errc::invalid_argument, url + ": salvage is for a store's log file; a PostgreSQL "
+    if (opts.salvage) throw error(errc::invalid_argument, pg_shown_url(url) + ": salvage is for a store's log file; a PostgreSQL "
                                                                 "store has none (the server recovers its own log)");
     if (opts.exclusive_create && (opts.read_only || !opts.create))
-        throw error(errc::invalid_argument, url + ": exclusive_create needs a writable open with create");
+        throw error(errc::invalid_argument, pg_shown_url(url) + ": exclusive_create needs a writable open with create");
     std::unique_ptr<pg_store> s(new pg_store(parse_pg_address(url), opts));
     s->control_ = std::make_unique<pg_connection>(s->address_.conninfo, s->address_.shown);
     s->set_up_session();

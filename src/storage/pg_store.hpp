@@ -91,6 +91,9 @@ struct pg_address {
     std::string fetch_conninfo;
 };
 pg_address parse_pg_address(const std::string& url);
+// The URL as messages show it: without a password (in the user part or a
+// password= parameter). Never throws for a malformed URL.
+std::string pg_shown_url(const std::string& url);
 
 class pg_store final : public storage {
 public:

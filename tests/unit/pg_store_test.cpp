@@ -449,6 +449,24 @@ TEST_F(PgStoreTest, BadURLsAndMissingStoresAreClearErrors) {
     EXPECT_ERROR(errc::io, "cannot connect to the PostgreSQL server",
                  storage::storage::open("postgresql:///postgres?host=/nonexistent&store=x", o));
     EXPECT_EQ(storage::parse_pg_address("postgresql://u:secret@h/db?store=s").shown, "postgresql://u@h/db?store=s");
+    // A malformed URL's message names it without its password too, in the
+    // library's errors and in everything the CLI prints.
+    for (const std::string bad : {"postgresql://u:secret@h/db?cache_mib=x&store=s",
+                                  "postgresql://u:secret@h/db?pages_from=nowhere&store=s",
+                                  "postgresql://u@h/db?password=secret&fault_wait_s=-1&store=s",
+                                  "postgresql://u:secret@h/db"}) {
+        SCOPED_TRACE(bad);
+        try {
+            storage::storage::open(bad, o);
+            ADD_FAILURE() << "opened";
+        } catch (const error& e) {
+            EXPECT_EQ(e.code(), errc::invalid_argument);
+            EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+        }
+        auto cli = test::run_cli("check '" + bad + "'");
+        EXPECT_NE(cli.exit_code, 0);
+        EXPECT_EQ(cli.out.find("secret"), std::string::npos) << cli.out;
+    }
     o.create = true;
     o.exclusive_create = true;
     storage::storage::open(url, o).reset();
