@@ -1211,25 +1211,23 @@ void file_store::shrink_log() {
 bool file_store::wait_for_commit(std::chrono::milliseconds timeout) const {
     if (!opts_.read_only)
         throw error(errc::invalid_argument, path_ + " is open for writing: it always has its newest commit");
-    const auto newer = [&](const snapshot& s) {
-        return s.txn > txn_seq_ || std::memcmp(s.store_id, header_.store_id, sizeof header_.store_id) != 0;
-    };
+    if (!readers_) {
+        // Opened without a reader table: this reader's shared flock keeps
+        // every writer out, so no commit can come while it is open.
+        std::this_thread::sleep_for(timeout);
+        return false;
+    }
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     snapshot seen = snapshot_;  // a checkpoint republishes the same commit: wait on past it
     for (;;) {
         const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                       deadline - std::chrono::steady_clock::now()));
-        std::optional<snapshot> published;
-        if (readers_) {
-            published = readers_->wait_for_publish(seen, left);
-            if (!published) return false;
-            seen = *published;
-        } else {
-            published = reader_table::published_of(path_);
-        }
-        if (published && newer(*published)) return true;
-        if (left.count() == 0) return false;
-        if (!readers_) std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
+        std::optional<snapshot> published = readers_->wait_for_publish(seen, left);
+        if (!published) return false;
+        if (published->txn > txn_seq_ ||
+            std::memcmp(published->store_id, header_.store_id, sizeof header_.store_id) != 0)
+            return true;
+        seen = *published;
     }
 }
 

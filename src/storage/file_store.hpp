@@ -73,7 +73,7 @@ public:
     void checkpoint() override;
     bool try_checkpoint() override;
     // Sleeps on the reader table's futex, which the writer wakes when it
-    // publishes; a reader that opened with no table looks for one (50 ms).
+    // publishes.
     bool wait_for_commit(std::chrono::milliseconds timeout) const override;
     info describe() const override;
     memory memory_bytes() const noexcept override;

@@ -16,7 +16,6 @@
 #include <bit>
 #include <cerrno>
 #include <chrono>
-#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -334,32 +333,6 @@ std::optional<snapshot> reader_table::wait_for_publish(const snapshot& seen, std
         timespec ts{static_cast<time_t>(slice.count() / 1'000'000'000), static_cast<long>(slice.count() % 1'000'000'000)};
         common::futex_wait_shared(futex_word_of(h.seq), seq, &ts);
     }
-}
-
-// Read through pread, not a mapping: the reader may not write the table.
-// The sequence lock orders it as for mapped readers (each pread is a
-// system call, and the writer's stores are sequentially consistent).
-std::optional<snapshot> reader_table::published_of(const std::string& store_path) {
-    const std::string path = store_path + "-shm";
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
-    std::optional<snapshot> out;
-    if (usable(fd)) {
-        for (int attempt = 0; attempt < 100 && !out; ++attempt) {
-            std::uint64_t before = 1, after = 0;
-            snapshot s{};
-            constexpr off_t seq_at = offsetof(reader_table_header, seq);
-            constexpr off_t published_at = offsetof(reader_table_header, published);
-            if (::pread(fd, &before, sizeof before, seq_at) != sizeof before ||
-                ::pread(fd, &s, sizeof s, published_at) != sizeof s ||
-                ::pread(fd, &after, sizeof after, seq_at) != sizeof after)
-                break;
-            if (before == after && !(before & 1)) out = s;
-            else ::sched_yield();
-        }
-    }
-    ::close(fd);
-    return out;
 }
 
 std::uint64_t reader_table::checkpointed_gen() const noexcept {

@@ -142,10 +142,6 @@ public:
     // returns it) or `timeout` passes (nullopt). The writer wakes it (publish).
     std::optional<snapshot> wait_for_publish(const snapshot& seen, std::chrono::milliseconds timeout) const;
 
-    // The snapshot STORE-shm publishes, for a reader that opened without a
-    // table (none then): nullopt while there is no usable table.
-    static std::optional<snapshot> published_of(const std::string& store_path);
-
 private:
     reader_table(std::string path, int fd, void* memory);
     static std::unique_ptr<reader_table> map(const std::string& path, int fd);

@@ -10,6 +10,8 @@
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -158,6 +160,34 @@ TEST_P(NewCommitsTest, TheObjectEngineIsToldToo) {
     ASSERT_TRUE(writer.wait_for_report());
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
+}
+
+// A file store with no reader table (deleted while nobody had the store
+// open): the reader shares a flock that keeps writers out, so it is never
+// told of a commit, and none can be made while it waits.
+TEST(NewCommitsWithoutATable, TheReaderWaitsItOutAndNoWriterCommitsMeanwhile) {
+    test::temp_dir dir;
+    const std::string path = dir.path("s.db");
+    {
+        auto w = store::open(path);
+        *w.root<Link*>("list") = w.make<Link>(Link{1, nullptr});
+        w.commit();
+    }
+    ASSERT_EQ(::unlink((path + "-shm").c_str()), 0);
+    open_options ro;
+    ro.read_only = true;
+    store r = store::open(path, ro);
+    test::child writer([&path](test::child&) {
+        try {
+            store::open(path);
+        } catch (const error& e) {
+            return e.code() == errc::locked ? 0 : 2;
+        }
+        return 1;
+    });
+    EXPECT_EQ(writer.exit_code(), 0) << "a writer opened beside a reader without a table";
+    EXPECT_FALSE(r.wait_for_commit(100ms));
+    EXPECT_EQ(committed_length(r), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, NewCommitsTest, ::testing::Values(kind::file, kind::postgresql),
