@@ -416,18 +416,27 @@ struct pg_store::fetcher {
         }
         std::sort(clusters.begin(), clusters.end());
         clusters.erase(std::unique(clusters.begin(), clusters.end()), clusters.end());
-        for (page_no c : clusters) {
-            const page_no first = c * fetch_cluster, last = std::min(first + fetch_cluster, store.page_count_);
+        // Several clusters a query: one round trip for what a fault's
+        // targets or open's metadata ask for at once.
+        for (std::size_t at = 0; at < clusters.size(); at += clusters_per_query) {
+            std::string firsts = "{", lasts = "{";
+            for (std::size_t i = at; i < std::min(clusters.size(), at + clusters_per_query); ++i) {
+                const page_no first = clusters[i] * fetch_cluster;
+                firsts += std::to_string(first) + ",";
+                lasts += std::to_string(std::min(first + fetch_cluster, store.page_count_)) + ",";
+            }
+            firsts.back() = '}';
+            lasts.back() = '}';
             try {
                 take(run("steppe_fetch",
-                         {store.address_.store, std::to_string(first), std::to_string(last), std::to_string(snapshot),
+                         {store.address_.store, firsts, lasts, std::to_string(snapshot),
                           std::to_string(store.reader_id_), std::to_string(store.fence_)},
                          false),
                      epoch, snapshot, nullptr);
             } catch (const std::exception&) {
                 // read-ahead only: the fault that needs the page reports it
             }
-            serve_asked();  // a fault never waits behind more than one read-ahead
+            serve_asked();  // a fault never waits behind more than one read-ahead query
         }
         return !clusters.empty();
     }
@@ -478,8 +487,8 @@ struct pg_store::fetcher {
     void query(request& r) {
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         take(run("steppe_fetch",
-                 {store.address_.store, std::to_string(r.first), std::to_string(r.last), std::to_string(r.snapshot),
-                  std::to_string(store.reader_id_), std::to_string(store.fence_)},
+                 {store.address_.store, "{" + std::to_string(r.first) + "}", "{" + std::to_string(r.last) + "}",
+                  std::to_string(r.snapshot), std::to_string(store.reader_id_), std::to_string(store.fence_)},
                  true),
              epoch, r.snapshot, &r);
     }
@@ -564,15 +573,16 @@ struct pg_store::fetcher {
     // (reader 0) whether the store row still has its fence $6 (P2: a writer
     // taken over must not read at its old commit, whose versions the new
     // writer may collect); and the newest version at or below the snapshot
-    // of each page of a range; one statement, so one snapshot.
+    // of each page of the ranges [$2[i], $3[i]); one statement, so one snapshot.
     bool prepare() {
         PGresult* r = conn->try_exec(
-            "PREPARE steppe_fetch(text, bigint, bigint, bigint, integer, bigint) AS "
+            "PREPARE steppe_fetch(text, bigint[], bigint[], bigint, integer, bigint) AS "
             "SELECT reg.n, v.page, v.txn, v.sum, v.image FROM "
             "(SELECT CASE WHEN $5 = 0 THEN (SELECT count(*) FROM steppe_store WHERE name = $1 AND fence = $6) "
             "ELSE (SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $5) END AS n) reg LEFT JOIN LATERAL "
+            "(SELECT p.* FROM unnest($2, $3) AS c(first, last) CROSS JOIN LATERAL "
             "(SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
-            "WHERE store = $1 AND page >= $2 AND page < $3 AND txn <= $4 ORDER BY page, txn DESC) v ON true",
+            "WHERE store = $1 AND page >= c.first AND page < c.last AND txn <= $4 ORDER BY page, txn DESC) p) v ON true",
             {}, false);
         const bool prepared = r != nullptr;
         PQclear(r);
@@ -580,6 +590,7 @@ struct pg_store::fetcher {
     }
 
     static constexpr std::size_t ahead_slots = 256;
+    static constexpr std::size_t clusters_per_query = 16;  // up to 2 MiB of images a query
     const pg_store& store;
     std::unique_ptr<pg_connection> conn;
     request requests[request_slots];
@@ -641,9 +652,14 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
 void pg_store::wait_for_standby(pg_connection& fetch) const {
     const auto deadline = std::chrono::steady_clock::now() + address_.fault_wait;
     const std::string id = std::to_string(reader_id_);
-    while (fetch.exec("waiting for the standby to replay this reader's registration",
-                      "SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $2", {address_.store, id})
-               .integer(0, 0) == 0) {
+    const char* what = "waiting for the standby to replay this reader's registration";
+    // A standby that has not replayed the tables' creation yet lags too.
+    auto replayed = [&] {
+        return fetch.exec(what, "SELECT to_regclass('steppe_reader') IS NOT NULL").text(0, 0) == "t" &&
+               fetch.exec(what, "SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $2", {address_.store, id})
+                       .integer(0, 0) != 0;
+    };
+    while (!replayed()) {
         if (std::chrono::steady_clock::now() >= deadline)
             throw error(errc::io,
                         path_ + ": the standby (PostgreSQL backend " + std::to_string(fetch.backend_pid()) +
