@@ -403,8 +403,13 @@ struct pg_store::fetcher {
         return true;
     }
 
+    // Read-ahead fetches the pages asked for, not their clusters: the hints
+    // (a fault's targets, open's metadata) name what will be read, and over
+    // a network the neighbours' bytes cost more than the round trip they
+    // might save (a fault still brings its own cluster). Up to
+    // pages_per_query a query: one round trip for a fault's worth of hints.
     bool serve_ahead() {
-        std::vector<page_no> clusters;
+        std::vector<page_no> pages;
         // The epoch before the snapshot (see cache::put).
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
@@ -412,18 +417,19 @@ struct pg_store::fetcher {
             const std::uint64_t v = slot.exchange(0, std::memory_order_acq_rel);
             if (v != 0 && v - 1 < store.page_count_ && !store.cache_->contains(v - 1) &&
                 !ahead_from_file(v - 1, epoch, snapshot))
-                clusters.push_back((v - 1) / fetch_cluster);
+                pages.push_back(v - 1);
         }
-        std::sort(clusters.begin(), clusters.end());
-        clusters.erase(std::unique(clusters.begin(), clusters.end()), clusters.end());
-        // Several clusters a query: one round trip for what a fault's
-        // targets or open's metadata ask for at once.
-        for (std::size_t at = 0; at < clusters.size(); at += clusters_per_query) {
-            std::string firsts = "{", lasts = "{";
-            for (std::size_t i = at; i < std::min(clusters.size(), at + clusters_per_query); ++i) {
-                const page_no first = clusters[i] * fetch_cluster;
-                firsts += std::to_string(first) + ",";
-                lasts += std::to_string(std::min(first + fetch_cluster, store.page_count_)) + ",";
+        std::sort(pages.begin(), pages.end());
+        pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+        for (std::size_t at = 0; at < pages.size(); at += pages_per_query) {
+            std::string firsts = "{", lasts = "{";  // runs of consecutive pages
+            const std::size_t end = std::min(pages.size(), at + pages_per_query);
+            for (std::size_t i = at; i < end;) {
+                std::size_t j = i + 1;
+                while (j < end && pages[j] == pages[j - 1] + 1) ++j;
+                firsts += std::to_string(pages[i]) + ",";
+                lasts += std::to_string(pages[j - 1] + 1) + ",";
+                i = j;
             }
             firsts.back() = '}';
             lasts.back() = '}';
@@ -438,7 +444,7 @@ struct pg_store::fetcher {
             }
             serve_asked();  // a fault never waits behind more than one read-ahead query
         }
-        return !clusters.empty();
+        return !pages.empty();
     }
 
     void run() {
@@ -590,7 +596,7 @@ struct pg_store::fetcher {
     }
 
     static constexpr std::size_t ahead_slots = 256;
-    static constexpr std::size_t clusters_per_query = 16;  // up to 2 MiB of images a query
+    static constexpr std::size_t pages_per_query = 256;  // up to 1 MiB of images a query
     const pg_store& store;
     std::unique_ptr<pg_connection> conn;
     request requests[request_slots];
