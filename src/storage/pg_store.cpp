@@ -119,9 +119,6 @@ bool parse_digest(const std::string& text, pg_digest& out) {
     return true;
 }
 
-// What a page's newest version adds to the digest, in SQL, for the version
-// rows aliased `v`: its commit number.
-constexpr const char* sql_digest_term = "v.txn::numeric";
 
 void copy_message(read_failure* why, errc code, const std::string& text) noexcept {
     why->code = code;
@@ -695,6 +692,18 @@ void pg_store::set_up_session() {
     if (!opts_.durable) control_->exec("setting the session up", "SET synchronous_commit = off");
 }
 
+// A commit's last statement (commit_transaction), prepared once a session
+// (the tables exist by then): planned once, not at every commit.
+void pg_store::prepare_commit() {
+    control_->exec("preparing the commit statement",
+                   "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, bigint[], numeric) AS "
+                   "WITH superseded AS (SELECT coalesce(sum(o.txn), 0) AS d FROM unnest($6) AS n(page) CROSS "
+                   "JOIN LATERAL (SELECT txn FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
+                   "txn DESC LIMIT 1) o), row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, digest "
+                   "= digest + $7 - (SELECT d FROM superseded) WHERE name = $1 RETURNING name) "
+                   "SELECT pg_notify('steppe', $5) FROM row");
+}
+
 void pg_store::ensure_tables() {
     // Serialized by a transaction-level advisory lock: two first opens at
     // once would otherwise race in CREATE TABLE IF NOT EXISTS.
@@ -834,16 +843,17 @@ void pg_store::open_as_writer() {
                                        " in steppe_store (P1); the next commit would take it for its own, so no "
                                        "writer opens the store: run `steppe check " + path_ + "`");
     if (!digest_known_) upgrade_format();
+    prepare_commit();
 }
 
 // P6 for a format-1 store: its digest, added up from the versions as they
 // are (there is nothing older to check them against), and format 2.
 void pg_store::upgrade_format() {
-    const std::string sql = std::string("UPDATE steppe_store SET format = $3, digest = (SELECT coalesce(sum(") +
-                            sql_digest_term +
-                            "), 0) FROM (SELECT DISTINCT ON (page) txn, sum FROM steppe_page WHERE store = $1 AND "
-                            "txn <= $2 ORDER BY page, txn DESC) v) WHERE name = $1 AND fence = $4 RETURNING digest";
-    pg_result row = control_->exec("bringing the store to format 2", sql.c_str(),
+    const char* sql =
+        "UPDATE steppe_store SET format = $3, digest = (SELECT coalesce(sum(v.txn), 0) FROM (SELECT DISTINCT ON "
+        "(page) txn FROM steppe_page WHERE store = $1 AND txn <= $2 ORDER BY page, txn DESC) v) WHERE name = $1 AND "
+        "fence = $4 RETURNING digest";
+    pg_result row = control_->exec("bringing the store to format 2", sql,
                                    {address_.store, std::to_string(txn_seq_), std::to_string(pg_format),
                                     std::to_string(fence_)});
     if (row.rows() == 0)
@@ -1109,6 +1119,7 @@ bool pg_store::reconnect_control() {
     if (!control_->reconnect()) return false;
     lock_lost_ = true;  // a new session holds no advisory lock
     set_up_session();
+    prepare_commit();
     return true;
 }
 
@@ -1167,20 +1178,18 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
             throw error(errc::locked, path_ + ": another session holds the writer's lock; this handle can no longer "
                                               "commit");
         sent = copy_rows(pages, spilled_only, txn);
-        // The row, its digest (P6: the new versions' terms, less those of
-        // the versions they supersede, as stored) and the readers' notice
-        // in one statement: one round trip.
-        static const std::string move_row =
-            std::string("WITH v AS (SELECT page, txn, sum FROM steppe_page WHERE store = $1 AND txn = $2 AND page = "
-                        "ANY($6::bigint[])), added AS (SELECT coalesce(sum(") +
-            sql_digest_term + "), 0) AS d FROM v), superseded AS (SELECT coalesce(sum(" + sql_digest_term +
-            "), 0) AS d FROM (SELECT o.txn, o.sum FROM v AS n CROSS JOIN LATERAL (SELECT txn, sum FROM steppe_page "
-            "WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY txn DESC LIMIT 1) o) v), row AS (UPDATE "
-            "steppe_store SET txn = $2, page_count = $3, meta = $4, digest = digest + (SELECT d FROM added) - "
-            "(SELECT d FROM superseded) WHERE name = $1 RETURNING name) SELECT pg_notify('steppe', $5) FROM row";
-        control_->exec(what, move_row.c_str(),
-                       {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
-                        address_.store + " " + std::to_string(txn), page_array(pages, spilled_only)});
+        // The row, its digest (P6: this commit's number for each page it
+        // wrote, less the numbers of the versions they supersede, read from
+        // the rows as stored) and the readers' notice in one statement: one
+        // round trip.
+        const std::size_t written = pages.size() + spilled_only.size();
+        PGresult* moved = control_->try_exec_prepared(
+            "steppe_move_row",
+            {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
+             address_.store + " " + std::to_string(txn), page_array(pages, spilled_only),
+             digest_text(pg_digest(txn) * written)});
+        if (!moved) control_->fail_last(what);
+        PQclear(moved);
         sent_commit = true;
         control_->exec(what, "COMMIT");
     } catch (const error& e) {

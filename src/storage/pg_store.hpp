@@ -50,9 +50,10 @@
 //       fetch then holds there). A writer always reads from the primary.
 //  (P6) the store row's digest is the sum, over the pages that have a
 //       version at or below its txn, of the commit number of the page's
-//       newest such version; a commit adds its versions' numbers and takes
-//       away those of the versions they supersede, in the statement that
-//       moves the store row (P1), from the rows as stored. Collection drops
+//       newest such version; a commit adds its number once per page it
+//       writes and takes away the numbers of the versions they supersede
+//       (read from the rows as stored), in the statement that moves the
+//       store row (P1). Collection drops
 //       no newest version, so leaves it as it is. A newest version deleted
 //       (by hand, or lost in a restore of steppe_page older than
 //       steppe_store) leaves an older one or none, of a smaller number (a
@@ -165,6 +166,7 @@ private:
     void open_as_reader();
     void wait_for_standby(pg_connection& fetch) const;
     void set_up_session();
+    void prepare_commit();
     bool reconnect_control();
     void ensure_tables();
     std::uint64_t commit_transaction(std::span<const page_image> pages, std::span<const page_no> spilled_only,
