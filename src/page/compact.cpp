@@ -58,7 +58,6 @@ namespace steppe::page {
 
 namespace {
 constexpr std::uint64_t page_bytes = storage::page_size;
-constexpr std::size_t batch_pages = 1024;  // 4 MiB of page images per commit of the new file
 
 // The old store's committed page images, each read once.
 class page_reader {
@@ -393,21 +392,17 @@ void write_metadata(const committed_store& from, heap& to, const root_table& roo
     std::memcpy(out.meta.data(), &meta, sizeof meta);
 }
 
-// The data pages in batches (not durable: write_main_file syncs once), then
-// the metadata and the meta in the last commit.
-void write_pages(storage::storage& out, const heap& to, const std::vector<std::byte>& data,
-                 const new_metadata& metadata) {
-    std::vector<storage::page_image> batch;
-    for (std::uint64_t p = 0; p < data.size() / page_bytes; ++p) {
-        if (!to.describe(p)->is_data()) continue;
-        batch.push_back({p, data.data() + p * page_bytes});
-        if (batch.size() == batch_pages) {
-            out.commit(batch, storage::meta_bytes{});
-            batch.clear();
-        }
-    }
-    batch.insert(batch.end(), metadata.images.begin(), metadata.images.end());
-    out.commit(batch, metadata.meta);
+// The data pages, then the metadata, into the new main file
+// (storage::write_main_file: each page written once, in place); the meta
+// goes in its header.
+storage::meta_bytes write_pages(storage::bulk_writer& out, const heap& to, const std::vector<std::byte>& data,
+                                const new_metadata& metadata) {
+    std::vector<storage::page_image> images;
+    for (std::uint64_t p = 0; p < data.size() / page_bytes; ++p)
+        if (to.describe(p)->is_data()) images.push_back({p, data.data() + p * page_bytes});
+    images.insert(images.end(), metadata.images.begin(), metadata.images.end());
+    out.write(images);
+    return metadata.meta;
 }
 
 void tally(const types::catalog& catalog, const heap::chunk_info& c, std::map<std::string, compact_report::by_type>& to) {
@@ -453,7 +448,7 @@ compact_report compact_into(const committed_store& from, const std::string& temp
     new_metadata metadata;
     write_metadata(from, to, roots, plan, metadata);
     if (!temp.empty())
-        storage::write_main_file(temp, [&](storage::storage& out) { write_pages(out, to, data, metadata); }, io);
+        storage::write_main_file(temp, [&](storage::bulk_writer& out) { return write_pages(out, to, data, metadata); }, io);
 
     compact_report r;
     r.pages_after = to.page_count();
