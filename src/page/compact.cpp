@@ -147,6 +147,20 @@ std::vector<heap::chunk_info> allocated_chunks(const heap& h) {
     return out;
 }
 
+// The marking reads pages in the order the pointers lead (a list built by
+// pushing at its head goes backwards through the file), which defeats the
+// storage's read-around: each page cost a read of its own. So every page an
+// allocated chunk with pointer words lies on (`all`: address order) is read
+// first, in file order, as a copy reads; the marking then finds its pages in
+// memory. They are the pages the marking reads when everything is reached,
+// and stay until the copy passes them, as the marking's did.
+void read_in_file_order(const committed_store& from, const std::vector<heap::chunk_info>& all, page_reader& pages) {
+    for (const heap::chunk_info& c : all) {
+        if (c.type >= from.catalog.size() || c.elem_size == 0 || from.catalog.at(c.type).pointers.empty()) continue;
+        for (std::uint64_t p = c.addr / page_bytes; p <= (c.addr + c.bytes - 1) / page_bytes; ++p) pages.page(p);
+    }
+}
+
 std::vector<heap::chunk_info> reachable_chunks(const committed_store& from, page_reader& pages) {
     std::map<std::uint64_t, heap::chunk_info> seen;
     std::deque<heap::chunk_info> todo;
@@ -433,6 +447,7 @@ compact_report compact_into(const committed_store& from, const std::string& temp
     refuse_address_ordered(from.catalog, from.files.path());
     page_reader pages(from.files, from.h.page_count());
     const std::vector<heap::chunk_info> all = allocated_chunks(from.h);
+    if (collect) read_in_file_order(from, all, pages);
     const std::vector<heap::chunk_info> kept = collect ? reachable_chunks(from, pages) : all;
     std::vector<block> blocks = make_blocks(kept, plan);
     placer place(from.h.reserved_pages());
