@@ -161,20 +161,26 @@ void read_in_file_order(const committed_store& from, const std::vector<heap::chu
     }
 }
 
+// Breadth first from the roots; the result in address order. A chunk is
+// seen once: one bit per 8 bytes of the heap, by its start (chunks are at
+// least 8 bytes, so no two start in one 8-byte word); `out` is the queue
+// too (a map of every chunk reached was most of the marking's time).
 std::vector<heap::chunk_info> reachable_chunks(const committed_store& from, page_reader& pages) {
-    std::map<std::uint64_t, heap::chunk_info> seen;
-    std::deque<heap::chunk_info> todo;
+    std::vector<std::uint64_t> seen(from.h.page_count() * page_bytes / 8 / 64 + 1);
+    std::vector<heap::chunk_info> out;
     auto reach = [&](const heap::chunk_info& c) {
-        if (seen.emplace(c.addr, c).second) todo.push_back(c);
+        const std::uint64_t bit = c.addr / 8, mask = std::uint64_t{1} << (bit % 64);
+        std::uint64_t& word = seen.at(bit / 64);
+        if (word & mask) return;
+        word |= mask;
+        out.push_back(c);
     };
     for (const auto& [name, root] : from.roots) chunks_aimed_at(from.h, root.address, reach);
-    while (!todo.empty()) {
-        heap::chunk_info c = todo.front();
-        todo.pop_front();
+    for (std::size_t next = 0; next < out.size(); ++next) {
+        const heap::chunk_info c = out[next];  // a copy: reach() may grow `out`
         for_each_pointer_word(from.catalog, c, [&](std::uint64_t at) { chunks_aimed_at(from.h, pages.word(at), reach); });
     }
-    std::vector<heap::chunk_info> out;
-    for (const auto& [addr, c] : seen) out.push_back(c);
+    std::sort(out.begin(), out.end(), [](const heap::chunk_info& a, const heap::chunk_info& b) { return a.addr < b.addr; });
     return out;
 }
 
