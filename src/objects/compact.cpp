@@ -44,7 +44,6 @@ namespace steppe::objects::detail {
 
 namespace {
 constexpr std::uint64_t page_bytes = storage::page_size;
-constexpr std::size_t batch_pages = 1024;  // page images per commit of the new file
 
 std::uint64_t up16(std::uint64_t n) { return (n + 15) & ~std::uint64_t{15}; }
 
@@ -244,24 +243,19 @@ void report_by_type(const old_store& old, const types::catalog& types, compact_r
     }
 }
 
-// The new main file `temp`: the segments' pages in commits of batch_pages
-// (not synced: write_main_file syncs once), then the blobs and the meta.
+// The new main file `temp` (write_main_file: each page written once, in
+// place): the segments' pages, then the blobs; the meta goes in its header.
 void write_pages(const std::string& temp, const std::vector<std::byte>& data, std::uint64_t next_page,
                  const std::vector<storage::page_image>& blob_images, const storage::meta_bytes& meta,
                  storage::env* io) {
     storage::write_main_file(
         temp,
-        [&](storage::storage& out) {
-            std::vector<storage::page_image> batch;
-            for (std::uint64_t p = 1; p < next_page; ++p) {
-                batch.push_back({p, data.data() + (p - 1) * page_bytes});
-                if (batch.size() == batch_pages) {
-                    out.commit(batch, storage::meta_bytes{});
-                    batch.clear();
-                }
-            }
-            batch.insert(batch.end(), blob_images.begin(), blob_images.end());
-            out.commit(batch, meta);
+        [&](storage::bulk_writer& out) {
+            std::vector<storage::page_image> images;
+            for (std::uint64_t p = 1; p < next_page; ++p) images.push_back({p, data.data() + (p - 1) * page_bytes});
+            images.insert(images.end(), blob_images.begin(), blob_images.end());
+            out.write(images);
+            return meta;
         },
         io);
 }

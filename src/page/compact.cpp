@@ -58,7 +58,6 @@ namespace steppe::page {
 
 namespace {
 constexpr std::uint64_t page_bytes = storage::page_size;
-constexpr std::size_t batch_pages = 1024;  // 4 MiB of page images per commit of the new file
 
 // The old store's committed page images, each read once.
 class page_reader {
@@ -148,20 +147,40 @@ std::vector<heap::chunk_info> allocated_chunks(const heap& h) {
     return out;
 }
 
+// The marking reads pages in the order the pointers lead (a list built by
+// pushing at its head goes backwards through the file), which defeats the
+// storage's read-around: each page cost a read of its own. So every page an
+// allocated chunk with pointer words lies on (`all`: address order) is read
+// first, in file order, as a copy reads; the marking then finds its pages in
+// memory. They are the pages the marking reads when everything is reached,
+// and stay until the copy passes them, as the marking's did.
+void read_in_file_order(const committed_store& from, const std::vector<heap::chunk_info>& all, page_reader& pages) {
+    for (const heap::chunk_info& c : all) {
+        if (c.type >= from.catalog.size() || c.elem_size == 0 || from.catalog.at(c.type).pointers.empty()) continue;
+        for (std::uint64_t p = c.addr / page_bytes; p <= (c.addr + c.bytes - 1) / page_bytes; ++p) pages.page(p);
+    }
+}
+
+// Breadth first from the roots; the result in address order. A chunk is
+// seen once: one bit per 8 bytes of the heap, by its start (chunks are at
+// least 8 bytes, so no two start in one 8-byte word); `out` is the queue
+// too (a map of every chunk reached was most of the marking's time).
 std::vector<heap::chunk_info> reachable_chunks(const committed_store& from, page_reader& pages) {
-    std::map<std::uint64_t, heap::chunk_info> seen;
-    std::deque<heap::chunk_info> todo;
+    std::vector<std::uint64_t> seen(from.h.page_count() * page_bytes / 8 / 64 + 1);
+    std::vector<heap::chunk_info> out;
     auto reach = [&](const heap::chunk_info& c) {
-        if (seen.emplace(c.addr, c).second) todo.push_back(c);
+        const std::uint64_t bit = c.addr / 8, mask = std::uint64_t{1} << (bit % 64);
+        std::uint64_t& word = seen.at(bit / 64);
+        if (word & mask) return;
+        word |= mask;
+        out.push_back(c);
     };
     for (const auto& [name, root] : from.roots) chunks_aimed_at(from.h, root.address, reach);
-    while (!todo.empty()) {
-        heap::chunk_info c = todo.front();
-        todo.pop_front();
+    for (std::size_t next = 0; next < out.size(); ++next) {
+        const heap::chunk_info c = out[next];  // a copy: reach() may grow `out`
         for_each_pointer_word(from.catalog, c, [&](std::uint64_t at) { chunks_aimed_at(from.h, pages.word(at), reach); });
     }
-    std::vector<heap::chunk_info> out;
-    for (const auto& [addr, c] : seen) out.push_back(c);
+    std::sort(out.begin(), out.end(), [](const heap::chunk_info& a, const heap::chunk_info& b) { return a.addr < b.addr; });
     return out;
 }
 
@@ -393,21 +412,17 @@ void write_metadata(const committed_store& from, heap& to, const root_table& roo
     std::memcpy(out.meta.data(), &meta, sizeof meta);
 }
 
-// The data pages in batches (not durable: write_main_file syncs once), then
-// the metadata and the meta in the last commit.
-void write_pages(storage::storage& out, const heap& to, const std::vector<std::byte>& data,
-                 const new_metadata& metadata) {
-    std::vector<storage::page_image> batch;
-    for (std::uint64_t p = 0; p < data.size() / page_bytes; ++p) {
-        if (!to.describe(p)->is_data()) continue;
-        batch.push_back({p, data.data() + p * page_bytes});
-        if (batch.size() == batch_pages) {
-            out.commit(batch, storage::meta_bytes{});
-            batch.clear();
-        }
-    }
-    batch.insert(batch.end(), metadata.images.begin(), metadata.images.end());
-    out.commit(batch, metadata.meta);
+// The data pages, then the metadata, into the new main file
+// (storage::write_main_file: each page written once, in place); the meta
+// goes in its header.
+storage::meta_bytes write_pages(storage::bulk_writer& out, const heap& to, const std::vector<std::byte>& data,
+                                const new_metadata& metadata) {
+    std::vector<storage::page_image> images;
+    for (std::uint64_t p = 0; p < data.size() / page_bytes; ++p)
+        if (to.describe(p)->is_data()) images.push_back({p, data.data() + p * page_bytes});
+    images.insert(images.end(), metadata.images.begin(), metadata.images.end());
+    out.write(images);
+    return metadata.meta;
 }
 
 void tally(const types::catalog& catalog, const heap::chunk_info& c, std::map<std::string, compact_report::by_type>& to) {
@@ -438,6 +453,7 @@ compact_report compact_into(const committed_store& from, const std::string& temp
     refuse_address_ordered(from.catalog, from.files.path());
     page_reader pages(from.files, from.h.page_count());
     const std::vector<heap::chunk_info> all = allocated_chunks(from.h);
+    if (collect) read_in_file_order(from, all, pages);
     const std::vector<heap::chunk_info> kept = collect ? reachable_chunks(from, pages) : all;
     std::vector<block> blocks = make_blocks(kept, plan);
     placer place(from.h.reserved_pages());
@@ -453,7 +469,7 @@ compact_report compact_into(const committed_store& from, const std::string& temp
     new_metadata metadata;
     write_metadata(from, to, roots, plan, metadata);
     if (!temp.empty())
-        storage::write_main_file(temp, [&](storage::storage& out) { write_pages(out, to, data, metadata); }, io);
+        storage::write_main_file(temp, [&](storage::bulk_writer& out) { return write_pages(out, to, data, metadata); }, io);
 
     compact_report r;
     r.pages_after = to.page_count();

@@ -1,13 +1,11 @@
 // storage::backup (backup.hpp). The steps, each durable before the next:
 //   1. open `source` read-only: a snapshot of its last commit (reader table,
 //      invariant 5: the writer's checkpoints keep the versions it reads)
-//   2. make a new store at DEST.backup-PID, copy every page written (in
-//      batches of `batch_pages`, each a commit with an empty meta, not synced:
-//      a crash leaves a store that holds nothing of the source's, under a
-//      name no one opens), then commit the source's meta, and checkpoint
-//   3. close it, sync its main file, remove its log, lock and reader table
-//      (the main file alone holds it), rename it to DEST and sync the
-//      directory
+//   2. write a new main file at DEST.backup-PID (write_main_file: every page
+//      written, read in batches of `batch_pages`, goes once to its place;
+//      then the source's meta in the header; one fdatasync. A crash leaves
+//      a file under a name no one opens, which is not a store until renamed)
+//   3. rename it to DEST and sync the directory
 //   4. open DEST read-only and check it
 #include "storage/backup.hpp"
 
@@ -47,12 +45,10 @@ void remove_store(env& io, const std::string& path) noexcept {
     }
 }
 
-// Pages go in batches: each a commit of its own with an empty meta, or with
-// `one_commit` spilled, for the caller's one commit to take them all.
-std::uint64_t copy_pages(const storage& from, storage& to, bool one_commit) {
+// The pages written, read in batches of batch_pages and handed to `put`.
+std::uint64_t copy_pages(const storage& from, const std::function<void(std::span<const page_image>)>& put) {
     std::vector<std::byte> buffer(batch_pages * page_size);
     std::vector<page_image> batch;
-    meta_bytes empty{};
     std::uint64_t copied = 0;
     page_no count = from.page_count();
     for (page_no p = 0; p < count; ++p) {
@@ -65,11 +61,11 @@ std::uint64_t copy_pages(const storage& from, storage& to, bool one_commit) {
         batch.push_back({p, slot});
         ++copied;
         if (batch.size() == batch_pages) {
-            one_commit ? to.spill(batch) : to.commit(batch, empty);
+            put(batch);
             batch.clear();
         }
     }
-    if (!batch.empty()) one_commit ? to.spill(batch) : to.commit(batch, empty);
+    if (!batch.empty()) put(batch);
     return copied;
 }
 
@@ -107,9 +103,9 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
     r.pages = from.page_count();
     r.txn = from.txn_seq();
     std::string temp = dest + ".backup-" + std::to_string(::getpid());
-    write_main_file(temp, [&](storage& to) {
-        r.copied = copy_pages(from, to, false);
-        to.commit({}, from.meta());
+    write_main_file(temp, [&](bulk_writer& to) {
+        r.copied = copy_pages(from, [&](std::span<const page_image> batch) { to.write(batch); });
+        return from.meta();
     }, io);
     try {
         if (files.exists(dest))
@@ -129,25 +125,16 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
     return r;
 }
 
-void write_main_file(const std::string& temp, const std::function<void(storage&)>& fill, env* io) {
+void write_main_file(const std::string& temp, const std::function<meta_bytes(bulk_writer&)>& fill, env* io) {
     require_files(temp, "rewriting a store");
     env& files = io ? *io : posix_env();
     remove_store(files, temp);  // a crashed attempt's leftover: no store is ever opened by this name
     try {
-        // Not durable commit by commit: nothing under this name counts until
-        // it is renamed, and the main file is synced once before that.
-        options writer;
-        writer.exclusive_create = true;
-        writer.durable = false;
-        writer.io = io;
-        std::unique_ptr<storage> to = storage::open(temp, writer);
-        fill(*to);
-        to->checkpoint();
-        to.reset();
-        files.open(temp, open_mode::read_write, writer.file_mode)->sync();
-        for (const std::string& f : companions(temp))
-            if (files.exists(f)) files.remove(f);
-        files.sync_dir_of(temp);
+        bulk_writer to(temp, files, options{}.file_mode);
+        to.finish(fill(to));
+        // The directory is synced by the rename that makes `temp` a store
+        // (backup_from, replace_store), not here: until then its name counts
+        // for nothing.
     } catch (...) {
         remove_store(files, temp);
         throw;
@@ -184,7 +171,7 @@ backup_result import_store(const std::string& source, const std::string& dest, e
     backup_result r;
     r.pages = from->page_count();
     r.txn = from->txn_seq();
-    r.copied = copy_pages(*from, *to, true);
+    r.copied = copy_pages(*from, [&](std::span<const page_image> batch) { to->spill(batch); });
     to->commit({}, from->meta());
     std::vector<std::string> findings = to->check();
     if (!findings.empty() || to->meta() != from->meta() || to->page_count() != r.pages)

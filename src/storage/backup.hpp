@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "storage/bulk_writer.hpp"
 #include "storage/storage.hpp"
 
 namespace steppe::storage {
@@ -20,7 +21,7 @@ struct backup_result {
 
 // Copies the last commit of the store at `source` (as a reader: a writer in
 // this or another process goes on committing) to a new store at `dest`: its
-// pages and meta, checkpointed, so `dest` is one main file with no log. It is
+// pages and meta in one main file with no log (write_main_file). It is
 // built under a temporary name beside `dest` and renamed into place only
 // once complete and durable, so `dest` never holds a partial copy; then it
 // is opened and checked. Throws exists if `dest` exists, and what opening
@@ -38,11 +39,14 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io 
 // it holds a commit already (a failed import leaves it empty: run it again).
 backup_result import_store(const std::string& source, const std::string& dest, env* io = nullptr);
 
-// Makes a new store at `temp` (a crashed attempt's files by that name are
-// removed first), lets `fill` commit into it (not durably), checkpoints it,
-// syncs its main file and removes its log, lock and reader table: `temp` is
-// then one durable main file. On failure it removes what it made and rethrows.
-void write_main_file(const std::string& temp, const std::function<void(storage&)>& fill, env* io = nullptr);
+// Writes a new main file at `temp` in one pass (bulk_writer.hpp; a crashed
+// attempt's files by that name are removed first): `fill` writes the pages
+// and returns the meta; each page is written once, in its place, with no
+// log and no checkpoint, and the file is synced once at the end. `temp` is
+// then one durable main file, a store once renamed. On failure it removes
+// what it made and rethrows.
+void write_main_file(const std::string& temp, const std::function<meta_bytes(bulk_writer&)>& fill,
+                     env* io = nullptr);
 
 // Replaces the store at `path`, checkpointed and held by the caller's writer
 // lock, by the main file `temp` (write_main_file): a crash at any point

@@ -10,7 +10,6 @@
 #include "storage/file_store.hpp"
 
 #include <steppe/error.hpp>
-#include <sys/random.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,6 +22,7 @@
 #include "common/sigsafe.hpp"
 #include "common/system_error.hpp"
 #include "storage/checksum.hpp"
+#include "storage/file_records.hpp"
 #include "storage/page_diff.hpp"
 #include "storage/wal_format.hpp"
 
@@ -31,31 +31,6 @@ namespace steppe::storage {
 // 1. Helpers ---------------------------------------------------------------
 
 namespace {
-
-std::uint64_t random_u64() {
-    std::uint64_t v = 0;
-    while (v == 0) {
-        if (::getrandom(&v, sizeof v, 0) != sizeof v) common::throw_system_error("getrandom", errno, "-");
-    }
-    return v;
-}
-
-template <class T>
-std::uint32_t struct_crc(const T& s) {
-    return crc32c(0, &s, offsetof(T, crc));
-}
-
-commit_mark make_mark(const std::uint8_t (&store_id)[16], std::uint64_t generation, std::uint64_t txn,
-                      std::uint64_t log_end) {
-    commit_mark m{};
-    m.magic = commit_mark_magic;
-    std::memcpy(m.store_id, store_id, sizeof m.store_id);
-    m.generation = generation;
-    m.txn = txn;
-    m.log_end = log_end;
-    m.crc = struct_crc(m);
-    return m;
-}
 
 enum class slot_state { ok, no_magic, other_version, other_page_size, bad_checksum };
 
@@ -272,14 +247,7 @@ void file_store::create_files() {
     std::string temp = path_ + "-new";
     io_->remove(temp);
     auto f = io_->open(temp, open_mode::create_new, opts_.file_mode);
-    file_header h{};
-    std::memcpy(h.magic, header_magic, sizeof h.magic);
-    h.version = format_version;
-    h.page_size = page_size;
-    std::uint64_t id[2] = {random_u64(), random_u64()};
-    std::memcpy(h.store_id, id, sizeof id);
-    h.header_seq = 1;
-    h.next_wal_salt = random_u64();
+    file_header h = new_store_header();
     h.crc = struct_crc(h);
     std::vector<std::byte> pages(3 * page_size);
     std::memcpy(pages.data(), &h, sizeof h);

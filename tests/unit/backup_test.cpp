@@ -9,17 +9,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "storage/backup.hpp"
+#include "storage/bulk_writer.hpp"
 #include "storage/storage.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
+#include "support/fault_env.hpp"
 #include "support/filled_commits.hpp"
+#include "support/power_loss.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace steppe;
@@ -31,15 +37,15 @@ constexpr std::uint64_t kPages = 300;
 void commit_all(storage::storage& s, std::uint8_t txn) { test::commit_filled(s, txn, kPages); }
 
 // "" if every page holds the meta's commit byte, else what differs.
-std::string torn(const std::string& path) {
+std::string torn(const std::string& path, std::uint64_t pages = kPages) {
     storage::options o;
     o.read_only = true;
     o.create = false;
     auto s = storage::storage::open(path, o);
     std::byte txn = s->meta()[0];
-    if (s->page_count() != kPages) return "holds " + std::to_string(s->page_count()) + " pages";
+    if (s->page_count() != pages) return "holds " + std::to_string(s->page_count()) + " pages";
     std::vector<std::byte> page(storage::page_size);
-    for (std::uint64_t p = 0; p < kPages; ++p) {
+    for (std::uint64_t p = 0; p < pages; ++p) {
         s->read_page(p, page.data());
         for (std::byte b : page)
             if (b != txn)
@@ -164,6 +170,167 @@ TEST_F(Backup, KilledMidwayLeavesNoPartialCopy) {
             EXPECT_EQ(torn(copy), "") << "after " << delay_us << " µs";
         }
     }
+}
+
+// A store over three checksum groups, so that its copy is written in
+// several runs: two commits of every page.
+constexpr std::uint64_t kGroupPages = 2500;
+void fill_groups(const std::string& path) {
+    auto s = storage::storage::open(path);
+    for (std::uint8_t t = 1; t < 3; ++t) test::commit_filled(*s, t, kGroupPages);
+}
+
+// The files in `dir` whose names start with `prefix`.
+std::vector<std::string> files_named(const std::string& dir, const std::string& prefix) {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        std::string name = e.path().filename().string();
+        if (name.rfind(prefix, 0) == 0) names.push_back(name);
+    }
+    return names;
+}
+
+// A fault at every I/O call of a backup in turn (the source's open, the
+// bulk write of the copy: create, page runs, checksum slots, header, sync;
+// the rename, the directory sync, the copy's open and check): a failure
+// before the rename leaves nothing under the destination's name and no
+// temporary file, one after it (the directory sync, the check) a whole
+// copy; the source stays as it was; the run that gets through leaves a
+// whole copy.
+TEST_F(Backup, AFailureAtEveryIoCallLeavesNoCopyAndTheSourceIntact) {
+    fill_groups(src);
+    long n = 1, renamed_at = 0;
+    for (;; ++n) {
+        test::fault_env io;
+        io.fail_after(n, n % 2 ? ENOSPC : EIO);
+        bool through = false;
+        try {
+            storage::backup(src, dest, &io);
+            through = true;
+        } catch (const error&) {
+        }
+        const std::string when = (through ? "through with a failure at call " : "failure at call ") + std::to_string(n);
+        ASSERT_EQ(torn(src, kGroupPages), "") << when;
+        const std::vector<std::string> made = files_named(dir.dir().string(), "copy.db");
+        if (!std::filesystem::exists(dest)) {
+            ASSERT_FALSE(through) << when;
+            ASSERT_EQ(renamed_at, 0) << when << ": a failure after the rename left no copy";
+            EXPECT_EQ(made, std::vector<std::string>{}) << when;
+            continue;
+        }
+        if (!through && renamed_at == 0) renamed_at = n;
+        EXPECT_EQ(made, std::vector<std::string>{"copy.db"}) << when;
+        EXPECT_EQ(torn(dest, kGroupPages), "") << when;
+        EXPECT_EQ(storage::storage::open(dest, {.create = false, .read_only = true})->check(),
+                  std::vector<std::string>{})
+            << when;
+        std::filesystem::remove(dest);
+        // A failure the backup may shrug off lets it through: go on until
+        // the run reached no failure.
+        if (through && io.calls() <= n) break;
+    }
+    EXPECT_GT(renamed_at, 3) << "the bulk write's calls came before the rename";
+    std::printf("a failure at each of the %ld I/O calls of a backup (the copy renamed at call %ld)\n", n - 1,
+                renamed_at);
+}
+
+// A power loss at every I/O call of a backup (in a child process): the
+// destination is absent or a whole copy, the source as it was.
+TEST_F(Backup, APowerLossAtEveryIoCallLeavesNoCopyOrAWholeOne) {
+    fill_groups(src);
+    long calls = test::power_loss_at_each_call(
+        [&] {
+            for (const std::string& name : files_named(dir.dir().string(), "copy.db")) std::filesystem::remove(dir.path(name));
+        },
+        [&](test::fault_env& io) { storage::backup(src, dest, &io); },
+        [&](const std::string& what, bool through) {
+            ASSERT_EQ(torn(src, kGroupPages), "") << what;
+            if (through) {
+                ASSERT_TRUE(std::filesystem::exists(dest)) << what;
+            }
+            if (std::filesystem::exists(dest)) {
+                EXPECT_EQ(torn(dest, kGroupPages), "") << what;
+                auto copy = storage::storage::open(dest, {.create = false, .read_only = true});
+                EXPECT_EQ(copy->check(), std::vector<std::string>{}) << what;
+            }
+        });
+    EXPECT_GT(calls, 0);
+}
+
+// The bulk writer alone: pages given out of order, one given twice, holes
+// inside a group and whole groups left out. The file opens without a log,
+// checks clean, holds the last image of each page and zeros elsewhere, the
+// meta and one commit; written to afterwards as any store, it reopens the same.
+TEST(BulkWriter, AFileWrittenInOnePassIsAStoreThatTakesCommitsAfterwards) {
+    test::temp_dir dir;
+    const std::string path = dir.path("bulk.db");
+    std::map<storage::page_no, std::uint8_t> expected;
+    std::vector<std::vector<std::byte>> buffers;
+    auto image = [&](storage::page_no p, std::uint8_t v) {
+        buffers.emplace_back(storage::page_size, std::byte{v});
+        std::memcpy(buffers.back().data(), &p, sizeof p);
+        expected[p] = v;
+        return storage::page_image{p, buffers.back().data()};
+    };
+    auto verify = [&](const std::string& when, std::uint64_t pages, const storage::meta_bytes& meta) {
+        auto s = storage::storage::open(path, {.create = false, .read_only = true});
+        EXPECT_EQ(s->check(), std::vector<std::string>{}) << when;
+        ASSERT_EQ(s->page_count(), pages) << when;
+        EXPECT_EQ(s->meta(), meta) << when;
+        std::vector<std::byte> page(storage::page_size);
+        for (storage::page_no p = 0; p < pages; ++p) {
+            s->read_page(p, page.data());
+            auto it = expected.find(p);
+            std::byte fill = it == expected.end() ? std::byte{0} : std::byte{it->second};
+            std::size_t from = it == expected.end() ? 0 : sizeof p;
+            ASSERT_TRUE(std::all_of(page.begin() + static_cast<long>(from), page.end(), [&](std::byte b) { return b == fill; }))
+                << when << ": page " << p;
+            if (it != expected.end()) {
+                storage::page_no named = 0;
+                std::memcpy(&named, page.data(), sizeof named);
+                ASSERT_EQ(named, p) << when;
+            }
+        }
+    };
+    storage::meta_bytes meta{};
+    meta[0] = std::byte{42};
+    meta[storage::meta_size - 1] = std::byte{7};
+    {
+        storage::bulk_writer w(path, storage::posix_env(), 0600);
+        std::vector<storage::page_image> first;
+        for (storage::page_no p : {3000, 0, 5, 6, 1019, 1020, 1021, 7, 2041})
+            first.push_back(image(p, static_cast<std::uint8_t>(1 + p % 200)));
+        w.write(first);
+        std::vector<storage::page_image> again = {image(5, 99), image(1020, 98)};  // the later image counts
+        w.write(again);
+        w.finish(meta);
+        EXPECT_EQ(w.page_count(), 3001u);
+    }
+    EXPECT_EQ(std::filesystem::file_size(path),
+              (storage::physical_page(3000) + 1) * storage::page_size) << "the last page ends the file";
+    EXPECT_FALSE(std::filesystem::exists(path + "-wal")) << "one main file";
+    verify("bulk-written", 3001, meta);
+    {
+        auto s = storage::storage::open(path, {.create = false, .read_only = true});
+        EXPECT_EQ(s->txn_seq(), 1u);
+        EXPECT_EQ(s->describe().header_seq, 1u);
+    }
+    storage::meta_bytes later = meta;
+    later[1] = std::byte{1};
+    {
+        auto s = storage::storage::open(path, {.create = false});
+        std::vector<storage::page_image> more = {image(5, 11), image(4000, 12), image(1, 13)};
+        s->commit(more, later);
+        s->checkpoint();
+        std::vector<storage::page_image> last = {image(1021, 14)};
+        s->commit(last, later);
+    }
+    verify("written to afterwards", 4001, later);
+    {
+        auto s = storage::storage::open(path, {.create = false});
+        EXPECT_EQ(s->txn_seq(), 3u);
+    }
+    verify("reopened", 4001, later);
 }
 
 }  // namespace

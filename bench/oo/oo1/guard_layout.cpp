@@ -4,12 +4,18 @@
 // over twice the virtual range and every page walk touches twice the
 // page-table memory. This program walks the same OO1-shaped graph (200,000
 // 128-byte parts, 32 per page, 3 connections, 90 % to the closest 1 %) laid
-// out four ways in plain anonymous memory, no steppe involved:
+// out in plain anonymous memory, no steppe involved. The pages are cut into
+// units of `unit` consecutive pages (in id order inside a unit), each unit
+// followed by an untouched guard page or not, and the units placed in id
+// order or in random order (fault order):
 //
-//   guard 0 shuffled 0   pages contiguous, in id order (what new/delete gives)
-//   guard 1 shuffled 0   every data page followed by an untouched page
-//   guard 0 shuffled 1   pages contiguous, in random order (fault order)
-//   guard 1 shuffled 1   both
+//   unit  1 guard 0 shuffled 0   pages contiguous, in id order (what new/delete gives)
+//   unit  1 guard 1 shuffled 0   every data page followed by an untouched page
+//   unit  1 guard 0 shuffled 1   pages contiguous, in random order
+//   unit  1 guard 1 shuffled 1   both: steppe's layout today
+//   unit 16 guard 1 shuffled 1   grouped units (issue 18 item 6): 16 consecutive
+//   unit 32 guard 1 shuffled 1   pages of the file per unit, one guard after
+//   unit 16 guard 1 shuffled 0   each, units in fault order (or in order)
 //
 // Usage: guard_layout [parts]   (best of 30 alternated rounds of 64 traversals, 7 hops)
 #include <sys/mman.h>
@@ -44,21 +50,30 @@ void traverse(const Part* p, int depth) {
 int main(int argc, char** argv) {
     const long n = argc > 1 ? std::atol(argv[1]) : 200000;
     const long per_page = 4096 / static_cast<long>(sizeof(Part)), pages = (n + per_page - 1) / per_page;
-    std::printf("%ld parts, %ld pages of parts; best of 30 rounds, the four layouts alternated\n", n, pages);
+    struct layout_spec {
+        long unit;
+        bool guard, shuffled;
+    };
+    const std::vector<layout_spec> layouts = {{1, false, false}, {1, true, false}, {1, false, true}, {1, true, true},
+                                              {16, true, true},  {32, true, true}, {16, true, false}};
+    std::printf("%ld parts, %ld pages of parts; best of 30 rounds, the %zu layouts alternated\n", n, pages,
+                layouts.size());
     std::vector<Part*> roots;
-    for (int layout = 0; layout < 4; ++layout) {
-        const bool guard = layout & 1, shuffled = layout & 2;
-        const long stride = guard ? 2 : 1;
-        auto* mem = static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(pages * stride * 4096),
+    for (const layout_spec& spec : layouts) {
+        const long units = (pages + spec.unit - 1) / spec.unit, stride = spec.unit + (spec.guard ? 1 : 0);
+        auto* mem = static_cast<char*>(::mmap(nullptr, static_cast<std::size_t>(units * stride * 4096),
                                               PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
         if (mem == MAP_FAILED) return 2;
-        std::vector<long> slot(static_cast<std::size_t>(pages));
-        for (long i = 0; i < pages; ++i) slot[static_cast<std::size_t>(i)] = i;
-        if (shuffled) std::shuffle(slot.begin(), slot.end(), std::mt19937(7));
+        std::vector<long> unit_slot(static_cast<std::size_t>(units));
+        for (long i = 0; i < units; ++i) unit_slot[static_cast<std::size_t>(i)] = i;
+        if (spec.shuffled) std::shuffle(unit_slot.begin(), unit_slot.end(), std::mt19937(7));
+        std::vector<long> slot(static_cast<std::size_t>(pages));  // the virtual page of each data page
+        for (long i = 0; i < pages; ++i)
+            slot[static_cast<std::size_t>(i)] = unit_slot[static_cast<std::size_t>(i / spec.unit)] * stride + i % spec.unit;
         std::vector<Part*> part(static_cast<std::size_t>(n));
         for (long i = 0; i < n; ++i)
             part[static_cast<std::size_t>(i)] = reinterpret_cast<Part*>(
-                mem + slot[static_cast<std::size_t>(i / per_page)] * stride * 4096 + (i % per_page) * 128);
+                mem + slot[static_cast<std::size_t>(i / per_page)] * 4096 + (i % per_page) * 128);
         std::mt19937_64 r(42);  // the same graph in every layout
         const long window = std::max(1L, n / 100);
         for (long i = 0; i < n; ++i) {
@@ -74,16 +89,17 @@ int main(int argc, char** argv) {
         }
         roots.push_back(part[static_cast<std::size_t>(n / 3)]);
     }
-    std::vector<double> best(4, 1e30);
+    std::vector<double> best(layouts.size(), 1e30);
     for (int round = 0; round < 30; ++round)
-        for (int layout = 0; layout < 4; ++layout) {
+        for (std::size_t layout = 0; layout < layouts.size(); ++layout) {
             auto t = std::chrono::steady_clock::now();
-            for (int k = 0; k < 64; ++k) traverse(roots[static_cast<std::size_t>(layout)], 7);
+            for (int k = 0; k < 64; ++k) traverse(roots[layout], 7);
             double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-            best[static_cast<std::size_t>(layout)] = std::min(best[static_cast<std::size_t>(layout)], ms);
+            best[layout] = std::min(best[layout], ms);
         }
-    for (int layout = 0; layout < 4; ++layout)
-        std::printf("guard %d shuffled %d: %.3f ms per 64 traversals (%.2fx)\n", layout & 1, (layout & 2) >> 1,
-                    best[static_cast<std::size_t>(layout)], best[static_cast<std::size_t>(layout)] / best[0]);
+    for (std::size_t layout = 0; layout < layouts.size(); ++layout)
+        std::printf("unit %2ld guard %d shuffled %d: %.3f ms per 64 traversals (%.2fx)\n", layouts[layout].unit,
+                    layouts[layout].guard ? 1 : 0, layouts[layout].shuffled ? 1 : 0, best[layout],
+                    best[layout] / best[0]);
     return 0;
 }
