@@ -959,29 +959,36 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
         msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
         return false;
     }
-    if (cache_->find(page, out)) {
-        counters::add(counters_->memory_hits);
-        return true;
-    }
-    const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
-    if (file_) {
-        switch (file_->find(key_, page, snapshot, *versions_, out)) {
-        case pg_cache_file::lookup::hit:
-            counters::add(counters_->file_hits);
+    for (int attempt = 0;; ++attempt) {
+        if (cache_->find(page, out)) {
+            counters::add(counters_->memory_hits);
             return true;
-        case pg_cache_file::lookup::rejected:
-            counters::add(counters_->file_rejects);
-            break;
-        case pg_cache_file::lookup::absent:
-            break;
         }
+        const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
+        if (file_) {
+            switch (file_->find(key_, page, snapshot, *versions_, out)) {
+            case pg_cache_file::lookup::hit:
+                counters::add(counters_->file_hits);
+                return true;
+            case pg_cache_file::lookup::rejected:
+                counters::add(counters_->file_rejects);
+                break;
+            case pg_cache_file::lookup::absent:
+                break;
+            }
+        }
+        if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
+            counters::add(counters_->zero_pages);
+            std::memset(out, 0, page_size);
+            return true;
+        }
+        const bool ok = fetcher_->fetch(page, read_around, snapshot, out, why);
+        // The writer read on another thread while a commit returned: the
+        // collection after it may have dropped the versions of `snapshot`
+        // before the fetch ran (it then found none: zeros, which the map,
+        // moved past the snapshot, could not refuse). Read again at the new one.
+        if (snapshot_.load(std::memory_order_acquire) == snapshot || attempt >= 100) return ok;
     }
-    if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
-        counters::add(counters_->zero_pages);
-        std::memset(out, 0, page_size);
-        return true;
-    }
-    return fetcher_->fetch(page, read_around, snapshot, out, why);
 }
 
 bool pg_store::named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept {
