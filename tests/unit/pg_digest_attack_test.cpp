@@ -7,12 +7,17 @@
 // False positives: commits of every shape (spilled and given again, the
 // same page twice in a row, growing the store, meta only), collections with
 // readers at several snapshots, a connection cut before COMMIT, check()
-// while a writer in another process commits and collects. False negatives:
-// version rows changed outside steppe (a commit number lowered, a store row
-// restored from an older copy), with and without a cache file; damaged and
-// unnamed versions among read-ahead pages.
+// while a writer in another process commits and collects, an imported
+// store, readers on a standby, the object engine, a reader whose
+// registration was dropped. False negatives and wrong reads: version rows
+// changed outside steppe (a commit number lowered, a version moved to
+// another page, a store row restored from an older copy), with and without
+// a cache file; damaged and unnamed versions among read-ahead pages; the
+// writer's reads on another thread while it commits and collects; read-ahead
+// batches whose session the server ends.
 #include <gtest/gtest.h>
 #include <steppe/error.hpp>
+#include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
 #include <unistd.h>
@@ -485,6 +490,99 @@ TEST_F(PgDigestAttackTest, AWriterReadingOnAnotherThreadWhileItCommitsGetsNoZero
     EXPECT_EQ(zeros.load(), 0);
     EXPECT_GT(reads.load(), 0);
     EXPECT_EQ(w->check(), std::vector<std::string>{});
+}
+
+}  // namespace
+
+namespace {
+
+// Read-ahead batches whose fetch connection the server ends (a failed
+// batch): the fetch thread lives on, reconnects for the next fault, and
+// every page reads right; hints past the store are dropped.
+TEST_F(PgDigestAttackTest, TheFetchThreadOutlivesReadAheadBatchesWhoseSessionWasCut) {
+    constexpr storage::page_no pages = 700;
+    {
+        auto s = open(url);
+        test::commit_filled(*s, 1, pages);
+        test::commit_filled(*s, 2, 100);
+    }
+    auto r = open(url + "&cache_mib=1&application_name=ahead", true);  // 256 pages: reads ahead again and again
+    const std::string cut = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = "
+                            "'ahead' AND pid <> " + std::to_string(backend_of(*r));
+    std::vector<std::byte> page(storage::page_size);
+    for (int round = 0; round < rounds(6, 60); ++round) {
+        for (storage::page_no p = 0; p < pages + 100; ++p) r->prefetch(p);
+        if (round % 2 == 0) server->sql(cut);
+        for (storage::page_no p = 0; p < pages; p += 3) {
+            r->read_page(p, page.data());
+            ASSERT_EQ(page[0], std::byte(p < 100 ? 2 : 1)) << "page " << p << ", round " << round;
+        }
+    }
+    EXPECT_EQ(r->check(), std::vector<std::string>{});
+}
+
+// A reader whose registration was dropped (by hand here; a collection does
+// it when its session ends) while the writer commits and collects: its
+// reads say its snapshot is no longer kept (io), never corrupt nor another
+// commit's page, and its check() names nothing on the sound store.
+TEST_F(PgDigestAttackTest, AReaderWhoseRegistrationWasDroppedIsToldNotCorrupt) {
+    auto w = open(url, false, 1);
+    test::commit_filled(*w, 1, 50);
+    auto r = open(url + "&cache_mib=0", true);
+    server->sql("DELETE FROM steppe_reader WHERE store = '" + name + "'");
+    for (std::uint8_t txn = 2; txn < 6; ++txn) test::commit_filled(*w, txn, 50);
+    std::vector<std::byte> page(storage::page_size);
+    EXPECT_ERROR(errc::io, "no longer kept", r->read_page(7, page.data()));
+    EXPECT_EQ(r->check(), std::vector<std::string>{});
+    EXPECT_EQ(w->check(), std::vector<std::string>{});
+    auto again = open(url, true);
+    EXPECT_EQ(test::filled_problem(*again, 5), "");
+}
+
+}  // namespace
+
+namespace {
+
+struct Item {
+    std::int64_t value;
+    objects::ref<Item> next;
+};
+
+// The object engine on a store in PostgreSQL, collecting after every
+// commit, with a reader open across the commits that refreshes: the digest
+// adds up after each commit, and every check (the writer's, the reader's,
+// `steppe check URL`) is clean.
+TEST_F(PgDigestAttackTest, TheObjectEngineCommittingAndCollectingKeepsTheDigestRight) {
+    objects::options wo;
+    wo.checkpoint_bytes = 1;
+    auto w = objects::store::open(url, wo);
+    objects::ref<Item> head;
+    for (int i = 0; i < 3000; ++i) {
+        objects::ref<Item> it = w.make<Item>();
+        it.mut()->value = i;
+        it.mut()->next = head;
+        head = it;
+    }
+    w.set_root("chain", head);
+    w.commit();
+    objects::options ro;
+    ro.read_only = true;
+    auto r = objects::store::open(url, ro);
+    for (int c = 1; c <= 8; ++c) {
+        int n = 0;
+        for (auto it = w.find_root<Item>("chain"); it && n < 300 * c; it = it->next, ++n) it.mut()->value += 1;
+        w.commit();
+        expect_digest_adds_up();
+        if (c % 3 == 0) r.refresh();
+        EXPECT_EQ(r.check(), std::vector<std::string>{}) << "commit " << c;
+    }
+    EXPECT_EQ(w.check(), std::vector<std::string>{});
+    r.refresh();
+    std::int64_t sum = 0;
+    for (auto it = r.find_root<Item>("chain"); it; it = it->next) sum += it->value;
+    EXPECT_EQ(sum, std::int64_t(2999) * 3000 / 2 + 300 * (1 + 2 + 3 + 4 + 5 + 6 + 7 + 8));
+    auto check = test::run_cli("check '" + url + "'");
+    EXPECT_EQ(check.exit_code, 0) << check.out;
 }
 
 }  // namespace
