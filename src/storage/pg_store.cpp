@@ -35,7 +35,10 @@ namespace {
 // The first keys of the session advisory locks (P2, P3): 'STW1' and 'STR1'.
 constexpr std::int32_t writer_class = 0x53545731;
 constexpr std::int32_t reader_class = 0x53545231;
-constexpr std::uint32_t pg_format = 1;
+// Format 2 added the store row's digest (P6); a writer's open brings a
+// format-1 store (and the tables) up to it.
+constexpr std::uint32_t pg_format = 2;
+constexpr std::uint32_t pg_format_without_digest = 1;
 
 bool valid_store_name(std::string_view s) {
     if (s.empty() || s.size() > 63) return false;
@@ -92,6 +95,30 @@ bool bytes_of_hex(const std::string& text, std::byte* out, std::size_t n) {
     }
     return true;
 }
+
+// P6: the store row's digest, as decimal text (numeric in SQL).
+std::string digest_text(pg_digest d) {
+    std::string out;
+    do {
+        out.insert(out.begin(), char('0' + int(d % 10)));
+        d /= 10;
+    } while (d != 0);
+    return out;
+}
+
+bool parse_digest(const std::string& text, pg_digest& out) {
+    if (text.empty() || text.size() > 39) return false;
+    pg_digest d = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9') return false;
+        const pg_digest next = d * 10 + pg_digest(c - '0');
+        if (next / 10 != d) return false;
+        d = next;
+    }
+    out = d;
+    return true;
+}
+
 
 void copy_message(read_failure* why, errc code, const std::string& text) noexcept {
     why->code = code;
@@ -274,14 +301,15 @@ struct pg_store::fetcher {
 
     fetcher(const pg_store& s, std::unique_ptr<pg_connection> c) : store(s), conn(std::move(c)) {
         if (!prepare()) conn->fail_last("preparing the page fetch");
-        if (store.file_) load_versions();
+        load_versions();
         thread = std::thread([this] { run(); });
     }
 
-    // C4: the server's identity (C2) and the newest version of every page at
-    // the handle's snapshot, in one round trip; for a reader only while its
-    // registration (P3) keeps those versions. Without the map the cache
-    // file serves only slots whose own claim covers the snapshot.
+    // C4, P6: the server's identity (C2) and the newest version of every
+    // page at the handle's snapshot, in one round trip, added up for the
+    // digest; for a reader only while its registration (P3) keeps those
+    // versions (if it does not, the map stays unloaded: the first fetch
+    // says why).
     void load_versions() {
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
         pg_result rows = conn->exec(
@@ -294,10 +322,14 @@ struct pg_store::fetcher {
         auto& key = const_cast<pg_cache_key&>(store.key_);  // set once here, before any thread reads it
         key.server = std::uint64_t(rows.binary_integer(0, 0));
         if (store.reader_id_ != 0 && rows.binary_integer(0, 1) == 0) return;  // the fetch will say why
-        for (int i = 0; i < rows.rows(); ++i)
-            if (!rows.is_null(i, 2))
-                store.versions_->set(page_no(rows.binary_integer(i, 2)), std::uint64_t(rows.binary_integer(i, 3)),
-                                     std::uint32_t(rows.binary_integer(i, 4)));
+        auto& digest = const_cast<pg_digest&>(store.loaded_digest_);  // as the key
+        for (int i = 0; i < rows.rows(); ++i) {
+            if (rows.is_null(i, 2)) continue;
+            const auto txn = std::uint64_t(rows.binary_integer(i, 3));
+            const auto sum = std::uint32_t(rows.binary_integer(i, 4));
+            store.versions_->set(page_no(rows.binary_integer(i, 2)), txn, sum);
+            digest += txn;
+        }
         store.versions_->publish();
     }
     ~fetcher() {
@@ -368,8 +400,13 @@ struct pg_store::fetcher {
         return true;
     }
 
+    // Read-ahead fetches the pages asked for, not their clusters: the hints
+    // (a fault's targets, open's metadata) name what will be read, and over
+    // a network the neighbours' bytes cost more than the round trip they
+    // might save (a fault still brings its own cluster). Up to
+    // pages_per_query a query: one round trip for a fault's worth of hints.
     bool serve_ahead() {
-        std::vector<page_no> clusters;
+        std::vector<page_no> pages;
         // The epoch before the snapshot (see cache::put).
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
@@ -377,24 +414,34 @@ struct pg_store::fetcher {
             const std::uint64_t v = slot.exchange(0, std::memory_order_acq_rel);
             if (v != 0 && v - 1 < store.page_count_ && !store.cache_->contains(v - 1) &&
                 !ahead_from_file(v - 1, epoch, snapshot))
-                clusters.push_back((v - 1) / fetch_cluster);
+                pages.push_back(v - 1);
         }
-        std::sort(clusters.begin(), clusters.end());
-        clusters.erase(std::unique(clusters.begin(), clusters.end()), clusters.end());
-        for (page_no c : clusters) {
-            const page_no first = c * fetch_cluster, last = std::min(first + fetch_cluster, store.page_count_);
+        std::sort(pages.begin(), pages.end());
+        pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+        for (std::size_t at = 0; at < pages.size(); at += pages_per_query) {
+            std::string firsts = "{", lasts = "{";  // runs of consecutive pages
+            const std::size_t end = std::min(pages.size(), at + pages_per_query);
+            for (std::size_t i = at; i < end;) {
+                std::size_t j = i + 1;
+                while (j < end && pages[j] == pages[j - 1] + 1) ++j;
+                firsts += std::to_string(pages[i]) + ",";
+                lasts += std::to_string(pages[j - 1] + 1) + ",";
+                i = j;
+            }
+            firsts.back() = '}';
+            lasts.back() = '}';
             try {
                 take(run("steppe_fetch",
-                         {store.address_.store, std::to_string(first), std::to_string(last), std::to_string(snapshot),
+                         {store.address_.store, firsts, lasts, std::to_string(snapshot),
                           std::to_string(store.reader_id_), std::to_string(store.fence_)},
                          false),
                      epoch, snapshot, nullptr);
             } catch (const std::exception&) {
                 // read-ahead only: the fault that needs the page reports it
             }
-            serve_asked();  // a fault never waits behind more than one read-ahead
+            serve_asked();  // a fault never waits behind more than one read-ahead query
         }
-        return !clusters.empty();
+        return !pages.empty();
     }
 
     void run() {
@@ -443,8 +490,8 @@ struct pg_store::fetcher {
     void query(request& r) {
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         take(run("steppe_fetch",
-                 {store.address_.store, std::to_string(r.first), std::to_string(r.last), std::to_string(r.snapshot),
-                  std::to_string(store.reader_id_), std::to_string(store.fence_)},
+                 {store.address_.store, "{" + std::to_string(r.first) + "}", "{" + std::to_string(r.last) + "}",
+                  std::to_string(r.snapshot), std::to_string(store.reader_id_), std::to_string(store.fence_)},
                  true),
              epoch, r.snapshot, &r);
     }
@@ -477,6 +524,7 @@ struct pg_store::fetcher {
             std::memset(r->image, 0, page_size);  // a page never written reads as zeros
             r->ok = true;
         }
+        std::uint64_t got = 0;  // the version of r's page the rows hold (0: none)
         for (int i = 0; i < rows.rows(); ++i) {
             if (rows.is_null(i, 1)) continue;  // no version in the range
             const page_no page = page_no(rows.binary_integer(i, 1));
@@ -484,14 +532,19 @@ struct pg_store::fetcher {
             const auto sum = std::uint32_t(rows.binary_integer(i, 3));
             const auto* image = reinterpret_cast<const std::byte*>(rows.bytes(i, 4));
             const bool sound = rows.size(i, 4) == page_size && page_checksum(image, page_size) == sum;
-            if (sound) {
+            // P6: not the version the map names is not cached anywhere.
+            const bool named = store.named_version(page, std::uint64_t(txn), snapshot);
+            if (sound && named) {
                 counters::add(store.counters_->pages_fetched);
                 store.cache_->put(page, image, epoch);
                 if (store.file_ && !store.file_->holds_newer(store.key_, page, std::uint64_t(txn), snapshot))
                     store.write_slot(page, std::uint64_t(txn), snapshot, image);
             }
             if (!r || page != r->page) continue;
-            if (sound) {
+            got = std::uint64_t(txn);
+            if (!named) {
+                missing_version(*r, got);
+            } else if (sound) {
                 std::memcpy(r->image, image, page_size);
             } else {
                 r->ok = false;
@@ -502,21 +555,37 @@ struct pg_store::fetcher {
                                  store.path_ + "`");
             }
         }
+        if (r && got == 0 && !store.named_version(r->page, 0, snapshot)) missing_version(*r, 0);
+    }
+
+    // P6: the server holds another version of r's page at r's snapshot (`got`;
+    // 0: none) than the one the version map names.
+    void missing_version(request& r, std::uint64_t got) const {
+        r.ok = false;
+        // Short: the message has 320 bytes, and the URL comes first.
+        copy_message(&r.why, errc::corrupt,
+                     store.path_ + ": page " + std::to_string(r.page) + " at commit " + std::to_string(r.snapshot) +
+                         ": steppe_page holds " +
+                         (got ? "the version of commit " + std::to_string(got) : std::string("no version")) +
+                         " there, not that of commit " + std::to_string(store.versions_->newest(r.page)) +
+                         " (P6: the version map loaded at open); a version row was deleted or added outside "
+                         "steppe: run `steppe check` on the store");
     }
 
     // The one query: whether reader $5 is registered, or for the writer
     // (reader 0) whether the store row still has its fence $6 (P2: a writer
     // taken over must not read at its old commit, whose versions the new
     // writer may collect); and the newest version at or below the snapshot
-    // of each page of a range; one statement, so one snapshot.
+    // of each page of the ranges [$2[i], $3[i]); one statement, so one snapshot.
     bool prepare() {
         PGresult* r = conn->try_exec(
-            "PREPARE steppe_fetch(text, bigint, bigint, bigint, integer, bigint) AS "
+            "PREPARE steppe_fetch(text, bigint[], bigint[], bigint, integer, bigint) AS "
             "SELECT reg.n, v.page, v.txn, v.sum, v.image FROM "
             "(SELECT CASE WHEN $5 = 0 THEN (SELECT count(*) FROM steppe_store WHERE name = $1 AND fence = $6) "
             "ELSE (SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $5) END AS n) reg LEFT JOIN LATERAL "
+            "(SELECT p.* FROM unnest($2, $3) AS c(first, last) CROSS JOIN LATERAL "
             "(SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
-            "WHERE store = $1 AND page >= $2 AND page < $3 AND txn <= $4 ORDER BY page, txn DESC) v ON true",
+            "WHERE store = $1 AND page >= c.first AND page < c.last AND txn <= $4 ORDER BY page, txn DESC) p) v ON true",
             {}, false);
         const bool prepared = r != nullptr;
         PQclear(r);
@@ -524,6 +593,7 @@ struct pg_store::fetcher {
     }
 
     static constexpr std::size_t ahead_slots = 256;
+    static constexpr std::size_t pages_per_query = 256;  // up to 1 MiB of images a query
     const pg_store& store;
     std::unique_ptr<pg_connection> conn;
     request requests[request_slots];
@@ -555,8 +625,8 @@ pg_store::~pg_store() {
 }
 
 std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& opts) {
-    if (opts.salvage) throw error(errc::invalid_argument, pg_shown_url(url) + ": salvage is for a store's log file; a PostgreSQL "
-                                                                "store has none (the server recovers its own log)");
+    if (opts.salvage && opts.read_only)
+        throw error(errc::invalid_argument, pg_shown_url(url) + ": salvage changes the store; it needs a writable open");
     if (opts.exclusive_create && (opts.read_only || !opts.create))
         throw error(errc::invalid_argument, pg_shown_url(url) + ": exclusive_create needs a writable open with create");
     std::unique_ptr<pg_store> s(new pg_store(parse_pg_address(url), opts));
@@ -566,12 +636,16 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     else s->open_as_writer();
     s->counters_ = std::make_unique<counters>();
     s->open_cache_file();
+    // Room for the store to double; pages past it are served by C3's claim
+    // or the server, unchecked by P6's map (check() still adds them up).
+    s->versions_ = std::make_unique<pg_version_map>(std::max<page_no>(2 * s->page_count_, 1u << 16));
     s->cache_ = std::make_unique<cache>(s->address_.cache_bytes);
     const bool from_standby = opts.read_only && s->address_.pages_from_standby;  // P5
     auto fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
                                                  s->address_.shown);
     if (from_standby) s->wait_for_standby(*fetch);
     s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch));
+    s->verify_digest();
     return s;
 }
 
@@ -581,9 +655,14 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
 void pg_store::wait_for_standby(pg_connection& fetch) const {
     const auto deadline = std::chrono::steady_clock::now() + address_.fault_wait;
     const std::string id = std::to_string(reader_id_);
-    while (fetch.exec("waiting for the standby to replay this reader's registration",
-                      "SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $2", {address_.store, id})
-               .integer(0, 0) == 0) {
+    const char* what = "waiting for the standby to replay this reader's registration";
+    // A standby that has not replayed the tables' creation yet lags too.
+    auto replayed = [&] {
+        return fetch.exec(what, "SELECT to_regclass('steppe_reader') IS NOT NULL").text(0, 0) == "t" &&
+               fetch.exec(what, "SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $2", {address_.store, id})
+                       .integer(0, 0) != 0;
+    };
+    while (!replayed()) {
         if (std::chrono::steady_clock::now() >= deadline)
             throw error(errc::io,
                         path_ + ": the standby (PostgreSQL backend " + std::to_string(fetch.backend_pid()) +
@@ -596,14 +675,33 @@ void pg_store::wait_for_standby(pg_connection& fetch) const {
 }
 
 namespace {
-bool tables_exist(pg_connection& c) {
-    return !c.exec("looking for steppe's tables", "SELECT to_regclass('steppe_store')").is_null(0, 0);
+// Whether steppe's tables are there, and of format 2 (steppe_store has the
+// digest column, P6) or from before it.
+enum class tables { none, without_digest, current };
+tables tables_in(pg_connection& c) {
+    pg_result r = c.exec("looking for steppe's tables",
+                         "SELECT to_regclass('steppe_store') IS NOT NULL, EXISTS (SELECT 1 FROM pg_attribute WHERE "
+                         "attrelid = to_regclass('steppe_store') AND attname = 'digest' AND NOT attisdropped)");
+    if (r.text(0, 0) != "t") return tables::none;
+    return r.text(0, 1) == "t" ? tables::current : tables::without_digest;
 }
 }  // namespace
 
 void pg_store::set_up_session() {
     control_->exec("setting the session up", "SET bytea_output = 'hex'");
     if (!opts_.durable) control_->exec("setting the session up", "SET synchronous_commit = off");
+}
+
+// A commit's last statement (commit_transaction), prepared once a session
+// (the tables exist by then): planned once, not at every commit.
+void pg_store::prepare_commit() {
+    control_->exec("preparing the commit statement",
+                   "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, bigint[], numeric) AS "
+                   "WITH superseded AS (SELECT coalesce(sum(o.txn), 0) AS d FROM unnest($6) AS n(page) CROSS "
+                   "JOIN LATERAL (SELECT txn FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
+                   "txn DESC LIMIT 1) o), row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, digest "
+                   "= digest + $7 - (SELECT d FROM superseded) WHERE name = $1 RETURNING name) "
+                   "SELECT pg_notify('steppe', $5) FROM row");
 }
 
 void pg_store::ensure_tables() {
@@ -613,7 +711,13 @@ void pg_store::ensure_tables() {
     control_->exec(what, "BEGIN");
     try {
         control_->exec(what, "SELECT pg_advisory_xact_lock(1398031440)");
-        if (tables_exist(*control_)) {  // the usual case: nothing to make, and no ALTER's exclusive lock
+        const tables found = tables_in(*control_);
+        if (found == tables::current) {  // the usual case: nothing to make, and no ALTER's exclusive lock
+            control_->exec(what, "COMMIT");
+            return;
+        }
+        if (found == tables::without_digest) {  // format 1's tables: its store rows are upgraded as they open
+            control_->exec(what, "ALTER TABLE steppe_store ADD COLUMN IF NOT EXISTS digest numeric NOT NULL DEFAULT 0");
             control_->exec(what, "COMMIT");
             return;
         }
@@ -621,7 +725,7 @@ void pg_store::ensure_tables() {
                        "CREATE TABLE IF NOT EXISTS steppe_store (name text PRIMARY KEY, "
                        "id integer GENERATED ALWAYS AS IDENTITY UNIQUE, store_id text NOT NULL, "
                        "format integer NOT NULL, txn bigint NOT NULL, page_count bigint NOT NULL, "
-                       "meta bytea NOT NULL, fence bigint NOT NULL)");
+                       "meta bytea NOT NULL, fence bigint NOT NULL, digest numeric NOT NULL DEFAULT 0)");
         control_->exec(what,
                        "CREATE TABLE IF NOT EXISTS steppe_page (store text NOT NULL, page bigint NOT NULL, "
                        "txn bigint NOT NULL, sum integer NOT NULL, image bytea NOT NULL, "
@@ -640,10 +744,15 @@ void pg_store::ensure_tables() {
 }
 
 void pg_store::adopt_store_row(const pg_result& row) {
-    // Columns: id, store_id, format, txn, page_count, meta, fence.
-    if (row.integer(0, 2) != pg_format)
+    // Columns: id, store_id, format, txn, page_count, meta, fence, digest.
+    // Format 1 is read as it is (no digest); a writer's open upgrades it.
+    if (row.integer(0, 2) != pg_format && row.integer(0, 2) != pg_format_without_digest)
         throw error(errc::version, path_ + ": the store is of steppe's PostgreSQL format " + row.text(0, 2) +
                                        "; this build reads format " + std::to_string(pg_format));
+    digest_known_ = row.integer(0, 2) == pg_format;
+    if (digest_known_ && !parse_digest(row.text(0, 7), digest_))
+        throw error(errc::corrupt, path_ + ": the store's row in steppe_store is damaged (its digest is " +
+                                       row.text(0, 7) + ", not a count); run `steppe check " + path_ + "`");
     store_key_ = row.integer(0, 0);
     store_id_ = row.text(0, 1);
     txn_seq_ = std::uint64_t(row.integer(0, 3));
@@ -659,12 +768,13 @@ void pg_store::adopt_store_row(const pg_result& row) {
 }
 
 namespace {
-constexpr const char* store_columns = "id, store_id, format, txn, page_count, meta, fence";
+constexpr const char* store_columns = "id, store_id, format, txn, page_count, meta, fence, digest";
 }  // namespace
 
 void pg_store::open_as_writer() {
-    if (opts_.create) ensure_tables();
-    else if (!tables_exist(*control_)) throw error(errc::not_found, "store " + path_ + " does not exist");
+    const tables found = tables_in(*control_);
+    if (found == tables::none && !opts_.create) throw error(errc::not_found, "store " + path_ + " does not exist");
+    if (found != tables::current) ensure_tables();
     const std::string select = std::string("SELECT ") + store_columns + " FROM steppe_store WHERE name = $1";
     pg_result row = control_->exec("reading the store's row", select.c_str(), {address_.store});
     if (row.rows() == 0) {
@@ -732,10 +842,63 @@ void pg_store::open_as_writer() {
                                        ", past the store's newest commit " + std::to_string(txn_seq_) +
                                        " in steppe_store (P1); the next commit would take it for its own, so no "
                                        "writer opens the store: run `steppe check " + path_ + "`");
+    if (!digest_known_) upgrade_format();
+    prepare_commit();
+}
+
+// P6 for a format-1 store: its digest, added up from the versions as they
+// are (there is nothing older to check them against), and format 2.
+void pg_store::upgrade_format() {
+    const char* sql =
+        "UPDATE steppe_store SET format = $3, digest = (SELECT coalesce(sum(v.txn), 0) FROM (SELECT DISTINCT ON "
+        "(page) txn FROM steppe_page WHERE store = $1 AND txn <= $2 ORDER BY page, txn DESC) v) WHERE name = $1 AND "
+        "fence = $4 RETURNING digest";
+    pg_result row = control_->exec("bringing the store to format 2", sql,
+                                   {address_.store, std::to_string(txn_seq_), std::to_string(pg_format),
+                                    std::to_string(fence_)});
+    if (row.rows() == 0)
+        throw error(errc::locked, path_ + ": another writer took the store over while this one opened it");
+    if (!parse_digest(row.text(0, 0), digest_))
+        throw error(errc::corrupt, path_ + ": the digest made for the store's row is " + row.text(0, 0));
+    digest_known_ = true;
+}
+
+// P6: what open's version map added up to against the store row. A writer
+// opened with salvage takes the versions as they are and says so.
+void pg_store::verify_digest() {
+    if (!digest_known_ || !versions_->loaded() || loaded_digest_ == digest_) return;
+    const std::string what = path_ + ": the newest page versions at commit " + std::to_string(txn_seq_) +
+                             " do not add up to the store row's digest (P6: recorded " + digest_text(digest_) +
+                             ", found " + digest_text(loaded_digest_) + "): ";
+    const std::string why = loaded_digest_ < digest_
+                                ? "a page's newest version is missing from steppe_page (a row deleted, or the table "
+                                  "restored from an older copy than steppe_store)"
+                                : "steppe_page holds versions no commit made (added by hand, or copied from another "
+                                  "store)";
+    if (!opts_.salvage || opts_.read_only)
+        throw error(errc::corrupt, what + why + "; no page of it is read as if it were whole. `steppe recover " +
+                                       path_ + "` takes the versions as they are (the missing pages read as their "
+                                               "older versions, or zeros)");
+    control_->exec("taking the versions as they are",
+                   "UPDATE steppe_store SET digest = $2 WHERE name = $1 AND fence = $3",
+                   {address_.store, digest_text(loaded_digest_), std::to_string(fence_)});
+    salvage_report_ = what + why + "; the store now holds its versions as they are (the digest was set to " +
+                      digest_text(loaded_digest_) + ")";
+    digest_ = loaded_digest_;
 }
 
 void pg_store::open_as_reader() {
-    if (!tables_exist(*control_)) throw error(errc::not_found, "store " + path_ + " does not exist");
+    switch (tables_in(*control_)) {
+    case tables::none:
+        throw error(errc::not_found, "store " + path_ + " does not exist");
+    case tables::without_digest:
+        throw error(errc::version, path_ + ": steppe's tables in this database are of PostgreSQL format " +
+                                       std::to_string(pg_format_without_digest) + "; this build reads format " +
+                                       std::to_string(pg_format) +
+                                       ": open the store once for writing, which brings them up to date");
+    case tables::current:
+        break;
+    }
     const char* what = "registering a reader";
     control_->exec(what, "BEGIN");
     try {
@@ -811,13 +974,18 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
         case pg_cache_file::lookup::absent:
             break;
         }
-        if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
-            counters::add(counters_->zero_pages);
-            std::memset(out, 0, page_size);
-            return true;
-        }
+    }
+    if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
+        counters::add(counters_->zero_pages);
+        std::memset(out, 0, page_size);
+        return true;
     }
     return fetcher_->fetch(page, read_around, snapshot, out, why);
+}
+
+bool pg_store::named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept {
+    const std::uint64_t named = versions_->newest(page);
+    return named == pg_version_map::unknown || named > snapshot || named == txn;
 }
 
 bool pg_store::read_page_nothrow(page_no page, std::byte* out, read_failure* why, bool read_around) const noexcept {
@@ -861,8 +1029,6 @@ void pg_store::open_cache_file() {
     if (!bytes_of_hex(store_id_, key_.store_id, sizeof key_.store_id))
         throw error(errc::corrupt, path_ + ": the store's id in steppe_store is not 32 hex digits: " + store_id_);
     key_.row = std::uint64_t(store_key_);
-    // Room for the store to double; pages past it are served by C3's claim or the server.
-    versions_ = std::make_unique<pg_version_map>(std::max<page_no>(2 * page_count_, 1u << 16));
 }
 
 void pg_store::write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
@@ -892,10 +1058,9 @@ void pg_store::remember_images(std::span<const page_image> pages, std::span<cons
     for (const auto& p : pages) {
         std::memcpy(copy.data(), p.data, page_size);  // outside the slot's lock: p.data may be a store page
         cache_->replace(p.page, copy.data());
-        if (versions_) versions_->set(p.page, txn, page_checksum(copy.data(), page_size));
+        versions_->set(p.page, txn, page_checksum(copy.data(), page_size));
         write_slot(p.page, txn, txn, copy.data());
     }
-    if (!versions_) return;
     for (page_no page : spilled_only) {
         read_failure why;
         const bool read = read_spilled(page, copy.data(), &why) == spilled_read::read;
@@ -926,6 +1091,15 @@ void pg_store::ensure_usable() const {
 }
 
 namespace {
+// The pages a commit writes, as a PostgreSQL array literal.
+std::string page_array(std::span<const page_image> pages, std::span<const page_no> spilled_only) {
+    std::string out = "{";
+    for (const auto& p : pages) out += std::to_string(p.page) + ",";
+    for (page_no page : spilled_only) out += std::to_string(page) + ",";
+    if (out.size() > 1) out.pop_back();
+    return out + "}";
+}
+
 // One COPY text line: store, page, txn, sum, image as bytea hex.
 void copy_line(std::string& out, const std::string& store, page_no page, std::uint64_t txn, const std::byte* image) {
     out += store;
@@ -945,6 +1119,7 @@ bool pg_store::reconnect_control() {
     if (!control_->reconnect()) return false;
     lock_lost_ = true;  // a new session holds no advisory lock
     set_up_session();
+    prepare_commit();
     return true;
 }
 
@@ -1003,12 +1178,18 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
             throw error(errc::locked, path_ + ": another session holds the writer's lock; this handle can no longer "
                                               "commit");
         sent = copy_rows(pages, spilled_only, txn);
-        // The row and the readers' notice in one statement: one round trip.
-        control_->exec(what,
-                       "WITH row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4 WHERE name = $1 "
-                       "RETURNING name) SELECT pg_notify('steppe', $5) FROM row",
-                       {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
-                        address_.store + " " + std::to_string(txn)});
+        // The row, its digest (P6: this commit's number for each page it
+        // wrote, less the numbers of the versions they supersede, read from
+        // the rows as stored) and the readers' notice in one statement: one
+        // round trip.
+        const std::size_t written = pages.size() + spilled_only.size();
+        PGresult* moved = control_->try_exec_prepared(
+            "steppe_move_row",
+            {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
+             address_.store + " " + std::to_string(txn), page_array(pages, spilled_only),
+             digest_text(pg_digest(txn) * written)});
+        if (!moved) control_->fail_last(what);
+        PQclear(moved);
         sent_commit = true;
         control_->exec(what, "COMMIT");
     } catch (const error& e) {
@@ -1220,7 +1401,7 @@ std::vector<std::string> pg_store::check() const {
     std::vector<std::string> findings = check_cache_file();
     const std::string at = path_ + ": ";
     pg_result row = control_->exec("checking the store",
-                                   "SELECT txn, page_count, format, length(meta) FROM steppe_store WHERE name = $1",
+                                   "SELECT txn, page_count, format, length(meta), digest FROM steppe_store WHERE name = $1",
                                    {address_.store});
     if (row.rows() == 0) return {at + "the store's row in steppe_store is gone"};
     const std::uint64_t newest = std::uint64_t(row.integer(0, 0));
@@ -1231,9 +1412,44 @@ std::vector<std::string> pg_store::check() const {
     if (row.integer(0, 1) < 0 || count > max_pages) findings.push_back(damaged + "it has " + row.text(0, 1) + " pages");
     if (row.integer(0, 3) != std::int64_t(meta_size))
         findings.push_back(damaged + "meta of " + row.text(0, 3) + " bytes, not " + std::to_string(meta_size));
-    if (row.integer(0, 2) != pg_format)
+    if (row.integer(0, 2) != pg_format && row.integer(0, 2) != pg_format_without_digest)
         findings.push_back(at + "the store's row in steppe_store is of format " + row.text(0, 2) +
                            "; this build reads format " + std::to_string(pg_format));
+    pg_digest recorded = 0;
+    bool has_digest = row.integer(0, 2) == pg_format;
+    if (has_digest && !parse_digest(row.text(0, 4), recorded)) {
+        findings.push_back(damaged + "its digest is " + row.text(0, 4) + ", not a count");
+        has_digest = false;
+    }
+    // P6: the digest added up again, and each page's version at this
+    // handle's snapshot against its version map (which names the page).
+    pg_digest found = 0;
+    const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
+    // Only while the versions the map names are kept for this handle: its
+    // registration (a reader's) or its fence (a writer's) still there.
+    const bool map_holds =
+        versions_->loaded() &&
+        control_
+                ->exec("checking page versions",
+                       reader_id_ ? "SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $2::integer"
+                                  : "SELECT count(*) FROM steppe_store WHERE name = $1 AND fence = $2::bigint",
+                       {address_.store, std::to_string(reader_id_ ? reader_id_ : fence_)})
+                .integer(0, 0) != 0;
+    std::vector<bool> with_rows(map_holds ? std::min<page_no>(page_count_, versions_->capacity()) : 0);
+    page_no page_seen = ~page_no{0};
+    std::uint64_t newest_of_page = 0, at_snapshot = 0;
+    auto page_done = [&] {
+        if (page_seen == ~page_no{0}) return;
+        if (page_seen < with_rows.size()) with_rows[page_seen] = true;
+        found += newest_of_page;
+        if (map_holds && !named_version(page_seen, at_snapshot, snapshot))
+            findings.push_back(at + "page " + std::to_string(page_seen) + " at commit " + std::to_string(snapshot) +
+                               " is the version of commit " + std::to_string(versions_->newest(page_seen)) +
+                               " (P6: as this handle loaded it at open), but steppe_page holds " +
+                               (at_snapshot ? "the version of commit " + std::to_string(at_snapshot)
+                                            : std::string("no version")) +
+                               " there: a version row was deleted or added outside steppe");
+    };
     // Every version of every page, by ranges of pages so memory stays bounded.
     const auto last = control_->exec("checking page versions",
                                      "SELECT coalesce(max(page), -1) FROM steppe_page WHERE store = $1", {address_.store})
@@ -1249,6 +1465,13 @@ std::vector<std::string> pg_store::check() const {
             const page_no page = page_no(rows.binary_integer(r, 0));
             const auto txn = std::uint64_t(rows.binary_integer(r, 1));
             const auto sum = std::uint32_t(rows.binary_integer(r, 2));
+            if (page != page_seen) {
+                page_done();
+                page_seen = page;
+                newest_of_page = at_snapshot = 0;
+            }
+            if (txn <= newest) newest_of_page = txn;
+            if (txn <= snapshot) at_snapshot = txn;
             const std::string where = at + "page " + std::to_string(page) + " version of commit " + std::to_string(txn);
             if (rows.size(r, 3) != page_size)
                 findings.push_back(where + " is " + std::to_string(rows.size(r, 3)) + " bytes, not " +
@@ -1264,6 +1487,20 @@ std::vector<std::string> pg_store::check() const {
                 findings.push_back(where + " is past the store's " + std::to_string(count) + " pages");
         }
     }
+    page_done();
+    if (map_holds)  // pages with no version row at all, where the map names one
+        for (page_no page = 0; page < with_rows.size(); ++page)
+            if (!with_rows[page] && versions_->newest(page) != 0 && versions_->newest(page) <= snapshot)
+                findings.push_back(at + "page " + std::to_string(page) + " at commit " + std::to_string(snapshot) +
+                                   " is the version of commit " + std::to_string(versions_->newest(page)) +
+                                   " (P6: as this handle loaded it at open), but steppe_page holds no version of it");
+    if (has_digest && found != recorded)
+        findings.push_back(at + "the newest page versions at commit " + std::to_string(newest) +
+                           " do not add up to the store row's digest (P6: recorded " + digest_text(recorded) +
+                           ", found " + digest_text(found) + "): " +
+                           (found < recorded ? "a page's newest version is missing from steppe_page (a row deleted, "
+                                               "or the table restored from an older copy than steppe_store)"
+                                             : "steppe_page holds versions no commit made"));
     pg_result readers = control_->exec("checking readers", "SELECT id, txn FROM steppe_reader WHERE store = $1 AND txn > $2",
                                        {address_.store, row.text(0, 0)});
     for (int r = 0; r < readers.rows(); ++r)

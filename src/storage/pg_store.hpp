@@ -17,7 +17,7 @@
 // standby among them (P5).
 //
 // Tables (made on first use, shared by the database's stores):
-//   steppe_store  (name, store_id, format, txn, page_count, meta, fence)
+//   steppe_store  (name, store_id, format, txn, page_count, meta, fence, digest)
 //                 one row per store: its newest commit
 //   steppe_page   (store, page, txn, sum, image)  every kept page version;
 //                 version txn of a page holds from commit txn on
@@ -48,6 +48,21 @@
 //       in commit order, so it holds every version the snapshot needs, and
 //       collection's deletes reach it in that order too (P3's check in the
 //       fetch then holds there). A writer always reads from the primary.
+//  (P6) the store row's digest is the sum, over the pages that have a
+//       version at or below its txn, of the commit number of the page's
+//       newest such version; a commit adds its number once per page it
+//       writes and takes away the numbers of the versions they supersede
+//       (read from the rows as stored), in the statement that moves the
+//       store row (P1). Collection drops
+//       no newest version, so leaves it as it is. A newest version deleted
+//       (by hand, or lost in a restore of steppe_page older than
+//       steppe_store) leaves an older one or none, of a smaller number (a
+//       version added by hand, a larger one): the digest no longer adds up.
+//       (A damaged image or sum is P4's: that page alone fails its read.) Open loads every
+//       page's newest version at its snapshot (the version map) and adds
+//       it up: a mismatch is corrupt (a writer opened with salvage takes
+//       the versions as they are); every fetch then checks that it got
+//       the version the map names, and check() adds the digest up again.
 //
 // Reads never run libpq in the caller's thread: read_page_nothrow may run in
 // a fault handler, so it looks in a verified-image cache in memory, then in
@@ -73,6 +88,9 @@
 namespace steppe::storage {
 
 class pg_connection;
+
+// P6: a store row's digest (up to 2^32 pages' commit numbers added up).
+__extension__ typedef unsigned __int128 pg_digest;
 
 // What a store URL says: libpq's part, the store's name and steppe's own
 // parameters. Throws invalid_argument naming what is wrong.
@@ -148,6 +166,7 @@ private:
     void open_as_reader();
     void wait_for_standby(pg_connection& fetch) const;
     void set_up_session();
+    void prepare_commit();
     bool reconnect_control();
     void ensure_tables();
     std::uint64_t commit_transaction(std::span<const page_image> pages, std::span<const page_no> spilled_only,
@@ -155,9 +174,15 @@ private:
     std::uint64_t copy_rows(std::span<const page_image> pages, std::span<const page_no> spilled_only,
                             std::uint64_t txn);
     void adopt_store_row(const class pg_result& row);
+    void upgrade_format();
+    void verify_digest();
     void collect();
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
                       bool with_pending) const noexcept;
+    // P6: whether `txn` (0: none) is the version of `page` at `snapshot` the
+    // version map names; true where it names none (not loaded, past its
+    // capacity, or moved past the snapshot by a commit under way).
+    bool named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept;
     enum class spilled_read { absent, read, failed };
     spilled_read read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept;
     void ensure_usable() const;
@@ -184,6 +209,11 @@ private:
     std::int64_t fence_ = 0;        // the writer's (P2)
     std::int64_t reader_id_ = 0;    // a reader's registration (P3)
     std::string store_id_;
+    // P6: the store row's digest as of the snapshot (digest_known_: the row
+    // has one, format 2), and what open's version map added up to.
+    pg_digest digest_ = 0;
+    bool digest_known_ = false;
+    pg_digest loaded_digest_ = 0;
     // The newest txn this handle reads. C4: whatever moves it (a commit; a
     // reader refreshed in place) must first bring versions_ to the new
     // snapshot, or the cache file hands out versions the map no longer names

@@ -704,7 +704,9 @@ TEST_F(PgAttackTest, ADamagedStoreRowIsCorruptNotReadAsAStore) {
         {"meta = '\\x00'::bytea", errc::corrupt, "meta of 1 bytes"},
         {"meta = meta || '\\x00'::bytea", errc::corrupt, "meta of 257 bytes"},
         {"txn = -3", errc::corrupt, "commit -3"},
-        {"format = 2", errc::version, "format 2"},
+        {"format = 3", errc::version, "format 3"},
+        {"digest = digest + 1", errc::corrupt, "do not add up to the store row's digest"},
+        {"digest = -1", errc::corrupt, "its digest is -1"},
     };
     for (const damage& d : cases) {
         SCOPED_TRACE(d.set);
@@ -723,6 +725,102 @@ TEST_F(PgAttackTest, ADamagedStoreRowIsCorruptNotReadAsAStore) {
         EXPECT_EQ(check.exit_code, 1) << check.out;
         EXPECT_CONTAINS(check.out, "1 finding");
         EXPECT_CONTAINS(check.out, d.says);
+    }
+}
+
+// P6: a page's newest version deleted (by hand, or lost with steppe_page
+// restored from an older copy than steppe_store) is not read as the page:
+// its older version would be, or zeros if it had none. Open refuses the
+// store, naming the digest; a handle opened before the damage is told
+// when it reads the page, and its check() names the page; `steppe check`
+// reports it; `steppe recover` takes the versions as they are.
+TEST_F(PgAttackTest, ADeletedNewestVersionIsCorruptNeverAnOlderPageOrZeros) {
+    const std::string only = server->url(name + "_only");
+    {
+        auto s = open();
+        test::commit_filled(*s, 1, 8);
+        test::commit_filled(*s, 2, 8);
+        test::commit_filled(*open(only), 1, 8);
+    }
+    auto held = open(url, true);  // no cache (cache_file_mib=0; 16 MiB in memory, but nothing read yet)
+    server->sql("DELETE FROM steppe_page WHERE store = '" + name + "' AND page = 3 AND txn = 2; DELETE FROM "
+                "steppe_page WHERE store = '" + name + "_only' AND page = 5");
+    std::vector<std::byte> page(storage::page_size);
+    EXPECT_ERROR(errc::corrupt, "page 3 at commit 2: steppe_page holds the version of commit 1 there, not that of "
+                 "commit 2", held->read_page(3, page.data()));
+    EXPECT_ERROR(errc::corrupt, "a version row was deleted", held->read_page(3, page.data()));  // again: not cached
+    held->read_page(4, page.data());
+    EXPECT_EQ(page[0], std::byte{2});
+    auto findings = held->check();
+    ASSERT_EQ(findings.size(), 2u) << ::testing::PrintToString(findings);
+    EXPECT_CONTAINS(findings[0], "page 3 at commit 2 is the version of commit 2");
+    EXPECT_CONTAINS(findings[1], "do not add up to the store row's digest (P6: recorded 16, found 15)");
+    held.reset();
+    for (const std::string& at : {url, only}) {
+        SCOPED_TRACE(at);
+        EXPECT_ERROR(errc::corrupt, "a page's newest version is missing from steppe_page", open(at, true));
+        EXPECT_ERROR(errc::corrupt, "do not add up to the store row's digest", open(at, false));
+        auto check = test::run_cli("check '" + at + "'");
+        EXPECT_EQ(check.exit_code, 1) << check.out;
+        EXPECT_CONTAINS(check.out, "do not add up");
+        auto recover = test::run_cli("recover '" + at + "'");
+        EXPECT_EQ(recover.exit_code, 0) << recover.out;
+        EXPECT_CONTAINS(recover.out, "the store now holds its versions as they are");
+        auto s = open(at, true);
+        EXPECT_EQ(s->check(), std::vector<std::string>{});
+    }
+    auto s = open(url, true);
+    s->read_page(3, page.data());
+    EXPECT_EQ(page[0], std::byte{1}) << "recovered: the older version, as the report says";
+    open(only, true)->read_page(5, page.data());
+    EXPECT_EQ(page[0], std::byte{0}) << "recovered: zeros, as the report says";
+}
+
+// P6 the other way: a version added by hand (copied from another page, its
+// sum fitting its image) is not taken for a commit's.
+TEST_F(PgAttackTest, AVersionAddedByHandIsCorruptNotRead) {
+    {
+        auto s = open();
+        test::commit_filled(*s, 1, 8);
+        std::vector<std::byte> image(storage::page_size, std::byte{7});
+        const storage::page_image zero{0, image.data()};
+        s->commit({&zero, 1}, s->meta());
+    }
+    auto held = open(url, true);
+    server->sql("INSERT INTO steppe_page SELECT store, 1, txn, sum, image FROM steppe_page WHERE store = '" + name +
+                "' AND page = 0 AND txn = 2");
+    std::vector<std::byte> page(storage::page_size);
+    EXPECT_ERROR(errc::corrupt, "steppe_page holds the version of commit 2 there", held->read_page(1, page.data()));
+    EXPECT_ERROR(errc::corrupt, "steppe_page holds versions no commit made", open(url, true));
+    EXPECT_ERROR(errc::corrupt, "steppe_page holds versions no commit made", open(url, false));
+    auto check = test::run_cli("check '" + url + "'");
+    EXPECT_EQ(check.exit_code, 1) << check.out;
+    EXPECT_CONTAINS(check.out, "recorded 9, found 10");
+}
+
+// Format 1 (before P6's digest): a reader is told to let a writer open it
+// first; the writer brings the tables and the store row up to date, adding
+// the digest up from the versions as they are; then everything checks.
+TEST_F(PgAttackTest, AFormatOneStoreIsBroughtUpToDateByItsFirstWriter) {
+    {
+        auto s = open();
+        test::commit_filled(*s, 1, 8);
+        test::commit_filled(*s, 2, 4);
+    }
+    server->sql("ALTER TABLE steppe_store DROP COLUMN digest; UPDATE steppe_store SET format = 1");
+    EXPECT_ERROR(errc::version, "open the store once for writing", open(url, true));
+    {
+        auto s = open();
+        EXPECT_EQ(s->check(), std::vector<std::string>{});
+        test::commit_filled(*s, 3, 2);
+    }
+    EXPECT_EQ(server->sql("SELECT format, digest FROM steppe_store WHERE name = '" + name + "'"), "2|14\n");
+    auto r = open(url, true);
+    EXPECT_EQ(r->check(), std::vector<std::string>{});
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < 8; ++p) {
+        r->read_page(p, page.data());
+        EXPECT_EQ(page[0], std::byte(p < 2 ? 3 : p < 4 ? 2 : 1)) << "page " << p;
     }
 }
 

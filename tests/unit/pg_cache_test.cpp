@@ -297,8 +297,8 @@ TEST_F(PgCacheTest, StoresSharingAFileOrANameNeverMix) {
     }
     const std::string from = name + "_b", to = name + "_c";
     server->sql("INSERT INTO steppe_page SELECT '" + to + "', page, txn, sum, image FROM steppe_page WHERE store = '" +
-                from + "'; INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence) SELECT '" +
-                to + "', store_id, format, txn, page_count, meta, fence FROM steppe_store WHERE name = '" + from + "'");
+                from + "'; INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence, digest) "
+                "SELECT '" + to + "', store_id, format, txn, page_count, meta, fence, digest FROM steppe_store WHERE name = '" + from + "'");
     auto c = open(false, file, name + "_c");
     EXPECT_EQ(test::filled_problem(*c, 2), "");
     EXPECT_EQ(c->cache_counters().file_hits, 0u);  // another row: b's slots are not its
@@ -317,8 +317,8 @@ TEST_F(PgCacheTest, AStoreTakenBackInTimeIsNotServedItsOldFuture) {
         test::commit_filled(*w, 1, pages);
         test::commit_filled(*w, 2, pages);  // the slots hold commit 2's bytes
     }
-    server->sql("DELETE FROM steppe_page WHERE store = '" + name + "' AND txn = 2; UPDATE steppe_store SET txn = 1 "
-                "WHERE name = '" + name + "'");
+    server->sql("DELETE FROM steppe_page WHERE store = '" + name + "' AND txn = 2; UPDATE steppe_store SET txn = 1, "
+                "digest = " + std::to_string(pages) + " WHERE name = '" + name + "'");  // P6: as of commit 1
     {  // commit 2 again, other bytes, by a writer without the file
         storage::options o;
         auto elsewhere = pg_store::open(server->url(name), o);

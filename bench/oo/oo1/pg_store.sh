@@ -61,8 +61,9 @@ pristine() {
   else
     psql "DELETE FROM steppe_page WHERE store = 'ins'; DELETE FROM steppe_store WHERE name = 'ins';
           INSERT INTO steppe_page SELECT 'ins', page, txn, sum, image FROM steppe_page WHERE store = 'oo1';
-          INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence)
-            SELECT 'ins', md5(random()::text), format, txn, page_count, meta, fence FROM steppe_store WHERE name = 'oo1'"
+          INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence, digest)
+            SELECT 'ins', md5(random()::text), format, txn, page_count, meta, fence, digest FROM steppe_store
+            WHERE name = 'oo1'"
     echo "${url/store=oo1/store=ins}"
   fi
 }
