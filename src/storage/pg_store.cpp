@@ -312,13 +312,19 @@ struct pg_store::fetcher {
     // says why).
     void load_versions() {
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
+        // A writer reads every page's newest version, past its commit too:
+        // one there is P1 broken, which open refuses (verify_versions), and
+        // the scan open would otherwise make for it is this one.
+        const bool writer = store.reader_id_ == 0;
         pg_result rows = conn->exec(
             "reading the page versions of the snapshot",
             "SELECT (SELECT system_identifier FROM pg_control_system()), reg.n, v.page, v.txn, v.sum FROM "
             "(SELECT count(*) AS n FROM steppe_reader WHERE store = $1 AND id = $3) reg LEFT JOIN LATERAL "
             "(SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 AND txn <= $2 "
             "ORDER BY page, txn DESC) v ON true",
-            {store.address_.store, std::to_string(snapshot), std::to_string(store.reader_id_)}, true);
+            {store.address_.store, writer ? std::to_string(INT64_MAX) : std::to_string(snapshot),
+             std::to_string(store.reader_id_)},
+            true);
         auto& key = const_cast<pg_cache_key&>(store.key_);  // set once here, before any thread reads it
         key.server = std::uint64_t(rows.binary_integer(0, 0));
         if (store.reader_id_ != 0 && rows.binary_integer(0, 1) == 0) return;  // the fetch will say why
@@ -327,6 +333,10 @@ struct pg_store::fetcher {
             if (rows.is_null(i, 2)) continue;
             const auto txn = std::uint64_t(rows.binary_integer(i, 3));
             const auto sum = std::uint32_t(rows.binary_integer(i, 4));
+            if (txn > snapshot) {
+                const_cast<pg_store&>(store).past_version_ = {page_no(rows.binary_integer(i, 2)), txn};
+                return;
+            }
             store.versions_->set(page_no(rows.binary_integer(i, 2)), txn, sum);
             digest += txn;
         }
@@ -645,7 +655,7 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
                                                  s->address_.shown);
     if (from_standby) s->wait_for_standby(*fetch);
     s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch));
-    s->verify_digest();
+    s->verify_versions();
     return s;
 }
 
@@ -830,18 +840,6 @@ void pg_store::open_as_writer() {
     const std::string take = std::string("UPDATE steppe_store SET fence = fence + 1 WHERE name = $1 RETURNING ") +
                              store_columns;
     adopt_store_row(control_->exec("taking the writer's fence", take.c_str(), {address_.store}));
-    // P1 says no version is past the store row's commit. One that is (the
-    // store row restored from an older copy than steppe_page, a row added
-    // by hand) would become part of the next commit, which is to write
-    // versions of that number: refuse rather than adopt it.
-    pg_result past = control_->exec("looking for versions past the newest commit",
-                                    "SELECT page, txn FROM steppe_page WHERE store = $1 AND txn > $2 LIMIT 1",
-                                    {address_.store, std::to_string(txn_seq_)});
-    if (past.rows() != 0)
-        throw error(errc::corrupt, path_ + ": page " + past.text(0, 0) + " has a version of commit " + past.text(0, 1) +
-                                       ", past the store's newest commit " + std::to_string(txn_seq_) +
-                                       " in steppe_store (P1); the next commit would take it for its own, so no "
-                                       "writer opens the store: run `steppe check " + path_ + "`");
     if (!digest_known_) upgrade_format();
     prepare_commit();
 }
@@ -865,7 +863,17 @@ void pg_store::upgrade_format() {
 
 // P6: what open's version map added up to against the store row. A writer
 // opened with salvage takes the versions as they are and says so.
-void pg_store::verify_digest() {
+void pg_store::verify_versions() {
+    // P1 says no version is past the store row's commit. One that is (the
+    // store row restored from an older copy than steppe_page, a row added
+    // by hand) would become part of the next commit, which is to write
+    // versions of that number: refuse rather than adopt it.
+    if (past_version_.second != 0)
+        throw error(errc::corrupt, path_ + ": page " + std::to_string(past_version_.first) + " has a version of commit " +
+                                       std::to_string(past_version_.second) + ", past the store's newest commit " +
+                                       std::to_string(txn_seq_) +
+                                       " in steppe_store (P1); the next commit would take it for its own, so no "
+                                       "writer opens the store: run `steppe check " + path_ + "`");
     if (!digest_known_ || !versions_->loaded() || loaded_digest_ == digest_) return;
     const std::string what = path_ + ": the newest page versions at commit " + std::to_string(txn_seq_) +
                              " do not add up to the store row's digest (P6: recorded " + digest_text(digest_) +
