@@ -719,14 +719,12 @@ long file_store::read_main_page(page_no page, std::byte* out, bool read_around) 
         // are used together, so read the aligned cluster around it in one
         // I/O, as the kernel's read-around does for a file mapped with mmap.
         if (read_around) {
-            cached_in_a_row_.store(0, std::memory_order_relaxed);
             const auto cluster = around_.miss(offset);
             main_->will_need(cluster.start, cluster.bytes);
         }
         n = main_->read_at_nothrow(offset, out, page_size);
     } else if (read_around && n >= 0) {
         around_.hit(offset);
-        if (!main_file_warm()) cached_in_a_row_.fetch_add(1, std::memory_order_relaxed);
     }
     if (n >= 0) std::memset(out + n, 0, page_size - static_cast<std::size_t>(n));
     return n;
@@ -793,11 +791,8 @@ void file_store::prefetch(page_no page) const noexcept {
     bool in_log = find_pending(page, logged);
     if (!in_log && wal_index_.find(page, e)) in_log = true, logged = {log_index::unpack(e.where), e.sum};
     if (in_log) wal_->will_need(logged.at.offset, logged.at.diff ? logged.at.diff_bytes : page_size);
-    // A difference is made from the main file's page. While the fault path's
-    // reads keep finding the main file in the page cache, it is not asked
-    // for: the hint would cost a system call and find the page there.
-    if ((in_log ? logged.at.diff : page < page_count_) && !main_file_warm())
-        main_->will_need(physical_page(page) * page_size, page_size);
+    // A difference is made from the main file's page.
+    if (in_log ? logged.at.diff : page < page_count_) main_->will_need(physical_page(page) * page_size, page_size);
 }
 
 void file_store::read_page(page_no page, std::byte* out) const {

@@ -151,17 +151,6 @@ private:
     // What a page read that misses the page cache brings in around it
     // (read_around.hpp): sized by what it was worth so far.
     mutable read_around around_;
-    // Fault-path reads of the main file in a row that found their page in
-    // the page cache (read_main_page), counted up to warm_streak. From there
-    // on prefetch() asks the OS for no main-file page: on a warm cache each
-    // posix_fadvise is a system call that finds its page there already. The
-    // next read that misses the page cache sets it back to 0, and the hints
-    // with it. Lock-free, async-signal-safe; racing faults only blur it.
-    static constexpr std::uint32_t warm_streak = 64;
-    mutable std::atomic<std::uint32_t> cached_in_a_row_{0};
-    bool main_file_warm() const noexcept {
-        return cached_in_a_row_.load(std::memory_order_relaxed) >= warm_streak;
-    }
     // The append buffer is kept for the next write up to this many frames
     // (the page engine writes at most 1,024 pages at a time but for its
     // last commit chunk with the heap's and blobs' pages).
