@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "storage/io.hpp"
