@@ -895,43 +895,39 @@ void pg_store::verify_versions() {
     digest_ = loaded_digest_;
 }
 
+// P3 in one round trip: one implicit transaction that LISTENs (from its
+// commit on, every commit of the store notifies this session, for
+// wait_for_commit), reads the store row under its share lock (so no
+// collection, which locks it for update, runs until the registration is
+// visible, and no commit lands between the snapshot and the LISTEN), and
+// registers under a session advisory lock of its own. The name is a
+// literal: valid_store_name lets no quote into it.
 void pg_store::open_as_reader() {
-    switch (tables_in(*control_)) {
-    case tables::none:
-        throw error(errc::not_found, "store " + path_ + " does not exist");
-    case tables::without_digest:
-        throw error(errc::version, path_ + ": steppe's tables in this database are of PostgreSQL format " +
-                                       std::to_string(pg_format_without_digest) + "; this build reads format " +
-                                       std::to_string(pg_format) +
-                                       ": open the store once for writing, which brings them up to date");
-    case tables::current:
-        break;
+    const std::string name = "'" + address_.store + "'";
+    const std::string script =
+        std::string("LISTEN steppe; WITH s AS (SELECT ") + store_columns + " FROM steppe_store WHERE name = " + name +
+        " FOR SHARE), r AS (SELECT nextval('steppe_reader_id')::integer AS id), l AS (SELECT pg_advisory_lock(" +
+        std::to_string(reader_class) + ", (SELECT id FROM r))), i AS (INSERT INTO steppe_reader (store, id, txn) "
+        "SELECT " + name + ", r.id, s.txn FROM s, r RETURNING id) SELECT s.*, (SELECT id FROM i), (SELECT count(*) "
+        "FROM l) FROM s";
+    PGresult* raw = control_->try_exec_script(script);
+    if (!raw) {
+        switch (tables_in(*control_)) {  // what is missing, if anything
+        case tables::none:
+            throw error(errc::not_found, "store " + path_ + " does not exist");
+        case tables::without_digest:
+            throw error(errc::version, path_ + ": steppe's tables in this database are of PostgreSQL format " +
+                                           std::to_string(pg_format_without_digest) + "; this build reads format " +
+                                           std::to_string(pg_format) +
+                                           ": open the store once for writing, which brings them up to date");
+        case tables::current:
+            control_->fail_last("registering a reader");
+        }
     }
-    const char* what = "registering a reader";
-    control_->exec(what, "BEGIN");
-    try {
-        // P3: under the row's share lock no collection (which locks it for
-        // update) runs until the registration is visible.
-        const std::string select = std::string("SELECT ") + store_columns +
-                                   " FROM steppe_store WHERE name = $1 FOR SHARE";
-        pg_result row = control_->exec(what, select.c_str(), {address_.store});
-        if (row.rows() == 0) throw error(errc::not_found, "store " + path_ + " does not exist");
-        adopt_store_row(row);
-        reader_id_ = control_->exec(what, "SELECT nextval('steppe_reader_id')").integer(0, 0);
-        const std::string id = std::to_string(reader_id_);
-        control_->exec(what, "SELECT pg_advisory_lock($1, $2)", {std::to_string(reader_class), id});
-        control_->exec(what, "INSERT INTO steppe_reader (store, id, txn) VALUES ($1, $2, $3)",
-                       {address_.store, id, std::to_string(txn_seq_)});
-        // From this commit on, every commit of the store notifies this
-        // session (wait_for_commit): a writer's commit locks the row for
-        // update, so none lands between the snapshot and the LISTEN.
-        control_->exec(what, "LISTEN steppe");
-        control_->exec(what, "COMMIT");
-    } catch (...) {
-        control_->rollback();
-        reader_id_ = 0;
-        throw;
-    }
+    pg_result row(raw);
+    if (row.rows() == 0) throw error(errc::not_found, "store " + path_ + " does not exist");
+    adopt_store_row(row);
+    reader_id_ = row.integer(0, 8);
 }
 
 int pg_store::backend_pid() const noexcept { return control_->backend_pid(); }
