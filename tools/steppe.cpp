@@ -97,6 +97,18 @@ std::unique_ptr<steppe::engine> open_engine(const std::string& path, const stepp
     return objects ? steppe::open_object_engine(path, o) : steppe::open_page_engine(path, o);
 }
 
+// A store in PostgreSQL has no log or commit mark (the server keeps its own
+// log); its readers are registrations, not local processes.
+int info_postgres(const steppe::storage::info& i) {
+    std::printf("versions     %llu bytes of page images in steppe_page\n",
+                static_cast<unsigned long long>(i.main_file_bytes));
+    std::printf("last commit  %llu\n", static_cast<unsigned long long>(i.txn_seq));
+    for (const auto& r : i.readers)
+        std::printf("reader       registration %llu at commit %llu\n", static_cast<unsigned long long>(r.pid),
+                    static_cast<unsigned long long>(r.txn));
+    return 0;
+}
+
 int info(const std::string& path) {
     auto s = open_read_only(path);
     auto i = s->describe();
@@ -112,10 +124,13 @@ int info(const std::string& path) {
     } else {
         std::printf("engine       pages\n");
     }
-    std::printf("format       version %u, page size %u\n", i.version, i.page_size);
+    const bool in_postgres = steppe::storage::is_postgres_url(path);
+    std::printf("format       %sversion %u, page size %u\n", in_postgres ? "PostgreSQL tables, " : "", i.version,
+                i.page_size);
     std::printf("store id     %s\n", i.store_id.c_str());
     std::printf("pages        %llu (%.1f MiB)\n", static_cast<unsigned long long>(i.page_count),
                 static_cast<double>(i.page_count) * i.page_size / (1 << 20));
+    if (in_postgres) return info_postgres(i);
     std::printf("main file    %llu bytes\n", static_cast<unsigned long long>(i.main_file_bytes));
     std::printf("log          %s-wal: %llu bytes, generation %llu, %llu bytes in use\n", shown(path).c_str(),
                 static_cast<unsigned long long>(i.wal_file_bytes), static_cast<unsigned long long>(i.wal_generation),

@@ -70,6 +70,14 @@ PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::st
     return nullptr;
 }
 
+PGresult* pg_connection::try_exec_script(const std::string& sql) {
+    PGresult* r = PQexec(conn_, sql.c_str());
+    ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
+    last_failure_.reset(r);
+    return nullptr;
+}
+
 PGresult* pg_connection::try_exec_prepared(const char* name, std::initializer_list<std::string_view> params) {
     text_params p(params);
     PGresult* r = PQexecPrepared(conn_, name, p.count(), p.values.data(), nullptr, nullptr, 1);

@@ -52,6 +52,10 @@ public:
                    bool binary_result = false);
     // The same, without throwing: null when it failed (fail() says why).
     PGresult* try_exec(const char* sql, std::initializer_list<std::string_view> params, bool binary_result);
+    // Several statements without parameters in one round trip (one
+    // implicit transaction unless they say otherwise): the last one's
+    // text-format result; null when one failed (fail_last() says why).
+    PGresult* try_exec_script(const std::string& sql);
     // A statement made by PREPARE, with a binary-format result; null when
     // it failed (fail_last() says why).
     PGresult* try_exec_prepared(const char* name, std::initializer_list<std::string_view> params);

@@ -312,13 +312,19 @@ struct pg_store::fetcher {
     // says why).
     void load_versions() {
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
+        // A writer reads every page's newest version, past its commit too:
+        // one there is P1 broken, which open refuses (verify_versions), and
+        // the scan open would otherwise make for it is this one.
+        const bool writer = store.reader_id_ == 0;
         pg_result rows = conn->exec(
             "reading the page versions of the snapshot",
             "SELECT (SELECT system_identifier FROM pg_control_system()), reg.n, v.page, v.txn, v.sum FROM "
             "(SELECT count(*) AS n FROM steppe_reader WHERE store = $1 AND id = $3) reg LEFT JOIN LATERAL "
             "(SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 AND txn <= $2 "
             "ORDER BY page, txn DESC) v ON true",
-            {store.address_.store, std::to_string(snapshot), std::to_string(store.reader_id_)}, true);
+            {store.address_.store, writer ? std::to_string(INT64_MAX) : std::to_string(snapshot),
+             std::to_string(store.reader_id_)},
+            true);
         auto& key = const_cast<pg_cache_key&>(store.key_);  // set once here, before any thread reads it
         key.server = std::uint64_t(rows.binary_integer(0, 0));
         if (store.reader_id_ != 0 && rows.binary_integer(0, 1) == 0) return;  // the fetch will say why
@@ -328,6 +334,10 @@ struct pg_store::fetcher {
             const auto txn = std::uint64_t(rows.binary_integer(i, 3));
             const auto sum = std::uint32_t(rows.binary_integer(i, 4));
             const auto page = page_no(rows.binary_integer(i, 2));
+            if (txn > snapshot) {
+                const_cast<pg_store&>(store).past_version_ = {page, txn};
+                return;
+            }
             store.versions_->set(page, txn, sum);
             digest += pg_digest_term(page, txn);
         }
@@ -646,7 +656,7 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
                                                  s->address_.shown);
     if (from_standby) s->wait_for_standby(*fetch);
     s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch));
-    s->verify_digest();
+    s->verify_versions();
     return s;
 }
 
@@ -698,8 +708,8 @@ void pg_store::set_up_session() {
 void pg_store::prepare_commit() {
     control_->exec("preparing the commit statement",
                    "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, bigint[], numeric) AS "
-                   "WITH superseded AS (SELECT coalesce(sum(o.txn::numeric * (n.page + 1)), 0) AS d FROM unnest($6) AS n(page) CROSS "
-                   "JOIN LATERAL (SELECT txn FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
+                   "WITH superseded AS (SELECT coalesce(sum(o.txn::numeric * (n.page + 1)), 0) AS d FROM "
+                   "unnest($6) AS n(page) CROSS JOIN LATERAL (SELECT txn FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
                    "txn DESC LIMIT 1) o), row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, digest "
                    "= digest + $7 - (SELECT d FROM superseded) WHERE name = $1 RETURNING name) "
                    "SELECT pg_notify('steppe', $5) FROM row");
@@ -831,18 +841,6 @@ void pg_store::open_as_writer() {
     const std::string take = std::string("UPDATE steppe_store SET fence = fence + 1 WHERE name = $1 RETURNING ") +
                              store_columns;
     adopt_store_row(control_->exec("taking the writer's fence", take.c_str(), {address_.store}));
-    // P1 says no version is past the store row's commit. One that is (the
-    // store row restored from an older copy than steppe_page, a row added
-    // by hand) would become part of the next commit, which is to write
-    // versions of that number: refuse rather than adopt it.
-    pg_result past = control_->exec("looking for versions past the newest commit",
-                                    "SELECT page, txn FROM steppe_page WHERE store = $1 AND txn > $2 LIMIT 1",
-                                    {address_.store, std::to_string(txn_seq_)});
-    if (past.rows() != 0)
-        throw error(errc::corrupt, path_ + ": page " + past.text(0, 0) + " has a version of commit " + past.text(0, 1) +
-                                       ", past the store's newest commit " + std::to_string(txn_seq_) +
-                                       " in steppe_store (P1); the next commit would take it for its own, so no "
-                                       "writer opens the store: run `steppe check " + path_ + "`");
     if (!digest_known_) upgrade_format();
     prepare_commit();
 }
@@ -852,8 +850,8 @@ void pg_store::open_as_writer() {
 void pg_store::upgrade_format() {
     const char* sql =
         "UPDATE steppe_store SET format = $3, digest = (SELECT coalesce(sum(v.txn::numeric * (v.page + 1)), 0) FROM "
-        "(SELECT DISTINCT ON (page) page, txn FROM steppe_page WHERE store = $1 AND txn <= $2 ORDER BY page, txn DESC) v) WHERE name = $1 AND "
-        "fence = $4 RETURNING digest";
+        "(SELECT DISTINCT ON (page) page, txn FROM steppe_page WHERE store = $1 AND txn <= $2 ORDER BY page, txn DESC) "
+        "v) WHERE name = $1 AND fence = $4 RETURNING digest";
     pg_result row = control_->exec("bringing the store to format 2", sql,
                                    {address_.store, std::to_string(txn_seq_), std::to_string(pg_format),
                                     std::to_string(fence_)});
@@ -866,7 +864,17 @@ void pg_store::upgrade_format() {
 
 // P6: what open's version map added up to against the store row. A writer
 // opened with salvage takes the versions as they are and says so.
-void pg_store::verify_digest() {
+void pg_store::verify_versions() {
+    // P1 says no version is past the store row's commit. One that is (the
+    // store row restored from an older copy than steppe_page, a row added
+    // by hand) would become part of the next commit, which is to write
+    // versions of that number: refuse rather than adopt it.
+    if (past_version_.second != 0)
+        throw error(errc::corrupt, path_ + ": page " + std::to_string(past_version_.first) + " has a version of commit " +
+                                       std::to_string(past_version_.second) + ", past the store's newest commit " +
+                                       std::to_string(txn_seq_) +
+                                       " in steppe_store (P1); the next commit would take it for its own, so no "
+                                       "writer opens the store: run `steppe check " + path_ + "`");
     if (!digest_known_ || !versions_->loaded() || loaded_digest_ == digest_) return;
     const std::string what = path_ + ": the newest page versions at commit " + std::to_string(txn_seq_) +
                              " do not add up to the store row's digest (P6: recorded " + digest_text(digest_) +
@@ -888,43 +896,39 @@ void pg_store::verify_digest() {
     digest_ = loaded_digest_;
 }
 
+// P3 in one round trip: one implicit transaction that LISTENs (from its
+// commit on, every commit of the store notifies this session, for
+// wait_for_commit), reads the store row under its share lock (so no
+// collection, which locks it for update, runs until the registration is
+// visible, and no commit lands between the snapshot and the LISTEN), and
+// registers under a session advisory lock of its own. The name is a
+// literal: valid_store_name lets no quote into it.
 void pg_store::open_as_reader() {
-    switch (tables_in(*control_)) {
-    case tables::none:
-        throw error(errc::not_found, "store " + path_ + " does not exist");
-    case tables::without_digest:
-        throw error(errc::version, path_ + ": steppe's tables in this database are of PostgreSQL format " +
-                                       std::to_string(pg_format_without_digest) + "; this build reads format " +
-                                       std::to_string(pg_format) +
-                                       ": open the store once for writing, which brings them up to date");
-    case tables::current:
-        break;
+    const std::string name = "'" + address_.store + "'";
+    const std::string script =
+        std::string("LISTEN steppe; WITH s AS (SELECT ") + store_columns + " FROM steppe_store WHERE name = " + name +
+        " FOR SHARE), r AS (SELECT nextval('steppe_reader_id')::integer AS id), l AS (SELECT pg_advisory_lock(" +
+        std::to_string(reader_class) + ", (SELECT id FROM r))), i AS (INSERT INTO steppe_reader (store, id, txn) "
+        "SELECT " + name + ", r.id, s.txn FROM s, r RETURNING id) SELECT s.*, (SELECT id FROM i), (SELECT count(*) "
+        "FROM l) FROM s";
+    PGresult* raw = control_->try_exec_script(script);
+    if (!raw) {
+        switch (tables_in(*control_)) {  // what is missing, if anything
+        case tables::none:
+            throw error(errc::not_found, "store " + path_ + " does not exist");
+        case tables::without_digest:
+            throw error(errc::version, path_ + ": steppe's tables in this database are of PostgreSQL format " +
+                                           std::to_string(pg_format_without_digest) + "; this build reads format " +
+                                           std::to_string(pg_format) +
+                                           ": open the store once for writing, which brings them up to date");
+        case tables::current:
+            control_->fail_last("registering a reader");
+        }
     }
-    const char* what = "registering a reader";
-    control_->exec(what, "BEGIN");
-    try {
-        // P3: under the row's share lock no collection (which locks it for
-        // update) runs until the registration is visible.
-        const std::string select = std::string("SELECT ") + store_columns +
-                                   " FROM steppe_store WHERE name = $1 FOR SHARE";
-        pg_result row = control_->exec(what, select.c_str(), {address_.store});
-        if (row.rows() == 0) throw error(errc::not_found, "store " + path_ + " does not exist");
-        adopt_store_row(row);
-        reader_id_ = control_->exec(what, "SELECT nextval('steppe_reader_id')").integer(0, 0);
-        const std::string id = std::to_string(reader_id_);
-        control_->exec(what, "SELECT pg_advisory_lock($1, $2)", {std::to_string(reader_class), id});
-        control_->exec(what, "INSERT INTO steppe_reader (store, id, txn) VALUES ($1, $2, $3)",
-                       {address_.store, id, std::to_string(txn_seq_)});
-        // From this commit on, every commit of the store notifies this
-        // session (wait_for_commit): a writer's commit locks the row for
-        // update, so none lands between the snapshot and the LISTEN.
-        control_->exec(what, "LISTEN steppe");
-        control_->exec(what, "COMMIT");
-    } catch (...) {
-        control_->rollback();
-        reader_id_ = 0;
-        throw;
-    }
+    pg_result row(raw);
+    if (row.rows() == 0) throw error(errc::not_found, "store " + path_ + " does not exist");
+    adopt_store_row(row);
+    reader_id_ = row.integer(0, 8);
 }
 
 int pg_store::backend_pid() const noexcept { return control_->backend_pid(); }

@@ -180,7 +180,7 @@ private:
                             std::uint64_t txn);
     void adopt_store_row(const class pg_result& row);
     void upgrade_format();
-    void verify_digest();
+    void verify_versions();
     void collect();
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
                       bool with_pending) const noexcept;
@@ -220,6 +220,7 @@ private:
     pg_digest digest_ = 0;
     bool digest_known_ = false;
     pg_digest loaded_digest_ = 0;
+    std::pair<page_no, std::uint64_t> past_version_{0, 0};  // P1 broken: a version past the store row (writers)
     // The newest txn this handle reads. C4: whatever moves it (a commit; a
     // reader refreshed in place) must first bring versions_ to the new
     // snapshot, or the cache file hands out versions the map no longer names

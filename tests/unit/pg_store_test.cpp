@@ -334,6 +334,10 @@ TEST_F(PgStoreTest, ToolsReadAStoreInPostgreSQL) {
     }
     auto info = test::run_cli("info '" + url + "'");
     EXPECT_EQ(info.exit_code, 0) << info.out;
+    EXPECT_NE(info.out.find("PostgreSQL tables, version 2"), std::string::npos) << info.out;
+    EXPECT_NE(info.out.find("bytes of page images in steppe_page"), std::string::npos) << info.out;
+    EXPECT_EQ(info.out.find("-wal"), std::string::npos) << "a store in PostgreSQL has no log: " << info.out;
+    EXPECT_EQ(info.out.find("commit mark"), std::string::npos) << info.out;
     auto check = test::run_cli("check '" + url + "'");
     EXPECT_EQ(check.exit_code, 0) << check.out;
     EXPECT_NE(check.out.find("0 findings"), std::string::npos) << check.out;
