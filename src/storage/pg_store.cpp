@@ -333,12 +333,13 @@ struct pg_store::fetcher {
             if (rows.is_null(i, 2)) continue;
             const auto txn = std::uint64_t(rows.binary_integer(i, 3));
             const auto sum = std::uint32_t(rows.binary_integer(i, 4));
+            const auto page = page_no(rows.binary_integer(i, 2));
             if (txn > snapshot) {
-                const_cast<pg_store&>(store).past_version_ = {page_no(rows.binary_integer(i, 2)), txn};
+                const_cast<pg_store&>(store).past_version_ = {page, txn};
                 return;
             }
-            store.versions_->set(page_no(rows.binary_integer(i, 2)), txn, sum);
-            digest += txn;
+            store.versions_->set(page, txn, sum);
+            digest += pg_digest_term(page, txn);
         }
         store.versions_->publish();
     }
@@ -707,8 +708,8 @@ void pg_store::set_up_session() {
 void pg_store::prepare_commit() {
     control_->exec("preparing the commit statement",
                    "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, bigint[], numeric) AS "
-                   "WITH superseded AS (SELECT coalesce(sum(o.txn), 0) AS d FROM unnest($6) AS n(page) CROSS "
-                   "JOIN LATERAL (SELECT txn FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
+                   "WITH superseded AS (SELECT coalesce(sum(o.txn::numeric * (n.page + 1)), 0) AS d FROM "
+                   "unnest($6) AS n(page) CROSS JOIN LATERAL (SELECT txn FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
                    "txn DESC LIMIT 1) o), row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, digest "
                    "= digest + $7 - (SELECT d FROM superseded) WHERE name = $1 RETURNING name) "
                    "SELECT pg_notify('steppe', $5) FROM row");
@@ -848,9 +849,9 @@ void pg_store::open_as_writer() {
 // are (there is nothing older to check them against), and format 2.
 void pg_store::upgrade_format() {
     const char* sql =
-        "UPDATE steppe_store SET format = $3, digest = (SELECT coalesce(sum(v.txn), 0) FROM (SELECT DISTINCT ON "
-        "(page) txn FROM steppe_page WHERE store = $1 AND txn <= $2 ORDER BY page, txn DESC) v) WHERE name = $1 AND "
-        "fence = $4 RETURNING digest";
+        "UPDATE steppe_store SET format = $3, digest = (SELECT coalesce(sum(v.txn::numeric * (v.page + 1)), 0) FROM "
+        "(SELECT DISTINCT ON (page) page, txn FROM steppe_page WHERE store = $1 AND txn <= $2 ORDER BY page, txn DESC) "
+        "v) WHERE name = $1 AND fence = $4 RETURNING digest";
     pg_result row = control_->exec("bringing the store to format 2", sql,
                                    {address_.store, std::to_string(txn_seq_), std::to_string(pg_format),
                                     std::to_string(fence_)});
@@ -962,29 +963,36 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
         msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
         return false;
     }
-    if (cache_->find(page, out)) {
-        counters::add(counters_->memory_hits);
-        return true;
-    }
-    const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
-    if (file_) {
-        switch (file_->find(key_, page, snapshot, *versions_, out)) {
-        case pg_cache_file::lookup::hit:
-            counters::add(counters_->file_hits);
+    for (int attempt = 0;; ++attempt) {
+        if (cache_->find(page, out)) {
+            counters::add(counters_->memory_hits);
             return true;
-        case pg_cache_file::lookup::rejected:
-            counters::add(counters_->file_rejects);
-            break;
-        case pg_cache_file::lookup::absent:
-            break;
         }
+        const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
+        if (file_) {
+            switch (file_->find(key_, page, snapshot, *versions_, out)) {
+            case pg_cache_file::lookup::hit:
+                counters::add(counters_->file_hits);
+                return true;
+            case pg_cache_file::lookup::rejected:
+                counters::add(counters_->file_rejects);
+                break;
+            case pg_cache_file::lookup::absent:
+                break;
+            }
+        }
+        if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
+            counters::add(counters_->zero_pages);
+            std::memset(out, 0, page_size);
+            return true;
+        }
+        const bool ok = fetcher_->fetch(page, read_around, snapshot, out, why);
+        // The writer read on another thread while a commit returned: the
+        // collection after it may have dropped the versions of `snapshot`
+        // before the fetch ran (it then found none: zeros, which the map,
+        // moved past the snapshot, could not refuse). Read again at the new one.
+        if (snapshot_.load(std::memory_order_acquire) == snapshot || attempt >= 100) return ok;
     }
-    if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
-        counters::add(counters_->zero_pages);
-        std::memset(out, 0, page_size);
-        return true;
-    }
-    return fetcher_->fetch(page, read_around, snapshot, out, why);
 }
 
 bool pg_store::named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept {
@@ -1186,7 +1194,9 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
         // wrote, less the numbers of the versions they supersede, read from
         // the rows as stored) and the readers' notice in one statement: one
         // round trip.
-        const std::size_t written = pages.size() + spilled_only.size();
+        pg_digest written = 0;  // this commit's terms: the digest's weights of the pages it writes
+        for (const auto& p : pages) written += pg_digest_term(p.page, 1);
+        for (page_no page : spilled_only) written += pg_digest_term(page, 1);
         PGresult* moved = control_->try_exec_prepared(
             "steppe_move_row",
             {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
@@ -1403,6 +1413,24 @@ storage::memory pg_store::memory_bytes() const noexcept {
 
 std::vector<std::string> pg_store::check() const {
     std::vector<std::string> findings = check_cache_file();
+    // The store row, the versions (read in several statements) and the
+    // readers as of one instant: a commit or a collection landing between
+    // two statements is no finding (REPEATABLE READ: one snapshot).
+    const char* what = "checking the store";
+    control_->exec(what, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    try {
+        auto more = check_rows();
+        control_->exec(what, "COMMIT");
+        findings.insert(findings.end(), more.begin(), more.end());
+    } catch (...) {
+        control_->rollback();
+        throw;
+    }
+    return findings;
+}
+
+std::vector<std::string> pg_store::check_rows() const {
+    std::vector<std::string> findings;
     const std::string at = path_ + ": ";
     pg_result row = control_->exec("checking the store",
                                    "SELECT txn, page_count, format, length(meta), digest FROM steppe_store WHERE name = $1",
@@ -1445,7 +1473,7 @@ std::vector<std::string> pg_store::check() const {
     auto page_done = [&] {
         if (page_seen == ~page_no{0}) return;
         if (page_seen < with_rows.size()) with_rows[page_seen] = true;
-        found += newest_of_page;
+        if (newest_of_page) found += pg_digest_term(page_seen, newest_of_page);
         if (map_holds && !named_version(page_seen, at_snapshot, snapshot))
             findings.push_back(at + "page " + std::to_string(page_seen) + " at commit " + std::to_string(snapshot) +
                                " is the version of commit " + std::to_string(versions_->newest(page_seen)) +

@@ -50,14 +50,15 @@
 //       fetch then holds there). A writer always reads from the primary.
 //  (P6) the store row's digest is the sum, over the pages that have a
 //       version at or below its txn, of the commit number of the page's
-//       newest such version; a commit adds its number once per page it
-//       writes and takes away the numbers of the versions they supersede
-//       (read from the rows as stored), in the statement that moves the
-//       store row (P1). Collection drops
+//       newest such version times (page + 1) (pg_digest_term); a commit
+//       adds its terms for the pages it writes and takes away those of the
+//       versions they supersede (read from the rows as stored), in the
+//       statement that moves the store row (P1). Collection drops
 //       no newest version, so leaves it as it is. A newest version deleted
 //       (by hand, or lost in a restore of steppe_page older than
 //       steppe_store) leaves an older one or none, of a smaller number (a
-//       version added by hand, a larger one): the digest no longer adds up.
+//       version added by hand, a larger one; a version moved to another
+//       page number, another weight): the digest no longer adds up.
 //       (A damaged image or sum is P4's: that page alone fails its read.) Open loads every
 //       page's newest version at its snapshot (the version map) and adds
 //       it up: a mismatch is corrupt (a writer opened with salvage takes
@@ -89,8 +90,12 @@ namespace steppe::storage {
 
 class pg_connection;
 
-// P6: a store row's digest (up to 2^32 pages' commit numbers added up).
+// P6: a store row's digest (up to 2^32 pages' terms added up, each below 2^95).
 __extension__ typedef unsigned __int128 pg_digest;
+// A page's term in the digest: its newest version's commit number times
+// (page + 1), so a version moved to another page number changes the sum
+// (a sum of bare commit numbers would not see it).
+inline pg_digest pg_digest_term(page_no page, std::uint64_t txn) { return pg_digest(txn) * (pg_digest(page) + 1); }
 
 // What a store URL says: libpq's part, the store's name and steppe's own
 // parameters. Throws invalid_argument naming what is wrong.
@@ -191,6 +196,7 @@ private:
                             std::uint64_t txn);
     void remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only, std::uint64_t txn);
     std::vector<std::string> check_cache_file() const;
+    std::vector<std::string> check_rows() const;  // check()'s, in its one-snapshot transaction
     void write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
                     const std::byte* image) const noexcept;
 

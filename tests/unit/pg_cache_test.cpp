@@ -318,7 +318,7 @@ TEST_F(PgCacheTest, AStoreTakenBackInTimeIsNotServedItsOldFuture) {
         test::commit_filled(*w, 2, pages);  // the slots hold commit 2's bytes
     }
     server->sql("DELETE FROM steppe_page WHERE store = '" + name + "' AND txn = 2; UPDATE steppe_store SET txn = 1, "
-                "digest = " + std::to_string(pages) + " WHERE name = '" + name + "'");  // P6: as of commit 1
+                "digest = " + std::to_string(pages * (pages + 1) / 2) + " WHERE name = '" + name + "'");  // P6: as of commit 1
     {  // commit 2 again, other bytes, by a writer without the file
         storage::options o;
         auto elsewhere = pg_store::open(server->url(name), o);
