@@ -88,6 +88,14 @@ protected:
                         "store = '" + name + "' AND txn <= (SELECT txn FROM steppe_store WHERE name = '" + name +
                         "') ORDER BY page, txn DESC) v");
     }
+    // P6 refused at open, for a reader and a writer, and by `steppe check`.
+    void expect_refused(const std::string& at, const std::string& writer_says = "do not add up") {
+        EXPECT_ERROR(errc::corrupt, "do not add up", open(at, true));
+        EXPECT_ERROR(errc::corrupt, writer_says, open(at, false));
+        auto check = test::run_cli("check '" + at + "'");
+        EXPECT_EQ(check.exit_code, 1) << check.out;
+        EXPECT_CONTAINS(check.out, "do not add up");
+    }
     void expect_digest_adds_up() {
         EXPECT_EQ(recorded_digest(), versions_digest()) << "P6: the store row's digest drifted from its versions";
     }
@@ -288,11 +296,7 @@ TEST_F(PgDigestAttackTest, AVersionWhoseCommitNumberWasChangedIsNeverReadAsTheCo
         }
         EXPECT_FALSE(held->check().empty());
         held.reset();
-        EXPECT_ERROR(errc::corrupt, "do not add up", open(at, true));
-        EXPECT_ERROR(errc::corrupt, "do not add up", open(at, false));
-        auto check = test::run_cli("check '" + at + "'");
-        EXPECT_EQ(check.exit_code, 1) << check.out;
-        EXPECT_CONTAINS(check.out, "do not add up");
+        expect_refused(at);
     }
 }
 
@@ -315,11 +319,7 @@ TEST_F(PgDigestAttackTest, AStoreRowRestoredFromAnOlderCopyIsNeverReadAsWhole) {
     }
     server->sql("UPDATE steppe_store s SET txn = o.txn, page_count = o.page_count, meta = o.meta, digest = o.digest "
                 "FROM saved_row_" + name + " o WHERE s.name = '" + name + "'");
-    EXPECT_ERROR(errc::corrupt, "past the store's newest commit 3", open(url, false));
-    EXPECT_ERROR(errc::corrupt, "do not add up", open(url, true));
-    auto check = test::run_cli("check '" + url + "'");
-    EXPECT_EQ(check.exit_code, 1) << check.out;
-    EXPECT_CONTAINS(check.out, "do not add up");
+    expect_refused(url, "past the store's newest commit 3");
 }
 
 // Read-ahead among damaged versions: a reader opened before the damage is
@@ -380,11 +380,7 @@ TEST_F(PgDigestAttackTest, AVersionMovedToAnotherPageIsNotReadAsThatPage) {
     EXPECT_EQ(page[0], std::byte{0});
     EXPECT_ERROR(errc::corrupt, "page 9", held->read_page(9, page.data()));
     EXPECT_GE(held->check().size(), 2u);
-    EXPECT_ERROR(errc::corrupt, "do not add up", open(url, true));
-    EXPECT_ERROR(errc::corrupt, "do not add up", open(url, false));
-    auto check = test::run_cli("check '" + url + "'");
-    EXPECT_EQ(check.exit_code, 1) << check.out;
-    EXPECT_CONTAINS(check.out, "do not add up");
+    expect_refused(url);
 }
 
 }  // namespace
