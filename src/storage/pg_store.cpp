@@ -365,7 +365,7 @@ struct pg_store::fetcher {
         }
         r->page = page;
         r->first = around ? page / fetch_cluster * fetch_cluster : page;
-        r->last = std::min(around ? r->first + fetch_cluster : page + 1, std::max(store.page_count_, page + 1));
+        r->last = std::min(around ? r->first + fetch_cluster : page + 1, std::max(store.pages_.load(std::memory_order_relaxed), page + 1));
         r->snapshot = snapshot;
         r->state.store(asked, std::memory_order_release);
         work.fetch_add(1, std::memory_order_acq_rel);
@@ -423,7 +423,7 @@ struct pg_store::fetcher {
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
         for (auto& slot : ahead) {
             const std::uint64_t v = slot.exchange(0, std::memory_order_acq_rel);
-            if (v != 0 && v - 1 < store.page_count_ && !store.cache_->contains(v - 1) &&
+            if (v != 0 && v - 1 < store.pages_.load(std::memory_order_relaxed) && !store.cache_->contains(v - 1) &&
                 !ahead_from_file(v - 1, epoch, snapshot))
                 pages.push_back(v - 1);
         }
@@ -768,6 +768,7 @@ void pg_store::adopt_store_row(const pg_result& row) {
     store_id_ = row.text(0, 1);
     txn_seq_ = std::uint64_t(row.integer(0, 3));
     page_count_ = page_no(row.integer(0, 4));
+    pages_.store(page_count_, std::memory_order_relaxed);
     fence_ = row.integer(0, 6);
     auto meta = bytea_of(row, 0, 5, path_);
     if (meta.size() != meta_size || row.integer(0, 4) < 0 || page_count_ > max_pages || row.integer(0, 3) < 0)
@@ -957,10 +958,11 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
     if (with_pending) {
         if (auto r = read_spilled(page, out, why); r != spilled_read::absent) return r == spilled_read::read;
     }
-    if (page >= page_count_) {
+    const page_no pages = pages_.load(std::memory_order_relaxed);
+    if (page >= pages) {
         common::fixed_message msg(why->message, sizeof why->message);
         why->code = errc::invalid_argument;
-        msg << path_.c_str() << ": page " << page << " is beyond the store's " << page_count_ << " pages";
+        msg << path_.c_str() << ": page " << page << " is beyond the store's " << pages << " pages";
         return false;
     }
     for (int attempt = 0;; ++attempt) {
@@ -1010,7 +1012,8 @@ bool pg_store::read_committed_page_nothrow(page_no page, std::byte* out, read_fa
 }
 
 void pg_store::prefetch(page_no page) const noexcept {
-    if (cache_->count && page < page_count_ && !cache_->contains(page)) fetcher_->ask_ahead(page);
+    if (cache_->count && page < pages_.load(std::memory_order_relaxed) && !cache_->contains(page))
+        fetcher_->ask_ahead(page);
 }
 
 void pg_store::read_page(page_no page, std::byte* out) const {
@@ -1262,6 +1265,7 @@ void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta)
     remember_committed(pages, spilled_only, txn);  // and the new snapshot
     txn_seq_ = txn;
     page_count_ = count;
+    pages_.store(count, std::memory_order_relaxed);
     meta_ = meta;
     // Spilled pages were committed from the spill file: any cached image of theirs is older.
     if (!spilled_only.empty()) cache_->forget_all();

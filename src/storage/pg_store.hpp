@@ -226,6 +226,9 @@ private:
     // snapshot, or the cache file hands out versions the map no longer names
     // truly (remember_committed does it for commits).
     std::atomic<std::uint64_t> snapshot_{0};
+    // page_count_ as the fetch thread and faults on other threads read it
+    // (a commit on the writer's thread moves it).
+    std::atomic<page_no> pages_{0};
     mutable std::uint64_t newest_heard_ = 0;  // the newest commit a notification named (wait_for_commit)
     std::uint64_t collect_due_ = 0;           // bytes committed since the last collection
     bool poisoned_ = false;
