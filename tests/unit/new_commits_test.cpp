@@ -18,7 +18,7 @@
 
 #include "support/child.hpp"
 #include "support/expect_error.hpp"
-#include "support/pg_server.hpp"
+#include "support/pg_fixture.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace steppe;
@@ -193,18 +193,7 @@ TEST(NewCommitsWithoutATable, TheReaderWaitsItOutAndNoWriterCommitsMeanwhile) {
 INSTANTIATE_TEST_SUITE_P(Stores, NewCommitsTest, ::testing::Values(kind::file, kind::postgresql),
                          [](const auto& info) { return info.param == kind::file ? "file" : "postgresql"; });
 
-class PgReaderTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        std::string why;
-        server = test::pg_server::get(why);
-        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
-        name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    }
-
-    test::pg_server* server = nullptr;
-    std::string name;
-};
+using PgReaderTest = test::pg_test;
 
 // A reader's server gone: wait_for_commit says so (io) rather than "no commit".
 TEST_F(PgReaderTest, WaitingForACommitOnALostConnectionIsAnError) {

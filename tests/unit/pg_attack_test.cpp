@@ -34,7 +34,7 @@
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "support/filled_commits.hpp"
-#include "support/pg_server.hpp"
+#include "support/pg_fixture.hpp"
 #include "support/store_model.hpp"
 
 using namespace steppe;
@@ -50,31 +50,18 @@ bool long_run() {
 }
 int rounds(int usual, int long_rounds) { return long_run() ? long_rounds : usual; }
 
-class PgAttackTest : public ::testing::Test {
+class PgAttackTest : public test::pg_test {
 protected:
     void SetUp() override {
-        std::string why;
-        server = test::pg_server::get(why);
-        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
-        name = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()).substr(0, 60);
-        url = server->url(name);
+        pg_test::SetUp();
+        if (IsSkipped()) return;
         const char* s = std::getenv("STEPPE_SEED");
         seed = s && *s ? std::strtoull(s, nullptr, 10) : std::random_device{}();
         rng.seed(seed);
         std::printf("STEPPE_SEED=%llu\n", static_cast<unsigned long long>(seed));
     }
-    std::unique_ptr<storage::storage> open(const std::string& at, bool read_only = false,
-                                           std::uint64_t checkpoint_bytes = 64ull << 20) {
-        storage::options o;
-        o.read_only = read_only;
-        o.lock_timeout = std::chrono::seconds(10);
-        o.checkpoint_bytes = checkpoint_bytes;
-        return storage::storage::open(at, o);
-    }
+    using pg_test::open;
     std::unique_ptr<storage::storage> open(bool read_only = false) { return open(url, read_only); }
-    static int backend_of(const storage::storage& s) {
-        return dynamic_cast<const storage::pg_store&>(s).backend_pid();
-    }
     // A statement's one number (psql may print a warning line before it:
     // pg_terminate_backend of a backend that has just gone).
     int number_of(const std::string& statement) {
@@ -132,8 +119,6 @@ protected:
     // collects after every commit.
     test::child collecting_writer();
 
-    test::pg_server* server = nullptr;
-    std::string name, url;
     std::uint64_t seed = 0;
     std::mt19937_64 rng;
 };

@@ -25,7 +25,7 @@
 #include "support/child.hpp"
 #include "support/expect_error.hpp"
 #include "support/filled_commits.hpp"
-#include "support/pg_server.hpp"
+#include "support/pg_fixture.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace steppe;
@@ -40,16 +40,15 @@ struct Node {
     Node* next;
 };
 
-class PgCacheTest : public ::testing::Test {
+class PgCacheTest : public test::pg_test {
 protected:
     void SetUp() override {
-        std::string why;
-        server = test::pg_server::get(why);
-        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
-        name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        pg_test::SetUp();
         file = dir.path("pg-pages");
     }
-    // cache_mib=0: no in-memory cache, so every read shows where it came from.
+    // The URL of `store` with the cache file `cache_file` (it hides pg_test's
+    // url, which names none). cache_mib=0: no in-memory cache, so every read
+    // shows where it came from.
     std::string url(const std::string& store, const std::string& cache_file) const {
         return server->url(store, "&cache_mib=0&cache_file_mib=4&cache_file=" + cache_file);
     }
@@ -71,9 +70,8 @@ protected:
         ::close(fd);
     }
 
-    test::pg_server* server = nullptr;
     test::temp_dir dir;
-    std::string name, file;
+    std::string file;
 };
 
 // The point: a second open, and a second process, read warm pages

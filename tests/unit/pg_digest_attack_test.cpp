@@ -35,7 +35,7 @@
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "support/filled_commits.hpp"
-#include "support/pg_server.hpp"
+#include "support/pg_fixture.hpp"
 #include "support/store_model.hpp"
 #include "support/temp_dir.hpp"
 
@@ -55,26 +55,8 @@ struct Node {
     Node* next;
 };
 
-class PgDigestAttackTest : public ::testing::Test {
+class PgDigestAttackTest : public test::pg_test {
 protected:
-    void SetUp() override {
-        std::string why;
-        server = test::pg_server::get(why);
-        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
-        name = std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()).substr(0, 60);
-        url = server->url(name);
-    }
-    std::unique_ptr<storage::storage> open(const std::string& at, bool read_only = false,
-                                           std::uint64_t checkpoint_bytes = 64ull << 20) {
-        storage::options o;
-        o.read_only = read_only;
-        o.lock_timeout = std::chrono::seconds(10);
-        o.checkpoint_bytes = checkpoint_bytes;
-        return storage::storage::open(at, o);
-    }
-    static int backend_of(const storage::storage& s) {
-        return dynamic_cast<const storage::pg_store&>(s).backend_pid();
-    }
     std::string one_line(const std::string& statement) {
         std::string out = server->sql(statement);
         while (!out.empty() && out.back() == '\n') out.pop_back();
@@ -99,9 +81,6 @@ protected:
     void expect_digest_adds_up() {
         EXPECT_EQ(recorded_digest(), versions_digest()) << "P6: the store row's digest drifted from its versions";
     }
-
-    test::pg_server* server = nullptr;
-    std::string name, url;
 };
 
 // Commits `pages` (filled with `fill`), spilling `spilled` first (filled

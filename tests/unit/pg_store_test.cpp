@@ -21,7 +21,7 @@
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "support/filled_commits.hpp"
-#include "support/pg_server.hpp"
+#include "support/pg_fixture.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace steppe;
@@ -42,16 +42,9 @@ long list_length(store& s) {
     return n;
 }
 
-class PgStoreTest : public ::testing::Test {
+// A store of this test's own (the server is the process's).
+class PgStoreTest : public test::pg_test {
 protected:
-    void SetUp() override {
-        std::string why;
-        server = test::pg_server::get(why);
-        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
-        // A store name of this test's own (the server is the process's).
-        name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        url = server->url(name);
-    }
     // A writer waits for the lock a closed or killed writer's session held
     // until the server has seen that session end (milliseconds).
     std::unique_ptr<storage::storage> open(bool read_only = false,
@@ -62,9 +55,6 @@ protected:
         return storage::storage::open(url, o);
     }
     std::uint64_t versions() { return std::stoull(server->sql("SELECT count(*) FROM steppe_page WHERE store = '" + name + "'")); }
-
-    test::pg_server* server = nullptr;
-    std::string name, url;
 };
 
 TEST_F(PgStoreTest, PagesAndMetaSurviveReopening) {
