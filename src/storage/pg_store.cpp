@@ -119,6 +119,17 @@ bool parse_digest(const std::string& text, pg_digest& out) {
     return true;
 }
 
+// The same in every report (open, check) of a store whose newest versions
+// at commit `txn` do not add up to its digest (P6).
+std::string digest_mismatch(const std::string& path, std::uint64_t txn, pg_digest recorded, pg_digest found) {
+    return path + ": the newest page versions at commit " + std::to_string(txn) +
+           " do not add up to the store row's digest (P6: recorded " + digest_text(recorded) + ", found " +
+           digest_text(found) + "): " +
+           (found < recorded ? "a page's newest version is missing from steppe_page (a row deleted, or the table "
+                               "restored from an older copy than steppe_store)"
+                             : "steppe_page holds versions no commit made (added by hand, or copied from another "
+                               "store)");
+}
 
 void copy_message(read_failure* why, errc code, const std::string& text) noexcept {
     why->code = code;
@@ -301,48 +312,9 @@ struct pg_store::fetcher {
 
     fetcher(const pg_store& s, std::unique_ptr<pg_connection> c) : store(s), conn(std::move(c)) {
         if (!prepare()) conn->fail_last("preparing the page fetch");
-        load_versions();
         thread = std::thread([this] { run(); });
     }
 
-    // C4, P6: the server's identity (C2) and the newest version of every
-    // page at the handle's snapshot, in one round trip, added up for the
-    // digest; for a reader only while its registration (P3) keeps those
-    // versions (if it does not, the map stays unloaded: the first fetch
-    // says why).
-    void load_versions() {
-        const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
-        // A writer reads every page's newest version, past its commit too:
-        // one there is P1 broken, which open refuses (verify_versions), and
-        // the scan open would otherwise make for it is this one.
-        const bool writer = store.reader_id_ == 0;
-        pg_result rows = conn->exec(
-            "reading the page versions of the snapshot",
-            "SELECT (SELECT system_identifier FROM pg_control_system()), reg.n, v.page, v.txn, v.sum FROM "
-            "(SELECT count(*) AS n FROM steppe_reader WHERE store = $1 AND id = $3) reg LEFT JOIN LATERAL "
-            "(SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 AND txn <= $2 "
-            "ORDER BY page, txn DESC) v ON true",
-            {store.address_.store, writer ? std::to_string(INT64_MAX) : std::to_string(snapshot),
-             std::to_string(store.reader_id_)},
-            true);
-        auto& key = const_cast<pg_cache_key&>(store.key_);  // set once here, before any thread reads it
-        key.server = std::uint64_t(rows.binary_integer(0, 0));
-        if (store.reader_id_ != 0 && rows.binary_integer(0, 1) == 0) return;  // the fetch will say why
-        auto& digest = const_cast<pg_digest&>(store.loaded_digest_);  // as the key
-        for (int i = 0; i < rows.rows(); ++i) {
-            if (rows.is_null(i, 2)) continue;
-            const auto txn = std::uint64_t(rows.binary_integer(i, 3));
-            const auto sum = std::uint32_t(rows.binary_integer(i, 4));
-            const auto page = page_no(rows.binary_integer(i, 2));
-            if (txn > snapshot) {
-                const_cast<pg_store&>(store).past_version_ = {page, txn};
-                return;
-            }
-            store.versions_->set(page, txn, sum);
-            digest += pg_digest_term(page, txn);
-        }
-        store.versions_->publish();
-    }
     ~fetcher() {
         stop.store(true, std::memory_order_release);
         work.fetch_add(1, std::memory_order_acq_rel);
@@ -655,8 +627,9 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     auto fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
                                                  s->address_.shown);
     if (from_standby) s->wait_for_standby(*fetch);
+    const loaded_versions loaded = s->load_versions(*fetch);
     s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch));
-    s->verify_versions();
+    s->verify_versions(loaded);
     return s;
 }
 
@@ -863,38 +836,68 @@ void pg_store::upgrade_format() {
     digest_known_ = true;
 }
 
+// C4, P6: the server's identity (C2) and the newest version of every page
+// at the handle's snapshot, in one round trip on the fetch connection,
+// added up for the digest; for a reader only while its registration (P3)
+// keeps those versions (if it does not, the map stays unloaded: the first
+// fetch says why). A writer reads every page's newest version, past its
+// commit too: one there is P1 broken, which verify_versions refuses, and
+// the scan open would otherwise make for it is this one.
+pg_store::loaded_versions pg_store::load_versions(pg_connection& conn) {
+    const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
+    const bool writer = reader_id_ == 0;
+    pg_result rows = conn.exec(
+        "reading the page versions of the snapshot",
+        "SELECT (SELECT system_identifier FROM pg_control_system()), reg.n, v.page, v.txn, v.sum FROM "
+        "(SELECT count(*) AS n FROM steppe_reader WHERE store = $1 AND id = $3) reg LEFT JOIN LATERAL "
+        "(SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 AND txn <= $2 "
+        "ORDER BY page, txn DESC) v ON true",
+        {address_.store, writer ? std::to_string(INT64_MAX) : std::to_string(snapshot), std::to_string(reader_id_)},
+        true);
+    key_.server = std::uint64_t(rows.binary_integer(0, 0));  // before the fetch thread starts
+    loaded_versions loaded;
+    if (!writer && rows.binary_integer(0, 1) == 0) return loaded;  // the fetch will say why
+    for (int i = 0; i < rows.rows(); ++i) {
+        if (rows.is_null(i, 2)) continue;
+        const auto txn = std::uint64_t(rows.binary_integer(i, 3));
+        const auto page = page_no(rows.binary_integer(i, 2));
+        if (txn > snapshot) {
+            loaded.past_page = page;
+            loaded.past_txn = txn;
+            return loaded;
+        }
+        versions_->set(page, txn, std::uint32_t(rows.binary_integer(i, 4)));
+        loaded.digest += pg_digest_term(page, txn);
+    }
+    versions_->publish();
+    return loaded;
+}
+
 // P6: what open's version map added up to against the store row. A writer
 // opened with salvage takes the versions as they are and says so.
-void pg_store::verify_versions() {
+void pg_store::verify_versions(const loaded_versions& loaded) {
     // P1 says no version is past the store row's commit. One that is (the
     // store row restored from an older copy than steppe_page, a row added
     // by hand) would become part of the next commit, which is to write
     // versions of that number: refuse rather than adopt it.
-    if (past_version_.second != 0)
-        throw error(errc::corrupt, path_ + ": page " + std::to_string(past_version_.first) + " has a version of commit " +
-                                       std::to_string(past_version_.second) + ", past the store's newest commit " +
+    if (loaded.past_txn != 0)
+        throw error(errc::corrupt, path_ + ": page " + std::to_string(loaded.past_page) + " has a version of commit " +
+                                       std::to_string(loaded.past_txn) + ", past the store's newest commit " +
                                        std::to_string(txn_seq_) +
                                        " in steppe_store (P1); the next commit would take it for its own, so no "
                                        "writer opens the store: run `steppe check " + path_ + "`");
-    if (!digest_known_ || !versions_->loaded() || loaded_digest_ == digest_) return;
-    const std::string what = path_ + ": the newest page versions at commit " + std::to_string(txn_seq_) +
-                             " do not add up to the store row's digest (P6: recorded " + digest_text(digest_) +
-                             ", found " + digest_text(loaded_digest_) + "): ";
-    const std::string why = loaded_digest_ < digest_
-                                ? "a page's newest version is missing from steppe_page (a row deleted, or the table "
-                                  "restored from an older copy than steppe_store)"
-                                : "steppe_page holds versions no commit made (added by hand, or copied from another "
-                                  "store)";
+    if (!digest_known_ || !versions_->loaded() || loaded.digest == digest_) return;
+    const std::string what = digest_mismatch(path_, txn_seq_, digest_, loaded.digest);
     if (!opts_.salvage || opts_.read_only)
-        throw error(errc::corrupt, what + why + "; no page of it is read as if it were whole. `steppe recover " +
+        throw error(errc::corrupt, what + "; no page of it is read as if it were whole. `steppe recover " +
                                        path_ + "` takes the versions as they are (the missing pages read as their "
                                                "older versions, or zeros)");
     control_->exec("taking the versions as they are",
                    "UPDATE steppe_store SET digest = $2 WHERE name = $1 AND fence = $3",
-                   {address_.store, digest_text(loaded_digest_), std::to_string(fence_)});
-    salvage_report_ = what + why + "; the store now holds its versions as they are (the digest was set to " +
-                      digest_text(loaded_digest_) + ")";
-    digest_ = loaded_digest_;
+                   {address_.store, digest_text(loaded.digest), std::to_string(fence_)});
+    salvage_report_ = what + "; the store now holds its versions as they are (the digest was set to " +
+                      digest_text(loaded.digest) + ")";
+    digest_ = loaded.digest;
 }
 
 // P3 in one round trip: one implicit transaction that LISTENs (from its
@@ -1193,8 +1196,8 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
             throw error(errc::locked, path_ + ": another session holds the writer's lock; this handle can no longer "
                                               "commit");
         sent = copy_rows(pages, spilled_only, txn);
-        // The row, its digest (P6: this commit's number for each page it
-        // wrote, less the numbers of the versions they supersede, read from
+        // The row, its digest (P6: this commit's terms for the pages it
+        // wrote, less the terms of the versions they supersede, read from
         // the rows as stored) and the readers' notice in one statement: one
         // round trip.
         pg_digest written = 0;  // this commit's terms: the digest's weights of the pages it writes
@@ -1530,13 +1533,7 @@ std::vector<std::string> pg_store::check_rows() const {
                 findings.push_back(at + "page " + std::to_string(page) + " at commit " + std::to_string(snapshot) +
                                    " is the version of commit " + std::to_string(versions_->newest(page)) +
                                    " (P6: as this handle loaded it at open), but steppe_page holds no version of it");
-    if (has_digest && found != recorded)
-        findings.push_back(at + "the newest page versions at commit " + std::to_string(newest) +
-                           " do not add up to the store row's digest (P6: recorded " + digest_text(recorded) +
-                           ", found " + digest_text(found) + "): " +
-                           (found < recorded ? "a page's newest version is missing from steppe_page (a row deleted, "
-                                               "or the table restored from an older copy than steppe_store)"
-                                             : "steppe_page holds versions no commit made"));
+    if (has_digest && found != recorded) findings.push_back(digest_mismatch(path_, newest, recorded, found));
     pg_result readers = control_->exec("checking readers", "SELECT id, txn FROM steppe_reader WHERE store = $1 AND txn > $2",
                                        {address_.store, row.text(0, 0)});
     for (int r = 0; r < readers.rows(); ++r)

@@ -180,7 +180,14 @@ private:
                             std::uint64_t txn);
     void adopt_store_row(const class pg_result& row);
     void upgrade_format();
-    void verify_versions();
+    // What open's load of the version map found (P6; P1 for a writer).
+    struct loaded_versions {
+        pg_digest digest = 0;
+        page_no past_page = 0;       // a version past the store row (writers),
+        std::uint64_t past_txn = 0;  // 0: none
+    };
+    loaded_versions load_versions(pg_connection& conn);
+    void verify_versions(const loaded_versions& loaded);
     void collect();
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
                       bool with_pending) const noexcept;
@@ -216,11 +223,9 @@ private:
     std::int64_t reader_id_ = 0;    // a reader's registration (P3)
     std::string store_id_;
     // P6: the store row's digest as of the snapshot (digest_known_: the row
-    // has one, format 2), and what open's version map added up to.
+    // has one, format 2).
     pg_digest digest_ = 0;
     bool digest_known_ = false;
-    pg_digest loaded_digest_ = 0;
-    std::pair<page_no, std::uint64_t> past_version_{0, 0};  // P1 broken: a version past the store row (writers)
     // The newest txn this handle reads. C4: whatever moves it (a commit; a
     // reader refreshed in place) must first bring versions_ to the new
     // snapshot, or the cache file hands out versions the map no longer names
