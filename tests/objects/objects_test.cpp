@@ -16,6 +16,7 @@
 #include <string>
 #include <tuple>
 
+#include "support/child.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "common/sigsafe.hpp"
@@ -380,9 +381,6 @@ TEST_P(ObjectsTest, UnderPageFaultAForkedChildsTrapEndsItSayingWhy) {
     verify(s, 500);  // the parent goes on
 }
 
-// A forked child cannot change its parent's store: its commit and checkpoint
-// are refused, and its close (which would checkpoint) leaves the store alone;
-// the parent's store holds the parent's commits only.
 // A reader (a process of its own: one process opens a store once) keeps
 // its snapshot while the writer commits, and refresh moves it to the
 // newest commit; a store open for writing cannot refresh.
@@ -390,46 +388,31 @@ TEST_P(ObjectsTest, AReaderSeesItsSnapshotUntilItRefreshes) {
     auto writer = open();
     build(writer, 200);
     writer.commit();
-    int to_reader[2], to_writer[2];
-    ASSERT_EQ(::pipe(to_reader), 0);
-    ASSERT_EQ(::pipe(to_writer), 0);
-    std::fflush(nullptr);
-    pid_t reader = ::fork();
-    if (reader == 0) {
-        int rc = 1;
-        char c = 0;
-        try {
-            so::options ro = opts();
-            ro.read_only = true;
-            ro.create = false;
-            auto r = so::store::open(path, ro);
-            const bool before = r.find_root<List>("list")->count == 200;
-            (void)!::write(to_writer[1], &c, 1);
-            (void)!::read(to_reader[0], &c, 1);  // the writer has committed
-            const bool kept = r.find_root<List>("list")->count == 200;
-            r.refresh();
-            const bool moved = r.find_root<List>("list")->count == 7;
-            rc = before && kept && moved && r.check().empty() ? 0 : 2 + !before + 2 * !kept + 4 * !moved;
-        } catch (const std::exception& e) {
-            std::fprintf(stderr, "reader: %s\n", e.what());
-        }
-        std::fflush(nullptr);
-        ::_exit(rc);
-    }
-    char c = 0;
-    ASSERT_EQ(::read(to_writer[0], &c, 1), 1) << "the reader did not open";
+    steppe::test::child reader([&](steppe::test::child& self) {
+        so::options ro = opts();
+        ro.read_only = true;
+        ro.create = false;
+        auto r = so::store::open(path, ro);
+        const bool before = r.find_root<List>("list")->count == 200;
+        self.report_and_wait();  // the writer has committed
+        const bool kept = r.find_root<List>("list")->count == 200;
+        r.refresh();
+        const bool moved = r.find_root<List>("list")->count == 7;
+        return before && kept && moved && r.check().empty() ? 0 : 2 + !before + 2 * !kept + 4 * !moved;
+    });
+    ASSERT_TRUE(reader.wait_for_report()) << "the reader did not open (see its message above)";
     writer.find_root<List>("list").mut()->count = 7;
     writer.commit();
-    (void)!::write(to_reader[1], &c, 1);
-    int status = 0;
-    ::waitpid(reader, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "reader exit " << WEXITSTATUS(status) << " (1: an error, see stderr; +1: its first read, +2: the snapshot "
-        << "changed under it, +4: refresh did not move it)";
-    for (int fd : {to_reader[0], to_reader[1], to_writer[0], to_writer[1]}) ::close(fd);
+    reader.go();
+    const int rc = reader.exit_code();
+    EXPECT_EQ(rc, 0) << "(99: an error, see stderr; 2 +1: its first read, +2: the snapshot changed under it, +4: "
+                        "refresh did not move it; 128+: a signal)";
     EXPECT_ERROR(steppe::errc::invalid_argument, "read-only", writer.refresh());
 }
 
+// A forked child cannot change its parent's store: its commit and checkpoint
+// are refused, and its close (which would checkpoint) leaves the store alone;
+// the parent's store holds the parent's commits only.
 TEST_P(ObjectsTest, AForkedChildCannotCommitToItsParentsStore) {
     auto s = open();
     build(s, 100);

@@ -2,13 +2,19 @@
 // writers and killed processes in the multi-process tests).
 #pragma once
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <string>
 #include <stdexcept>
 
 namespace steppe::test {
@@ -46,8 +52,21 @@ public:
     void send(std::uint64_t v) { (void)!::write(up_[1], &v, sizeof v); }
     // In the test: the child's next number; false once the child is gone.
     bool receive(std::uint64_t& v) { return ::read(up_[0], &v, sizeof v) == ssize_t(sizeof v); }
-    // In the test.
-    bool wait_for_report() {
+    // In the test: false once the child is gone, or when it has said
+    // nothing for `limit` (then what it is doing is printed, and it is
+    // killed), so a child that hangs fails the test instead of the test
+    // hanging until ctest's timeout, which shows nothing.
+    bool wait_for_report(int limit_seconds = 240) {
+        pollfd p{up_[0], POLLIN, 0};
+        int ready;
+        while ((ready = ::poll(&p, 1, limit_seconds * 1000)) < 0 && errno == EINTR) {
+        }
+        if (ready == 0) {
+            std::fprintf(stderr, "child %d said nothing for %d s:\n", int(pid_), limit_seconds);
+            describe(pid_);
+            kill();
+            return false;
+        }
         char c;
         return ::read(up_[0], &c, 1) == 1;
     }
@@ -55,9 +74,18 @@ public:
         char c = 1;
         (void)!::write(down_[1], &c, 1);
     }
-    int exit_code() {
+    int exit_code(int limit_seconds = 240) {
         int status = 0;
-        ::waitpid(pid_, &status, 0);
+        for (int waited_ms = 0; ::waitpid(pid_, &status, WNOHANG) == 0; waited_ms += 10) {
+            if (waited_ms >= limit_seconds * 1000) {
+                std::fprintf(stderr, "child %d did not end in %d s:\n", int(pid_), limit_seconds);
+                describe(pid_);
+                ::kill(pid_, SIGKILL);
+                ::waitpid(pid_, &status, 0);
+                break;
+            }
+            ::usleep(10000);
+        }
         pid_ = -1;
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
@@ -68,6 +96,21 @@ public:
         pid_ = -1;
     }
     pid_t pid() const { return pid_; }
+
+    // What a process's threads are doing, from /proc (their kernel stacks
+    // need root), for a test that found it hung.
+    static void describe(pid_t pid) {
+        const std::string task = "/proc/" + std::to_string(pid) + "/task";
+        std::error_code ec;
+        for (const auto& t : std::filesystem::directory_iterator(task, ec)) {
+            std::fprintf(stderr, "  thread %s:", t.path().filename().c_str());
+            for (const char* what : {"comm", "wchan", "syscall", "stack"}) {
+                std::ifstream in(t.path() / what);
+                std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+                std::fprintf(stderr, " %s: %s\n", what, text.c_str());
+            }
+        }
+    }
 
 private:
     int up_[2], down_[2];
