@@ -243,21 +243,17 @@ void report_by_type(const old_store& old, const types::catalog& types, compact_r
     }
 }
 
-// The new main file `temp` (write_main_file: each page written once, in
-// place): the segments' pages, then the blobs; the meta goes in its header.
-void write_pages(const std::string& temp, const std::vector<std::byte>& data, std::uint64_t next_page,
-                 const std::vector<storage::page_image>& blob_images, const storage::meta_bytes& meta,
-                 storage::env* io) {
-    storage::write_main_file(
-        temp,
-        [&](storage::bulk_writer& out) {
-            std::vector<storage::page_image> images;
-            for (std::uint64_t p = 1; p < next_page; ++p) images.push_back({p, data.data() + (p - 1) * page_bytes});
-            images.insert(images.end(), blob_images.begin(), blob_images.end());
-            out.write(images);
-            return meta;
-        },
-        io);
+// The new store (rewrite_store's target: each page written once): the
+// segments' pages, then the blobs, and the meta.
+void write_pages(const storage::rewrite_target& target, const std::vector<std::byte>& data, std::uint64_t next_page,
+                 const std::vector<storage::page_image>& blob_images, const storage::meta_bytes& meta) {
+    target([&](storage::page_sink& out) {
+        std::vector<storage::page_image> images;
+        for (std::uint64_t p = 1; p < next_page; ++p) images.push_back({p, data.data() + (p - 1) * page_bytes});
+        images.insert(images.end(), blob_images.begin(), blob_images.end());
+        out.write(images);
+        return meta;
+    });
 }
 
 }  // namespace
@@ -266,7 +262,7 @@ void write_pages(const std::string& temp, const std::vector<std::byte>& data, st
 // uncommitted. The old files are released at the end, whatever happens,
 // without a checkpoint.
 compact_report engine_handle::rewrite(const char* what, bool write,
-                                      const std::function<compact_report(const std::string& temp)>& pass) {
+                                      const std::function<compact_report(const storage::rewrite_target& target)>& pass) {
     ensure_writable(what);
     ensure_not_forked(what);
     const std::string store = path();
@@ -281,18 +277,22 @@ compact_report engine_handle::rewrite(const char* what, bool write,
 }
 
 compact_report engine_handle::compact(const compact_options& options) {
-    return rewrite("compaction", true, [&](const std::string& temp) { return compact_into(temp, options.collect); });
+    return rewrite("compaction", true,
+                   [&](const storage::rewrite_target& target) { return compact_into(target, options.collect); });
 }
 
 migrate_report engine_handle::migrate(const migration& m, const migrate_options& options) {
     return migrating::run_migration(
         catalog_, m, path(), migrating::engine_kind::objects, [&](migrating::migration_plan& plan) {
             return rewrite("migration", !options.dry_run,
-                           [&](const std::string& temp) { return compact_into(temp, options.collect, &plan); });
+                           [&](const storage::rewrite_target& target) {
+                               return compact_into(target, options.collect, &plan);
+                           });
         });
 }
 
-compact_report engine_handle::compact_into(const std::string& temp, bool collect, migrating::migration_plan* plan) {
+compact_report engine_handle::compact_into(const storage::rewrite_target& target, bool collect,
+                                           migrating::migration_plan* plan) {
     // The new store's types: the plan's catalog (converted entries replaced
     // at the same indices), or the old one.
     const types::catalog& types_after = plan ? plan->catalog : catalog_;
@@ -329,7 +329,7 @@ compact_report engine_handle::compact_into(const std::string& temp, bool collect
     meta.segments = placed.size();
     storage::meta_bytes raw{};
     std::memcpy(raw.data(), &meta, sizeof meta);
-    if (!temp.empty()) write_pages(temp, data, next_page, blob_images, raw, io_);
+    if (target) write_pages(target, data, next_page, blob_images, raw);
 
     compact_report r;
     r.pages_after = meta.next_page;

@@ -135,10 +135,12 @@ private:
     // compact.cpp: compact and migrate, the store closed at the end whatever
     // happens; `what` names the operation, `write` false is a dry run.
     compact_report rewrite(const char* what, bool write,
-                           const std::function<compact_report(const std::string& temp)>& pass);
-    // The new main file `temp` (steps 1-5 there; "" writes nothing), with
-    // `plan` the objects of its types converted (steppe::migrate).
-    compact_report compact_into(const std::string& temp, bool collect, migrating::migration_plan* plan = nullptr);
+                           const std::function<compact_report(const storage::rewrite_target& target)>& pass);
+    // The new store, written through `target` (steps 1-5 there; an empty
+    // one writes nothing), with `plan` the objects of its types converted
+    // (steppe::migrate).
+    compact_report compact_into(const storage::rewrite_target& target, bool collect,
+                                migrating::migration_plan* plan = nullptr);
 
     // object_engine.cpp
     void load_committed(std::optional<scheme> compiled, bool match_program);

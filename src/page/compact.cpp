@@ -415,7 +415,7 @@ void write_metadata(const committed_store& from, heap& to, const root_table& roo
 // The data pages, then the metadata, into the new main file
 // (storage::write_main_file: each page written once, in place); the meta
 // goes in its header.
-storage::meta_bytes write_pages(storage::bulk_writer& out, const heap& to, const std::vector<std::byte>& data,
+storage::meta_bytes write_pages(storage::page_sink& out, const heap& to, const std::vector<std::byte>& data,
                                 const new_metadata& metadata) {
     std::vector<storage::page_image> images;
     for (std::uint64_t p = 0; p < data.size() / page_bytes; ++p)
@@ -448,7 +448,7 @@ void report_by_type(const types::catalog& catalog, const std::vector<heap::chunk
 }
 }  // namespace
 
-compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io,
+compact_report compact_into(const committed_store& from, const storage::rewrite_target& target, bool collect,
                             migration_plan* plan) {
     refuse_address_ordered(from.catalog, from.files.path());
     page_reader pages(from.files, from.h.page_count());
@@ -468,8 +468,7 @@ compact_report compact_into(const committed_store& from, const std::string& temp
     for (auto& [name, root] : roots) root.address = forward(root.address);
     new_metadata metadata;
     write_metadata(from, to, roots, plan, metadata);
-    if (!temp.empty())
-        storage::write_main_file(temp, [&](storage::bulk_writer& out) { return write_pages(out, to, data, metadata); }, io);
+    if (target) target([&](storage::page_sink& out) { return write_pages(out, to, data, metadata); });
 
     compact_report r;
     r.pages_after = to.page_count();
@@ -496,23 +495,24 @@ compact_report page_engine::rewrite(const std::string& what, bool write, const r
         }
     } closes{*this};
     require_no_changes(what.c_str());
-    return storage::rewrite_store(*storage_, path(), what, write, io_, [&](const std::string& temp) {
+    return storage::rewrite_store(*storage_, path(), what, write, io_, [&](const storage::rewrite_target& target) {
         pager_.reset();
         std::unique_ptr<heap> h = load_committed_heap();
-        return pass({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, temp);
+        return pass({*storage_, committed_.meta, *h, committed_.catalog, committed_.roots}, target);
     });
 }
 
 compact_report page_engine::compact(const compact_options& options) {
-    return rewrite("compaction", true, [&](const committed_store& from, const std::string& temp) {
-        return compact_into(from, temp, options.collect, io_);
+    return rewrite("compaction", true, [&](const committed_store& from, const storage::rewrite_target& target) {
+        return compact_into(from, target, options.collect);
     });
 }
 
 migrate_report page_engine::migrate(const migration& m, const migrate_options& options) {
     return migrating::run_migration(committed_.catalog, m, path(), migrating::engine_kind::page, [&](migration_plan& plan) {
-        return rewrite("migration", !options.dry_run, [&](const committed_store& from, const std::string& temp) {
-            return compact_into(from, temp, options.collect, io_, &plan);
+        return rewrite("migration", !options.dry_run,
+                       [&](const committed_store& from, const storage::rewrite_target& target) {
+            return compact_into(from, target, options.collect, &plan);
         });
     });
 }

@@ -38,9 +38,10 @@ using migrating::migration_plan;
 // order would change), and what reading or writing throws.
 // With `plan` (steppe::migrate) the objects of its types are converted
 // and the catalog written is the plan's, its counts filled in; it throws
-// what the plan's conversions throw. An empty `temp` writes nothing (a dry
-// run: everything checked and converted in memory).
-compact_report compact_into(const committed_store& from, const std::string& temp, bool collect, storage::env* io,
+// what the plan's conversions throw. The new store goes to `target`
+// (storage::rewrite_store); an empty one writes nothing (a dry run:
+// everything checked and converted in memory).
+compact_report compact_into(const committed_store& from, const storage::rewrite_target& target, bool collect,
                             migration_plan* plan = nullptr);
 
 }  // namespace steppe::page

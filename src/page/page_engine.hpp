@@ -76,7 +76,7 @@ private:
 
     // The copying pass compact and migrate share (compact.cpp): writes the
     // new main file `temp` ("" on a dry run) from the committed store.
-    using rewrite_pass = std::function<compact_report(const committed_store&, const std::string& temp)>;
+    using rewrite_pass = std::function<compact_report(const committed_store&, const storage::rewrite_target& target)>;
     compact_report rewrite(const std::string& what, bool write, const rewrite_pass& pass);
     std::unique_ptr<heap> load_committed_heap() const { return load_heap(*storage_, committed_.meta); }
     types::catalog::index type_index(const types::layout& layout);

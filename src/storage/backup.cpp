@@ -103,7 +103,7 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
     r.pages = from.page_count();
     r.txn = from.txn_seq();
     std::string temp = dest + ".backup-" + std::to_string(::getpid());
-    write_main_file(temp, [&](bulk_writer& to) {
+    write_main_file(temp, [&](page_sink& to) {
         r.copied = copy_pages(from, [&](std::span<const page_image> batch) { to.write(batch); });
         return from.meta();
     }, io);
@@ -125,7 +125,7 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
     return r;
 }
 
-void write_main_file(const std::string& temp, const std::function<meta_bytes(bulk_writer&)>& fill, env* io) {
+void write_main_file(const std::string& temp, const page_fill& fill, env* io) {
     require_files(temp, "rewriting a store");
     env& files = io ? *io : posix_env();
     remove_store(files, temp);  // a crashed attempt's leftover: no store is ever opened by this name
@@ -181,16 +181,38 @@ backup_result import_store(const std::string& source, const std::string& dest, e
     return r;
 }
 
+namespace {
+compact_report rewrite_by_commit(storage& s, bool write,
+                                 const std::function<compact_report(const rewrite_target& target)>& pass) {
+    const info before = s.describe();
+    rewrite_target target;
+    if (write) target = [&](const page_fill& fill) { s.commit_rewrite(fill); };
+    compact_report r = pass(target);
+    r.pages_before = before.page_count;
+    r.bytes_before = before.main_file_bytes;
+    if (!write) {
+        r.bytes_after = r.bytes_before;
+        return r;
+    }
+    s.try_checkpoint();  // the superseded versions no reader needs go (a failure leaves them to the next)
+    r.bytes_after = s.describe().main_file_bytes;
+    return r;
+}
+}  // namespace
+
 compact_report rewrite_store(storage& s, const std::string& path, const std::string& what, bool write, env* io,
-                             const std::function<compact_report(const std::string& temp)>& pass) {
+                             const std::function<compact_report(const rewrite_target& target)>& pass) {
+    if (is_postgres_url(path)) return rewrite_by_commit(s, write, pass);
     info before = s.describe();
     if (!before.readers.empty())
         throw error(errc::locked, what + " of " + path + ": reader process " + std::to_string(before.readers[0].pid) +
                                       " has the store open; " + what + " replaces its files, so it waits for every " +
                                       "reader to close");
     s.checkpoint();
-    const std::string temp = write ? path + ".compact" : std::string();
-    compact_report r = pass(temp);
+    const std::string temp = path + ".compact";
+    rewrite_target target;
+    if (write) target = [&](const page_fill& fill) { write_main_file(temp, fill, io); };
+    compact_report r = pass(target);
     r.pages_before = before.page_count;
     r.bytes_before = before.main_file_bytes + before.wal_file_bytes;
     if (!write) {

@@ -45,8 +45,7 @@ backup_result import_store(const std::string& source, const std::string& dest, e
 // log and no checkpoint, and the file is synced once at the end. `temp` is
 // then one durable main file, a store once renamed. On failure it removes
 // what it made and rethrows.
-void write_main_file(const std::string& temp, const std::function<meta_bytes(bulk_writer&)>& fill,
-                     env* io = nullptr);
+void write_main_file(const std::string& temp, const page_fill& fill, env* io = nullptr);
 
 // Replaces the store at `path`, checkpointed and held by the caller's writer
 // lock, by the main file `temp` (write_main_file): a crash at any point
@@ -56,12 +55,16 @@ void replace_store(const std::string& path, const std::string& temp, env* io = n
 
 // The steps of a rewrite (compaction, migration) both engines share, on the
 // store `s` at `path` held by the caller's writer lock with nothing
-// uncommitted: refuse a reader (locked; `what` names the operation),
-// checkpoint (the main file alone holds the store), `pass` writes the new
-// main file `temp` (write_main_file; "" with `write` false, a dry run: nothing
-// is swapped), the swap (replace_store; `temp` removed if it fails), the
-// sizes before and after filled in the report `pass` returns.
+// uncommitted; `what` names the operation in messages, `pass` computes the
+// new store and writes it through the target it is given; the sizes before
+// and after are filled in the report it returns.
+// - In files: refuse a reader (locked), checkpoint (the main file alone
+//   holds the store), the new main file NAME.compact (write_main_file), the
+//   swap (replace_store; NAME.compact removed if it fails).
+// - In PostgreSQL: one commit (storage::commit_rewrite). Readers stay: they
+//   keep their snapshots, whose versions collection keeps, and refresh to
+//   the rewritten store; then a collection drops what no reader needs.
 compact_report rewrite_store(storage& s, const std::string& path, const std::string& what, bool write, env* io,
-                             const std::function<compact_report(const std::string& temp)>& pass);
+                             const std::function<compact_report(const rewrite_target& target)>& pass);
 
 }  // namespace steppe::storage

@@ -38,18 +38,18 @@
 
 namespace steppe::storage {
 
-class bulk_writer {
+class bulk_writer final : public page_sink {
 public:
     // Creates the file `path` (create_new: exists if it is there already).
     bulk_writer(const std::string& path, env& io, mode_t file_mode);
-    ~bulk_writer();
+    ~bulk_writer() override;
     bulk_writer(const bulk_writer&) = delete;
     bulk_writer& operator=(const bulk_writer&) = delete;
 
     // Writes the images at their place in the main file, in any order; a
     // page given again replaces its earlier image. Consecutive pages go out
     // in one write, up to a group's worth. Throws what writing throws.
-    void write(std::span<const page_image> pages);
+    void write(std::span<const page_image> pages) override;
     // The checksum slots, then the header with `meta`, then one fdatasync
     // (B4): the file is then a whole, durable main file. Nothing may be
     // written after it.

@@ -58,6 +58,10 @@ void append_hex(std::string& out, const std::byte* p, std::size_t n) {
     }
 }
 
+// P7: what a zero version reads as.
+constexpr std::byte zero_page[page_size]{};
+bool is_zero_version(std::size_t image_bytes, std::uint32_t sum) { return image_bytes == 0 && sum == 0; }
+
 std::string hex_bytea(const std::byte* p, std::size_t n) {
     std::string s = "\\x";
     append_hex(s, p, n);
@@ -513,14 +517,17 @@ struct pg_store::fetcher {
             const page_no page = page_no(rows.binary_integer(i, 1));
             const auto txn = rows.binary_integer(i, 2);
             const auto sum = std::uint32_t(rows.binary_integer(i, 3));
-            const auto* image = reinterpret_cast<const std::byte*>(rows.bytes(i, 4));
-            const bool sound = rows.size(i, 4) == page_size && page_checksum(image, page_size) == sum;
+            const bool zero = is_zero_version(rows.size(i, 4), sum);  // P7
+            const auto* image = zero ? zero_page : reinterpret_cast<const std::byte*>(rows.bytes(i, 4));
+            const bool sound = zero || (rows.size(i, 4) == page_size && page_checksum(image, page_size) == sum);
             // P6: not the version the map names is not cached anywhere.
             const bool named = store.named_version(page, std::uint64_t(txn), snapshot);
             if (sound && named) {
                 counters::add(store.counters_->pages_fetched);
                 store.cache_->put(page, image, epoch);
-                if (store.file_ && !store.file_->holds_newer(store.key_, page, std::uint64_t(txn), snapshot))
+                // A zero version's slot would carry the zeros' sum, not the
+                // server's 0 (C2); it costs a query once per process.
+                if (store.file_ && !zero && !store.file_->holds_newer(store.key_, page, std::uint64_t(txn), snapshot))
                     store.write_slot(page, std::uint64_t(txn), snapshot, image);
             }
             if (!r || page != r->page) continue;
@@ -1062,9 +1069,10 @@ void pg_store::write_slot(page_no page, std::uint64_t version, std::uint64_t new
 // cache file (a big transaction's pages are most of a new store's); if one
 // cannot be, the map alone says that its older slot no longer serves (C4).
 void pg_store::remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
-                                  std::uint64_t txn) {
+                                  std::span<const zeroed_page> zeroed, std::uint64_t txn) {
     cache_->epoch.fetch_add(1, std::memory_order_acq_rel);  // odd: no read-ahead lands until it is even again
     remember_images(pages, spilled_only, txn);
+    for (const zeroed_page& z : zeroed) versions_->set(z.page, txn, 0);  // P7: a zero version's sum
     snapshot_.store(txn, std::memory_order_release);
     cache_->epoch.fetch_add(1, std::memory_order_acq_rel);
 }
@@ -1133,6 +1141,24 @@ void copy_line(std::string& out, const std::string& store, page_no page, std::ui
 }
 }  // namespace
 
+// P7: a zero version, in this commit `txn`, of every page whose newest
+// version is older and not a zero version already (the rewrite's own pages
+// were copied in before this, as `txn`).
+std::vector<pg_store::zeroed_page> pg_store::zero_versions(std::uint64_t txn) {
+    pg_result rows = control_->exec(
+        "committing (zero versions of the pages the rewrite leaves out)",
+        "WITH newest AS (SELECT DISTINCT ON (page) page, txn, length(image) AS bytes FROM steppe_page WHERE store = $1 "
+        "ORDER BY page, txn DESC), zeroed AS (INSERT INTO steppe_page (store, page, txn, sum, image) SELECT $1, page, $2, "
+        "0, ''::bytea FROM newest WHERE txn < $2 AND bytes > 0 RETURNING page) "
+        "SELECT n.page, n.txn FROM newest n JOIN zeroed z USING (page)",
+        {address_.store, std::to_string(txn)}, true);
+    std::vector<zeroed_page> out;
+    out.reserve(std::size_t(rows.rows()));
+    for (int r = 0; r < rows.rows(); ++r)
+        out.push_back({page_no(rows.binary_integer(r, 0)), std::uint64_t(rows.binary_integer(r, 1))});
+    return out;
+}
+
 bool pg_store::reconnect_control() {
     if (!control_->reconnect()) return false;
     lock_lost_ = true;  // a new session holds no advisory lock
@@ -1172,7 +1198,8 @@ std::uint64_t pg_store::copy_rows(std::span<const page_image> pages, std::span<c
 }
 
 std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, std::span<const page_no> spilled_only,
-                                           std::uint64_t txn, page_no count, const meta_bytes& meta) {
+                                           std::uint64_t txn, page_no count, const meta_bytes& meta, bool rewrite,
+                                           std::vector<zeroed_page>& zeroed) {
     std::uint64_t sent = 0;
     const char* what = "committing";
     control_->exec(what, "BEGIN");
@@ -1196,6 +1223,8 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
             throw error(errc::locked, path_ + ": another session holds the writer's lock; this handle can no longer "
                                               "commit");
         sent = copy_rows(pages, spilled_only, txn);
+        zeroed.clear();
+        if (rewrite) zeroed = zero_versions(txn);
         // The row, its digest (P6: this commit's terms for the pages it
         // wrote, less the terms of the versions they supersede, read from
         // the rows as stored) and the readers' notice in one statement: one
@@ -1203,11 +1232,12 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
         pg_digest written = 0;  // this commit's terms: the digest's weights of the pages it writes
         for (const auto& p : pages) written += pg_digest_term(p.page, 1);
         for (page_no page : spilled_only) written += pg_digest_term(page, 1);
+        pg_digest added = pg_digest(txn) * written;
+        for (const zeroed_page& z : zeroed) added += pg_digest_term(z.page, txn - z.old_txn);  // P7's, superseded
         PGresult* moved = control_->try_exec_prepared(
             "steppe_move_row",
             {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
-             address_.store + " " + std::to_string(txn), page_array(pages, spilled_only),
-             digest_text(pg_digest(txn) * written)});
+             address_.store + " " + std::to_string(txn), page_array(pages, spilled_only), digest_text(added)});
         if (!moved) control_->fail_last(what);
         PQclear(moved);
         sent_commit = true;
@@ -1233,9 +1263,35 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
 }
 
 void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta) {
+    commit_pages(pages, meta, std::nullopt);
+}
+
+void pg_store::commit_rewrite(const page_fill& fill) {
+    ensure_usable();
+    if (pending_count() != 0)
+        throw error(errc::invalid_argument, path_ + ": a rewrite runs with no transaction in progress");
+    struct spilling final : page_sink {
+        pg_store& store;
+        page_no count = 0;
+        explicit spilling(pg_store& s) : store(s) {}
+        void write(std::span<const page_image> pages) override {
+            store.spill(pages);
+            for (const auto& p : pages) count = std::max(count, p.page + 1);
+        }
+    } sink(*this);
+    try {
+        const meta_bytes meta = fill(sink);
+        commit_pages({}, meta, sink.count);
+    } catch (...) {
+        discard_pending();
+        throw;
+    }
+}
+
+void pg_store::commit_pages(std::span<const page_image> pages, const meta_bytes& meta, std::optional<page_no> rewrite) {
     ensure_usable();
     const std::uint64_t txn = txn_seq_ + 1;
-    page_no count = page_count_;
+    page_no count = rewrite ? *rewrite : page_count_;
     std::vector<page_no> given;
     for (const auto& p : pages) {
         if (p.page >= max_pages)
@@ -1252,12 +1308,13 @@ void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta)
             count = std::max(count, page + 1);
         }
     std::uint64_t bytes = 0;
+    std::vector<zeroed_page> zeroed;
     for (int attempt = 0;; ++attempt) {
         try {
             if (!control_->ok() && !reconnect_control())
                 throw error(errc::io, path_ + ": the connection to the server is lost and cannot be made again: " +
                                           control_->error() + " (the store is at its previous commit; retry)");
-            bytes = commit_transaction(pages, spilled_only, txn, count, meta);
+            bytes = commit_transaction(pages, spilled_only, txn, count, meta, rewrite.has_value(), zeroed);
             break;
         } catch (const error& e) {
             // A session the server ended shows only when a statement fails.
@@ -1265,13 +1322,14 @@ void pg_store::commit(std::span<const page_image> pages, const meta_bytes& meta)
             if (e.code() != errc::io || attempt > 0 || poisoned_ || !control_->lost() || !reconnect_control()) throw;
         }
     }
-    remember_committed(pages, spilled_only, txn);  // and the new snapshot
+    remember_committed(pages, spilled_only, zeroed, txn);  // and the new snapshot
     txn_seq_ = txn;
     page_count_ = count;
     pages_.store(count, std::memory_order_relaxed);
     meta_ = meta;
-    // Spilled pages were committed from the spill file: any cached image of theirs is older.
-    if (!spilled_only.empty()) cache_->forget_all();
+    // Spilled pages were committed from the spill file, zeroed ones have
+    // no image: any cached image of theirs is older.
+    if (!spilled_only.empty() || !zeroed.empty()) cache_->forget_all();
     discard_pending();
     const std::uint64_t committed = pages.size() + spilled_only.size();
     stats_.commits++;
@@ -1477,8 +1535,13 @@ std::vector<std::string> pg_store::check_rows() const {
     std::vector<bool> with_rows(map_holds ? std::min<page_no>(page_count_, versions_->capacity()) : 0);
     page_no page_seen = ~page_no{0};
     std::uint64_t newest_of_page = 0, at_snapshot = 0;
+    bool newest_is_zero = false;
     auto page_done = [&] {
         if (page_seen == ~page_no{0}) return;
+        if (page_seen >= count && newest_of_page && !newest_is_zero)  // P7
+            findings.push_back(at + "page " + std::to_string(page_seen) + " is past the store's " +
+                               std::to_string(count) + " pages, but its newest version (of commit " +
+                               std::to_string(newest_of_page) + ") is not a zero version (P7)");
         if (page_seen < with_rows.size()) with_rows[page_seen] = true;
         if (newest_of_page) found += pg_digest_term(page_seen, newest_of_page);
         if (map_holds && !named_version(page_seen, at_snapshot, snapshot))
@@ -1509,21 +1572,23 @@ std::vector<std::string> pg_store::check_rows() const {
                 page_seen = page;
                 newest_of_page = at_snapshot = 0;
             }
-            if (txn <= newest) newest_of_page = txn;
+            const bool zero = is_zero_version(rows.size(r, 3), sum);
+            if (txn <= newest) {
+                newest_of_page = txn;
+                newest_is_zero = zero;
+            }
             if (txn <= snapshot) at_snapshot = txn;
             const std::string where = at + "page " + std::to_string(page) + " version of commit " + std::to_string(txn);
-            if (rows.size(r, 3) != page_size)
+            if (!zero && rows.size(r, 3) != page_size)
                 findings.push_back(where + " is " + std::to_string(rows.size(r, 3)) + " bytes, not " +
                                    std::to_string(page_size));
-            else if (page_checksum(reinterpret_cast<const std::byte*>(rows.bytes(r, 3)), page_size) != sum)
+            else if (!zero && page_checksum(reinterpret_cast<const std::byte*>(rows.bytes(r, 3)), page_size) != sum)
                 findings.push_back(where + " fails its checksum");
             if (txn > newest)
                 findings.push_back(where + " is past the store's newest commit " + std::to_string(newest) +
                                    " (P1: a commit's rows and its store row go together)");
             else if (txn == 0)
                 findings.push_back(where + " is of commit 0, which no commit is (the first is 1)");
-            if (page >= count)
-                findings.push_back(where + " is past the store's " + std::to_string(count) + " pages");
         }
     }
     page_done();

@@ -64,6 +64,15 @@
 //       it up: a mismatch is corrupt (a writer opened with salvage takes
 //       the versions as they are); every fetch then checks that it got
 //       the version the map names, and check() adds the digest up again.
+//  (P7) a version whose image is empty and whose sum is 0 is a zero
+//       version: the page reads as zeros from its commit on. Only a
+//       rewrite (compaction, migration: commit_rewrite) writes them, for
+//       each page with a version that it leaves out, so the rewritten store
+//       is exactly what it wrote; the pages past its new page count keep
+//       their older versions for older readers until collection drops
+//       them, and their zero version after that. So a page at or past the
+//       store's page count has, as its newest version, a zero version or
+//       none.
 //
 // Reads never run libpq in the caller's thread: read_page_nothrow may run in
 // a fault handler, so it looks in a verified-image cache in memory, then in
@@ -76,6 +85,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -137,6 +147,10 @@ public:
     // fault waits. Async-signal-safe.
     void prefetch(page_no page) const noexcept override;
     void commit(std::span<const page_image> pages, const meta_bytes& meta) override;
+    // The rewrite's pages are spilled as `fill` gives them, then committed
+    // with its meta and page count; every page with a version that it does
+    // not write gets a zero version in the same commit (P7).
+    void commit_rewrite(const page_fill& fill) override;
     void spill(std::span<const page_image> pages) override;
     void discard_pending() noexcept override;
     bool is_pending(page_no page) const noexcept override;
@@ -174,8 +188,18 @@ private:
     void prepare_commit();
     bool reconnect_control();
     void ensure_tables();
+    // A commit; with `rewrite` the page count is `count` exactly (not at
+    // least the old one) and the pages it leaves out get zero versions.
+    void commit_pages(std::span<const page_image> pages, const meta_bytes& meta, std::optional<page_no> rewrite);
+    // The pages a rewrite gave zero versions, with the commit each superseded.
+    struct zeroed_page {
+        page_no page;
+        std::uint64_t old_txn;
+    };
     std::uint64_t commit_transaction(std::span<const page_image> pages, std::span<const page_no> spilled_only,
-                                     std::uint64_t txn, page_no count, const meta_bytes& meta);
+                                     std::uint64_t txn, page_no count, const meta_bytes& meta, bool rewrite,
+                                     std::vector<zeroed_page>& zeroed);
+    std::vector<zeroed_page> zero_versions(std::uint64_t txn);
     std::uint64_t copy_rows(std::span<const page_image> pages, std::span<const page_no> spilled_only,
                             std::uint64_t txn);
     void adopt_store_row(const class pg_result& row);
@@ -200,7 +224,7 @@ private:
     void ensure_usable() const;
     void open_cache_file();
     void remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
-                            std::uint64_t txn);
+                            std::span<const zeroed_page> zeroed, std::uint64_t txn);
     void remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only, std::uint64_t txn);
     std::vector<std::string> check_cache_file() const;
     std::vector<std::string> check_rows() const;  // check()'s, in its one-snapshot transaction

@@ -13,4 +13,9 @@ std::unique_ptr<storage> storage::open(const std::string& path, const options& o
     return file_store::open(path, opts);
 }
 
+void storage::commit_rewrite(const page_fill&) {
+    throw error(errc::unsupported, path_ + ": a store in files is rewritten as a new main file (rewrite_store), not "
+                                           "by a commit");
+}
+
 }  // namespace steppe::storage

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -74,6 +75,21 @@ struct page_image {
     page_no page;
     const std::byte* data;  // page_size bytes
 };
+
+// Where a rewrite (compaction, migration, backup) writes a whole store's
+// pages: a new main file (bulk_writer) or a PostgreSQL store's next commit
+// (storage::commit_rewrite). Pages it is not given read as zeros.
+class page_sink {
+public:
+    virtual ~page_sink() = default;
+    virtual void write(std::span<const page_image> pages) = 0;
+};
+// Writes the pages of a rewritten store into `sink` and returns its meta.
+using page_fill = std::function<meta_bytes(page_sink& sink)>;
+// How a rewrite's pass writes the rewritten store (rewrite_store, in
+// backup.hpp): it calls this with its fill once, or not at all; empty in a
+// dry run.
+using rewrite_target = std::function<void(const page_fill& fill)>;
 
 struct info {
     std::uint32_t version;
@@ -143,6 +159,14 @@ public:
     // nothing: on a write error (no_space, io) the store stays at the previous
     // commit and can go on; if a sync fails the handle is poisoned.
     virtual void commit(std::span<const page_image> pages, const meta_bytes& meta) = 0;
+    // Replaces the whole committed store, as one commit, by the pages `fill`
+    // writes and the meta it returns: every page it does not write reads as
+    // zeros, and the store has as many pages as the highest it writes + 1
+    // (fewer than before, or more). Readers at older commits go on reading
+    // them. For stores whose commits keep versions (PostgreSQL); a store in
+    // files is rewritten as a new main file instead (storage::rewrite_store),
+    // and this throws unsupported.
+    virtual void commit_rewrite(const page_fill& fill);
     // Writes pages of the transaction in progress ahead of its commit, so
     // they need not stay in memory: read_page returns them from now on, the
     // next commit includes them, and discard_pending() (rollback) or a crash

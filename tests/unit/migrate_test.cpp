@@ -21,6 +21,7 @@
 #include "migrate_model.hpp"
 #include "support/expect_error.hpp"
 #include "support/migration.hpp"
+#include "support/pg_server.hpp"
 #include "support/power_loss.hpp"
 #include "support/temp_dir.hpp"
 
@@ -280,6 +281,26 @@ TEST_F(MigrateKill, APowerLossAtEveryIoCallLeavesTheOldStoreOrTheNewOne) {
             }
         });
     if (calls >= 0) std::printf("a power loss at each of the %ld I/O calls of a migration\n", calls);
+}
+
+// A store in PostgreSQL migrates as one commit (storage::commit_rewrite,
+// P7): program 1 builds it there, this program migrates it and reads every
+// object and pointer; program 1 is then refused by the new types.
+TEST(MigratePostgres, AStoreInPostgreSQLMigratesAsOneCommit) {
+    std::string why;
+    steppe::test::pg_server* server = steppe::test::pg_server::get(why);
+    if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
+    const std::string url = server->url("migrate_postgres");
+    const std::string v1 = MIGRATE_V1_PATH;
+    ASSERT_EQ(steppe::test::run_program(v1 + " write '" + url + "'"), 0);
+    EXPECT_ERROR(steppe::errc::type_mismatch, "app::Contact", steppe::store::open(url, {.create = false}));
+    steppe::migrate_report r = steppe::migrate(url, to_v2());
+    EXPECT_GT(r.compaction.pages_after, 0u);
+    {
+        steppe::store s = steppe::store::open(url, {.create = false});
+        expect_v2(s);
+    }
+    EXPECT_EQ(steppe::test::run_program(v1 + " verify '" + url + "'"), 3) << "program 1 meets the new types";
 }
 
 }  // namespace

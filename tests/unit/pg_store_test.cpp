@@ -430,7 +430,6 @@ TEST_F(PgStoreTest, ImportAndBackupCarryAStoreThereAndBack) {
         EXPECT_EQ(list_length(s), 3000);
         EXPECT_TRUE(s.check().empty());
     }
-    EXPECT_ERROR(errc::unsupported, "lives in PostgreSQL", compact(url));
     EXPECT_ERROR(errc::unsupported, "lives in PostgreSQL", storage::backup(back, server->url("other")));
 }
 
