@@ -688,8 +688,9 @@ void pg_store::set_up_session() {
 void pg_store::prepare_commit() {
     control_->exec("preparing the commit statement",
                    "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, bigint[], numeric) AS "
-                   "WITH superseded AS (SELECT coalesce(sum(o.txn::numeric * (n.page + 1)), 0) AS d FROM "
-                   "unnest($6) AS n(page) CROSS JOIN LATERAL (SELECT txn FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
+                   "WITH superseded AS (SELECT coalesce(sum(o.txn::numeric * (n.page + 1) * CASE WHEN o.sum = 0 THEN 2 "
+                   "ELSE 1 END), 0) AS d FROM "
+                   "unnest($6) AS n(page) CROSS JOIN LATERAL (SELECT txn, sum FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
                    "txn DESC LIMIT 1) o), row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, digest "
                    "= digest + $7 - (SELECT d FROM superseded) WHERE name = $1 RETURNING name) "
                    "SELECT pg_notify('steppe', $5) FROM row");
@@ -830,8 +831,8 @@ void pg_store::open_as_writer() {
 // are (there is nothing older to check them against), and format 2.
 void pg_store::upgrade_format() {
     const char* sql =
-        "UPDATE steppe_store SET format = $3, digest = (SELECT coalesce(sum(v.txn::numeric * (v.page + 1)), 0) FROM "
-        "(SELECT DISTINCT ON (page) page, txn FROM steppe_page WHERE store = $1 AND txn <= $2 ORDER BY page, txn DESC) "
+        "UPDATE steppe_store SET format = $3, digest = (SELECT coalesce(sum(v.txn::numeric * (v.page + 1) * CASE WHEN "
+        "v.sum = 0 THEN 2 ELSE 1 END), 0) FROM (SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 AND txn <= $2 ORDER BY page, txn DESC) "
         "v) WHERE name = $1 AND fence = $4 RETURNING digest";
     pg_result row = control_->exec("bringing the store to format 2", sql,
                                    {address_.store, std::to_string(txn_seq_), std::to_string(pg_format),
@@ -873,8 +874,9 @@ pg_store::loaded_versions pg_store::load_versions(pg_connection& conn) {
             loaded.past_txn = txn;
             return loaded;
         }
-        versions_->set(page, txn, std::uint32_t(rows.binary_integer(i, 4)));
-        loaded.digest += pg_digest_term(page, txn);
+        const auto sum = std::uint32_t(rows.binary_integer(i, 4));
+        versions_->set(page, txn, sum);
+        loaded.digest += pg_digest_term(page, txn, sum == 0);  // no image's sum is 0: a zero version's (P7)
     }
     versions_->publish();
     return loaded;
@@ -1233,7 +1235,8 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
         for (const auto& p : pages) written += pg_digest_term(p.page, 1);
         for (page_no page : spilled_only) written += pg_digest_term(page, 1);
         pg_digest added = pg_digest(txn) * written;
-        for (const zeroed_page& z : zeroed) added += pg_digest_term(z.page, txn - z.old_txn);  // P7's, superseded
+        for (const zeroed_page& z : zeroed)  // P7's, less the (not zero) versions they supersede
+            added += pg_digest_term(z.page, txn, true) - pg_digest_term(z.page, z.old_txn);
         PGresult* moved = control_->try_exec_prepared(
             "steppe_move_row",
             {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
@@ -1535,7 +1538,8 @@ std::vector<std::string> pg_store::check_rows() const {
     std::vector<bool> with_rows(map_holds ? std::min<page_no>(page_count_, versions_->capacity()) : 0);
     page_no page_seen = ~page_no{0};
     std::uint64_t newest_of_page = 0, at_snapshot = 0;
-    bool newest_is_zero = false;
+    bool newest_is_zero = false;      // P7
+    std::uint32_t newest_sum = 0;     // the digest weighs by the sum alone, as the server's statements do
     auto page_done = [&] {
         if (page_seen == ~page_no{0}) return;
         if (page_seen >= count && newest_of_page && !newest_is_zero)  // P7
@@ -1543,7 +1547,7 @@ std::vector<std::string> pg_store::check_rows() const {
                                std::to_string(count) + " pages, but its newest version (of commit " +
                                std::to_string(newest_of_page) + ") is not a zero version (P7)");
         if (page_seen < with_rows.size()) with_rows[page_seen] = true;
-        if (newest_of_page) found += pg_digest_term(page_seen, newest_of_page);
+        if (newest_of_page) found += pg_digest_term(page_seen, newest_of_page, newest_sum == 0);
         if (map_holds && !named_version(page_seen, at_snapshot, snapshot))
             findings.push_back(at + "page " + std::to_string(page_seen) + " at commit " + std::to_string(snapshot) +
                                " is the version of commit " + std::to_string(versions_->newest(page_seen)) +
@@ -1576,6 +1580,7 @@ std::vector<std::string> pg_store::check_rows() const {
             if (txn <= newest) {
                 newest_of_page = txn;
                 newest_is_zero = zero;
+                newest_sum = sum;
             }
             if (txn <= snapshot) at_snapshot = txn;
             const std::string where = at + "page " + std::to_string(page) + " version of commit " + std::to_string(txn);

@@ -50,7 +50,8 @@
 //       fetch then holds there). A writer always reads from the primary.
 //  (P6) the store row's digest is the sum, over the pages that have a
 //       version at or below its txn, of the commit number of the page's
-//       newest such version times (page + 1) (pg_digest_term); a commit
+//       newest such version times (page + 1), twice that for a zero
+//       version (pg_digest_term); a commit
 //       adds its terms for the pages it writes and takes away those of the
 //       versions they supersede (read from the rows as stored), in the
 //       statement that moves the store row (P1). Collection drops
@@ -100,12 +101,15 @@ namespace steppe::storage {
 
 class pg_connection;
 
-// P6: a store row's digest (up to 2^32 pages' terms added up, each below 2^95).
+// P6: a store row's digest (up to 2^32 pages' terms added up, each below 2^96).
 __extension__ typedef unsigned __int128 pg_digest;
 // A page's term in the digest: its newest version's commit number times
 // (page + 1), so a version moved to another page number changes the sum
-// (a sum of bare commit numbers would not see it).
-inline pg_digest pg_digest_term(page_no page, std::uint64_t txn) { return pg_digest(txn) * (pg_digest(page) + 1); }
+// (a sum of bare commit numbers would not see it); twice that for a zero
+// version (P7), so a version emptied by hand changes it too.
+inline pg_digest pg_digest_term(page_no page, std::uint64_t txn, bool zero_version = false) {
+    return pg_digest(txn) * (pg_digest(page) + 1) * (zero_version ? 2 : 1);
+}
 
 // What a store URL says: libpq's part, the store's name and steppe's own
 // parameters. Throws invalid_argument naming what is wrong.
