@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -186,6 +187,57 @@ TEST_F(PgRewriteTest, AKilledCompactionLeavesTheOldStoreOrTheNew) {
     std::printf("old store after %d kills, compacted after %d\n", old_seen, new_seen);
     auto cli = test::run_cli("check '" + url + "'");
     EXPECT_EQ(cli.exit_code, 0) << cli.out;
+}
+
+// The server crashes (as pg_ctl stop -m immediate) at instants spread over
+// `steppe compact`: once it is back, the store is the old one or the
+// compacted one, whole.
+TEST_F(PgRewriteTest, AServerCrashDuringACompactionLeavesTheOldStoreOrTheNew) {
+    build(url);
+    const std::uint64_t pages_before = open(url, true)->page_count();
+    const std::string cli = std::getenv("STEPPE_CLI");
+    bool compacted = false;
+    int crashes = 0;
+    for (int i = 0; i < 5 && !compacted; ++i, ++crashes) {
+        std::fflush(nullptr);
+        pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            ::execl(cli.c_str(), cli.c_str(), "compact", "--collect", url.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        ::usleep(useconds_t(15000 * i));
+        server->crash();
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        server->start();
+        auto s = store::open(url, {.lock_timeout = std::chrono::seconds(10)});
+        EXPECT_EQ(first_wrong(s), -1) << "crash " << i;
+        EXPECT_TRUE(s.check().empty()) << "crash " << i;
+        s.close();
+        compacted = open(url, true)->page_count() != pages_before;
+        EXPECT_EQ(compacted, WIFEXITED(status) && WEXITSTATUS(status) == 0) << "crash " << i << ": the CLI's exit says "
+                                                                            << "which (0: compacted)";
+    }
+    std::printf("%d server crashes, the store %s\n", crashes, compacted ? "compacted after the last" : "old after each");
+    EXPECT_EQ(open(url, true)->check(), std::vector<std::string>{});
+}
+
+// Compaction is the writer: beside another process's writer it is refused,
+// naming the lock, and changes nothing.
+TEST_F(PgRewriteTest, ACompactionBesideAWriterIsRefused) {
+    build(url);
+    test::child writer([&](test::child& self) {
+        auto s = store::open(url);
+        self.report_and_wait();
+        return 0;
+    });
+    ASSERT_TRUE(writer.wait_for_report());
+    const std::uint64_t before = rows();
+    EXPECT_ERROR(errc::locked, "another writer", compact(url));
+    EXPECT_EQ(rows(), before);
+    writer.go();
+    EXPECT_EQ(writer.exit_code(), 0);
 }
 
 // P7 attacked: a page past the store's end given an image by hand, in
