@@ -13,9 +13,13 @@
 //            page) and the compacted main file (what it writes), each read
 //            and written to a new file with 1 MiB buffers, then fsync,
 //            caches dropped first likewise
+//   postgres with --postgres URL (a server URL without store=): the same
+//            store imported into PostgreSQL (steppe import) as a new store
+//            each run, then steppe::compact of it there: one commit of the
+//            new pages and zero versions, then a collection
 // Alternated R times; medians, MiB/s of the store compacted (bytes before)
 // and the ratios copy / compact.
-// Usage: compact_bench [--mib N] [--delete P] [--runs R] [--collect 1] [--dir D]
+// Usage: compact_bench [--mib N] [--delete P] [--runs R] [--collect 1] [--dir D] [--postgres URL]
 #include <steppe/steppe.hpp>
 
 #include <cstdint>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "storage/backup.hpp"
 
 using bench_util::clock_type;
 using bench_util::median;
@@ -79,22 +84,32 @@ int main(int argc, char** argv) {
     long mib = 256, delete_percent = 80;
     int runs = 3;
     bool collect = false;
-    std::string dir;
+    std::string dir, postgres;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!std::strcmp(argv[i], "--mib")) mib = std::atol(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--delete")) delete_percent = std::atol(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--collect")) collect = std::atoi(argv[i + 1]) != 0;
         else if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+        else if (!std::strcmp(argv[i], "--postgres")) postgres = argv[i + 1];
     }
     bool own_dir = dir.empty();
     dir = bench_util::scratch_dir(dir);
     const std::string original = dir + "/original.db", store = dir + "/compacted.db", plain = dir + "/copy.db";
     make_store(original, mib, delete_percent);
     bool cold = true;
-    std::vector<double> compact_s, copy_in_s, copy_out_s;
-    steppe::compact_report report;
+    std::vector<double> compact_s, copy_in_s, copy_out_s, postgres_s;
+    steppe::compact_report report, postgres_report;
     for (int r = 0; r < runs; ++r) {
+        if (!postgres.empty()) {
+            const std::string url = postgres + (postgres.find('?') == std::string::npos ? "?" : "&") +
+                                    "store=compact_bench_" + std::to_string(::getpid()) + "_" + std::to_string(r);
+            steppe::storage::import_store(original, url);
+            cold &= bench_util::drop_caches();
+            auto t = clock_type::now();
+            postgres_report = steppe::compact(url, {.collect = collect});
+            postgres_s.push_back(seconds_since(t));
+        }
         copy_store(original, store);
         std::filesystem::remove(plain);
         cold &= bench_util::drop_caches();
@@ -120,6 +135,15 @@ int main(int argc, char** argv) {
     std::printf("copy of the result %.2f s  %.0f MiB/s\n", out, out_mib / out);
     std::printf("compaction / copy of the store before  %.2f  (goal >= 0.50)\n", in / c);
     std::printf("compaction / copy of the compacted file  %.2f\n", out / c);
+    if (!postgres.empty()) {
+        const double p = median(postgres_s);
+        std::printf("in PostgreSQL: %.1f MiB -> %.1f MiB of page images (%llu -> %llu pages), compact %.2f s, %.2f x "
+                    "the file store's\n",
+                    static_cast<double>(postgres_report.bytes_before) / (1 << 20),
+                    static_cast<double>(postgres_report.bytes_after) / (1 << 20),
+                    static_cast<unsigned long long>(postgres_report.pages_before),
+                    static_cast<unsigned long long>(postgres_report.pages_after), p, p / c);
+    }
     for (const std::string& f : {original, store, plain})
         for (const char* suffix : {"", "-wal", "-shm", "-lock"}) std::filesystem::remove(f + suffix);
     if (own_dir) std::filesystem::remove_all(dir);

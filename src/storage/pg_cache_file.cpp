@@ -10,11 +10,38 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 
 #include "storage/checksum.hpp"
 #include "storage/pg_connection.hpp"
 
 namespace steppe::storage {
+
+pg_version_map::pg_version_map() : table_(static_cast<chunk**>(std::calloc(table_size, sizeof(chunk*)))) {
+    if (!table_) throw std::bad_alloc();
+}
+
+pg_version_map::~pg_version_map() {
+    for (std::size_t i = 0; i < table_size && chunks_.load(std::memory_order_relaxed); ++i)
+        if (chunk* c = table_[i]) {
+            delete c;
+            chunks_.fetch_sub(1, std::memory_order_relaxed);
+        }
+    std::free(table_);
+}
+
+void pg_version_map::set(page_no page, std::uint64_t txn, std::uint32_t sum) {
+    if (page >= max_pages) return;
+    chunk*& slot = table_[page / chunk_pages];
+    chunk* c = std::atomic_ref(slot).load(std::memory_order_relaxed);  // set() alone stores it
+    if (!c) {
+        c = new chunk;
+        std::atomic_ref(slot).store(c, std::memory_order_release);
+        chunks_.fetch_add(1, std::memory_order_relaxed);
+    }
+    c->txn[page % chunk_pages].store(txn, std::memory_order_relaxed);
+    c->sum[page % chunk_pages].store(sum, std::memory_order_relaxed);
+}
 
 namespace {
 

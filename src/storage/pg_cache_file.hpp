@@ -81,36 +81,49 @@ struct pg_cache_slot_header {
 static_assert(sizeof(pg_cache_slot_header) == pg_cache_slot_header_size, "slot header layout (docs/format.md)");
 
 // The newest version of each page at the handle's snapshot and its sum
-// (C4): atomic words per page below a capacity fixed at open (0: no
-// version, the page reads as zeros; pages past the capacity are unknown).
+// (C4): atomic words per page (0: no version, the page reads as zeros), in
+// chunks of chunk_pages made as pages get versions, so the map costs 12
+// bytes a page of the store, whatever it grows to, and covers every page.
+// The chunk table is calloc'd (fresh zero pages: touched only where chunks
+// are). newest() and sum() are async-signal-safe; set() runs on one thread
+// at a time (open, then the writer's commits) and may allocate.
 class pg_version_map {
 public:
     static constexpr std::uint64_t unknown = ~std::uint64_t{0};
-    explicit pg_version_map(page_no capacity)
-        : capacity_(capacity), txn_(new std::atomic<std::uint64_t>[capacity]),
-          sum_(new std::atomic<std::uint32_t>[capacity]) {}
+    static constexpr page_no chunk_pages = page_no{1} << 14;
+    pg_version_map();
+    ~pg_version_map();
+    pg_version_map(const pg_version_map&) = delete;
+    pg_version_map& operator=(const pg_version_map&) = delete;
+
     std::uint64_t newest(page_no page) const noexcept {
-        return loaded_.load(std::memory_order_acquire) && page < capacity_
-                   ? txn_[page].load(std::memory_order_relaxed)
-                   : unknown;
+        if (!loaded_.load(std::memory_order_acquire)) return unknown;
+        const chunk* c = chunk_of(page);
+        return c ? c->txn[page % chunk_pages].load(std::memory_order_relaxed) : 0;
     }
     // The newest version's sum (page_checksum; meaningful where newest() is a version).
     std::uint32_t sum(page_no page) const noexcept {
-        return page < capacity_ ? sum_[page].load(std::memory_order_relaxed) : 0;
+        const chunk* c = chunk_of(page);
+        return c ? c->sum[page % chunk_pages].load(std::memory_order_relaxed) : 0;
     }
-    void set(page_no page, std::uint64_t txn, std::uint32_t sum) noexcept {
-        if (page >= capacity_) return;
-        txn_[page].store(txn, std::memory_order_relaxed);
-        sum_[page].store(sum, std::memory_order_relaxed);
-    }
+    void set(page_no page, std::uint64_t txn, std::uint32_t sum);
     void publish() noexcept { loaded_.store(true, std::memory_order_release); }
     bool loaded() const noexcept { return loaded_.load(std::memory_order_acquire); }
-    page_no capacity() const noexcept { return capacity_; }
+    std::uint64_t bytes() const noexcept { return chunks_.load(std::memory_order_relaxed) * sizeof(chunk); }
 
 private:
-    const page_no capacity_;
-    std::unique_ptr<std::atomic<std::uint64_t>[]> txn_;
-    std::unique_ptr<std::atomic<std::uint32_t>[]> sum_;
+    struct chunk {
+        std::atomic<std::uint64_t> txn[chunk_pages]{};
+        std::atomic<std::uint32_t> sum[chunk_pages]{};
+    };
+    static constexpr std::size_t table_size = max_pages / chunk_pages;
+    const chunk* chunk_of(page_no page) const noexcept {
+        return page < max_pages ? std::atomic_ref(table_[page / chunk_pages]).load(std::memory_order_acquire)
+                                : nullptr;
+    }
+
+    chunk** table_;  // table_size entries, null (no chunk) until set
+    std::atomic<std::uint64_t> chunks_{0};
     std::atomic<bool> loaded_{false};
 };
 

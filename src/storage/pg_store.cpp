@@ -626,9 +626,7 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     else s->open_as_writer();
     s->counters_ = std::make_unique<counters>();
     s->open_cache_file();
-    // Room for the store to double; pages past it are served by C3's claim
-    // or the server, unchecked by P6's map (check() still adds them up).
-    s->versions_ = std::make_unique<pg_version_map>(std::max<page_no>(2 * s->page_count_, 1u << 16));
+    s->versions_ = std::make_unique<pg_version_map>();
     s->cache_ = std::make_unique<cache>(s->address_.cache_bytes);
     const bool from_standby = opts.read_only && s->address_.pages_from_standby;  // P5
     auto fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
@@ -1475,7 +1473,7 @@ info pg_store::describe() const {
 }
 
 storage::memory pg_store::memory_bytes() const noexcept {
-    return {pending_count() * 48 + (versions_ ? versions_->capacity() * 12 : 0),
+    return {pending_count() * 48 + (versions_ ? versions_->bytes() : 0),
             cache_->count * sizeof(cache::slot) + sizeof(fetcher::request) * fetcher::request_slots};
 }
 
@@ -1535,7 +1533,7 @@ std::vector<std::string> pg_store::check_rows() const {
                                   : "SELECT count(*) FROM steppe_store WHERE name = $1 AND fence = $2::bigint",
                        {address_.store, std::to_string(reader_id_ ? reader_id_ : fence_)})
                 .integer(0, 0) != 0;
-    std::vector<bool> with_rows(map_holds ? std::min<page_no>(page_count_, versions_->capacity()) : 0);
+    std::vector<bool> with_rows(map_holds ? page_count_ : 0);
     page_no page_seen = ~page_no{0};
     std::uint64_t newest_of_page = 0, at_snapshot = 0;
     bool newest_is_zero = false;      // P7

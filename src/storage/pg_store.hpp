@@ -220,8 +220,8 @@ private:
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
                       bool with_pending) const noexcept;
     // P6: whether `txn` (0: none) is the version of `page` at `snapshot` the
-    // version map names; true where it names none (not loaded, past its
-    // capacity, or moved past the snapshot by a commit under way).
+    // version map names; true where it names none (not loaded, or moved
+    // past the snapshot by a commit under way).
     bool named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept;
     enum class spilled_read { absent, read, failed };
     spilled_read read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept;
