@@ -240,6 +240,24 @@ TEST_F(PgRewriteTest, ACompactionBesideAWriterIsRefused) {
     EXPECT_EQ(writer.exit_code(), 0);
 }
 
+// The edges: a store made but never committed to, and a migration's dry
+// run, which writes nothing.
+TEST_F(PgRewriteTest, AnEmptyStoreCompactsAndADryRunWritesNothing) {
+    store::open(url).close();
+    compact(url, {.collect = true});
+    EXPECT_EQ(open(url, true)->check(), std::vector<std::string>{});
+    {
+        auto s = store::open(url);
+        EXPECT_EQ(*s.root<Node*>("list"), nullptr);
+    }
+    build(url);
+    const std::uint64_t before = rows(), txn = open(url, true)->txn_seq();
+    migrate_report m = migrate(url, migration{}, {.dry_run = true});
+    EXPECT_GT(m.compaction.pages_after, 0u);
+    EXPECT_EQ(rows(), before);
+    EXPECT_EQ(open(url, true)->txn_seq(), txn);
+}
+
 // P7 attacked: a page past the store's end given an image by hand, in
 // place of its zero version (same commit number), changes the digest
 // (P6: a zero version weighs twice), so no open reads the store; once
