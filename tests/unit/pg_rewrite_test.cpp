@@ -216,8 +216,12 @@ TEST_F(PgRewriteTest, AServerCrashDuringACompactionLeavesTheOldStoreOrTheNew) {
         EXPECT_TRUE(s.check().empty()) << "crash " << i;
         s.close();
         compacted = open(url, true)->page_count() != pages_before;
-        EXPECT_EQ(compacted, WIFEXITED(status) && WEXITSTATUS(status) == 0) << "crash " << i << ": the CLI's exit says "
-                                                                            << "which (0: compacted)";
+        // A compaction the CLI reports done is in the store; one it reports
+        // failed may be too (the crash after COMMIT, whose outcome the CLI
+        // cannot know then).
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            EXPECT_TRUE(compacted) << "crash " << i;
+        }
     }
     std::printf("%d server crashes, the store %s\n", crashes, compacted ? "compacted after the last" : "old after each");
     EXPECT_EQ(open(url, true)->check(), std::vector<std::string>{});
