@@ -194,8 +194,16 @@ compact_report rewrite_by_commit(storage& s, bool write,
         r.bytes_after = r.bytes_before;
         return r;
     }
-    s.try_checkpoint();  // the superseded versions no reader needs go (a failure leaves them to the next)
-    r.bytes_after = s.describe().main_file_bytes;
+    // The rewrite is committed: what follows must not report it failed. A
+    // collection that fails leaves the superseded versions to the next; a
+    // size that cannot be measured (the server gone since) is the most the
+    // rewritten pages hold.
+    s.try_checkpoint();
+    try {
+        r.bytes_after = s.describe().main_file_bytes;
+    } catch (const error&) {
+        r.bytes_after = r.pages_after * page_size;
+    }
     return r;
 }
 }  // namespace

@@ -216,8 +216,12 @@ TEST_F(PgRewriteTest, AServerCrashDuringACompactionLeavesTheOldStoreOrTheNew) {
         EXPECT_TRUE(s.check().empty()) << "crash " << i;
         s.close();
         compacted = open(url, true)->page_count() != pages_before;
-        EXPECT_EQ(compacted, WIFEXITED(status) && WEXITSTATUS(status) == 0) << "crash " << i << ": the CLI's exit says "
-                                                                            << "which (0: compacted)";
+        // A compaction the CLI reports done is in the store; one it reports
+        // failed may be too (the crash after COMMIT, whose outcome the CLI
+        // cannot know then).
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            EXPECT_TRUE(compacted) << "crash " << i;
+        }
     }
     std::printf("%d server crashes, the store %s\n", crashes, compacted ? "compacted after the last" : "old after each");
     EXPECT_EQ(open(url, true)->check(), std::vector<std::string>{});
@@ -238,6 +242,24 @@ TEST_F(PgRewriteTest, ACompactionBesideAWriterIsRefused) {
     EXPECT_EQ(rows(), before);
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
+}
+
+// The edges: a store made but never committed to, and a migration's dry
+// run, which writes nothing.
+TEST_F(PgRewriteTest, AnEmptyStoreCompactsAndADryRunWritesNothing) {
+    store::open(url).close();
+    compact(url, {.collect = true});
+    EXPECT_EQ(open(url, true)->check(), std::vector<std::string>{});
+    {
+        auto s = store::open(url);
+        EXPECT_EQ(*s.root<Node*>("list"), nullptr);
+    }
+    build(url);
+    const std::uint64_t before = rows(), txn = open(url, true)->txn_seq();
+    migrate_report m = migrate(url, migration{}, {.dry_run = true});
+    EXPECT_GT(m.compaction.pages_after, 0u);
+    EXPECT_EQ(rows(), before);
+    EXPECT_EQ(open(url, true)->txn_seq(), txn);
 }
 
 // P7 attacked: a page past the store's end given an image by hand, in
