@@ -36,8 +36,8 @@
 //  (C4) a handle at snapshot S hands out a slot's image only if its version
 //       map (the newest version of every page at S and its sum, from one
 //       query at open, kept up to date by its own commits) names the
-//       slot's version and sum; for a page the map does not cover (past its
-//       capacity, or no map), only if version ≤ S ≤ newest_through.
+//       slot's version and sum; with no map (a reader whose registration
+//       was gone at open), only if version ≤ S ≤ newest_through.
 //
 // Two processes writing one file need no lock: each slot goes in one
 // pwritev, and a reader that sees a mix of two writes finds its check
