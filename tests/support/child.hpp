@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -26,7 +27,19 @@ public:
     explicit child(const std::function<int(child&)>& body) {
         if (::pipe(up_) != 0 || ::pipe(down_) != 0) throw std::runtime_error("pipe");
         std::fflush(nullptr);
-        pid_ = ::fork();
+        // fork fails for a moment on a loaded machine (ctest -j beside
+        // PostgreSQL servers and kill tests: EAGAIN, ENOMEM). Unchecked,
+        // the test went on as the parent of no child and waited for a
+        // report that never came (a hang before this helper; "did not
+        // report" with nothing to say why after it).
+        for (int tries = 1; (pid_ = ::fork()) < 0; ++tries) {
+            const int err = errno;
+            if ((err != EAGAIN && err != ENOMEM) || tries == 100) {
+                for (int fd : {up_[0], up_[1], down_[0], down_[1]}) ::close(fd);
+                throw std::runtime_error("fork failed " + std::to_string(tries) + " times: " + std::strerror(err));
+            }
+            ::usleep(50000);
+        }
         // Each side keeps its own ends only, so a side that dies is seen.
         ::close(pid_ == 0 ? up_[0] : up_[1]);
         ::close(pid_ == 0 ? down_[1] : down_[0]);
@@ -68,13 +81,19 @@ public:
             return false;
         }
         char c;
-        return ::read(up_[0], &c, 1) == 1;
+        if (::read(up_[0], &c, 1) == 1) return true;
+        // Gone without a word: say how it ended (a signal leaves no message).
+        const int code = exit_code(10);
+        std::fprintf(stderr, "child ended before it reported: %s %d\n", code >= 128 ? "signal" : "exit code",
+                     code >= 128 ? code - 128 : code);
+        return false;
     }
     void go() {
         char c = 1;
         (void)!::write(down_[1], &c, 1);
     }
     int exit_code(int limit_seconds = 240) {
+        if (pid_ <= 0) return code_;  // reaped already (waitpid(-1) would take any child)
         int status = 0;
         for (int waited_ms = 0; ::waitpid(pid_, &status, WNOHANG) == 0; waited_ms += 10) {
             if (waited_ms >= limit_seconds * 1000) {
@@ -87,7 +106,7 @@ public:
             ::usleep(10000);
         }
         pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     void kill() {
         if (pid_ <= 0) return;
@@ -115,6 +134,7 @@ public:
 private:
     int up_[2], down_[2];
     pid_t pid_ = -1;
+    int code_ = 128 + SIGKILL;  // exit_code's answer once reaped (kill() reaps it killed)
 };
 
 }  // namespace steppe::test
