@@ -336,8 +336,10 @@ private:
     template<class V> V read(const types::field& f) const {
         static_assert(std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>,
                       "steppe::old_object::get: read a field as a scalar, pointer, std::array or plain struct");
+        // The name is made only for the error: parsing it costs more than
+        // the rest of a conversion, which runs once per object.
         require(f, sizeof(V), types::detail::kind_of<V>(), types::detail::type_fp<V>(),
-                types::detail::type_name<V>());
+                &types::detail::type_name<V>);
         V value{};
         std::memcpy(&value, bytes_ + f.offset, sizeof value);
         return value;
@@ -345,7 +347,7 @@ private:
     const types::field& named(std::string_view name) const;
     const types::field& at(std::size_t index) const;
     void require(const types::field& f, std::size_t size, types::field_kind kind, std::uint64_t type_fp,
-                 const std::string& as) const;
+                 std::string (*name_of_as)()) const;
 
     const types::layout* layout_;
     const std::byte* bytes_;

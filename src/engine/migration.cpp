@@ -37,12 +37,12 @@ std::span<const std::byte> old_object::bytes(std::string_view name) const {
 }
 
 void old_object::require(const types::field& f, std::size_t size, types::field_kind kind, std::uint64_t type_fp,
-                         const std::string& as) const {
+                         std::string (*name_of_as)()) const {
     if (f.size == size && f.kind == kind && f.type_fp == type_fp) return;
     throw error(errc::type_mismatch, "migration: field '" + f.name + "' at offset " + std::to_string(f.offset) +
                                          " of the stored type " + layout_->name + " is " + f.type + " (" +
                                          types::to_string(f.kind) + ", " + std::to_string(f.size) +
-                                         " bytes), not " + as);
+                                         " bytes), not " + name_of_as());
 }
 
 namespace migrating {
