@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -56,6 +57,27 @@ inline std::uint64_t read_bytes() {
     while (io >> key >> value)
         if (key == "read_bytes:") return value;
     return 0;
+}
+
+// The process's peak resident memory (VmHWM), in bytes, since it started
+// or since the last reset_peak_rss().
+inline std::uint64_t peak_rss() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    while (status >> key) {
+        std::uint64_t kib = 0;
+        if (key == "VmHWM:" && status >> kib) return kib << 10;
+        status.ignore(1 << 10, '\n');
+    }
+    return 0;
+}
+// The peak is counted from here (clear_refs 5 resets VmHWM to the current RSS).
+inline void reset_peak_rss() {
+    int fd = ::open("/proc/self/clear_refs", O_WRONLY);
+    if (fd >= 0) {
+        (void)!::write(fd, "5", 1);
+        ::close(fd);
+    }
 }
 
 inline std::string scratch_dir(const std::string& dir) {

@@ -14,13 +14,11 @@
 //   --budgets-mib  0 is the default budget (half of what the process may use)
 //   --keep yes     keep the store (and --dir)
 #include <steppe/steppe.hpp>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,24 +49,6 @@ bool g_keep = false;
 long node_count() { return static_cast<long>(g_store_mib * MiB / sizeof(Node)); }
 std::string store_path() { return g_dir + "/memory.db"; }
 
-// The peak RSS is counted from here (VmHWM reset: clear_refs 5).
-void reset_peak() {
-    int fd = ::open("/proc/self/clear_refs", O_WRONLY);
-    if (fd >= 0) {
-        (void)!::write(fd, "5", 1);
-        ::close(fd);
-    }
-}
-
-std::uint64_t peak_rss() {
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    std::uint64_t kib = 0;
-    while (status >> key)
-        if (key == "VmHWM:" && status >> kib) return kib << 10;
-    return 0;
-}
-
 steppe::store open_store(std::uint64_t budget_mib) {
     steppe::open_options o;
     o.resident_budget = budget_mib * MiB;
@@ -79,7 +59,7 @@ steppe::store open_store(std::uint64_t budget_mib) {
 std::vector<double> report(steppe::store& s, bench_util::clock_type::time_point t0, long ok) {
     const steppe::store_stats st = s.stats();
     const steppe::store_memory& m = st.memory;
-    return {static_cast<double>(peak_rss()), bench_util::seconds_since(t0), static_cast<double>(ok),
+    return {static_cast<double>(bench_util::peak_rss()), bench_util::seconds_since(t0), static_cast<double>(ok),
             static_cast<double>(st.resident_budget_pages * 4096), static_cast<double>(m.store_pages),
             static_cast<double>(m.heap), static_cast<double>(m.page_map), static_cast<double>(m.fault_space),
             static_cast<double>(m.residency), static_cast<double>(m.types), static_cast<double>(m.storage),
@@ -89,7 +69,7 @@ std::vector<double> report(steppe::store& s, bench_util::clock_type::time_point 
 std::vector<double> build(std::uint64_t budget_mib) {
     std::filesystem::remove(store_path());
     std::filesystem::remove(store_path() + "-wal");
-    reset_peak();
+    bench_util::reset_peak_rss();
     auto t0 = bench_util::clock_type::now();
     auto s = open_store(budget_mib);
     Node** head = s.root<Node*>("head");
@@ -107,7 +87,7 @@ std::vector<double> build(std::uint64_t budget_mib) {
 }
 
 std::vector<double> rewrite(std::uint64_t budget_mib) {
-    reset_peak();
+    bench_util::reset_peak_rss();
     auto t0 = bench_util::clock_type::now();
     auto s = open_store(budget_mib);
     long seen = 0;
@@ -119,7 +99,7 @@ std::vector<double> rewrite(std::uint64_t budget_mib) {
 // Every node, checked: ids count down from the last one made, values were
 // raised by one (the rewrite).
 std::vector<double> walk(std::uint64_t budget_mib) {
-    reset_peak();
+    bench_util::reset_peak_rss();
     auto t0 = bench_util::clock_type::now();
     auto s = open_store(budget_mib);
     long ok = 0, expect = node_count() - 1;

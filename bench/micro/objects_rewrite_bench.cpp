@@ -14,6 +14,7 @@
 //            the 72-byte NodeV2 (`count` int -> long by a conversion
 //            function, `flags` dropped, `added` new), the root's type too
 //            (it names the renamed node type), references forwarded
+//   (each with the process's peak RSS while it ran)
 //   copy     the store's main file read and written to a new file with 1 MiB
 //            buffers, then fsync
 // The OS caches are dropped before each when permitted. Alternated R times;
@@ -142,21 +143,25 @@ int main(int argc, char** argv) {
     const double built = seconds_since(t);
     const bool collect = delete_percent > 0;
     bool cold = true;
-    std::vector<double> compact_s, migrate_s, copy_s;
+    std::vector<double> compact_s, migrate_s, copy_s, compact_rss, migrate_rss;
     steppe::compact_report compacted;
     steppe::migrate_report migrated;
     for (int r = 0; r < runs; ++r) {
         copy_store(original, store);
         cold &= bench_util::drop_caches();
+        bench_util::reset_peak_rss();
         t = clock_type::now();
         compacted = steppe::compact(store, {.collect = collect});
         compact_s.push_back(seconds_since(t));
+        compact_rss.push_back(static_cast<double>(bench_util::peak_rss()));
 
         copy_store(original, store);
         cold &= bench_util::drop_caches();
+        bench_util::reset_peak_rss();
         t = clock_type::now();
         migrated = steppe::migrate(store, to_v2(), {.collect = collect});
         migrate_s.push_back(seconds_since(t));
+        migrate_rss.push_back(static_cast<double>(bench_util::peak_rss()));
 
         std::filesystem::remove(plain);
         cold &= bench_util::drop_caches();
@@ -171,8 +176,10 @@ int main(int argc, char** argv) {
     std::printf("files: %.1f MiB -> compacted %.1f MiB, migrated %.1f MiB (%llu elements converted)\n", in_mib,
                 mib_of(compacted.bytes_after), mib_of(migrated.compaction.bytes_after),
                 static_cast<unsigned long long>(migrated.converted.empty() ? 0 : migrated.converted[0].elements));
-    std::printf("compact  %.2f s  %.0f MiB/s of the store before\n", c, in_mib / c);
-    std::printf("migrate  %.2f s  %.0f MiB/s\n", m, in_mib / m);
+    std::printf("compact  %.2f s  %.0f MiB/s of the store before, peak RSS %.0f MiB\n", c, in_mib / c,
+                mib_of(static_cast<std::uint64_t>(median(compact_rss))));
+    std::printf("migrate  %.2f s  %.0f MiB/s, peak RSS %.0f MiB\n", m, in_mib / m,
+                mib_of(static_cast<std::uint64_t>(median(migrate_rss))));
     std::printf("copy     %.2f s  %.0f MiB/s\n", copy, in_mib / copy);
     std::printf("compaction / copy  %.2f  (goal >= 0.50)\n", copy / c);
     std::printf("migration / copy   %.2f  (goal >= 0.50)\n", copy / m);

@@ -417,18 +417,6 @@ void report_budget_curve(std::uint64_t budget, int reps, const std::vector<doubl
     }
 }
 
-// The process's peak resident memory (VmHWM), in bytes.
-std::uint64_t peak_rss() {
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    while (status >> key) {
-        std::uint64_t kib = 0;
-        if (key == "VmHWM:" && status >> kib) return kib << 10;
-        status.ignore(1 << 10, '\n');
-    }
-    return 0;
-}
-
 // Adds 1 to every part's x in one transaction and commits it (durably):
 // {update seconds, commit seconds, pages spilled, evictions, peak RSS}.
 std::vector<double> update_every_part() {
@@ -441,7 +429,7 @@ std::vector<double> update_every_part() {
     t = clock_type::now();
     s.commit();
     return {update, seconds_since(t), static_cast<double>(st.spilled_pages), static_cast<double>(st.evictions),
-            static_cast<double>(peak_rss())};
+            static_cast<double>(bench_util::peak_rss())};
 }
 
 // One transaction writing every part of the store (each run adds 1 to every

@@ -11,7 +11,9 @@
 //      page 1; each gets its new oid
 //   4. copy: each object's bytes into its new segment, every reference slot
 //      forwarded (a reference to nothing kept, which only a damaged store
-//      holds, becomes null)
+//      holds, becomes null); written a batch of segments at a time (the
+//      blobs and meta of step 5 are made first), so the new store is never
+//      all in memory
 //   5. the blobs after the segments (the catalog as it was, the roots
 //      forwarded) and the meta: the same scheme and segment capacity, the new
 //      next_page and counts (O4)
@@ -184,45 +186,70 @@ std::uint64_t place(old_store& old, const std::vector<object_at>& kept, Size&& b
 
 // 4. copy: the new segments' pages (from page 1): each object's bytes, or
 // with a conversion in `plan` its elements built anew, then every reference
-// of its layout in `types_after` forwarded.
-std::vector<std::byte> segment_pages(const old_store& old, const std::vector<new_segment>& placed,
-                                     std::uint64_t next_page, const types::catalog& types_after,
-                                     migrating::migration_plan* plan) {
-    std::vector<std::byte> data((next_page - 1) * page_bytes);
-    for (const new_segment& seg : placed) {
-        std::byte* image = data.data() + (seg.first_page - 1) * page_bytes;
-        const std::uint64_t pages = (seg.bytes + page_bytes - 1) / page_bytes;
-        format::segment_header head{format::segment_magic, static_cast<std::uint16_t>(seg.objects.size()), 0,
-                                    static_cast<std::uint32_t>(pages), static_cast<std::uint32_t>(seg.bytes),
-                                    seg.first_page, 0};
-        std::memcpy(image, &head, sizeof head);
-        for (std::uint32_t i = 0; i < seg.objects.size(); ++i) {
-            const format::object_entry& was = old.entry(seg.objects[i]);
-            const format::object_entry e{seg.offsets[i], was.type, was.count, 0};
-            std::memcpy(image + sizeof head + i * sizeof e, &e, sizeof e);
-            const types::layout& l = types_after.at(e.type);
-            std::byte* body = image + e.offset;
-            if (migrating::conversion* c = plan ? plan->find(e.type) : nullptr) {
-                for (std::uint32_t k = 0; k < e.count; ++k)
-                    c->build(old.body(seg.objects[i]) + std::uint64_t{k} * c->from->size, body + std::uint64_t{k} * l.size);
-                ++c->objects;
-                c->elements += e.count;
-            } else {
-                std::memcpy(body, old.body(seg.objects[i]), std::uint64_t{l.size} * e.count);
-            }
-            // Every reference of the new layout, carried or set by a
-            // conversion function, holds an old oid (or none) until here.
+// of its layout in `types_after` forwarded. The pages go to `out` a batch
+// of segments at a time, so the pass holds a batch of the new store, not
+// all of it (a batch is at least copy_batch_bytes, or one segment).
+constexpr std::uint64_t copy_batch_bytes = std::uint64_t{4} << 20;
+
+void build_segment(const old_store& old, const new_segment& seg, const types::catalog& types_after,
+                   migrating::migration_plan* plan, std::byte* image) {
+    const std::uint64_t pages = (seg.bytes + page_bytes - 1) / page_bytes;
+    std::memset(image, 0, pages * page_bytes);
+    format::segment_header head{format::segment_magic, static_cast<std::uint16_t>(seg.objects.size()), 0,
+                                static_cast<std::uint32_t>(pages), static_cast<std::uint32_t>(seg.bytes),
+                                seg.first_page, 0};
+    std::memcpy(image, &head, sizeof head);
+    for (std::uint32_t i = 0; i < seg.objects.size(); ++i) {
+        const format::object_entry& was = old.entry(seg.objects[i]);
+        const format::object_entry e{seg.offsets[i], was.type, was.count, 0};
+        std::memcpy(image + sizeof head + i * sizeof e, &e, sizeof e);
+        const types::layout& l = types_after.at(e.type);
+        std::byte* body = image + e.offset;
+        if (migrating::conversion* c = plan ? plan->find(e.type) : nullptr) {
             for (std::uint32_t k = 0; k < e.count; ++k)
-                for (std::uint32_t at : l.refs) {
-                    std::byte* slot = body + std::uint64_t{k} * l.size + at;
-                    std::uint64_t w;
-                    std::memcpy(&w, slot, sizeof w);
-                    w = old.forward(w);
-                    std::memcpy(slot, &w, sizeof w);
-                }
+                c->build(old.body(seg.objects[i]) + std::uint64_t{k} * c->from->size, body + std::uint64_t{k} * l.size);
+            ++c->objects;
+            c->elements += e.count;
+        } else {
+            std::memcpy(body, old.body(seg.objects[i]), std::uint64_t{l.size} * e.count);
         }
+        // Every reference of the new layout, carried or set by a
+        // conversion function, holds an old oid (or none) until here.
+        for (std::uint32_t k = 0; k < e.count; ++k)
+            for (std::uint32_t at : l.refs) {
+                std::byte* slot = body + std::uint64_t{k} * l.size + at;
+                std::uint64_t w;
+                std::memcpy(&w, slot, sizeof w);
+                w = old.forward(w);
+                std::memcpy(slot, &w, sizeof w);
+            }
     }
-    return data;
+}
+
+// Segments are placed one after another from page 1, so a batch of them is
+// one run of pages. `out` is null in a dry run: the segments are still
+// built, so a conversion that would fail fails.
+void copy_segments(const old_store& old, const std::vector<new_segment>& placed, const types::catalog& types_after,
+                   migrating::migration_plan* plan, storage::page_sink* out) {
+    std::vector<std::byte> batch;
+    std::vector<storage::page_image> images;
+    for (std::size_t first = 0; first < placed.size();) {
+        std::uint64_t bytes = 0;
+        std::size_t end = first;
+        while (end < placed.size() && (end == first || bytes < copy_batch_bytes))
+            bytes += (placed[end++].bytes + page_bytes - 1) / page_bytes * page_bytes;
+        batch.resize(bytes);
+        for (std::size_t i = first; i < end; ++i)
+            build_segment(old, placed[i], types_after, plan,
+                          batch.data() + (placed[i].first_page - placed[first].first_page) * page_bytes);
+        if (out) {
+            images.clear();
+            for (std::uint64_t p = 0; p < bytes / page_bytes; ++p)
+                images.push_back({placed[first].first_page + p, batch.data() + p * page_bytes});
+            out->write(images);
+        }
+        first = end;
+    }
 }
 
 // The report's kept and freed objects by (old) type name; counted by
@@ -241,19 +268,6 @@ void report_by_type(const old_store& old, const types::catalog& types, compact_r
             if ((*counts)[i].objects) by_name[types.at(i).name] = {types.at(i).name, (*counts)[i].objects, (*counts)[i].bytes};
         for (auto& [name, t] : by_name) out->push_back(t);
     }
-}
-
-// The new store (rewrite_store's target: each page written once): the
-// segments' pages, then the blobs, and the meta.
-void write_pages(const storage::rewrite_target& target, const std::vector<std::byte>& data, std::uint64_t next_page,
-                 const std::vector<storage::page_image>& blob_images, const storage::meta_bytes& meta) {
-    target([&](storage::page_sink& out) {
-        std::vector<storage::page_image> images;
-        for (std::uint64_t p = 1; p < next_page; ++p) images.push_back({p, data.data() + (p - 1) * page_bytes});
-        images.insert(images.end(), blob_images.begin(), blob_images.end());
-        out.write(images);
-        return meta;
-    });
 }
 
 }  // namespace
@@ -306,10 +320,8 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
     const std::uint64_t next_page = place(
         old, kept, [&](const format::object_entry& e) { return std::uint64_t{types_after.at(e.type).size} * e.count; },
         meta_.segment_objects, options_.segment_bytes, storage_->path(), placed);
-    // 4. copy
-    const std::vector<std::byte> data = segment_pages(old, placed, next_page, types_after, plan);
-
-    // 5. blobs and meta
+    // 5. blobs and meta (first: the copy streams into the target, which
+    // returns the meta once every page is given)
     format::object_meta meta = meta_;
     std::deque<std::array<std::byte, page_bytes>> buffers;
     std::vector<storage::page_image> blob_images;
@@ -329,7 +341,16 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
     meta.segments = placed.size();
     storage::meta_bytes raw{};
     std::memcpy(raw.data(), &meta, sizeof meta);
-    if (target) write_pages(target, data, next_page, blob_images, raw);
+    // 4. copy
+    if (target) {
+        target([&](storage::page_sink& out) {
+            copy_segments(old, placed, types_after, plan, &out);
+            out.write(blob_images);
+            return raw;
+        });
+    } else {
+        copy_segments(old, placed, types_after, plan, nullptr);
+    }
 
     compact_report r;
     r.pages_after = meta.next_page;

@@ -343,6 +343,47 @@ TEST_F(ObjectsCompact, AHeldStoreIsLockedAndAnEmptyStoreCompacts) {
     EXPECT_TRUE(s.roots().empty());
 }
 
+// The new store is written a few MiB of segments at a time: a store of
+// several such batches, with one array larger than a batch (a segment of its
+// own), comes out whole, every reference forwarded across batches.
+TEST_F(ObjectsCompact, AStoreOfManyWriteBatchesComesOutWhole) {
+    constexpr std::int64_t many = 200'000;  // ~13 MiB of segments
+    {
+        auto s = so::store::open(path, opts());
+        auto index = s.make_array<so::ref<Item>>(static_cast<std::size_t>(many));
+        auto big = s.make_array<so::ref<Item>>(std::size_t{1} << 20);  // 8 MiB: a segment larger than a batch
+        so::ref<Item> head;
+        for (std::int64_t i = many - 1; i >= 0; --i) {
+            so::ref<Item> item = s.make<Item>();
+            item.mut()->id = i;
+            item.mut()->next = head;
+            head = item;
+            (*index.mut())[static_cast<std::size_t>(i)] = head;
+        }
+        for (std::size_t k = 0; k < big->size(); ++k) (*big.mut())[k] = (*index)[k % many];
+        auto bag = s.root<Bag>("bag");
+        bag.mut()->count = many;
+        bag.mut()->head = head;
+        bag.mut()->index = index;
+        s.root<Bag>("big").mut()->index = big;
+        s.make<Item>().mut()->id = -1;  // reached by nothing: collected
+        s.commit();
+    }
+    for (bool collect : {false, true}) {
+        steppe::compact(path, {.collect = collect});
+        auto s = so::store::open(path, opts());
+        auto bag = s.find_root<Bag>("bag");
+        std::int64_t i = 0;
+        for (so::ref<Item> p = bag->head; p; p = p->next, ++i) ASSERT_EQ(p->id, i) << "collect " << collect;
+        EXPECT_EQ(i, many);
+        for (std::int64_t k = 0; k < many; k += 997) EXPECT_EQ((*bag->index)[static_cast<std::size_t>(k)]->id, k);
+        auto big = s.find_root<Bag>("big")->index;
+        for (std::size_t k = 0; k < big->size(); k += 4099)
+            ASSERT_EQ((*big)[k]->id, static_cast<std::int64_t>(k % many)) << "collect " << collect;
+        EXPECT_EQ(s.check(), std::vector<std::string>{});
+    }
+}
+
 pid_t start_compaction(const std::string& path) {
     return steppe::test::fork_running([&] { steppe::compact(path, {.collect = true}); });
 }
