@@ -399,9 +399,11 @@ namespace {
 // Either engine's store, by the storage meta's magic (the page engine
 // refuses the object engine's). Migration changes the stored types: they are
 // compared with the program's after its plan (run_migration), not before.
-std::unique_ptr<engine> open_to_rewrite(const std::string& path, storage::env* io, bool match_program) {
+std::unique_ptr<engine> open_to_rewrite(const std::string& path, storage::env* io, bool match_program,
+                                        std::uint64_t resident_budget) {
     open_options o;
     o.create = false;
+    o.resident_budget = resident_budget;
     o.checkpoint_on_close = false;
     try {
         return open_page_engine(path, o, io, match_program);
@@ -415,7 +417,7 @@ std::unique_ptr<engine> open_to_rewrite(const std::string& path, storage::env* i
 }  // namespace
 
 compact_report detail::compact_with_env(const std::string& path, const compact_options& options, storage::env* io) {
-    return open_to_rewrite(path, io, true)->compact(options);
+    return open_to_rewrite(path, io, true, options.resident_budget)->compact(options);
 }
 
 compact_report compact(const std::string& path, const compact_options& options) {
@@ -424,7 +426,7 @@ compact_report compact(const std::string& path, const compact_options& options) 
 
 migrate_report detail::migrate_with_env(const std::string& path, const migration& m, const migrate_options& options,
                                         storage::env* io) {
-    return open_to_rewrite(path, io, false)->migrate(m, options);
+    return open_to_rewrite(path, io, false, options.resident_budget)->migrate(m, options);
 }
 
 migrate_report migrate(const std::string& path, const migration& m, const migrate_options& options) {

@@ -19,7 +19,9 @@
 //            buffers, then fsync
 // The OS caches are dropped before each when permitted. Alternated R times;
 // medians, MiB/s of the store before, and the ratios copy / operation.
-// Usage: objects_rewrite_bench [--mib N] [--delete P] [--runs R] [--dir D]
+// With --budget B, both keep at most B MiB of the old store in memory
+// (compact_options::resident_budget; 0, the default: from the real limit).
+// Usage: objects_rewrite_bench [--mib N] [--delete P] [--runs R] [--dir D] [--budget B]
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
@@ -125,7 +127,7 @@ void copy_store(const std::string& from, const std::string& to) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    long mib = 256, delete_percent = 0;
+    long mib = 256, delete_percent = 0, budget_mib = 0;
     int runs = 3;
     std::string dir;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -133,6 +135,7 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--delete")) delete_percent = std::atol(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
         else if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+        else if (!std::strcmp(argv[i], "--budget")) budget_mib = std::atol(argv[i + 1]);
     }
     if (delete_percent < 0 || delete_percent >= 100) return 64;
     const bool own_dir = dir.empty();
@@ -142,6 +145,7 @@ int main(int argc, char** argv) {
     make_store(original, mib, delete_percent);
     const double built = seconds_since(t);
     const bool collect = delete_percent > 0;
+    const std::uint64_t budget = static_cast<std::uint64_t>(budget_mib) << 20;
     bool cold = true;
     std::vector<double> compact_s, migrate_s, copy_s, compact_rss, migrate_rss;
     steppe::compact_report compacted;
@@ -151,7 +155,7 @@ int main(int argc, char** argv) {
         cold &= bench_util::drop_caches();
         bench_util::reset_peak_rss();
         t = clock_type::now();
-        compacted = steppe::compact(store, {.collect = collect});
+        compacted = steppe::compact(store, {.collect = collect, .resident_budget = budget});
         compact_s.push_back(seconds_since(t));
         compact_rss.push_back(static_cast<double>(bench_util::peak_rss()));
 
@@ -159,7 +163,7 @@ int main(int argc, char** argv) {
         cold &= bench_util::drop_caches();
         bench_util::reset_peak_rss();
         t = clock_type::now();
-        migrated = steppe::migrate(store, to_v2(), {.collect = collect});
+        migrated = steppe::migrate(store, to_v2(), {.collect = collect, .resident_budget = budget});
         migrate_s.push_back(seconds_since(t));
         migrate_rss.push_back(static_cast<double>(bench_util::peak_rss()));
 
@@ -170,9 +174,10 @@ int main(int argc, char** argv) {
     const double c = median(compact_s), m = median(migrate_s), copy = median(copy_s);
     const double in_mib = static_cast<double>(std::filesystem::file_size(original)) / (1 << 20);
     auto mib_of = [](std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
-    std::printf("object store: %ld MiB of 64-byte nodes, %ld %% unlinked%s, built in %.1f s; %d runs%s\n", mib,
-                delete_percent, collect ? " (collect)" : "", built, runs,
-                cold ? ", OS caches dropped before each" : " (caches NOT dropped)");
+    std::printf("object store: %ld MiB of 64-byte nodes, %ld %% unlinked%s, built in %.1f s; %d runs%s; budget %s\n",
+                mib, delete_percent, collect ? " (collect)" : "", built, runs,
+                cold ? ", OS caches dropped before each" : " (caches NOT dropped)",
+                budget ? (std::to_string(budget_mib) + " MiB").c_str() : "from the real limit");
     std::printf("files: %.1f MiB -> compacted %.1f MiB, migrated %.1f MiB (%llu elements converted)\n", in_mib,
                 mib_of(compacted.bytes_after), mib_of(migrated.compaction.bytes_after),
                 static_cast<unsigned long long>(migrated.converted.empty() ? 0 : migrated.converted[0].elements));

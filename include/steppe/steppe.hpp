@@ -253,6 +253,11 @@ struct compact_options {
     // as one kept as an integer, keeps nothing alive); without it every
     // allocated object is kept.
     bool collect = false;
+    // How much of the old store the pass keeps in memory, in bytes (object-
+    // engine stores; 0: open_options::resident_budget's default, from the
+    // real memory limit). Past it, the old store's objects are read again
+    // when they are copied: slower, not an error.
+    std::uint64_t resident_budget = 0;
 };
 
 struct compact_report {
@@ -420,6 +425,7 @@ struct migrate_options {
     // write nothing (beyond checkpointing the log into the main file, which
     // changes no object): the report says what migrate would do.
     bool dry_run = false;
+    std::uint64_t resident_budget = 0;  // as compact_options::resident_budget
 };
 
 struct migrate_report {

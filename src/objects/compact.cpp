@@ -3,7 +3,9 @@
 // objects packed into new segments from page 1 and every reference (roots
 // included) rewritten to their new oids. The steps:
 //   1. walk: every segment of pages 1 .. next_page-1 (blob pages skipped),
-//      read and checked as a fault reads it (read_segment, O1)
+//      read and checked as a fault reads it (read_segment, O1); kept in
+//      memory up to the resident budget (old_store), the rest read again
+//      by step 4
 //   2. keep: every object, or with collect those the roots reach by the
 //      layouts' references (breadth first)
 //   3. place: the kept objects in oid order fill new segments as a commit's
@@ -36,7 +38,9 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
+#include <span>
 
 #include "objects/object_engine.hpp"
 #include "storage/backup.hpp"
@@ -58,20 +62,52 @@ struct object_at {
 struct old_segment {
     std::uint64_t page;
     std::vector<format::object_entry> entries;
-    std::vector<std::byte> bytes;
+    std::vector<std::byte> bytes;  // the segment, if kept in memory (old_store: up to its limit), else empty
     std::vector<std::uint64_t> moved;  // by slot: the new oid (step 3), 0 if not kept
+    // For the marking (collect): every reference word of each object, those
+    // of object i from refs[i] (a last entry ends the last object's).
+    std::vector<std::uint64_t> ref_words;
+    std::vector<std::uint32_t> refs;
 };
 
-// The committed segments step 1 read, found by oid.
+// The committed segments step 1 read, found by oid. Their bytes are kept in
+// memory up to `keep_bytes` (the engine's resident budget); a segment past
+// it is read again when the copy needs it, which goes through the old
+// segments in order, so each is read once more. The marking needs only the
+// reference words, which are kept for every object when `collect`. So the
+// pass holds what the budget allows of the old store, not all of it.
 class old_store {
 public:
-    explicit old_store(std::uint64_t next_page) : at_page_(next_page, none) {}
+    using reader = std::function<std::vector<std::byte>(std::uint64_t page)>;
+
+    old_store(std::uint64_t next_page, const types::catalog& types, bool collect, std::uint64_t keep_bytes,
+              reader read)
+        : at_page_(next_page, none), types_(types), collect_(collect), keep_bytes_(keep_bytes),
+          read_(std::move(read)) {}
 
     void add(std::uint64_t page, const std::vector<format::object_entry>& entries, const std::byte* bytes,
              std::uint64_t size) {
         at_page_[page] = static_cast<std::uint32_t>(segments_.size());
-        segments_.push_back({page, entries, std::vector<std::byte>(bytes, bytes + size),
-                             std::vector<std::uint64_t>(entries.size(), 0)});
+        old_segment& seg = segments_.emplace_back();
+        seg.page = page;
+        seg.entries = entries;
+        seg.moved.assign(entries.size(), 0);
+        if (size <= keep_bytes_) {
+            seg.bytes.assign(bytes, bytes + size);
+            keep_bytes_ -= size;
+        }
+        if (!collect_) return;
+        for (const format::object_entry& e : entries) {
+            seg.refs.push_back(static_cast<std::uint32_t>(seg.ref_words.size()));
+            const types::layout& l = types_.at(e.type);
+            for (std::uint32_t k = 0; k < e.count; ++k)
+                for (std::uint32_t offset : l.refs) {
+                    std::uint64_t w;
+                    std::memcpy(&w, bytes + e.offset + std::uint64_t{k} * l.size + offset, sizeof w);
+                    seg.ref_words.push_back(w);
+                }
+        }
+        seg.refs.push_back(static_cast<std::uint32_t>(seg.ref_words.size()));
     }
     // The object `oid` names, if any (a reference of a sound store always names one).
     std::optional<object_at> find(std::uint64_t oid) const {
@@ -82,7 +118,13 @@ public:
         return object_at{at_page_[page], slot};
     }
     const format::object_entry& entry(object_at o) const { return segments_[o.segment].entries[o.slot]; }
-    const std::byte* body(object_at o) const { return segments_[o.segment].bytes.data() + entry(o).offset; }
+    // The object's bytes, valid until body() of an object of another segment.
+    const std::byte* body(object_at o) const { return bytes_of(o.segment) + entry(o).offset; }
+    // Its reference words (only with collect).
+    std::span<const std::uint64_t> references(object_at o) const {
+        const old_segment& seg = segments_[o.segment];
+        return {seg.ref_words.data() + seg.refs[o.slot], seg.refs[o.slot + 1] - seg.refs[o.slot]};
+    }
     std::uint64_t oid(object_at o) const { return format::make_oid(segments_[o.segment].page, o.slot); }
     void moved(object_at o, std::uint64_t to) { segments_[o.segment].moved[o.slot] = to; }
     bool kept(object_at o) const { return segments_[o.segment].moved[o.slot] != 0; }
@@ -99,14 +141,29 @@ public:
 
 private:
     static constexpr std::uint32_t none = ~std::uint32_t{0};
+    const std::byte* bytes_of(std::uint32_t segment) const {
+        const old_segment& seg = segments_[segment];
+        if (!seg.bytes.empty()) return seg.bytes.data();
+        if (reread_ != segment) {
+            reread_bytes_ = read_(seg.page);
+            reread_ = segment;
+        }
+        return reread_bytes_.data();
+    }
+
     std::vector<old_segment> segments_;
     std::vector<std::uint32_t> at_page_;  // first page -> index in segments_
+    const types::catalog& types_;
+    const bool collect_;
+    std::uint64_t keep_bytes_;  // what the segments kept in memory may still take
+    reader read_;
+    mutable std::uint32_t reread_ = none;  // the segment in reread_bytes_
+    mutable std::vector<std::byte> reread_bytes_;
 };
 
-// 2. keep: every object, or with `collect` those the roots reach by the
-// references `types` shows (breadth first), in oid order.
-std::vector<object_at> kept_objects(const old_store& old, const types::catalog& types, const root_table& roots,
-                                    bool collect) {
+// 2. keep: every object, or with `collect` those the roots reach by their
+// references (breadth first), in oid order.
+std::vector<object_at> kept_objects(const old_store& old, const root_table& roots, bool collect) {
     std::vector<object_at> kept;
     if (!collect) {
         old.for_each([&](object_at o) { kept.push_back(o); });
@@ -125,17 +182,8 @@ std::vector<object_at> kept_objects(const old_store& old, const types::catalog& 
         todo.push_back(*o);
     };
     for (const auto& [name, r] : roots) reach(r.address);
-    for (; !todo.empty(); todo.pop_front()) {
-        const format::object_entry& e = old.entry(todo.front());
-        const types::layout& l = types.at(e.type);
-        const std::byte* body = old.body(todo.front());
-        for (std::uint32_t k = 0; k < e.count; ++k)
-            for (std::uint32_t offset : l.refs) {
-                std::uint64_t w;
-                std::memcpy(&w, body + std::uint64_t{k} * l.size + offset, sizeof w);
-                reach(w);
-            }
-    }
+    for (; !todo.empty(); todo.pop_front())
+        for (std::uint64_t w : old.references(todo.front())) reach(w);
     old.for_each([&](object_at o) {
         if (reached[o.segment][o.slot]) kept.push_back(o);
     });
@@ -311,10 +359,14 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
     // at the same indices), or the old one.
     const types::catalog& types_after = plan ? plan->catalog : catalog_;
     // 1. walk
-    old_store old(meta_.next_page);
+    old_store old(meta_.next_page, catalog_, collect, budget_, [this](std::uint64_t page) {
+        std::vector<std::byte> buffer;
+        read_segment(page, buffer, "compaction");
+        return buffer;
+    });
     for_each_segment("compaction", [&](const segment_view& s) { old.add(s.page, s.entries, s.bytes, s.head.bytes); });
     // 2. keep
-    const std::vector<object_at> kept = kept_objects(old, catalog_, committed_roots_, collect);
+    const std::vector<object_at> kept = kept_objects(old, committed_roots_, collect);
     // 3. place
     std::vector<new_segment> placed;
     const std::uint64_t next_page = place(

@@ -611,6 +611,7 @@ std::unique_ptr<engine> open_object_engine(const std::string& path, const open_o
     o.checkpoint_on_close = options.checkpoint_on_close;
     o.salvage_damaged_log = options.salvage_damaged_log;
     o.log_diffs = options.log_diffs;
+    o.resident_budget = options.resident_budget;
     return std::make_unique<objects::detail::engine_handle>(path, o, std::nullopt, io, match_program);
 }
 }  // namespace steppe

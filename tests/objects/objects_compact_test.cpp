@@ -345,8 +345,10 @@ TEST_F(ObjectsCompact, AHeldStoreIsLockedAndAnEmptyStoreCompacts) {
 
 // The new store is written a few MiB of segments at a time: a store of
 // several such batches, with one array larger than a batch (a segment of its
-// own), comes out whole, every reference forwarded across batches.
-TEST_F(ObjectsCompact, AStoreOfManyWriteBatchesComesOutWhole) {
+// own), comes out whole, every reference forwarded across batches; and with
+// a budget of a few MiB, the old store's segments past it are read again
+// when copied, to the same result.
+TEST_F(ObjectsCompact, AStoreOfManyWriteBatchesComesOutWholeWhateverTheBudget) {
     constexpr std::int64_t many = 200'000;  // ~13 MiB of segments
     {
         auto s = so::store::open(path, opts());
@@ -369,17 +371,19 @@ TEST_F(ObjectsCompact, AStoreOfManyWriteBatchesComesOutWhole) {
         s.make<Item>().mut()->id = -1;  // reached by nothing: collected
         s.commit();
     }
-    for (bool collect : {false, true}) {
-        steppe::compact(path, {.collect = collect});
+    for (auto [collect, budget] : {std::pair{false, std::uint64_t{0}}, std::pair{true, std::uint64_t{0}},
+                                   std::pair{false, std::uint64_t{3} << 20}, std::pair{true, std::uint64_t{3} << 20}}) {
+        SCOPED_TRACE("collect " + std::to_string(collect) + ", budget " + std::to_string(budget));
+        steppe::compact(path, {.collect = collect, .resident_budget = budget});
         auto s = so::store::open(path, opts());
         auto bag = s.find_root<Bag>("bag");
         std::int64_t i = 0;
-        for (so::ref<Item> p = bag->head; p; p = p->next, ++i) ASSERT_EQ(p->id, i) << "collect " << collect;
+        for (so::ref<Item> p = bag->head; p; p = p->next, ++i) ASSERT_EQ(p->id, i);
         EXPECT_EQ(i, many);
         for (std::int64_t k = 0; k < many; k += 997) EXPECT_EQ((*bag->index)[static_cast<std::size_t>(k)]->id, k);
         auto big = s.find_root<Bag>("big")->index;
         for (std::size_t k = 0; k < big->size(); k += 4099)
-            ASSERT_EQ((*big)[k]->id, static_cast<std::int64_t>(k % many)) << "collect " << collect;
+            ASSERT_EQ((*big)[k]->id, static_cast<std::int64_t>(k % many));
         EXPECT_EQ(s.check(), std::vector<std::string>{});
     }
 }
