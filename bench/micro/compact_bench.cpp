@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     const std::string original = dir + "/original.db", store = dir + "/compacted.db", plain = dir + "/copy.db";
     make_store(original, mib, delete_percent);
     bool cold = true;
-    std::vector<double> compact_s, copy_in_s, copy_out_s, postgres_s;
+    std::vector<double> compact_s, copy_in_s, copy_out_s, postgres_s, compact_rss;
     steppe::compact_report report, postgres_report;
     for (int r = 0; r < runs; ++r) {
         if (!postgres.empty()) {
@@ -113,9 +113,11 @@ int main(int argc, char** argv) {
         copy_store(original, store);
         std::filesystem::remove(plain);
         cold &= bench_util::drop_caches();
+        bench_util::reset_peak_rss();
         auto t = clock_type::now();
         report = steppe::compact(store, {.collect = collect});
         compact_s.push_back(seconds_since(t));
+        compact_rss.push_back(static_cast<double>(bench_util::peak_rss()) / (1 << 20));
         for (auto [from, times] : {std::pair{&original, &copy_in_s}, std::pair{&store, &copy_out_s}}) {
             std::filesystem::remove(plain);
             cold &= bench_util::drop_caches();
@@ -130,7 +132,8 @@ int main(int argc, char** argv) {
     std::printf("files %.1f MiB -> %.1f MiB (%llu -> %llu pages)\n",
                 static_cast<double>(report.bytes_before) / (1 << 20), out_mib,
                 static_cast<unsigned long long>(report.pages_before), static_cast<unsigned long long>(report.pages_after));
-    std::printf("compact           %.2f s  %.0f MiB/s of the store before\n", c, in_mib / c);
+    std::printf("compact           %.2f s  %.0f MiB/s of the store before, peak RSS %.0f MiB\n", c, in_mib / c,
+                median(compact_rss));
     std::printf("copy of the store %.2f s  %.0f MiB/s\n", in, in_mib / in);
     std::printf("copy of the result %.2f s  %.0f MiB/s\n", out, out_mib / out);
     std::printf("compaction / copy of the store before  %.2f  (goal >= 0.50)\n", in / c);

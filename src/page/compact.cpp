@@ -6,7 +6,9 @@
 //      and each large run, in address order; each gets its place in a new
 //      heap with the same type, element size and chunk size (placer)
 //   4. the new data pages: each block's bytes copied, every pointer word of
-//      its chunks forwarded (forwarding)
+//      its chunks forwarded (forwarding); each page written out once every
+//      block on it is copied (new_pages), after the blobs and metadata of
+//      step 5 are made
 //   5. the new main file: the data pages, then the blobs (the catalog and
 //      the vtable table as they were, the roots forwarded), the heap's
 //      metadata and the meta
@@ -47,6 +49,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <unordered_map>
 
 #include "page/engine_meta.hpp"
 #include "engine/migration.hpp"
@@ -339,39 +342,105 @@ void forward_slot(const forwarding& forward, std::byte* slot) {
     std::memcpy(slot, &w, sizeof w);
 }
 
-// A converted block's objects built into `out` (step 4), their pointer
-// words forwarded (the new layout's: they hold old words).
-void convert_block(page_reader& pages, const block& b, const forwarding& forward, std::byte* out) {
+// A block's bytes in the new store.
+std::uint64_t new_bytes(const block& b) { return b.converts ? b.count * b.converts->to->size : b.bytes; }
+
+// The new store's data pages as step 4 fills them. A page goes out once
+// every block placed on it is copied, in batches sorted by page number
+// (consecutive pages are one write), so the pass holds the pages it is
+// filling and one batch, not the new store; a large block is held whole
+// until it is copied. Pages no block touches are not given: they read as
+// zeros (storage::page_sink). `out` is null in a dry run.
+class new_pages {
+public:
+    new_pages(const std::vector<block>& blocks, std::uint64_t page_count, storage::page_sink* out)
+        : pending_(page_count), out_(out) {
+        for (const block& b : blocks) for_each_page(b, [&](std::uint64_t p) { ++pending_.at(p); });
+    }
+    // The new store's byte at `addr` (on a page a block is placed on).
+    std::byte* at(std::uint64_t addr) {
+        std::unique_ptr<buffer>& slot = filling_[addr / page_bytes];
+        if (!slot) slot = std::make_unique<buffer>();  // value-initialized: zeros
+        return slot->data() + addr % page_bytes;
+    }
+    void write(std::uint64_t addr, const std::byte* bytes, std::uint64_t size) {
+        while (size) {
+            const std::uint64_t part = std::min(size, page_bytes - addr % page_bytes);
+            std::memcpy(at(addr), bytes, part);
+            addr += part;
+            bytes += part;
+            size -= part;
+        }
+    }
+    // Block `b` is copied: its pages that wait for no other block go.
+    void done(const block& b) {
+        for_each_page(b, [&](std::uint64_t p) {
+            if (--pending_[p] != 0) return;
+            auto it = filling_.find(p);
+            ready_.emplace_back(p, std::move(it->second));
+            filling_.erase(it);
+        });
+        if (ready_.size() >= batch_pages) flush();
+    }
+    void flush() {
+        std::sort(ready_.begin(), ready_.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+        std::vector<storage::page_image> images;
+        for (const auto& [page, bytes] : ready_) images.push_back({page, bytes->data()});
+        if (out_) out_->write(images);
+        ready_.clear();
+    }
+
+private:
+    using buffer = std::array<std::byte, page_bytes>;
+    static constexpr std::size_t batch_pages = 1024;  // 4 MiB
+    template<class F> static void for_each_page(const block& b, F&& f) {
+        const std::uint64_t bytes = new_bytes(b);
+        if (bytes == 0) return;
+        for (std::uint64_t p = b.new_addr / page_bytes; p <= (b.new_addr + bytes - 1) / page_bytes; ++p) f(p);
+    }
+    std::vector<std::uint32_t> pending_;  // by page: blocks placed on it not copied yet
+    std::unordered_map<std::uint64_t, std::unique_ptr<buffer>> filling_;
+    std::vector<std::pair<std::uint64_t, std::unique_ptr<buffer>>> ready_;
+    storage::page_sink* out_;
+};
+
+// A converted block's objects built anew (step 4), their pointer words
+// forwarded (the new layout's: they hold old words).
+void convert_block(page_reader& pages, const block& b, const forwarding& forward, new_pages& out) {
     conversion& conv = *b.converts;
-    std::vector<std::byte> old(conv.from->size);
+    std::vector<std::byte> old(conv.from->size), object(conv.to->size);
     for (std::uint64_t e = 0; e < b.count; ++e) {
         pages.copy(b.old_addr + e * conv.from->size, conv.from->size, old.data());
-        std::byte* object = out + e * conv.to->size;
-        conv.build(old.data(), object);
-        for (std::uint32_t offset : conv.to->pointers) forward_slot(forward, object + offset);
+        conv.build(old.data(), object.data());
+        for (std::uint32_t offset : conv.to->pointers) forward_slot(forward, object.data() + offset);
+        out.write(b.new_addr + e * conv.to->size, object.data(), object.size());
     }
     ++conv.objects;
     conv.elements += b.count;
 }
 
-// The new store's pages [0, page_count) as one image (only data pages filled).
-std::vector<std::byte> forwarded_pages(const committed_store& from, page_reader& pages,
-                                       const std::vector<heap::chunk_info>& kept, const std::vector<block>& blocks,
-                                       std::uint64_t page_count, const forwarding& forward) {
-    std::vector<std::byte> image(page_count * page_bytes);
+// Step 4: each block copied (or converted) to its new place in `out`, every
+// pointer word of its chunks forwarded.
+void copy_blocks(const committed_store& from, page_reader& pages, const std::vector<heap::chunk_info>& kept,
+                 const std::vector<block>& blocks, const forwarding& forward, new_pages& out) {
     for (const block& b : blocks) {
         pages.forget_below(b.old_addr / page_bytes);  // blocks come in address order
         if (b.converts) {
-            convert_block(pages, b, forward, image.data() + b.new_addr);
-            continue;
+            convert_block(pages, b, forward, out);
+        } else {
+            for (std::uint64_t offset = 0; offset < b.bytes;) {
+                const std::uint64_t part = std::min(b.bytes - offset, page_bytes - (b.new_addr + offset) % page_bytes);
+                pages.copy(b.old_addr + offset, part, out.at(b.new_addr + offset));
+                offset += part;
+            }
+            for (std::size_t i = b.first; i < b.first + b.chunks; ++i)
+                for_each_pointer_word(from.catalog, kept[i], [&](std::uint64_t at) {
+                    forward_slot(forward, out.at(b.new_addr + (at - b.old_addr)));  // 8-aligned: within a page
+                });
         }
-        pages.copy(b.old_addr, b.bytes, image.data() + b.new_addr);
-        for (std::size_t i = b.first; i < b.first + b.chunks; ++i)
-            for_each_pointer_word(from.catalog, kept[i], [&](std::uint64_t at) {
-                forward_slot(forward, image.data() + b.new_addr + (at - b.old_addr));
-            });
+        out.done(b);
     }
-    return image;
+    out.flush();
 }
 
 // The blobs and heap metadata of the new store and its meta (step 5).
@@ -412,19 +481,6 @@ void write_metadata(const committed_store& from, heap& to, const root_table& roo
     std::memcpy(out.meta.data(), &meta, sizeof meta);
 }
 
-// The data pages, then the metadata, into the new main file
-// (storage::write_main_file: each page written once, in place); the meta
-// goes in its header.
-storage::meta_bytes write_pages(storage::page_sink& out, const heap& to, const std::vector<std::byte>& data,
-                                const new_metadata& metadata) {
-    std::vector<storage::page_image> images;
-    for (std::uint64_t p = 0; p < data.size() / page_bytes; ++p)
-        if (to.describe(p)->is_data()) images.push_back({p, data.data() + p * page_bytes});
-    images.insert(images.end(), metadata.images.begin(), metadata.images.end());
-    out.write(images);
-    return metadata.meta;
-}
-
 void tally(const types::catalog& catalog, const heap::chunk_info& c, std::map<std::string, compact_report::by_type>& to) {
     const std::string& name = c.type < catalog.size() ? catalog.at(c.type).name : "type " + std::to_string(c.type);
     compact_report::by_type& t = to[name];
@@ -462,13 +518,25 @@ compact_report compact_into(const committed_store& from, const storage::rewrite_
     heap& to = place.finish();
     check_placement(blocks, kept);
     const forwarding forward(blocks, plan);
-    const std::vector<std::byte> data = forwarded_pages(from, pages, kept, blocks, to.page_count(), forward);
-
     root_table roots = from.roots;
     for (auto& [name, root] : roots) root.address = forward(root.address);
     new_metadata metadata;
     write_metadata(from, to, roots, plan, metadata);
-    if (target) target([&](storage::page_sink& out) { return write_pages(out, to, data, metadata); });
+    // The data pages as the copy gives them, then the metadata; the meta goes
+    // in the header (storage::write_main_file: each page written once).
+    auto copy_into = [&](storage::page_sink* sink) {
+        new_pages out(blocks, to.page_count(), sink);
+        copy_blocks(from, pages, kept, blocks, forward, out);
+    };
+    if (target) {
+        target([&](storage::page_sink& sink) {
+            copy_into(&sink);
+            sink.write(metadata.images);
+            return metadata.meta;
+        });
+    } else {
+        copy_into(nullptr);
+    }
 
     compact_report r;
     r.pages_after = to.page_count();
