@@ -1,10 +1,15 @@
 #include "support/pg_server.hpp"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <cstdio>
 #include <filesystem>
@@ -62,25 +67,52 @@ pg_server* pg_server::get(std::string& why) {
     s->port_ = 20000 + int(::getpid() % 20000);
     run(s->as_user(s->bin_ + "/initdb -D " + s->dir_ + "/data -A trust -U steppe --no-sync >/dev/null 2>&1"));
     s->start();
+    s->watch_for_the_end_of_this_process();
     server = std::move(s);
     return server.get();
 }
 
 pg_server::~pg_server() {
-    if (standby_port_ != 0) {
-        try {
-            run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/standby -m immediate stop >/dev/null 2>&1"));
-        } catch (const std::exception&) {
-            // already stopped
-        }
-    }
-    try {
-        run(as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop >/dev/null 2>&1"));
-    } catch (const std::exception&) {
-        // already stopped
-    }
+    (void)std::system(stop_command().c_str());
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
+}
+
+// Both servers stopped at once (either may not be running) and the directory gone.
+std::string pg_server::stop_command() const {
+    return as_user(bin_ + "/pg_ctl -D " + dir_ + "/standby -m immediate stop >/dev/null 2>&1") + "; " +
+           as_user(bin_ + "/pg_ctl -D " + dir_ + "/data -m immediate stop >/dev/null 2>&1") + "; rm -rf " + dir_;
+}
+
+// A test process that ends without its destructors (killed by ctest's
+// timeout, or by the hang report's _exit) would leave its server running
+// for good, and on a CI machine such servers pile up. So a watcher, not a
+// child of this process (the hang report kills those), waits for the end
+// of a pipe only this process holds (close-on-exec: not the commands it
+// runs; its forked test children hold it until they end too) and then
+// stops the servers. After a normal exit the destructor has already.
+void pg_server::watch_for_the_end_of_this_process() const {
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 for the server's watcher");
+    const std::string command = stop_command();  // made before fork: the child only calls what is async-signal-safe
+    std::fflush(nullptr);
+    const pid_t middle = ::fork();
+    if (middle < 0) throw std::runtime_error("fork for the server's watcher");
+    if (middle == 0) {
+        if (::fork() != 0) ::_exit(0);  // the watcher is the grandchild, adopted by init
+        ::close(ends[1]);
+        // Not ctest's output pipe: ctest waits for every holder of it to close.
+        const int null = ::open("/dev/null", O_RDWR);
+        for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+        char c;
+        while (::read(ends[0], &c, 1) != 0 && errno == EINTR) {
+        }
+        ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    ::close(ends[0]);
+    ::waitpid(middle, nullptr, 0);
+    // ends[1] stays open for the life of this process.
 }
 
 std::string pg_server::as_user(const std::string& command) const {

@@ -45,6 +45,8 @@ private:
     pg_server() = default;
     std::string as_user(const std::string& command) const;
     void start_on(const std::string& data, int& port);
+    std::string stop_command() const;
+    void watch_for_the_end_of_this_process() const;
     std::string sql_on(int port, const std::string& statement) const;
     std::string bin_, dir_, user_;
     int port_ = 0;
