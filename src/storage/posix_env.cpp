@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <utility>
@@ -324,6 +325,15 @@ struct closing {
     int release() { return std::exchange(fd, -1); }
 };
 
+// The lock file is the first file a writer's open makes, so a store path in
+// a directory that does not exist fails here: say that, not ENOENT of a file
+// the user never named.
+[[noreturn]] void throw_no_directory(const std::string& store_path) {
+    const std::filesystem::path dir = std::filesystem::path(store_path).parent_path();
+    throw error(errc::not_found, "store " + store_path + ": the directory " + (dir.empty() ? "." : dir.string()) +
+                                     " does not exist; create it first, or name a store in a directory that does");
+}
+
 class posix_lock final : public lock_handle {
 public:
     posix_lock(std::string store_path, bool exclusive, mode_t create_mode, std::chrono::milliseconds wait)
@@ -337,6 +347,7 @@ public:
                                               " keeps being removed or replaced while this process takes it");
             int fd = ::open(lock_path_.c_str(), (exclusive_ ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, create_mode);
             if (fd < 0 && !exclusive_ && errno == ENOENT) break;  // no writer since: nothing to share
+            if (fd < 0 && errno == ENOENT) throw_no_directory(store_path_);
             if (fd < 0) common::throw_system_error("open", errno, lock_path_, "the store's lock file");
             closing guard{fd};
             if (int err = flock_until(fd, exclusive_ ? LOCK_EX : LOCK_SH, deadline_))

@@ -288,6 +288,16 @@ TEST_F(BadInput, MissingStoreWithoutCreateIsNotFound) {
     EXPECT_EQ(open_error(path, opts(true)).code(), steppe::errc::not_found) << "read-only never creates";
 }
 
+// A new store's directory must exist: the error names it, not a lock file
+// the user never named, and nothing is made.
+TEST_F(BadInput, AStoreInADirectoryThatDoesNotExistNamesTheDirectory) {
+    const std::string missing = dir.path("no/such/dir");
+    auto e = open_error(missing + "/s.db", opts());
+    EXPECT_EQ(e.code(), steppe::errc::not_found);
+    EXPECT_CONTAINS(e.what(), "the directory " + missing + " does not exist");
+    EXPECT_FALSE(fs::exists(dir.path("no")));
+}
+
 // ---- Locks ----------------------------------------------------------------------
 
 TEST_F(BadInput, StoreLockedByALiveProcessNamesItsPid) {
