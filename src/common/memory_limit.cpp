@@ -4,6 +4,8 @@
 // and the limit files are read from the process's group up to that root.
 #include "common/memory_limit.hpp"
 
+#include <steppe/error.hpp>
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -122,6 +124,15 @@ memory_limit available_memory(const std::string& root) {
     for (const candidate& c : all)
         if (c.limit - c.used < best.available) best = {c.limit - c.used, c.limit, c.source};
     return best;
+}
+
+void ensure_available(std::uint64_t need, const std::string& what, const std::string& why) {
+    const memory_limit m = available_memory();
+    if (need <= m.available) return;
+    auto mib = [](std::uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20); };
+    throw error(errc::no_space, what + " needs about " + mib(need) + " MiB of memory (" + why +
+                                    "), and this process may use " + mib(m.available) + " MiB more (" + m.source +
+                                    "): raise that limit, or run it where more memory is free; nothing was changed");
 }
 
 }  // namespace steppe::common

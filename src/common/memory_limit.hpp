@@ -21,4 +21,11 @@ struct memory_limit {
 // real system). Reading errors leave that limit out; never throws.
 memory_limit available_memory(const std::string& root = "");
 
+// For a pass that knows before it allocates what it will need (compaction's
+// bookkeeping): no_space saying that `what` needs about `need` bytes
+// (`why`), and what the process may still use and which limit says so,
+// when `need` is more than that. An error at the start, not a bad_alloc or
+// an OOM kill halfway.
+void ensure_available(std::uint64_t need, const std::string& what, const std::string& why);
+
 }  // namespace steppe::common

@@ -42,6 +42,7 @@
 #include <map>
 #include <span>
 
+#include "common/memory_limit.hpp"
 #include "objects/object_engine.hpp"
 #include "storage/backup.hpp"
 #include "storage/blob.hpp"
@@ -358,6 +359,15 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
     // The new store's types: the plan's catalog (converted entries replaced
     // at the same indices), or the old one.
     const types::catalog& types_after = plan ? plan->catalog : catalog_;
+    // What grows with the objects (old_store's table entry and new oid, the
+    // kept list, the place in a new segment; with collect the reference
+    // index and at least a word), checked before any of it is made.
+    const std::uint64_t per_object = sizeof(format::object_entry) + sizeof(std::uint64_t) + 2 * sizeof(object_at) +
+                                     sizeof(std::uint32_t) + (collect ? sizeof(std::uint32_t) + sizeof(std::uint64_t) : 0);
+    common::ensure_available(meta_.objects * per_object + copy_batch_bytes,
+                             std::string(plan ? "migration" : "compaction") + " of " + storage_->path(),
+                             "its tables of " + std::to_string(meta_.objects) + " objects, " +
+                                 std::to_string(per_object) + " bytes each");
     // 1. walk
     old_store old(meta_.next_page, catalog_, collect, budget_, [this](std::uint64_t page) {
         std::vector<std::byte> buffer;

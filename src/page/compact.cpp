@@ -51,6 +51,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "common/memory_limit.hpp"
 #include "page/engine_meta.hpp"
 #include "engine/migration.hpp"
 #include "page/page_engine.hpp"
@@ -140,15 +141,20 @@ void chunks_aimed_at(const heap& h, std::uint64_t word, F&& f) {
         if (std::optional<heap::chunk_info> c = h.find_chunk(a - 1)) f(*c);
 }
 
-std::vector<heap::chunk_info> allocated_chunks(const heap& h) {
-    // Counted first: a vector grown by doubling holds 1.5 times the list for
-    // a moment, the pass's peak on a store of small objects (40 bytes a chunk).
+std::size_t count_allocated_chunks(const heap& h) {
     std::size_t count = 0;
     for (std::uint64_t p = 0; p < h.page_count(); ++p) {
         const heap::page_desc* d = h.describe(p);
         count += d->kind() == heap::page_kind::large_head;
         for ([[maybe_unused]] std::uint32_t offset : d->allocated_chunks()) ++count;
     }
+    return count;
+}
+
+// `count` of them (count_allocated_chunks, first: a vector grown by doubling
+// holds 1.5 times the list for a moment, the pass's peak on a store of small
+// objects).
+std::vector<heap::chunk_info> allocated_chunks(const heap& h, std::size_t count) {
     std::vector<heap::chunk_info> out;
     out.reserve(count);
     for (std::uint64_t p = 0; p < h.page_count(); ++p) {
@@ -517,7 +523,14 @@ compact_report compact_into(const committed_store& from, const storage::rewrite_
                             migration_plan* plan) {
     refuse_address_ordered(from.catalog, from.files.path());
     page_reader pages(from.files, from.h.page_count());
-    const std::vector<heap::chunk_info> all = allocated_chunks(from.h);
+    // What grows with the store is the chunk lists (every chunk; with
+    // collect, the kept ones too), checked before they are made.
+    const std::size_t chunks = count_allocated_chunks(from.h);
+    const std::size_t list_bytes = sizeof(heap::chunk_info) * (collect ? 2 : 1);
+    common::ensure_available(chunks * list_bytes, std::string(plan ? "migration" : "compaction") + " of " + from.files.path(),
+                             "its lists of " + std::to_string(chunks) + " allocated chunks, " +
+                                 std::to_string(list_bytes) + " bytes each");
+    const std::vector<heap::chunk_info> all = allocated_chunks(from.h, chunks);
     if (collect) read_in_file_order(from, all, pages);
     const std::vector<heap::chunk_info> reachable = collect ? reachable_chunks(from, pages) : std::vector<heap::chunk_info>{};
     const std::vector<heap::chunk_info>& kept = collect ? reachable : all;  // not a copy: 40 bytes a chunk
