@@ -126,9 +126,9 @@ memory_limit available_memory(const std::string& root) {
     return best;
 }
 
-void ensure_available(std::uint64_t need, const std::string& what, const std::string& why) {
+std::uint64_t ensure_available(std::uint64_t need, const std::string& what, const std::string& why) {
     const memory_limit m = available_memory();
-    if (need <= m.available) return;
+    if (need <= m.available) return m.available - need;
     auto mib = [](std::uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20); };
     throw error(errc::no_space, what + " needs about " + mib(need) + " MiB of memory (" + why +
                                     "), and this process may use " + mib(m.available) + " MiB more (" + m.source +

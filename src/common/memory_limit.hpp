@@ -25,7 +25,7 @@ memory_limit available_memory(const std::string& root = "");
 // bookkeeping): no_space saying that `what` needs about `need` bytes
 // (`why`), and what the process may still use and which limit says so,
 // when `need` is more than that. An error at the start, not a bad_alloc or
-// an OOM kill halfway.
-void ensure_available(std::uint64_t need, const std::string& what, const std::string& why);
+// an OOM kill halfway. Returns what is free beyond `need`.
+std::uint64_t ensure_available(std::uint64_t need, const std::string& what, const std::string& why);
 
 }  // namespace steppe::common

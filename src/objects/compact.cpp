@@ -35,6 +35,7 @@
 // any field may be dropped.
 #include <steppe/error.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <deque>
@@ -362,14 +363,16 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
     // What grows with the objects (old_store's table entry and new oid, the
     // kept list, the place in a new segment; with collect the reference
     // index and at least a word), checked before any of it is made.
-    const std::uint64_t per_object = sizeof(format::object_entry) + sizeof(std::uint64_t) + 2 * sizeof(object_at) +
-                                     sizeof(std::uint32_t) + (collect ? sizeof(std::uint32_t) + sizeof(std::uint64_t) : 0);
-    common::ensure_available(meta_.objects * per_object + copy_batch_bytes,
-                             std::string(plan ? "migration" : "compaction") + " of " + storage_->path(),
-                             "its tables of " + std::to_string(meta_.objects) + " objects, " +
-                                 std::to_string(per_object) + " bytes each");
-    // 1. walk
-    old_store old(meta_.next_page, catalog_, collect, budget_, [this](std::uint64_t page) {
+    const std::uint64_t per_object = sizeof(format::object_entry) + sizeof(std::uint64_t) +
+                                     2 * sizeof(object_at) + sizeof(std::uint32_t) +
+                                     (collect ? sizeof(std::uint32_t) + sizeof(std::uint64_t) : 0);
+    const std::string what = std::string(plan ? "migration" : "compaction") + " of " + storage_->path();
+    const std::uint64_t free_beyond = common::ensure_available(
+        meta_.objects * per_object + copy_batch_bytes, what,
+        "its tables of " + std::to_string(meta_.objects) + " objects, " + std::to_string(per_object) + " bytes each");
+    // 1. walk; the old segments kept in memory up to the budget, and never
+    // more than the tables leave free
+    old_store old(meta_.next_page, catalog_, collect, std::min(budget_, free_beyond), [this](std::uint64_t page) {
         std::vector<std::byte> buffer;
         read_segment(page, buffer, "compaction");
         return buffer;
