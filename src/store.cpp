@@ -35,6 +35,12 @@ public:
     ~store_impl();
     bool holds(const void* p) const { return engine_->holds(p); }
     bool opened_here() const noexcept;  // false in a child forked since
+    void hold_threads_for_fork() noexcept {
+        if (opened_here()) engine_->hold_threads_for_fork();
+    }
+    void release_threads_after_fork() noexcept {
+        if (opened_here()) engine_->release_threads_after_fork();
+    }
     std::uint64_t persistent_address(const void* p) const { return engine_->persistent_address(p); }
     void* translate(std::uint64_t address) {
         ensure_opened_here();
@@ -161,10 +167,19 @@ thread_local store_impl* t_current = nullptr;
 
 // This process's pid, renewed in a forked child by a fork handler: every
 // store call compares it with its store's opener, and getpid() is a system
-// call. The handlers also keep g_open_mutex whole across fork.
+// call. The handlers also keep g_open_mutex whole across fork, and hold
+// the open stores' threads between their passes while it happens
+// (engine::hold_threads_for_fork); the child leaves its parent's stores
+// alone (forsaken), so only the parent releases them.
 std::atomic<pid_t> g_pid{0};
-void lock_open_list() noexcept { g_open_mutex.lock(); }
-void unlock_open_list() noexcept { g_open_mutex.unlock(); }
+void lock_open_list() noexcept {
+    g_open_mutex.lock();
+    for (store_impl* s : g_open) s->hold_threads_for_fork();
+}
+void unlock_open_list() noexcept {
+    for (store_impl* s : g_open) s->release_threads_after_fork();
+    g_open_mutex.unlock();
+}
 void renew_pid_in_child() noexcept {
     g_pid.store(::getpid(), std::memory_order_relaxed);
     g_open_mutex.unlock();

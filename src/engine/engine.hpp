@@ -32,6 +32,15 @@ public:
     // it and releases the files; the engine is unusable after.
     virtual void close() = 0;
 
+    // Around fork (store.cpp's fork handlers): the engine's own threads are
+    // held between their passes, so a forked child inherits none of the
+    // locks they take inside one (an allocator without fork handlers, as
+    // GCC 12's AddressSanitizer's, would leave the child's next allocation
+    // waiting forever). Bounded: a thread that does not come to a stop in
+    // time is left running.
+    virtual void hold_threads_for_fork() noexcept {}
+    virtual void release_threads_after_fork() noexcept {}
+
     // Is p inside this store's memory? (Lock-free.)
     virtual bool holds(const void* p) const noexcept = 0;
     // transient_pointer if p is not in the store.

@@ -57,6 +57,25 @@ pager::pause::~pause() {
     pager_.evict_mutex_.unlock();
 }
 
+void pager::hold_evictor_for_fork() noexcept {
+    if (!evictor_) return;
+    // try_lock, not lock: the forking thread holds steppe's list of open
+    // stores, which a thread inside a pause might be waiting for.
+    for (int waited_ms = 0; waited_ms < 1000; ++waited_ms) {
+        if (evict_mutex_.try_lock()) {
+            held_for_fork_ = true;
+            return;
+        }
+        ::usleep(1000);
+    }
+}
+
+void pager::release_evictor_after_fork() noexcept {
+    if (!held_for_fork_) return;
+    held_for_fork_ = false;
+    evict_mutex_.unlock();
+}
+
 void pager::start_evictor() {
     auto s = std::make_unique<evictor>();
     s->wake_fd = ::eventfd(0, EFD_CLOEXEC);

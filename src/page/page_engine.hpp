@@ -37,6 +37,12 @@ public:
 
     void close() override;
     bool holds(const void* p) const noexcept override { return pager_->holds(p); }
+    void hold_threads_for_fork() noexcept override {
+        if (pager_) pager_->hold_evictor_for_fork();
+    }
+    void release_threads_after_fork() noexcept override {
+        if (pager_) pager_->release_evictor_after_fork();
+    }
     std::uint64_t persistent_address(const void* p) const override { return pager_->to_persistent(p, "pointer"); }
     void* translate(std::uint64_t address) override { return pager_->translate_at_use(address); }
     void* make(const types::layout& layout, std::size_t count) override;

@@ -283,6 +283,11 @@ public:
     std::vector<std::string> check_invariants() const;
     std::vector<std::string> check_residency() const;
 
+    // engine::hold_threads_for_fork: the eviction thread kept between passes
+    // (its mutex taken, waiting up to a second for a pass to end).
+    void hold_evictor_for_fork() noexcept;
+    void release_evictor_after_fork() noexcept;
+
     // Keeps the eviction thread off while the caller changes or reads what it
     // uses (the heap, shapes, vtables, the transaction's page sets, storage).
     class pause {
@@ -422,6 +427,7 @@ private:
     std::unique_ptr<evictor> evictor_;
     std::recursive_mutex evict_mutex_;   // held by a pass of the eviction thread, and by a pause
     std::atomic<int> paused_{0};         // pauses in force: the eviction thread cannot run
+    bool held_for_fork_ = false;         // evict_mutex_ taken by hold_evictor_for_fork
     void start_evictor();
     void stop_evictor() noexcept;
     void ask_evictor() noexcept;          // fault path
