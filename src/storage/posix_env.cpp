@@ -16,8 +16,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -327,10 +327,14 @@ struct closing {
 
 // The lock file is the first file a writer's open makes, so a store path in
 // a directory that does not exist fails here: say that, not ENOENT of a file
-// the user never named.
-[[noreturn]] void throw_no_directory(const std::string& store_path) {
+// the user never named. (Where the directory is there, ENOENT has another
+// cause, a dangling symlink in the lock file's place, and the caller says
+// what the system said.)
+void throw_if_no_directory(const std::string& store_path) {
     const std::filesystem::path dir = std::filesystem::path(store_path).parent_path();
-    throw error(errc::not_found, "store " + store_path + ": the directory " + (dir.empty() ? "." : dir.string()) +
+    std::error_code ec;
+    if (std::filesystem::exists(dir.empty() ? "." : dir, ec) || ec) return;
+    throw error(errc::not_found, "store " + store_path + ": the directory " + dir.string() +
                                      " does not exist; create it first, or name a store in a directory that does");
 }
 
@@ -347,8 +351,11 @@ public:
                                               " keeps being removed or replaced while this process takes it");
             int fd = ::open(lock_path_.c_str(), (exclusive_ ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, create_mode);
             if (fd < 0 && !exclusive_ && errno == ENOENT) break;  // no writer since: nothing to share
-            if (fd < 0 && errno == ENOENT) throw_no_directory(store_path_);
-            if (fd < 0) common::throw_system_error("open", errno, lock_path_, "the store's lock file");
+            if (fd < 0) {
+                const int err = errno;
+                if (err == ENOENT) throw_if_no_directory(store_path_);
+                common::throw_system_error("open", err, lock_path_, "the store's lock file");
+            }
             closing guard{fd};
             if (int err = flock_until(fd, exclusive_ ? LOCK_EX : LOCK_SH, deadline_))
                 throw_lock_failure(fd, err, exclusive_, store_path_, lock_path_, read_pid(fd), wait_);

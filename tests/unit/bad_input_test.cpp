@@ -296,6 +296,13 @@ TEST_F(BadInput, AStoreInADirectoryThatDoesNotExistNamesTheDirectory) {
     EXPECT_EQ(e.code(), steppe::errc::not_found);
     EXPECT_CONTAINS(e.what(), "the directory " + missing + " does not exist");
     EXPECT_FALSE(fs::exists(dir.path("no")));
+    // The directory is there; the lock file's name is a symlink into one
+    // that is not: not the message above, but the system's, naming the file.
+    fs::create_symlink(missing + "/lock", path + "-lock");
+    auto dangling = open_error(path, opts());
+    EXPECT_EQ(dangling.code(), steppe::errc::not_found);
+    EXPECT_CONTAINS(dangling.what(), path + "-lock");
+    EXPECT_EQ(std::string(dangling.what()).find("does not exist; create it"), std::string::npos) << dangling.what();
 }
 
 // ---- Locks ----------------------------------------------------------------------
