@@ -99,14 +99,21 @@ void pg_server::watch_for_the_end_of_this_process() const {
     const pid_t middle = ::fork();
     if (middle < 0) throw std::runtime_error("fork for the server's watcher");
     if (middle == 0) {
-        if (::fork() != 0) ::_exit(0);  // the watcher is the grandchild, adopted by init
-        ::close(ends[1]);
-        // Not ctest's output pipe: ctest waits for every holder of it to close.
+        // The watcher is the grandchild, adopted by init (_Fork: no fork
+        // handlers in a child of a multi-threaded process).
+        if (::_Fork() != 0) ::_exit(0);
+        // It holds nothing of the test's but its end of the pipe: not ctest's
+        // output pipe (ctest waits for every holder of it to close), not the
+        // test's other pipes, files or sockets (their other ends would not
+        // see them close).
         const int null = ::open("/dev/null", O_RDWR);
         for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+        ::dup2(ends[0], 3);
+        ::close_range(4, ~0U, 0);
         char c;
-        while (::read(ends[0], &c, 1) != 0 && errno == EINTR) {
-        }
+        ssize_t n;
+        do n = ::read(3, &c, 1);
+        while (n < 0 && errno == EINTR);
         ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
     }
