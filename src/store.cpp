@@ -248,14 +248,17 @@ void store_impl::close() {
     closing->close();
 }
 
-// The new snapshot is opened before the old one closes, so a failed open
-// leaves the store as it was (two read-only opens of one store may overlap).
+// In place where the engine can (the pages that did not change stay
+// resident); else the new snapshot is opened before the old one closes, so
+// a failed open leaves the store as it was (two read-only opens of one
+// store may overlap).
 void store_impl::refresh() {
     exclusive_call one(*this, "refresh");
     if (!options_.read_only)
         throw error(errc::invalid_argument, "refresh: store " + path() +
                                                 " is open for writing and always sees its newest commit; refresh is "
                                                 "for read-only stores");
+    if (engine_->refresh_in_place()) return;
     std::unique_ptr<engine> next = open_page_engine(path(), options_, io_);
     std::swap(engine_, next);
     next->close();

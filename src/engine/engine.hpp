@@ -62,6 +62,11 @@ public:
 
     virtual void commit() = 0;
     virtual void rollback() = 0;
+    // store::refresh on a read-only store, without closing it: true once it
+    // is at the newest commit, with what did not change kept in memory;
+    // false (nothing changed) when the engine cannot, and the store opens
+    // again instead. Errors as open's, the store then on its old snapshot.
+    virtual bool refresh_in_place() { return false; }
     virtual void checkpoint() = 0;
     // store::wait_for_commit (storage::wait_for_commit).
     virtual bool wait_for_commit(std::chrono::milliseconds timeout) const = 0;

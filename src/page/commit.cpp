@@ -48,7 +48,7 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
                             "type " + layout.type->name + ": the pointer at offset " + std::to_string(field) +
                                 layout.type->field_context(field) + ", of the object at persistent address " +
                                 common::hex(object) + " points to " + common::hex(v) + ", which is not in store " +
-                                storage_.path() +
+                                storage_->path() +
                                 " (transient memory, another store's memory — e.g. an element built on the stack "
                                 "while another store was current and moved into a container of this one: build it "
                                 "in place with emplace —, a destroyed object, or a store address kept in a program "
@@ -100,7 +100,7 @@ std::set<std::uint64_t> pager::pages_to_write() {
     note_written_pages();
     std::set<std::uint64_t> pages;
     for (std::uint64_t page : txn_new_)
-        if (!storage_.is_pending(page)) pages.insert(page);
+        if (!storage_->is_pending(page)) pages.insert(page);
     for (std::uintptr_t v : unwritten_) {
         auto where = map_->lookup(v);
         if (where.what == translate::page_map::kind::page) pages.insert(where.page);
@@ -152,7 +152,7 @@ pager::page_images pager::collect() {
     out.bytes.resize(std::min(sources.size(), chunk) * translate::page_size);
     for (std::size_t from = 0; from < sources.size(); from += chunk) {
         if (from > 0) {
-            storage_.spill(out.pages);
+            storage_->spill(out.pages);
             note_spilled(out.pages);
             out.pages.clear();
         }
@@ -160,7 +160,7 @@ pager::page_images pager::collect() {
         unswizzle_pages(std::span(sources).subspan(from, n), out.bytes.data(), true, false, out.pages);
     }
     collected_pages_ = out.pages.size();  // the others are counted as spilled
-    collected_spilled_ = storage_.pending_count();
+    collected_spilled_ = storage_->pending_count();
     return out;
 }
 
@@ -234,7 +234,7 @@ void pager::spill_if_over_budget() {
         const std::vector<unswizzled> how = unswizzle_pages(part, bytes.data(), true, true, images);
         for (std::size_t i = 0; i < part.size(); ++i)
             if (how[i] == unswizzled::kept) kept.push_back(reinterpret_cast<std::uintptr_t>(part[i].contents));
-        storage_.spill(images);
+        storage_->spill(images);
         drop_spilled(images);
     }
     unwritten_ = std::move(kept);
@@ -267,8 +267,8 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
 // T8 (pager.hpp): the log forgets the transaction's frames (R4), and pages
 // read back from them are dropped, to show their committed contents.
 void pager::discard_spilled() {
-    const std::vector<std::uint64_t> spilled = storage_.pending_pages();
-    storage_.discard_pending();
+    const std::vector<std::uint64_t> spilled = storage_->pending_pages();
+    storage_->discard_pending();
     for (std::uint64_t page : spilled)
         if (std::uintptr_t v = map_->virtual_of(page)) space_->discard(v, 1);
 }
@@ -291,14 +291,45 @@ void pager::forget_new_pages() {
     }
 }
 
+// T15 (pager.hpp), under a pause, no other thread touching the store. A
+// page whose description changed (its layout, chunks or unit) or whose
+// image did reloads; a unit whose shape changed is retired, and then every
+// resident page reloads, since a kept page may hold pointers into it (as a
+// rollback that retired committed pages does). R8: the cooling pool
+// empties.
+void pager::move_to(storage::storage& newer, std::unique_ptr<heap> newer_heap, std::span<const std::uint64_t> changed,
+                    bool reload_all) {
+    forget_cooling();
+    const std::unique_ptr<heap> older = std::exchange(heap_, std::move(newer_heap));
+    vm::unregister_trap_page(map_->dead_page());
+    storage_ = &newer;
+    vm::register_trap_page(map_->dead_page(), storage_->path().c_str(), opts_.fatal_hook);
+    bool retired = false;
+    const std::uint64_t pages = std::max(older->page_count(), heap_->page_count());
+    for (std::uint64_t page = 1; page < pages; ++page) {
+        const heap::page_desc *was = older->describe(page), *is = heap_->describe(page);
+        if (was == is || (was && is && *was == *is)) continue;
+        discard_if_resident(page);
+        const translate::unit reserved = map_->reserved_unit(page);
+        if (reserved.pages == 0 || (is && is->is_data() && reserved == unit_of(page))) continue;
+        map_->retire(page);
+        retired = true;
+    }
+    for (std::uint64_t page : changed) discard_if_resident(page);
+    if (retired || reload_all) discard_all_resident();
+    refresh_budget();
+}
+
+void pager::discard_if_resident(std::uint64_t page) {
+    const std::uintptr_t v = map_->virtual_of(page);
+    if (v && space_->is_resident(v)) space_->discard(v, 1);
+}
+
 // T5 at a rollback that retired committed pages (they were reused in another
 // shape): clean resident pages may hold pointers into those ranges, so every
 // page reloads.
 void pager::discard_all_resident() {
-    for (std::uint64_t page = 1; page < heap_->page_count(); ++page) {
-        std::uintptr_t v = map_->virtual_of(page);
-        if (v && space_->is_resident(v)) space_->discard(v, 1);
-    }
+    for (std::uint64_t page = 1; page < heap_->page_count(); ++page) discard_if_resident(page);
 }
 
 }  // namespace steppe::page

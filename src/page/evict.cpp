@@ -79,14 +79,14 @@ void pager::release_evictor_after_fork() noexcept {
 void pager::start_evictor() {
     auto s = std::make_unique<evictor>();
     s->wake_fd = ::eventfd(0, EFD_CLOEXEC);
-    if (s->wake_fd < 0) common::throw_system_error("eventfd", errno, storage_.path() + ": starting the eviction thread");
+    if (s->wake_fd < 0) common::throw_system_error("eventfd", errno, storage_->path() + ": starting the eviction thread");
     evictor_ = std::move(s);
     try {
         evictor_->thread = std::thread([this] { evict_loop(); });
     } catch (const std::system_error& e) {
         ::close(evictor_->wake_fd);
         evictor_.reset();
-        throw error(errc::io, storage_.path() + ": starting the eviction thread: " + e.what());
+        throw error(errc::io, storage_->path() + ": starting the eviction thread: " + e.what());
     }
 }
 
@@ -215,7 +215,7 @@ void pager::spill_written(held_batch& b) {
     for (std::size_t k = 0; k < sources.size(); ++k)
         if (done[k] != unswizzled::image) b.keep[source_of[k]] = true;
     try {
-        if (!images.empty()) storage_.spill(images);
+        if (!images.empty()) storage_->spill(images);
     } catch (const std::exception&) {
         // A full disk, say: the commit meets it again and reports it. Until
         // the transaction ends, written pages stay and only clean ones go.

@@ -89,7 +89,7 @@ void pager::prefetch_targets(const std::uint64_t* pages, int count) noexcept {
         std::uint64_t target = pages[i];
         std::uintptr_t v = map_->virtual_of(target);
         if ((v && space_->is_resident(v)) || prefetch_.hinted[target].exchange(1, std::memory_order_relaxed)) continue;
-        storage_.prefetch(target);
+        storage_->prefetch(target);
         prefetch_.hints.fetch_add(1, std::memory_order_relaxed);
         if (prefetch_.window_hints.fetch_add(1, std::memory_order_relaxed) + 1 == prefetch_window) {
             if (prefetch_.window_hits.exchange(0, std::memory_order_relaxed) < prefetch_window / 4)
@@ -114,7 +114,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     if (where.what != translate::page_map::kind::page) wild_access(page_addr, where.what);
     std::uint64_t page = where.page;
     const heap::page_desc* d = heap_->describe(page);
-    if (!d || !d->is_data() || (page >= storage_.page_count() && !storage_.is_pending(page))) {
+    if (!d || !d->is_data() || (page >= storage_->page_count() && !storage_->is_pending(page))) {
         std::memset(out, 0, translate::page_size);  // freed since, or never written
         return true;
     }
@@ -127,7 +127,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     note_fault_for_prefetch(page);
     storage::read_failure why;
     const std::uint64_t read_start = common::monotonic_ns();
-    if (!storage_.read_page_nothrow(page, out, &why, true)) fatal("cannot load", page, why.message);
+    if (!storage_->read_page_nothrow(page, out, &why, true)) fatal("cannot load", page, why.message);
     const std::uint64_t swizzle_start = common::monotonic_ns();
     miss_io_ns_.fetch_add(swizzle_start - read_start, std::memory_order_relaxed);
     translate::page_layout layout = layout_of_page(page);
@@ -250,12 +250,12 @@ translate::page_layout pager::layout_of_page(const heap& h, std::uint64_t page) 
 void pager::fatal(const char* what, std::uint64_t page, const char* detail, const char* advice) const noexcept {
     static char buf[2048];
     common::fixed_message msg(buf, sizeof buf);
-    msg << "steppe: fatal: " << what << " page " << page << " of store " << storage_.path().c_str() << ": "
+    msg << "steppe: fatal: " << what << " page " << page << " of store " << storage_->path().c_str() << ": "
         << detail << ". The access that touched it cannot go on, so the process ends; ";
     if (advice)
         msg << advice;
     else
-        msg << "run `steppe check " << storage_.path().c_str() << "` to see the damage";
+        msg << "run `steppe check " << storage_->path().c_str() << "` to see the damage";
     msg << ".\n";
     if (opts_.fatal_hook) opts_.fatal_hook(buf);
     common::fatal_exit(buf);
@@ -265,7 +265,7 @@ void pager::wild_access(std::uintptr_t address, translate::page_map::kind what) 
     static char buf[1024];
     common::fixed_message msg(buf, sizeof buf);
     msg << "steppe: fatal: the program touched " << common::in_hex{address} << " in the address space of store "
-        << storage_.path().c_str() << ", where no object is: ";
+        << storage_->path().c_str() << ", where no object is: ";
     if (what == translate::page_map::kind::guard)
         msg << "the guard page after an object (a pointer past an object's end was followed, or a dangling pointer)";
     else if (what == translate::page_map::kind::retired)
@@ -308,7 +308,7 @@ void pager::write_refused(std::uintptr_t address) const noexcept {
     static char buf[1536];
     common::fixed_message msg(buf, sizeof buf);
     msg << "steppe: fatal: the program wrote to " << common::in_hex{address} << " (page " << where.page
-        << " of store " << storage_.path().c_str() << ", which is open read-only): ";
+        << " of store " << storage_->path().c_str() << ", which is open read-only): ";
     if (const std::int64_t at = offset_in_element(l, address); at >= 0) {
         const auto offset = static_cast<std::uint32_t>(at);
         msg << "byte " << offset << " of an object of type " << l.type->name.c_str() << l.type->field_context(offset);

@@ -34,34 +34,9 @@ vm::backend_kind backend_for(fault_backend b) {
 }  // namespace
 
 page_engine::page_engine(const std::string& path, const open_options& options, storage::env* io, bool match_program)
-    : options_(options), io_(io) {
+    : options_(options), io_(io), match_program_(match_program) {
     storage_ = storage::storage::open(path, storage_options(options, io));
-
-    const auto& raw = storage_->meta();
-    bool fresh = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
-    state& c = committed_;
-    if (!fresh) {
-        std::memcpy(&c.meta, raw.data(), sizeof(engine_meta));
-        if (std::memcmp(c.meta.magic, "stobjng", 7) == 0)
-            throw error(errc::unsupported,
-                        path + " was made by the object engine; open it with steppe::objects::store::open");
-        if (std::memcmp(c.meta.magic, engine_magic, sizeof engine_magic) != 0)
-            throw error(errc::version, path + " holds no page-engine data of a version this build reads");
-        // A blob never written (no types, roots or vtables yet) has no pages.
-        if (c.meta.catalog.pages)
-            c.catalog = types::catalog::decode(
-                storage::read_blob(*storage_, c.meta.catalog, catalog_owner, "type catalog", c.catalog_pages));
-        if (match_program) c.catalog.require_program_match(path);
-        if (c.meta.roots.pages)
-            c.roots = decode_roots(storage::read_blob(*storage_, c.meta.roots, roots_owner, "roots table", c.roots_pages), path);
-        if (c.meta.vtables.pages)
-            c.vtables = types::vtable_table::decode(
-                storage::read_blob(*storage_, c.meta.vtables, vtables_owner, "vtable table", c.vtables_pages));
-        c.vtables.stand_in_for_missing(path, options.fatal_hook);
-        c.vtables.require_noted_classes(c.catalog, path);
-    } else {
-        std::memcpy(c.meta.magic, engine_magic, sizeof engine_magic);
-    }
+    committed_ = load_state(*storage_, path);
     live_ = committed_;
     pager_options po;
     po.backend = backend_for(options.backend);
@@ -81,9 +56,65 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
     po.resident_budget_pages = std::max<std::uint64_t>(budget / storage::page_size, 256);
     pager_ = std::make_unique<pager>(*storage_, load_committed_heap(), live_.vtables, po);
     budget_pages_ = po.resident_budget_pages;
-    validate();
+    validate(live_, pager_->allocator());
     sync_shapes(true);
     note_types_memory();
+}
+
+// The committed state the storage's meta pins (a new store's if it has none).
+page_engine::state page_engine::load_state(const storage::storage& s, const std::string& path) const {
+    const auto& raw = s.meta();
+    bool fresh = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
+    state c;
+    if (fresh) {
+        std::memcpy(c.meta.magic, engine_magic, sizeof engine_magic);
+        return c;
+    }
+    std::memcpy(&c.meta, raw.data(), sizeof(engine_meta));
+    if (std::memcmp(c.meta.magic, "stobjng", 7) == 0)
+        throw error(errc::unsupported, path + " was made by the object engine; open it with steppe::objects::store::open");
+    if (std::memcmp(c.meta.magic, engine_magic, sizeof engine_magic) != 0)
+        throw error(errc::version, path + " holds no page-engine data of a version this build reads");
+    // A blob never written (no types, roots or vtables yet) has no pages.
+    if (c.meta.catalog.pages)
+        c.catalog = types::catalog::decode(storage::read_blob(s, c.meta.catalog, catalog_owner, "type catalog", c.catalog_pages));
+    if (match_program_) c.catalog.require_program_match(path);
+    if (c.meta.roots.pages)
+        c.roots = decode_roots(storage::read_blob(s, c.meta.roots, roots_owner, "roots table", c.roots_pages), path);
+    if (c.meta.vtables.pages)
+        c.vtables = types::vtable_table::decode(
+            storage::read_blob(s, c.meta.vtables, vtables_owner, "vtable table", c.vtables_pages));
+    c.vtables.stand_in_for_missing(path, options_.fatal_hook);
+    c.vtables.require_noted_classes(c.catalog, path);
+    return c;
+}
+
+// A read-only store moves to the newest commit without closing: the
+// storage opens again, and only the pages it says changed since this
+// snapshot, and those whose description changed, reload (pager::move_to);
+// the rest stay resident. Everything that can throw runs before anything
+// changes, so a failure leaves the store on its snapshot. false (nothing
+// changed): the snapshots cannot be compared (storage::changed_since), so
+// the caller opens the store again.
+bool page_engine::refresh_in_place() {
+    pager::pause p(*pager_);
+    std::unique_ptr<storage::storage> newer = storage::storage::open(path(), storage_options(options_, io_));
+    std::optional<std::vector<storage::page_no>> changed = newer->changed_since(*storage_);
+    if (!changed) return false;
+    state next = load_state(*newer, path());
+    std::unique_ptr<heap> h = load_heap(*newer, next.meta);
+    validate(next, *h);
+    // A class this program lacks has a stand-in the table maps (and unmaps
+    // with it): resident objects of it must not keep the older one's.
+    const bool stand_ins = live_.vtables.has_stand_ins() || next.vtables.has_stand_ins();
+    pager_->move_to(*newer, std::move(h), *changed, stand_ins);
+    std::swap(storage_, newer);  // the older storage closes at the end of this scope, with its reader slot
+    live_ = std::move(next);  // in place: the pager reads live_.vtables
+    committed_ = live_;
+    sync_shapes(true);
+    note_types_memory();
+    reuse_if_crowded("the refresh");
+    return true;
 }
 
 // 1. drop the pager: its eviction thread stops, uncommitted changes go
@@ -109,15 +140,14 @@ void page_engine::close() {
 }
 
 // Every root and every data page must name a type the catalog has.
-void page_engine::validate() const {
-    for (const auto& [name, e] : live_.roots)
-        if (e.type >= live_.catalog.size())
+void page_engine::validate(const state& s, const heap& h) const {
+    for (const auto& [name, e] : s.roots)
+        if (e.type >= s.catalog.size())
             throw error(errc::corrupt, path() + ": root '" + name + "' names type " + std::to_string(e.type) +
                                            ", which the type catalog does not have");
-    const heap& h = pager_->allocator();
     for (std::uint64_t p = 0; p < h.page_count(); ++p) {
         const heap::page_desc* d = h.describe(p);
-        if (d->is_data() && d->type() >= live_.catalog.size())
+        if (d->is_data() && d->type() >= s.catalog.size())
             throw error(errc::corrupt, path() + ": page " + std::to_string(p) + " holds objects of type " +
                                            std::to_string(d->type()) + ", which the type catalog does not have");
     }

@@ -54,6 +54,7 @@ public:
     std::vector<root_info> roots() const override;
     void commit() override;
     void rollback() override;
+    bool refresh_in_place() override;
     void checkpoint() override;
     bool wait_for_commit(std::chrono::milliseconds timeout) const override {
         return storage_->wait_for_commit(timeout);
@@ -85,9 +86,10 @@ private:
     using rewrite_pass = std::function<compact_report(const committed_store&, const storage::rewrite_target& target)>;
     compact_report rewrite(const std::string& what, bool write, const rewrite_pass& pass);
     std::unique_ptr<heap> load_committed_heap() const { return load_heap(*storage_, committed_.meta); }
+    state load_state(const storage::storage& s, const std::string& path) const;
     types::catalog::index type_index(const types::layout& layout);
     void sync_shapes(bool rebuild);
-    void validate() const;
+    void validate(const state& s, const heap& h) const;
     void ensure_writable() const;
     void require_no_changes(const char* what) const;
     void reuse_if_crowded(const char* after);
@@ -95,6 +97,7 @@ private:
 
     open_options options_;
     storage::env* io_;  // the file system the store's files go through (nullptr: the real one)
+    bool match_program_;  // compare the stored types with the program's (not for migrate)
     std::unique_ptr<storage::storage> storage_;
     state live_, committed_;
     std::unique_ptr<pager> pager_;  // after live_: it holds live_.vtables

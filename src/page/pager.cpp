@@ -30,20 +30,20 @@ std::atomic<std::uint8_t>* map_page_bytes() noexcept {
 
 pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_table& vtables,
              const pager_options& opts)
-    : storage_(storage), heap_(std::move(h)), opts_(opts), vtables_(vtables) {
+    : storage_(&storage), heap_(std::move(h)), opts_(opts), vtables_(vtables) {
     space_ = opts.read_only ? vm::fault_space::create(opts.backend, &pager::fill, this, {}, &pager::refuse_write)
                             : vm::fault_space::create(opts.backend, &pager::fill, this);
     map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.address_space_limit);
     if (opts.resident_budget_pages) {  // before anything a throw would leave behind
         resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);
         fresh_ = map_page_bytes();
-        if (!fresh_) common::throw_system_error("mmap", errno, storage_.path() + ": the table of new pages");
+        if (!fresh_) common::throw_system_error("mmap", errno, storage_->path() + ": the table of new pages");
         // An eighth of the budget cools: a page used about once per turn of
         // the ring is met while it cools; a larger pool leaves the ring less
         // and costs more refaults for the misses it saves (evict_bench).
         if (opts.cooling) cooling_ = std::make_unique<cooling>(opts.resident_budget_pages / 8, heap::max_page_count);
     }
-    vm::register_trap_page(map_->dead_page(), storage_.path().c_str(), opts.fatal_hook);
+    vm::register_trap_page(map_->dead_page(), storage_->path().c_str(), opts.fatal_hook);
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
     if (opts.prefetch) prefetch_.hinted = map_page_bytes();
     budget_bytes_ = opts.resident_budget_pages * translate::page_size;
@@ -75,7 +75,7 @@ void* pager::to_pointer(std::uint64_t persistent, errc code, const char* what, c
         char why[512];
         common::fixed_message m(why, sizeof why);
         describe_aim(m, persistent, aim, *heap_);
-        throw error(code, storage_.path() + ": " + what + why + advice);
+        throw error(code, storage_->path() + ": " + what + why + advice);
     }
     return reinterpret_cast<void*>(v);
 }
@@ -98,7 +98,7 @@ std::uint64_t pager::to_persistent(const void* p, const std::string& what) const
     if (!translate::to_persistent(*map_, reinterpret_cast<std::uintptr_t>(p), w))
         throw error(errc::transient_pointer,
                     what + " " + common::hex(reinterpret_cast<std::uintptr_t>(p)) + " does not point into store " +
-                        storage_.path() + " (only objects made with store.make<T>() can be stored or named)");
+                        storage_->path() + " (only objects made with store.make<T>() can be stored or named)");
     return w;
 }
 
@@ -149,7 +149,7 @@ void pager::forget_contents(std::uint64_t page, translate::unit shape) {
         space_->discard(map_->virtual_of(page), 1);
         return;
     }
-    if (page < storage_.page_count()) retired_committed_ = true;
+    if (page < storage_->page_count()) retired_committed_ = true;
     map_->retire(page);
 }
 
@@ -162,7 +162,7 @@ error pager::no_address_space(std::uint64_t unit_pages) const {
     char why[512], advice[512];
     common::fixed_message w(why, sizeof why), a(advice, sizeof advice);
     explain_no_address_space(unit_pages, w, a);
-    return error(errc::no_space, "cannot make an object in store " + storage_.path() + ": " + why + "; " + advice);
+    return error(errc::no_space, "cannot make an object in store " + storage_->path() + ": " + why + "; " + advice);
 }
 
 void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t count, std::size_t align) {
@@ -203,14 +203,14 @@ void pager::free(void* object) {
 std::size_t pager::uncommitted_pages() {
     take_new_and_freed_pages();
     note_written_pages();
-    return txn_new_.size() + txn_freed_.size() + storage_.pending_count() + unwritten_.size();
+    return txn_new_.size() + txn_freed_.size() + storage_->pending_count() + unwritten_.size();
 }
 
 void pager::reuse_address_space() {
     std::size_t changed = uncommitted_pages();
     if (changed)
         throw error(errc::invalid_argument,
-                    "reuse_address_space: store " + storage_.path() + " has " + std::to_string(changed) +
+                    "reuse_address_space: store " + storage_->path() + " has " + std::to_string(changed) +
                         " pages written, made or freed since the last commit; commit() or rollback() first");
     start_epoch();
 }
@@ -242,7 +242,7 @@ void pager::start_epoch() {
 
 store_memory pager::memory() const noexcept {
     const vm::space_stats vs = space_->stats();
-    const storage::storage::memory sm = storage_.memory_bytes();
+    const storage::storage::memory sm = storage_->memory_bytes();
     const std::uint64_t page_bytes = (heap_->page_count() + translate::page_size - 1) / translate::page_size *
                                      translate::page_size;  // a byte per store page, written up to the last
     store_memory m;
@@ -283,7 +283,7 @@ void pager::ensure_budget_room() const {
     const store_memory m = memory();
     const auto kib = [](std::uint64_t bytes) { return std::to_string((bytes + 1023) >> 10) + " KiB"; };
     throw error(errc::no_space,
-                "cannot make an object in store " + storage_.path() + ": the store's own memory (" +
+                "cannot make an object in store " + storage_->path() + ": the store's own memory (" +
                     kib(m.metadata()) + ": heap " + kib(m.heap) + ", page map " + kib(m.page_map) + ", fault space " +
                     kib(m.fault_space) + ", residency " + kib(m.residency) + ", types " + kib(m.types) +
                     ", storage " + kib(m.storage) + ", transaction " + kib(m.transaction) + ", buffers " +

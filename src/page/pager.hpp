@@ -52,6 +52,10 @@
 //   T14 S1, S6 -> S0  start_epoch: page_map::start_epoch discards every
 //                     resident page (T5) and reclaims the arenas not used
 //                     for a whole epoch
+//   T15 S2 -> S1, S6  move_to (a read-only store's refresh in place): a page
+//                     the newer commit changed is discarded, one whose
+//                     unit changed or that is no longer data is retired
+//                     (and then every page reloads, as at T5 of a rollback)
 //
 // Cooling (cooling.hpp), under a budget with pager_options::cooling: T5
 // keeps the bytes of the clean pages it drops in the cooling pool (cool,
@@ -252,6 +256,14 @@ public:
     // Forgets every change since the last commit: discards written pages and
     // retires new ones; `committed_heap` is the heap as of the last commit.
     void rollback(std::unique_ptr<heap> committed_heap);
+    // A read-only store moves to a newer commit of its store (a refresh in
+    // place): `newer` is the storage at it, `newer_heap` its heap, and
+    // `changed` the pages whose images may differ (storage::changed_since).
+    // Those and the pages whose description changed reload on their next
+    // touch; every other resident page stays, swizzled as it was, unless
+    // `reload_all`.
+    void move_to(storage::storage& newer, std::unique_ptr<heap> newer_heap, std::span<const std::uint64_t> changed,
+                 bool reload_all);
 
     // Pages written, made or freed since the last commit, spilled ones
     // included: 0 when the transaction in progress has changed no object.
@@ -350,6 +362,7 @@ private:
     void discard_written();
     void forget_new_pages();
     void discard_all_resident();
+    void discard_if_resident(std::uint64_t page);
     void forget_transaction() noexcept;
     // The checkers of R1-R7 (residency_check.cpp).
     void check_resident(const std::vector<std::uintptr_t>& resident, const std::vector<std::uintptr_t>& ring,
@@ -380,7 +393,7 @@ private:
     std::set<std::uint64_t> pages_to_write();
     void start_epoch();
 
-    storage::storage& storage_;
+    storage::storage* storage_;  // moves only with a refresh in place (move_to)
     std::unique_ptr<heap> heap_;
     pager_options opts_;
     std::vector<translate::type_shape> shapes_;

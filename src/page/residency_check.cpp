@@ -90,7 +90,7 @@ void pager::check_written(const std::vector<std::uintptr_t>& resident, std::vect
 void pager::check_new(const std::vector<std::uintptr_t>& resident, std::vector<std::string>& findings) const {
     for (std::uint64_t page : txn_new_) {
         const heap::page_desc* d = heap_->describe(page);
-        if (!d || !d->is_data() || storage_.is_pending(page)) continue;
+        if (!d || !d->is_data() || storage_->is_pending(page)) continue;
         const std::uintptr_t v = map_->virtual_of(page);
         if (!contains(resident, v))
             findings.push_back("R3: new page " + std::to_string(page) + " (at " + common::hex(v) +
@@ -103,7 +103,7 @@ void pager::check_new(const std::vector<std::uintptr_t>& resident, std::vector<s
 // R4: no page the log holds for the transaction is marked new, and no more
 // new pages were spilled than the transaction made.
 void pager::check_spilled(std::vector<std::string>& findings) const {
-    for (std::uint64_t page : storage_.pending_pages())
+    for (std::uint64_t page : storage_->pending_pages())
         if (fresh_ && fresh_[page].load(std::memory_order_acquire))
             findings.push_back("R4: page " + std::to_string(page) + " is in the log but still marked new");
     if (new_spilled_ > txn_new_.size())

@@ -1199,6 +1199,43 @@ bool file_store::wait_for_commit(std::chrono::milliseconds timeout) const {
     }
 }
 
+// Both handles read the main file as of their headers and the log of one
+// generation. A main file not checkpointed between them is the same file
+// (invariant 2: a checkpoint starts a new generation), so the pages that
+// differ are the log entries that differ; a main file checkpointed at
+// exactly older's commit (invariant 5 lets a checkpoint run past a live
+// reader's snapshot only when it is the newest) holds older's snapshot, so
+// the pages that differ are this log's. Anything else (another store under
+// the name, as compaction leaves) cannot be compared.
+std::optional<std::vector<page_no>> file_store::changed_since(const storage& older_store) const {
+    const auto* older = dynamic_cast<const file_store*>(&older_store);
+    if (!older || std::memcmp(older->header_.store_id, header_.store_id, sizeof header_.store_id) != 0)
+        return std::nullopt;
+    const std::vector<log_index::entry> now = wal_index_.newest();
+    std::vector<page_no> changed;
+    const bool same_main = older->header_.checkpoint_gen == header_.checkpoint_gen &&
+                           older->header_.txn_seq == header_.txn_seq &&
+                           older->wal_header_.generation == wal_header_.generation &&
+                           older->wal_header_.salt == wal_header_.salt;
+    if (same_main) {
+        const std::vector<log_index::entry> before = older->wal_index_.newest();
+        auto b = before.begin();
+        for (const log_index::entry& e : now) {
+            for (; b != before.end() && b->page < e.page; ++b) changed.push_back(b->page);  // (not expected)
+            const bool same = b != before.end() && b->page == e.page && b->where == e.where && b->sum == e.sum;
+            if (b != before.end() && b->page == e.page) ++b;
+            if (!same) changed.push_back(e.page);
+        }
+        for (; b != before.end(); ++b) changed.push_back(b->page);
+        std::sort(changed.begin(), changed.end());
+        return changed;
+    }
+    if (header_.txn_seq != older->txn_seq_ || header_.checkpoint_gen < older->wal_header_.generation)
+        return std::nullopt;
+    for (const log_index::entry& e : now) changed.push_back(e.page);
+    return changed;
+}
+
 info file_store::describe() const {
     return info{format_version,
                 static_cast<std::uint32_t>(page_size),

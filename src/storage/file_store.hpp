@@ -75,6 +75,7 @@ public:
     // Sleeps on the reader table's futex, which the writer wakes when it
     // publishes.
     bool wait_for_commit(std::chrono::milliseconds timeout) const override;
+    std::optional<std::vector<page_no>> changed_since(const storage& older) const override;
     info describe() const override;
     memory memory_bytes() const noexcept override;
     std::vector<std::string> check() const override;

@@ -1457,6 +1457,22 @@ bool pg_store::wait_for_commit(std::chrono::milliseconds timeout) const {
     return true;
 }
 
+// C4: each handle's version map names the commit of every page's newest
+// version at its snapshot, so the pages that differ are those whose
+// commits differ. A map not loaded (a registration the server did not
+// keep) cannot be compared.
+std::optional<std::vector<page_no>> pg_store::changed_since(const storage& older_store) const {
+    const auto* older = dynamic_cast<const pg_store*>(&older_store);
+    if (!older || older->address_.conninfo != address_.conninfo || older->address_.store != address_.store ||
+        older->store_id_ != store_id_ || !older->versions_->loaded() || !versions_->loaded())
+        return std::nullopt;
+    std::vector<page_no> changed;
+    const page_no pages = std::max(older->page_count_, page_count_);
+    for (page_no page = 0; page < pages; ++page)
+        if (older->versions_->newest(page) != versions_->newest(page)) changed.push_back(page);
+    return changed;
+}
+
 info pg_store::describe() const {
     info i{pg_format, std::uint32_t(page_size), store_id_, page_count_, 0, 0, 0, 0, 0, 0, txn_seq_, 0, txn_seq_, {}};
     pg_result rows = control_->exec("listing readers", "SELECT id, txn FROM steppe_reader WHERE store = $1 ORDER BY id",

@@ -165,6 +165,7 @@ public:
     bool try_checkpoint() override;
     // LISTEN/NOTIFY on the control connection: each commit notifies.
     bool wait_for_commit(std::chrono::milliseconds timeout) const override;
+    std::optional<std::vector<page_no>> changed_since(const storage& older) const override;
     info describe() const override;
     memory memory_bytes() const noexcept override;
     std::vector<std::string> check() const override;

@@ -18,4 +18,6 @@ void storage::commit_rewrite(const page_fill&) {
                                            "by a commit");
 }
 
+std::optional<std::vector<page_no>> storage::changed_since(const storage&) const { return std::nullopt; }
+
 }  // namespace steppe::storage

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -193,6 +194,14 @@ public:
     // does not move the snapshot: the engines open the store again for that.
     // Throws io when it cannot ask (a PostgreSQL server gone).
     virtual bool wait_for_commit(std::chrono::milliseconds timeout) const = 0;
+    // A read-only handle opened after `older`, another read-only handle of
+    // the store still open: every page whose committed image may differ
+    // between older's snapshot and this one's, ascending (a refresh in place
+    // reloads only those: page_engine::refresh_in_place). nullopt when the
+    // two cannot be compared (another store under the name, as compaction
+    // leaves; a snapshot the writer's checkpoints have moved past): then any
+    // page may differ.
+    virtual std::optional<std::vector<page_no>> changed_since(const storage& older) const;
 
     virtual info describe() const = 0;
     const stats& counters() const { return stats_; }

@@ -88,6 +88,8 @@ public:
     // past the table, an offset a stand-in cannot hold). Async-signal-safe.
     std::uintptr_t relink(std::uint64_t token) const noexcept;
     // The token of a vptr that points into one of the table's stand-ins.
+    // Does some class of the table have a stand-in (stand_in_for_missing)?
+    bool has_stand_ins() const noexcept { return missing_ != nullptr; }
     std::optional<std::uint64_t> stand_in_token(std::uintptr_t vptr) const noexcept {
         return missing_ ? missing_->token_of(vptr) : std::nullopt;
     }
