@@ -563,10 +563,11 @@ public:
     // closing the store ends the guard (its destructor then does nothing).
     steppe::transaction transaction();
 
-    // A read-only store moves to the newest commit: it is opened again on
-    // the snapshot a writer (in another process) published last. Every
-    // pointer into the store taken before is invalid afterwards, as after a
-    // close: read the roots again. invalid_argument on a writable store (it
+    // A read-only store moves to the newest commit a writer (in another
+    // process) published. The pages the newer commits did not change stay
+    // in memory (where the two snapshots cannot be compared, as after a
+    // compaction, the store is opened again). Pointers into the store taken
+    // before are not promised valid afterwards: read the roots again. invalid_argument on a writable store (it
     // always sees its newest commit); errors as open's (the store then
     // stays on its old snapshot).
     void refresh();

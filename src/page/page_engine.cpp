@@ -98,7 +98,9 @@ page_engine::state page_engine::load_state(const storage::storage& s, const std:
 // the caller opens the store again.
 bool page_engine::refresh_in_place() {
     pager::pause p(*pager_);
-    std::unique_ptr<storage::storage> newer = storage::storage::open(path(), storage_options(options_, io_));
+    storage::options so = storage_options(options_, io_);
+    so.after = storage_.get();  // what this snapshot read is not read again
+    std::unique_ptr<storage::storage> newer = storage::storage::open(path(), so);
     std::optional<std::vector<storage::page_no>> changed = newer->changed_since(*storage_);
     if (!changed) return false;
     state next = load_state(*newer, path());

@@ -88,7 +88,11 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     // By the real file's name, so that the log and the lock file are the real
     // store's whichever symlink it is opened by.
     std::unique_ptr<file_store> s(new file_store(resolve_store_path(path), opts));
-    if (opts.read_only && s->open_beside_writer()) return s;
+    if (opts.read_only && s->open_beside_writer()) {
+        s->opts_.after = nullptr;  // used by the open only
+        return s;
+    }
+    s->opts_.after = nullptr;
     try {
         s->lock_ = s->io_->lock(s->path_, opts.read_only ? lock_kind::reader : lock_kind::writer, opts.file_mode,
                                 opts.lock_timeout);
@@ -176,7 +180,7 @@ file_store::snapshot_fit file_store::load_snapshot() {
     wal_header_.generation = s.generation;
     wal_header_.salt = s.salt;
     if (!wal_ && io_->exists(wal_path_)) wal_ = io_->open(wal_path_, open_mode::read_only, opts_.file_mode);
-    replay_frames(s.log_end);
+    if (!resume_after(s)) replay_frames(s.log_end);
     wal_needs_reset_ = wal_ && !log_header_is(s.generation, s.salt);  // damage check() names
     // Asked after the reads: a reset since may have cut the replay short
     // or rewritten the header.
@@ -493,14 +497,44 @@ void file_store::replay_wal() {
 // snapshot); replay_stop_ says where and why it stopped.
 void file_store::replay_frames(std::uint64_t limit) {
     wal_index_.clear();
+    wal_end_ = wal_frames_offset;
+    wal_chain_ = chain_seed(wal_header_.salt);
+    wal_commits_ = 0;
+    replay_from(limit);
+}
+
+// A reader's open after `older` (options::after, a refresh) that reads the
+// same log generation over the same main file: the commits older read are
+// taken from it (they are the same frames: a generation's frames are never
+// overwritten while a reader of it lives, invariant 5), and only the log
+// past them is read. false: it does not apply.
+bool file_store::resume_after(const snapshot& s) {
+    const auto* older = dynamic_cast<const file_store*>(opts_.after);
+    if (!older || !older->wal_ || !wal_ ||
+        std::memcmp(older->header_.store_id, header_.store_id, sizeof header_.store_id) != 0 ||
+        older->header_.checkpoint_gen != header_.checkpoint_gen || older->header_.txn_seq != header_.txn_seq ||
+        older->wal_header_.generation != s.generation || older->wal_header_.salt != s.salt ||
+        older->wal_end_ > s.log_end)
+        return false;
+    wal_index_ = older->wal_index_;
+    wal_end_ = older->wal_end_;
+    wal_chain_ = older->wal_chain_;
+    wal_commits_ = older->wal_commits_;
+    txn_seq_ = older->txn_seq_;
+    page_count_ = older->page_count_;
+    meta_ = older->meta_;
+    replay_from(s.log_end);
+    return true;
+}
+
+// Reads the commits from wal_end_ (whose chain checksum is wal_chain_, after
+// txn_seq_) up to `limit`, adding them to the index.
+void file_store::replay_from(std::uint64_t limit) {
     std::vector<std::pair<page_no, wal_entry>> pending;
     std::vector<std::byte> frame(page_size);
-    std::uint64_t off = wal_frames_offset;
-    std::uint32_t chain = chain_seed(wal_header_.salt);
+    std::uint64_t off = wal_end_;
+    std::uint32_t chain = wal_chain_;
     page_no txn_pages = 0;  // highest page + 1 of the transaction being read
-    wal_end_ = off;
-    wal_chain_ = chain;
-    wal_commits_ = 0;
     const char* stop = wal_ ? nullptr : "there is no log";
     while (!stop) {
         frame_header h;

@@ -131,6 +131,8 @@ private:
     const char* read_frame(std::uint64_t offset, frame_header& h, std::byte* payload) const;
     void replay_wal();
     void replay_frames(std::uint64_t limit);
+    void replay_from(std::uint64_t limit);
+    bool resume_after(const snapshot& s);
     // What the log shows past the point where replay stopped (see wal_format.hpp).
     struct tail_evidence {
         std::uint64_t shown_txn = 0;            // commits up to this one were durable

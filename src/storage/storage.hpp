@@ -46,6 +46,8 @@ inline bool is_postgres_url(std::string_view name) noexcept {
     return name.starts_with("postgresql://") || name.starts_with("postgres://");
 }
 
+class storage;
+
 struct options {
     bool create = true;              // create the store if it does not exist
     bool exclusive_create = false;   // with create: errc::exists if it does exist
@@ -70,6 +72,10 @@ struct options {
     // only (for measuring what differences save).
     bool log_diffs = true;
     env* io = nullptr;               // nullptr = the real file system
+    // A read-only open may start from `after`, an open read-only handle of
+    // the same store (a refresh): the log it has read is not read again
+    // where the two snapshots share it. Used during open only.
+    const storage* after = nullptr;
 };
 
 struct page_image {

@@ -313,6 +313,20 @@ TEST_P(RefreshInPlace, AReaderKeepsThePagesTheNewCommitDidNotChange) {
 // Within one log generation, across a checkpoint run while the older reader
 // was at the newest commit, and as the store grows; and nothing to compare
 // with another store under the name.
+// Two handles show the same commit: its number, meta, size and every page.
+::testing::AssertionResult same_snapshot(const storage::storage& x, const storage::storage& y) {
+    if (x.txn_seq() != y.txn_seq() || x.meta() != y.meta() || x.page_count() != y.page_count())
+        return ::testing::AssertionFailure() << "commit " << x.txn_seq() << " of " << x.page_count() << " pages, and "
+                                             << y.txn_seq() << " of " << y.page_count();
+    std::vector<std::byte> a(storage::page_size), b(storage::page_size);
+    for (storage::page_no p = 0; p < x.page_count(); ++p) {
+        x.read_page(p, a.data());
+        y.read_page(p, b.data());
+        if (a != b) return ::testing::AssertionFailure() << "page " << p << " differs";
+    }
+    return ::testing::AssertionSuccess();
+}
+
 TEST_P(RefreshInPlace, TheStorageNamesThePagesThatDifferBetweenTwoSnapshots) {
     using pages = std::vector<storage::page_no>;
     // The writer, in another process (a file store is opened once per
@@ -358,13 +372,19 @@ TEST_P(RefreshInPlace, TheStorageNamesThePagesThatDifferBetweenTwoSnapshots) {
     EXPECT_EQ(a->changed_since(*a), pages{}) << "a snapshot against itself";
     writer.go();
     ASSERT_TRUE(writer.wait_for_report());
-    auto b = storage::storage::open(where, ro);
+    storage::options after_a = ro;
+    after_a.after = a.get();  // a refresh's open: the log a read is not read again
+    auto b = storage::storage::open(where, after_a);
     EXPECT_EQ(b->changed_since(*a), (pages{3, 7}));
+    EXPECT_TRUE(same_snapshot(*b, *storage::storage::open(where, ro))) << "opened after a, and opened afresh";
     a.reset();
     writer.go();
     ASSERT_TRUE(writer.wait_for_report());
-    auto c = storage::storage::open(where, ro);
+    storage::options after_b = ro;
+    after_b.after = b.get();
+    auto c = storage::storage::open(where, after_b);
     EXPECT_EQ(c->changed_since(*b), (pages{5, 12})) << "across a checkpoint";
+    EXPECT_TRUE(same_snapshot(*c, *storage::storage::open(where, ro)));
     writer.go();
     ASSERT_EQ(writer.exit_code(), 0);
     if (GetParam() == kind::file) {
