@@ -152,12 +152,14 @@ engine_handle& engine_at(unsigned slot) {
 }
 
 engine_handle::engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled,
-                             storage::env* io, bool match_program)
+                             storage::env* io, bool match_program, const storage::storage* after)
     : options_(o), io_(io) {
     if (o.segment_objects < 1 || o.segment_objects > format::max_segment_objects)
         throw error(errc::invalid_argument, "object store " + path + ": segment_objects " +
                                                 std::to_string(o.segment_objects) + " is not within 1..255");
-    storage_ = storage::storage::open(path, storage_options(o, io));
+    storage::options so = storage_options(o, io);
+    so.after = after;
+    storage_ = storage::storage::open(path, so);
     budget_ = o.resident_budget;
     budget_source_ = "option";
     if (budget_ == 0) {
@@ -528,13 +530,14 @@ std::vector<std::string> engine_handle::check_memory() const {
 }
 
 // The new snapshot is opened before the old one closes, so a failed open
-// leaves the store as it was (two read-only opens of one store may overlap).
+// leaves the store as it was (two read-only opens of one store may overlap);
+// its storage starts from this one's (the log read is not read again).
 std::unique_ptr<engine_handle> engine_handle::reopened() const {
     if (!options_.read_only)
         throw error(errc::invalid_argument, "refresh: object store " + path() +
                                                 " is open for writing and always sees its newest commit; refresh is "
                                                 "for read-only stores");
-    return std::make_unique<engine_handle>(path(), options_, scheme_);
+    return std::make_unique<engine_handle>(path(), options_, scheme_, io_, true, storage_.get());
 }
 
 }  // namespace detail

@@ -64,8 +64,9 @@ public:
     // `io`: the storage manager's file system (nullptr: the real one).
     // `match_program` false: the stored types are not compared with the
     // program's (steppe::migrate, which changes them).
+    // `after`: the handle a refresh replaces (storage::options::after).
     engine_handle(const std::string& path, const options& o, std::optional<scheme> compiled,
-                  storage::env* io = nullptr, bool match_program = true);
+                  storage::env* io = nullptr, bool match_program = true, const storage::storage* after = nullptr);
     ~engine_handle() override;
 
     void close() override;
