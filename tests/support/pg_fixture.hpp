@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <steppe/steppe.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "storage/pg_store.hpp"
 #include "support/pg_server.hpp"
+#include "support/temp_dir.hpp"
 
 namespace steppe::test {
 
@@ -45,6 +47,38 @@ protected:
 
     pg_server* server = nullptr;
     std::string name, url;
+};
+
+// A test run on a file store and on a store in PostgreSQL (instantiated
+// with both kinds): `where` names the store, the file in `dir` or a store
+// of the test process's server named after the test (skipped with a
+// message where no server can run).
+enum class store_kind { file, postgresql };
+
+class file_or_pg_test : public ::testing::TestWithParam<store_kind> {
+protected:
+    void SetUp() override {
+        if (GetParam() == store_kind::file) {
+            where = dir.path("s.db");
+            return;
+        }
+        std::string why;
+        server = pg_server::get(why);
+        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
+        std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+        for (char& c : name)
+            if (c == '/') c = '_';  // "Name/postgresql": a store name has no '/'
+        where = server->url(name);
+    }
+    steppe::store open_reader() const {
+        steppe::open_options o;
+        o.read_only = true;
+        return steppe::store::open(where, o);
+    }
+
+    temp_dir dir;
+    pg_server* server = nullptr;
+    std::string where;
 };
 
 }  // namespace steppe::test

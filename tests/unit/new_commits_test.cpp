@@ -58,33 +58,9 @@ test::child list_writer(const std::string& where, int rounds) {
     });
 }
 
-enum class kind { file, postgresql };
+using kind = test::store_kind;
 
-class NewCommitsTest : public ::testing::TestWithParam<kind> {
-protected:
-    void SetUp() override {
-        if (GetParam() == kind::file) {
-            where = dir.path("s.db");
-            return;
-        }
-        std::string why;
-        server = test::pg_server::get(why);
-        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
-        std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        for (char& c : name)
-            if (c == '/') c = '_';  // "Name/postgresql": a store name has no '/'
-        where = server->url(name);
-    }
-    store open_reader() {
-        open_options o;
-        o.read_only = true;
-        return store::open(where, o);
-    }
-
-    test::temp_dir dir;
-    test::pg_server* server = nullptr;
-    std::string where;
-};
+class NewCommitsTest : public test::file_or_pg_test {};
 
 TEST_P(NewCommitsTest, AReaderIsToldOfEachCommitAndRefreshesToIt) {
     test::child writer = list_writer(where, 3);

@@ -192,33 +192,9 @@ void apply(store& s, Model& m, const round_plan& p) {
     return ::testing::AssertionSuccess();
 }
 
-enum class kind { file, postgresql };
+using kind = test::store_kind;
 
-class RefreshInPlace : public ::testing::TestWithParam<kind> {
-protected:
-    void SetUp() override {
-        if (GetParam() == kind::file) {
-            where = dir.path("s.db");
-            return;
-        }
-        std::string why;
-        server = test::pg_server::get(why);
-        if (!server) GTEST_SKIP() << "no PostgreSQL server here: " << why;
-        std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-        for (char& c : name)
-            if (c == '/') c = '_';
-        where = server->url(name);
-    }
-    store open_reader() {
-        open_options o;
-        o.read_only = true;
-        return store::open(where, o);
-    }
-
-    test::temp_dir dir;
-    test::pg_server* server = nullptr;
-    std::string where;
-};
+class RefreshInPlace : public test::file_or_pg_test {};
 
 // A writer that runs `rounds` rounds of plan_round from `seed`, each one
 // commit (after a checkpoint where the plan says, while the reader is at
