@@ -39,8 +39,10 @@ public:
     bool holds(const void* p) const noexcept override { return pager_->holds(p); }
     void hold_threads_for_fork() noexcept override {
         if (pager_) pager_->hold_evictor_for_fork();
+        if (storage_) storage_->hold_threads_for_fork();
     }
     void release_threads_after_fork() noexcept override {
+        if (storage_) storage_->release_threads_after_fork();
         if (pager_) pager_->release_evictor_after_fork();
     }
     std::uint64_t persistent_address(const void* p) const override { return pager_->to_persistent(p, "pointer"); }

@@ -434,10 +434,33 @@ struct pg_store::fetcher {
     void run() {
         while (!stop.load(std::memory_order_acquire)) {
             const std::uint32_t seen = work.load(std::memory_order_acquire);
-            const bool asked_any = serve_asked();
-            const bool ahead_any = serve_ahead();
-            if (!asked_any && !ahead_any) common::futex_wait(common::futex_word(work), seen);
+            bool any = false;
+            {
+                std::lock_guard<std::mutex> in_pass(pass);
+                any = serve_asked();
+                any = serve_ahead() || any;
+            }
+            if (!any) common::futex_wait(common::futex_word(work), seen);
         }
+    }
+
+    // storage::hold_threads_for_fork: the thread kept between passes, so a
+    // child forked meanwhile inherits no lock it took inside one (libpq's,
+    // the allocator's). try_lock, bounded: a pass waiting for a server that
+    // went away may take fault_wait; then the fork goes on without it.
+    void hold_for_fork() noexcept {
+        for (int waited_ms = 0; waited_ms < 1000; ++waited_ms) {
+            if (pass.try_lock()) {
+                held_for_fork = true;
+                return;
+            }
+            ::usleep(1000);
+        }
+    }
+    void release_after_fork() noexcept {
+        if (!held_for_fork) return;
+        held_for_fork = false;
+        pass.unlock();
     }
 
     void serve(request& r) {
@@ -591,9 +614,19 @@ struct pg_store::fetcher {
     std::atomic<std::uint64_t> ahead_head{0};
     std::atomic<std::uint32_t> work{0};
     std::atomic<bool> stop{false};
+    std::mutex pass;              // held by a pass of the thread, and across a fork
+    bool held_for_fork = false;   // pass taken by hold_for_fork
     std::thread thread;
     std::byte scratch[page_size];  // ahead_from_file's image, used by the fetch thread only
 };
+
+void pg_store::hold_threads_for_fork() noexcept {
+    if (fetcher_) fetcher_->hold_for_fork();
+}
+
+void pg_store::release_threads_after_fork() noexcept {
+    if (fetcher_) fetcher_->release_after_fork();
+}
 
 // 3. Open ---------------------------------------------------------------------
 

@@ -208,6 +208,10 @@ public:
     // leaves; a snapshot the writer's checkpoints have moved past): then any
     // page may differ.
     virtual std::optional<std::vector<page_no>> changed_since(const storage& older) const;
+    // Around fork (engine::hold_threads_for_fork): the store's own threads
+    // (PostgreSQL's fetch thread) kept between their passes, bounded.
+    virtual void hold_threads_for_fork() noexcept {}
+    virtual void release_threads_after_fork() noexcept {}
 
     virtual info describe() const = 0;
     const stats& counters() const { return stats_; }

@@ -15,8 +15,10 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <stdexcept>
+#include <vector>
 
 namespace steppe::test {
 
@@ -136,5 +138,40 @@ private:
     pid_t pid_ = -1;
     int code_ = 128 + SIGKILL;  // exit_code's answer once reaped (kill() reaps it killed)
 };
+
+// Forks `rounds` children, one at a time, each making 2,000 allocations and
+// exiting, while the test's other threads keep a store's threads busy: a
+// child that inherited a lock one of them held inside a pass (an allocator
+// without fork handlers, as GCC 12's AddressSanitizer's) waits forever in
+// its first allocation. How many never finished (killed after 20 s) and
+// how many ended otherwise than exit(0).
+struct forked_children {
+    int hung = 0, failed = 0;
+};
+inline forked_children fork_allocating_children(int rounds) {
+    forked_children out;
+    for (int round = 0; round < rounds; ++round) {
+        std::fflush(nullptr);
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            std::vector<std::unique_ptr<char[]>> blocks;
+            for (int k = 0; k < 2000; ++k) blocks.emplace_back(new char[16 + 97 * (k % 50)]);
+            ::_exit(0);
+        }
+        int status = 0, waited_ms = 0;
+        while (::waitpid(pid, &status, WNOHANG) == 0 && waited_ms < 20'000) {
+            ::usleep(1000);
+            ++waited_ms;
+        }
+        if (waited_ms >= 20'000) {
+            ++out.hung;
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            ++out.failed;
+        }
+    }
+    return out;
+}
 
 }  // namespace steppe::test

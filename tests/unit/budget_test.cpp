@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/child.hpp"
 #include "support/store_fixture.hpp"
 
 namespace budget {
@@ -112,33 +113,11 @@ TEST_P(BudgetTest, ChildrenForkedWhileTheEvictionThreadWorksCanAllocate) {
             for (Node* n = *head; n && !stop.load(std::memory_order_relaxed); n = n->next) {
             }
     });
-    int hung = 0, failed = 0;
-    for (int round = 0; round < 40; ++round) {
-        std::fflush(nullptr);
-        const pid_t child = ::fork();
-        if (child == 0) {
-            std::vector<std::unique_ptr<char[]>> blocks;
-            for (int k = 0; k < 2000; ++k) blocks.emplace_back(new char[16 + 97 * (k % 50)]);
-            ::_exit(0);
-        }
-        int status = 0;
-        int waited_ms = 0;
-        while (::waitpid(child, &status, WNOHANG) == 0 && waited_ms < 20'000) {
-            ::usleep(1000);
-            ++waited_ms;
-        }
-        if (waited_ms >= 20'000) {
-            ++hung;
-            ::kill(child, SIGKILL);
-            ::waitpid(child, &status, 0);
-        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            ++failed;
-        }
-    }
+    const steppe::test::forked_children children = steppe::test::fork_allocating_children(40);
     stop = true;
     walker.join();
-    EXPECT_EQ(hung, 0) << "children that never finished allocating";
-    EXPECT_EQ(failed, 0);
+    EXPECT_EQ(children.hung, 0) << "children that never finished allocating";
+    EXPECT_EQ(children.failed, 0);
     EXPECT_GT(s.stats().evictions, 0u) << "the eviction thread never ran: the test shows nothing";
 }
 
