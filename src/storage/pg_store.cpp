@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <exception>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -693,6 +694,26 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     if (opts.exclusive_create && (opts.read_only || !opts.create))
         throw error(errc::invalid_argument, pg_shown_url(url) + ": exclusive_create needs a writable open with create");
     std::unique_ptr<pg_store> s(new pg_store(parse_pg_address(url), opts));
+    const bool from_standby = opts.read_only && s->address_.pages_from_standby;  // P5
+    // The fetch connection is made on a thread of its own while the
+    // control connection registers: two connections' set-up in about the
+    // time of one (each is a few round trips and a server process).
+    std::unique_ptr<pg_connection> fetch;
+    std::exception_ptr fetch_failed;
+    std::thread connecting([&] {
+        try {
+            fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
+                                                    s->address_.shown);
+        } catch (...) {
+            fetch_failed = std::current_exception();
+        }
+    });
+    struct join_on_exit {
+        std::thread& thread;
+        ~join_on_exit() {
+            if (thread.joinable()) thread.join();  // an exception on the way out
+        }
+    } joined{connecting};
     s->control_ = std::make_unique<pg_connection>(s->address_.conninfo, s->address_.shown);
     s->set_up_session();
     if (opts.read_only) s->open_as_reader();
@@ -701,9 +722,8 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     s->open_cache_file();
     s->versions_ = std::make_unique<pg_version_map>();
     s->cache_ = std::make_unique<cache>(s->address_.cache_bytes);
-    const bool from_standby = opts.read_only && s->address_.pages_from_standby;  // P5
-    auto fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
-                                                 s->address_.shown);
+    connecting.join();
+    if (fetch_failed) std::rethrow_exception(fetch_failed);
     if (from_standby) s->wait_for_standby(*fetch);
     const loaded_versions loaded = s->load_versions(*fetch);
     s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch));

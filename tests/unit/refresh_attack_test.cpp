@@ -557,14 +557,14 @@ TEST_P(RefreshAttack, ThreadsWalkTheStoreBetweenRefreshes) {
 
 TEST_P(RefreshAttack, DISABLED_CoolingThreadsReadTheCommitAfterRefreshes) {
     writer_plan plan = budget_plan(404);
-    plan.rounds = 20;
+    plan.rounds = 10;
     test::child writer = run_writer(where, plan);
     ASSERT_TRUE(writer.wait_for_report());
     open_options ro;
     ro.resident_budget = 1ull << 20;
     ro.cooling = true;
     store r = open_reader_with(ro);
-    threads_walk(r, plan, writer, 4, 3);
+    threads_walk(r, plan, writer, 3, 2);
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
 }
