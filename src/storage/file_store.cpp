@@ -940,7 +940,9 @@ void file_store::extend_log(std::uint64_t needed) {
     std::uint64_t unit = opts_.log_growth;
     std::uint64_t step = wal_allocated_ >= unit ? std::min(wal_allocated_, 64 * unit) : 0;
     std::uint64_t target = (needed + step + unit - 1) / unit * unit;
-    std::vector<std::byte> zeros(std::min<std::uint64_t>(target - wal_allocated_, 8 << 20));
+    // 1 MiB at a time: a bigger buffer is heap the program pays for in a
+    // small memory cgroup (the file paces its page cache: posix_env.cpp).
+    std::vector<std::byte> zeros(std::min<std::uint64_t>(target - wal_allocated_, 1 << 20));
     for (std::uint64_t at = wal_allocated_; at < target; at += zeros.size())
         wal_->write_at(at, {zeros.data(), std::min<std::uint64_t>(zeros.size(), target - at)});
     wal_allocated_ = target;
