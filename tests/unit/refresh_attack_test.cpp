@@ -431,29 +431,33 @@ TEST_P(RefreshAttack, ABudgetedReaderWithCoolingFollowsEveryCommit) {
 
 // BUG (disabled until fixed): a reader with open_options::cooling, after
 // refreshes in place, fails its own check(): "residency: C1: slot N holds
-// page P, whose entry names none" (found in every run, at round 2-5, on
-// both stores and both backends; here deterministically at round 2 on a
-// file store). The values it reads stay right (the follow tests with
-// cooling pass with C1 findings filtered out).
-// Diagnosis: pager::move_to (src/page/commit.cpp, T15) discards resident
-// pages (discard_if_resident, discard_all_resident) but leaves their
-// entries in the residency ring, which residency.hpp allows ("including
-// some that were discarded since"); the walk after the refresh faults them
-// again and fill_page records them again, so the ring names such a page
-// twice (the eviction thread's batch, sorted, then also puts the second back
-// with record_again while the first is held). The older entry cools the
-// page (slot S1, entry (g1, S1)). When the other entry reaches
-// pager::drop_clean (src/page/fault.cpp, on a faulting thread) while the
-// page is still cooling, drop_clean calls cooling::claim(page) before it
-// knows whether the page is resident: claim (src/page/cooling.cpp:67-68)
-// overwrites the page's entry with a second slot S2, space::evict_clean
-// fails (the page is missing), and settle(S2, page, false) zeroes the entry.
-// S1 still names the page and nothing names S1: C1 broken, the page's
-// cooled bytes lost (its next touch reads it again), and S1 stuck (take_slot
-// needs the page's entry to name it) until the next forget_cooling. No
-// read-only store discarded resident pages before the refresh in place
-// (start_epoch clears the ring), so readers did not meet it. A fix: claim
-// only for a page with no entry (or drop_clean checking residency first).
+// page P, whose entry names none" (later also "... names slot M", and "R7:
+// page P is cooling but not missing"). Found in every run of the cooling
+// tests, at round 2-5, on both stores and both backends; here at round 2 on
+// a file store and round 3 in PostgreSQL, every time. A single thread
+// still reads the right values; with several, see
+// CoolingThreadsReadTheCommitAfterRefreshes (wrong values, a crash).
+// Diagnosis: pager::move_to (src/page/commit.cpp:300, T15) discards
+// resident pages (discard_if_resident, discard_all_resident) but leaves
+// their entries in the residency ring, which residency.hpp allows
+// ("including some that were discarded since"); the walk after the refresh
+// faults them again and fill_page records them again, so the ring names
+// such a page twice (and the eviction thread's batch, sorted, holds the
+// first and puts the second back with record_again while the page is
+// held, to be cooled at release). So the ring names a page P that is
+// cooling (slot S1, entry naming S1). When that entry reaches
+// pager::drop_clean (src/page/fault.cpp:54, from drop_oldest_clean on a
+// faulting thread), drop_clean calls cooling::claim(P) before it knows
+// whether P is resident: claim (src/page/cooling.cpp:61, the entry
+// published at line 69) overwrites P's entry with a second slot S2,
+// space::evict_clean fails (P is missing), and settle(S2, P, false) zeroes
+// the entry. S1 still names P and nothing names S1: C1 broken, P's cooled
+// bytes lost (its next touch reads it again), and S1 stuck (take_slot
+// needs P's entry to name it) until the next forget_cooling. No read-only
+// store discarded resident pages before the refresh in place (start_epoch
+// clears the ring). A fix: claim only for a page with no entry, or have
+// drop_clean get hold of the page first, as the eviction thread's cool()
+// does.
 TEST_P(RefreshAttack, DISABLED_CoolingReaderChecksCleanAfterRefreshes) {
     open_options ro;
     ro.resident_budget = 2ull << 20;
@@ -488,7 +492,7 @@ TEST_P(RefreshAttack, MprotectCoolingReaderFollowsEveryCommit) {
 // buckets from its own start, arrays backwards for odd threads), `passes`
 // times; each walk must give the model's sum. The refresh itself runs with
 // no other thread touching the store.
-void threads_walk(store& r, const writer_plan& plan, test::child& writer, int threads, int passes) {
+void threads_walk(store& r, const writer_plan& plan, test::child& writer, int threads, int passes, int stride = 7) {
     follower model(plan);
     for (long round = 1; round <= plan.rounds; ++round) {
         writer.go();
@@ -505,7 +509,7 @@ void threads_walk(store& r, const writer_plan& plan, test::child& writer, int th
                 for (int pass = 0; pass < passes; ++pass) {
                     std::uint64_t h = 0;
                     for (int k = 0; k < buckets; ++k) {
-                        const int b = (k + t * 7) % buckets;
+                        const int b = (k + t * stride) % buckets;
                         for (const Node* n = w->bucket[b]; n; n = n->next)
                             h += mix(std::uint64_t(n->key), std::uint64_t(n->value));
                     }
@@ -541,7 +545,7 @@ void threads_walk(store& r, const writer_plan& plan, test::child& writer, int th
     EXPECT_GT(r.stats().evictions, 0u);
 }
 
-// Without cooling (with it, see DISABLED_CoolingThreadsReadTheCommitAfterRefreshes).
+// Without cooling (with it, see CoolingThreadsReadTheCommitAfterRefreshes).
 TEST_P(RefreshAttack, ThreadsWalkTheStoreBetweenRefreshes) {
     writer_plan plan = budget_plan(404);
     plan.rounds = GetParam() == kind::postgresql ? 6 : 10;
@@ -551,13 +555,39 @@ TEST_P(RefreshAttack, ThreadsWalkTheStoreBetweenRefreshes) {
     ro.resident_budget = 1ull << 20;
     store r = open_reader_with(ro);
     threads_walk(r, plan, writer, 3, 2);
+    if (HasFatalFailure()) return;  // the writer waits for a go that does not come: killed by its destructor
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
 }
 
-TEST_P(RefreshAttack, DISABLED_CoolingThreadsReadTheCommitAfterRefreshes) {
+// BUG (skipped: it may crash the test binary): threads reading a reader
+// with open_options::cooling after refreshes in place now and then read
+// values no commit holds. Seen in 3 of 30 runs of 10 rounds on a file
+// store (2-core machine, loaded): twice "thread T, walk 0 read other values
+// than the commit holds" (values gone again by the main thread's walk after
+// the join), once SIGSEGV (the whole binary), and in a run of 30 rounds a
+// walk that never ended (a cycle of next pointers). Never without cooling
+// (ThreadsWalkTheStoreBetweenRefreshes: 0 of 30 runs), never without the
+// refreshes (the same walks on one snapshot: 0 of 30).
+// Diagnosis: the bug behind DISABLED_CoolingReaderChecksCleanAfterRefreshes
+// with a second thread. After move_to's discards the ring can name a page
+// P that is cooling (slot S1). A faulting thread A meets that entry in
+// drop_oldest_clean -> pager::drop_clean (src/page/fault.cpp):
+// cooling::claim(P) (src/page/cooling.cpp:61-73) takes a slot S2 and
+// publishes entries_[P] = S2 before anything is written to bytes(S2); A's
+// evict_clean then fails (P is missing) and settle(S2, P, false) withdraws
+// it. If thread B faults P in between, fill_page's cooling::rewarm(P)
+// (cooling.cpp:87-96) takes the entry naming S2 and copies bytes(S2),
+// which hold whatever page cooled there before (swizzled for that page),
+// as P's contents: wrong values, pointers of another page's layout, a
+// crash or a cycle. A fix: drop_clean must not publish a claim for a page
+// it has not got hold of (claim only for a page with no entry, or hold the
+// page first, as the eviction thread's cool() does).
+TEST_P(RefreshAttack, CoolingThreadsReadTheCommitAfterRefreshes) {
+    GTEST_SKIP() << "bug: threads of a cooling reader read another page's bytes after refreshes in place "
+                    "(pager::drop_clean publishes a cooling claim for a page it does not hold; see the comment)";
     writer_plan plan = budget_plan(404);
-    plan.rounds = 10;
+    plan.rounds = GetParam() == kind::postgresql ? 20 : 60;
     test::child writer = run_writer(where, plan);
     ASSERT_TRUE(writer.wait_for_report());
     open_options ro;
@@ -565,6 +595,7 @@ TEST_P(RefreshAttack, DISABLED_CoolingThreadsReadTheCommitAfterRefreshes) {
     ro.cooling = true;
     store r = open_reader_with(ro);
     threads_walk(r, plan, writer, 3, 2);
+    if (HasFatalFailure()) return;  // the writer waits for a go that does not come: killed by its destructor
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
 }
