@@ -58,7 +58,14 @@ bool cooling::take_slot(std::size_t slot, std::uint32_t& g) noexcept {
     return true;
 }
 
+// A page that has an entry is cooling already (not resident), or being
+// claimed by another cooler: it gets no second slot, or its entry would
+// name the new one while the old still names it (C1 broken; a rewarm could
+// then copy another page's bytes). The ring may name a page twice (a page
+// dropped and filled again is recorded again), so drop_clean can be asked
+// for a page that is cooling.
 std::size_t cooling::claim(std::uint64_t page) noexcept {
+    if (entries_[page].load(std::memory_order_acquire) != 0) return no_slot;
     for (std::size_t tries = 0; tries < 64; ++tries) {
         const std::size_t slot = hand_.fetch_add(1, std::memory_order_relaxed) % capacity_;
         std::uint32_t g;
@@ -66,8 +73,10 @@ std::size_t cooling::claim(std::uint64_t page) noexcept {
         ++g;
         // The word before the entry (C1): a rewarm that takes the entry finds the slot's word its own.
         words_[slot].store(claimed | with_generation(g) | (page + 1), std::memory_order_release);
-        entries_[page].store(entry_of(g, slot), std::memory_order_release);
-        return slot;
+        std::uint32_t none = 0;
+        if (entries_[page].compare_exchange_strong(none, entry_of(g, slot), std::memory_order_acq_rel)) return slot;
+        words_[slot].store(with_generation(g), std::memory_order_release);  // another cooler claimed the page first
+        return no_slot;
     }
     return no_slot;
 }

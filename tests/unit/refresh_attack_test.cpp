@@ -21,8 +21,10 @@
 //   - two readers of one store in one process;
 //   - another store renamed over the name (the refresh opens it again);
 //   - a writer killed at any instant, and the next writer after it.
-// One bug found: DISABLED_CoolingReaderChecksCleanAfterRefreshes (a reader
-// with the cooling pool fails its own check() after refreshes in place).
+// It found one bug, fixed since (cooling::claim): with the cooling pool, a
+// page the ring named twice after a refresh's discards could get a second
+// cooling slot (MprotectCoolingReaderFollowsEveryCommit,
+// CoolingThreadsReadTheCommitAfterRefreshes).
 // Each walk compares everything with a fingerprint the writer stored and
 // with a model the reader keeps by replaying the writer's random choices.
 #include <gtest/gtest.h>
@@ -290,6 +292,24 @@ struct writer_plan {
     open_options options;
 };
 
+// A plan of `rounds` rounds from `seed` over `nodes` first nodes.
+writer_plan plan_of(std::uint64_t seed, long rounds, long nodes) {
+    writer_plan p;
+    p.seed = seed;
+    p.rounds = rounds;
+    p.how.initial_nodes = nodes;
+    return p;
+}
+
+// Stamps the world as round `round` (its number and fingerprint), commits
+// and reports, waiting for the test's go.
+void commit_and_report(store& s, World& w, long round, test::child& me) {
+    w.round = round;
+    w.fingerprint = fingerprint_of(w);
+    s.commit();
+    me.report_and_wait();
+}
+
 // Commits an empty world and reports; then runs the rounds. Lockstep:
 // reports after each commit and waits. Free: runs them all, sends its
 // checkpoint count and reports once more.
@@ -335,38 +355,24 @@ private:
     long round_ = 0;
 };
 
-// r.check(), but for one kind of finding unless `strict`: a reader with
-// open_options::cooling meets a bug after refreshes in place that leaves a
-// cooling slot naming a page whose entry names no slot, or another slot once
-// the page cooled again (C1), and names the page as cooling but not missing
-// once it is resident again (R7).
-// DISABLED_CoolingReaderChecksCleanAfterRefreshes shows and explains it.
-// The tests with cooling keep checking everything else (and every value
-// they read); once the bug is fixed, drop this filter.
-std::vector<std::string> findings_of(const store& r, bool strict = false) {
-    std::vector<std::string> all = r.check();
-    if (strict) return all;
-    const std::string c1 = "residency: C1: slot ", r7 = "residency: R7: page ";
-    std::vector<std::string> stuck;  // " page P," of each C1 finding of that form
-    for (const std::string& f : all)
-        if (std::size_t at = f.find(c1); at != std::string::npos && f.find(", whose entry names ") != std::string::npos)
-            if (std::size_t page = f.find(" holds page ", at); page != std::string::npos)
-                stuck.push_back(f.substr(page + 12, f.find(',', page) - page - 12));
-    std::vector<std::string> out;
-    for (std::string& f : all) {
-        bool known = f.find(c1) != std::string::npos && f.find(", whose entry names ") != std::string::npos;
-        if (std::size_t at = f.find(r7); at != std::string::npos && f.find(" is cooling but not missing") != std::string::npos)
-            for (const std::string& page : stuck)
-                known = known || f.compare(at + r7.size(), page.size() + 1, page + " ") == 0;
-        if (!known) out.push_back(std::move(f));
-    }
-    return out;
-}
-
 using kind = test::store_kind;
 
 class RefreshAttack : public test::file_or_pg_test {
 protected:
+    // A lockstep writer of `rounds` rounds and a reader under a 1 MiB
+    // budget (with or without cooling) whose three threads walk everything
+    // twice between its refreshes (threads_walk).
+    void threads_follow(long rounds, bool cooling);
+    // The writer's next round: its go and report, the reader's refresh,
+    // and everything the reader sees and checks.
+    void next_round(store& r, follower& model, test::child& writer, long round);
+    // A reader under a 1 MiB budget, with or without the cooling pool.
+    store budgeted_reader(bool cooling) const {
+        open_options o;
+        o.resident_budget = 1ull << 20;
+        o.cooling = cooling;
+        return open_reader_with(o);
+    }
     store open_reader_with(const open_options& base) const {
         open_options o = base;
         o.read_only = true;
@@ -377,9 +383,7 @@ protected:
     // A lockstep writer and a reader with `ro`: after each commit the reader
     // refreshes, walks everything, checks itself, and touches a random part;
     // every fourth round it runs an address-space reuse round too.
-    // `strict`: every finding of check() counts, the cooling pool's C1 too
-    // (see findings_of).
-    void follow_every_commit(writer_plan plan, const open_options& ro, bool strict = false) {
+    void follow_every_commit(writer_plan plan, const open_options& ro) {
         if (GetParam() == kind::postgresql) plan.rounds = plan.rounds * 2 / 3;  // its commits cost more
         test::child writer = run_writer(where, plan);
         ASSERT_TRUE(writer.wait_for_report());
@@ -387,12 +391,7 @@ protected:
         follower model(plan);
         std::mt19937_64 touch(plan.seed ^ 0x7f);
         for (long round = 1; round <= plan.rounds; ++round) {
-            writer.go();
-            ASSERT_TRUE(writer.wait_for_report()) << "round " << round;
-            r.refresh();
-            ASSERT_TRUE(sees(r, model.at(round), round)) << "round " << round;
-            const std::vector<std::string> findings = findings_of(r, strict);
-            ASSERT_TRUE(findings.empty()) << "round " << round << ": " << findings.front();
+            ASSERT_NO_FATAL_FAILURE(next_round(r, model, writer, round));
             touch_some(*r.find_root<World>("world"), touch);
             // Now and then an address-space reuse round between refreshes
             // (every page dropped, arenas unused for an epoch reclaimed).
@@ -422,50 +421,20 @@ writer_plan budget_plan(std::uint64_t seed) {
     return p;
 }
 
+void RefreshAttack::next_round(store& r, follower& model, test::child& writer, long round) {
+    writer.go();
+    ASSERT_TRUE(writer.wait_for_report()) << "round " << round;
+    r.refresh();
+    ASSERT_TRUE(sees(r, model.at(round), round)) << "round " << round;
+    const std::vector<std::string> findings = r.check();
+    ASSERT_TRUE(findings.empty()) << "round " << round << ": " << findings.front();
+}
+
 TEST_P(RefreshAttack, ABudgetedReaderWithCoolingFollowsEveryCommit) {
     open_options ro;
     ro.resident_budget = 1ull << 20;
     ro.cooling = true;
     follow_every_commit(budget_plan(101), ro);
-}
-
-// BUG (disabled until fixed): a reader with open_options::cooling, after
-// refreshes in place, fails its own check(): "residency: C1: slot N holds
-// page P, whose entry names none" (later also "... names slot M", and "R7:
-// page P is cooling but not missing"). Found in every run of the cooling
-// tests, at round 2-5, on both stores and both backends; here at round 2 on
-// a file store and round 3 in PostgreSQL, every time. A single thread
-// still reads the right values; with several, see
-// CoolingThreadsReadTheCommitAfterRefreshes (wrong values, a crash).
-// Diagnosis: pager::move_to (src/page/commit.cpp:300, T15) discards
-// resident pages (discard_if_resident, discard_all_resident) but leaves
-// their entries in the residency ring, which residency.hpp allows
-// ("including some that were discarded since"); the walk after the refresh
-// faults them again and fill_page records them again, so the ring names
-// such a page twice (and the eviction thread's batch, sorted, holds the
-// first and puts the second back with record_again while the page is
-// held, to be cooled at release). So the ring names a page P that is
-// cooling (slot S1, entry naming S1). When that entry reaches
-// pager::drop_clean (src/page/fault.cpp:54, from drop_oldest_clean on a
-// faulting thread), drop_clean calls cooling::claim(P) before it knows
-// whether P is resident: claim (src/page/cooling.cpp:61, the entry
-// published at line 69) overwrites P's entry with a second slot S2,
-// space::evict_clean fails (P is missing), and settle(S2, P, false) zeroes
-// the entry. S1 still names P and nothing names S1: C1 broken, P's cooled
-// bytes lost (its next touch reads it again), and S1 stuck (take_slot
-// needs P's entry to name it) until the next forget_cooling. No read-only
-// store discarded resident pages before the refresh in place (start_epoch
-// clears the ring). A fix: claim only for a page with no entry, or have
-// drop_clean get hold of the page first, as the eviction thread's cool()
-// does.
-TEST_P(RefreshAttack, DISABLED_CoolingReaderChecksCleanAfterRefreshes) {
-    open_options ro;
-    ro.resident_budget = 2ull << 20;
-    ro.cooling = true;
-    ro.backend = fault_backend::mprotect;
-    writer_plan p = budget_plan(303);
-    p.rounds = 10;
-    follow_every_commit(p, ro, true);
 }
 
 TEST_P(RefreshAttack, MprotectReaderUnderABudgetFollowsEveryCommit) {
@@ -475,6 +444,16 @@ TEST_P(RefreshAttack, MprotectReaderUnderABudgetFollowsEveryCommit) {
     follow_every_commit(budget_plan(202), ro);
 }
 
+// A reader with open_options::cooling checks clean after refreshes in
+// place (follow_every_commit checks it each round). It did not before cooling::claim refused a page that has an entry:
+// "residency: C1: slot N holds page P, whose entry names none" at round 2-5
+// on both stores and both backends. pager::move_to discards resident pages
+// but leaves their entries in the residency ring (residency.hpp allows
+// stale ones), the walk after the refresh faults them again and fill_page
+// records them again, so the ring named such a page twice; once P cooled
+// (slot S1), its second entry reached pager::drop_clean, whose claim gave
+// P a second slot S2 before evict_clean found P missing, and settle then
+// zeroed P's entry: S1 stuck, P's cooled bytes lost.
 TEST_P(RefreshAttack, MprotectCoolingReaderFollowsEveryCommit) {
     open_options ro;
     ro.resident_budget = 2ull << 20;
@@ -539,65 +518,38 @@ void threads_walk(store& r, const writer_plan& plan, test::child& writer, int th
                 }
         ASSERT_TRUE(sees(r, m, round)) << "round " << round << " (" << wrong << " of the threads' walks were wrong)";
         ASSERT_EQ(wrong, 0) << "round " << round << ": the wrong values were read but did not stay";
-        const std::vector<std::string> findings = findings_of(r);
+        const std::vector<std::string> findings = r.check();
         ASSERT_TRUE(findings.empty()) << "round " << round << ": " << findings.front();
     }
     EXPECT_GT(r.stats().evictions, 0u);
 }
 
-// Without cooling (with it, see CoolingThreadsReadTheCommitAfterRefreshes).
-TEST_P(RefreshAttack, ThreadsWalkTheStoreBetweenRefreshes) {
+void RefreshAttack::threads_follow(long rounds, bool cooling) {
     writer_plan plan = budget_plan(404);
-    plan.rounds = GetParam() == kind::postgresql ? 6 : 10;
+    plan.rounds = rounds;
     test::child writer = run_writer(where, plan);
     ASSERT_TRUE(writer.wait_for_report());
-    open_options ro;
-    ro.resident_budget = 1ull << 20;
-    store r = open_reader_with(ro);
+    store r = budgeted_reader(cooling);
     threads_walk(r, plan, writer, 3, 2);
     if (HasFatalFailure()) return;  // the writer waits for a go that does not come: killed by its destructor
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
 }
 
-// BUG (skipped: it may crash the test binary): threads reading a reader
-// with open_options::cooling after refreshes in place now and then read
-// values no commit holds. Seen in 3 of 30 runs of 10 rounds on a file
-// store (2-core machine, loaded): twice "thread T, walk 0 read other values
-// than the commit holds" (values gone again by the main thread's walk after
-// the join), once SIGSEGV (the whole binary), and in a run of 30 rounds a
-// walk that never ended (a cycle of next pointers). Never without cooling
-// (ThreadsWalkTheStoreBetweenRefreshes: 0 of 30 runs), never without the
-// refreshes (the same walks on one snapshot: 0 of 30).
-// Diagnosis: the bug behind DISABLED_CoolingReaderChecksCleanAfterRefreshes
-// with a second thread. After move_to's discards the ring can name a page
-// P that is cooling (slot S1). A faulting thread A meets that entry in
-// drop_oldest_clean -> pager::drop_clean (src/page/fault.cpp):
-// cooling::claim(P) (src/page/cooling.cpp:61-73) takes a slot S2 and
-// publishes entries_[P] = S2 before anything is written to bytes(S2); A's
-// evict_clean then fails (P is missing) and settle(S2, P, false) withdraws
-// it. If thread B faults P in between, fill_page's cooling::rewarm(P)
-// (cooling.cpp:87-96) takes the entry naming S2 and copies bytes(S2),
-// which hold whatever page cooled there before (swizzled for that page),
-// as P's contents: wrong values, pointers of another page's layout, a
-// crash or a cycle. A fix: drop_clean must not publish a claim for a page
-// it has not got hold of (claim only for a page with no entry, or hold the
-// page first, as the eviction thread's cool() does).
+// Without cooling (with it, see CoolingThreadsReadTheCommitAfterRefreshes).
+TEST_P(RefreshAttack, ThreadsWalkTheStoreBetweenRefreshes) {
+    threads_follow(GetParam() == kind::postgresql ? 6 : 10, false);
+}
+
+// Threads reading a cooling reader between refreshes read what the commit
+// holds. Before cooling::claim refused a page that has an entry (see
+// MprotectCoolingReaderFollowsEveryCommit), a thread faulting P between
+// another's claim of S2 and its settle took the entry naming S2 and copied
+// bytes(S2), another page's, as P's: seen in 3 of 30 runs of 10 rounds
+// (wrong values twice, a SIGSEGV once), never without cooling or without
+// the refreshes.
 TEST_P(RefreshAttack, CoolingThreadsReadTheCommitAfterRefreshes) {
-    GTEST_SKIP() << "bug: threads of a cooling reader read another page's bytes after refreshes in place "
-                    "(pager::drop_clean publishes a cooling claim for a page it does not hold; see the comment)";
-    writer_plan plan = budget_plan(404);
-    plan.rounds = GetParam() == kind::postgresql ? 20 : 60;
-    test::child writer = run_writer(where, plan);
-    ASSERT_TRUE(writer.wait_for_report());
-    open_options ro;
-    ro.resident_budget = 1ull << 20;
-    ro.cooling = true;
-    store r = open_reader_with(ro);
-    threads_walk(r, plan, writer, 3, 2);
-    if (HasFatalFailure()) return;  // the writer waits for a go that does not come: killed by its destructor
-    writer.go();
-    EXPECT_EQ(writer.exit_code(), 0);
+    threads_follow(GetParam() == kind::postgresql ? 20 : 60, true);
 }
 
 // ---- 6. A writer that runs free and checkpoints by itself ----------------------
@@ -608,21 +560,15 @@ TEST_P(RefreshAttack, CoolingThreadsReadTheCommitAfterRefreshes) {
 // walks and between its refreshes; the reader refreshes whenever a commit
 // came, at whatever round that is, and must always see one whole commit.
 TEST_P(RefreshAttack, RefreshesBesideAFreeWriterThatCheckpoints) {
-    writer_plan plan;
-    plan.seed = 606;
-    plan.rounds = 60;
+    writer_plan plan = plan_of(606, 60, 3000);
     plan.lockstep = false;
-    plan.how.initial_nodes = 3000;
     plan.how.max_array = 3000;
     plan.options.durable = false;
     plan.options.checkpoint_bytes = 64 << 10;
     plan.options.checkpoint_wait = std::chrono::seconds(20);
     test::child writer = run_writer(where, plan);
     ASSERT_TRUE(writer.wait_for_report());
-    open_options ro;
-    ro.resident_budget = 1ull << 20;
-    ro.cooling = true;
-    store r = open_reader_with(ro);
+    store r = budgeted_reader(true);
     follower model(plan);
     writer.go();
     long at = 0, refreshes = 0, rounds_seen = 0;
@@ -637,7 +583,7 @@ TEST_P(RefreshAttack, RefreshesBesideAFreeWriterThatCheckpoints) {
         at = w->round;
         ASSERT_TRUE(sees(r, model.at(at), at)) << "round " << at << ", refresh " << refreshes;
     }
-    const std::vector<std::string> findings = findings_of(r);
+    const std::vector<std::string> findings = r.check();
     EXPECT_TRUE(findings.empty()) << findings.front();
     std::uint64_t checkpoints = 0;
     ASSERT_TRUE(writer.receive(checkpoints));  // sent before its report
@@ -901,10 +847,7 @@ TEST_P(RefreshAttack, TypesContainersAndVirtualClassesTheWriterAddsLater) {
         me.report_and_wait();
         for (long step = 1; step <= type_steps; ++step) {
             writer_step(s, step);
-            w->round = step;
-            w->fingerprint = fingerprint_of(*w);
-            s.commit();
-            me.report_and_wait();
+            commit_and_report(s, *w, step, me);
         }
         return 0;
     });
@@ -957,10 +900,7 @@ TEST_P(RefreshAttack, NothingNewOrACheckpointOnlyReloadsNothing) {
         s.checkpoint();  // the reader is at the newest commit: it runs
         me.report_and_wait();
         w->bucket[5]->value = -5;
-        w->round = 1;
-        w->fingerprint = fingerprint_of(*w);
-        s.commit();
-        me.report_and_wait();
+        commit_and_report(s, *w, 1, me);
         return 0;
     });
     ASSERT_TRUE(writer.wait_for_report());
@@ -1011,10 +951,7 @@ TEST_P(RefreshAttack, NothingNewOrACheckpointOnlyReloadsNothing) {
 // ---- 3. Compaction ---------------------------------------------------------------
 
 TEST_P(RefreshAttack, ACompactionUnderAReader) {
-    writer_plan plan;
-    plan.seed = 707;
-    plan.rounds = 8;
-    plan.how.initial_nodes = 6000;
+    writer_plan plan = plan_of(707, 8, 6000);
     plan.options.durable = false;
     const long more = 6;  // rounds after the compaction
     // The writer builds the world, closes; compacts (with --collect) while
@@ -1086,14 +1023,14 @@ TEST_P(RefreshAttack, ACompactionUnderAReader) {
         r->refresh();
         ASSERT_TRUE(sees(*r, model.at(plan.rounds), plan.rounds));
     }
-    std::vector<std::string> findings = findings_of(*r);
+    std::vector<std::string> findings = r->check();
     ASSERT_TRUE(findings.empty()) << findings.front();
     for (long round = plan.rounds + 1; round <= plan.rounds + more; ++round) {
         writer.go();
         ASSERT_TRUE(writer.wait_for_report());
         r->refresh();
         ASSERT_TRUE(sees(*r, model.at(round), round)) << "round " << round;
-        findings = findings_of(*r);
+        findings = r->check();
         ASSERT_TRUE(findings.empty()) << "round " << round << ": " << findings.front();
     }
     writer.go();
@@ -1106,7 +1043,7 @@ TEST_P(RefreshAttack, ACompactionUnderAReader) {
         EXPECT_EQ(outcome, 1u) << "with the reader closed, the compaction runs";
         r = open_reader_with(ro);
         ASSERT_TRUE(sees(*r, model.at(plan.rounds + more), plan.rounds + more));
-        EXPECT_TRUE(findings_of(*r).empty());
+        EXPECT_TRUE(r->check().empty());
     }
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
@@ -1119,10 +1056,7 @@ TEST_P(RefreshAttack, ACompactionUnderAReader) {
 // round: each refresh retires the units that changed shape, and the
 // reserved space passes the point where the refresh starts a reuse round.
 TEST_P(RefreshAttack, RefreshesThatRetireUnitsRunAddressSpaceReuse) {
-    writer_plan plan;
-    plan.seed = 909;
-    plan.rounds = 14;
-    plan.how.initial_nodes = 20000;
+    writer_plan plan = plan_of(909, 14, 20000);
     plan.how.max_array = 6500;
     plan.how.array_share = 8;
     plan.how.max_ops = 30;
@@ -1134,14 +1068,7 @@ TEST_P(RefreshAttack, RefreshesThatRetireUnitsRunAddressSpaceReuse) {
     ro.backend = fault_backend::mprotect;
     store r = open_reader_with(ro);
     follower model(plan);
-    for (long round = 1; round <= plan.rounds; ++round) {
-        writer.go();
-        ASSERT_TRUE(writer.wait_for_report()) << "round " << round;
-        r.refresh();
-        ASSERT_TRUE(sees(r, model.at(round), round)) << "round " << round;
-        const std::vector<std::string> findings = r.check();
-        ASSERT_TRUE(findings.empty()) << "round " << round << ": " << findings.front();
-    }
+    for (long round = 1; round <= plan.rounds; ++round) ASSERT_NO_FATAL_FAILURE(next_round(r, model, writer, round));
     EXPECT_GT(r.stats().reuse_rounds, 0u) << "the refreshes never crowded the address space";
     writer.go();
     EXPECT_EQ(writer.exit_code(), 0);
@@ -1298,11 +1225,8 @@ TEST_P(RefreshAttack, AnotherStoreRenamedOverTheNameIsOpenedAgain) {
 // a whole commit; the next writer opens (recovery, its open-time
 // checkpoint), goes on from the last commit, and the reader follows it.
 TEST_P(RefreshAttack, RefreshesAcrossAKilledWriterAndTheNextOne) {
-    writer_plan plan;
-    plan.seed = 1212;
-    plan.rounds = 1000000;  // until killed
+    writer_plan plan = plan_of(1212, 1000000, 3000);  // until killed
     plan.lockstep = false;
-    plan.how.initial_nodes = 3000;
     plan.how.max_array = 3000;
     plan.options.durable = false;
     plan.options.checkpoint_bytes = 64 << 10;
@@ -1326,10 +1250,7 @@ TEST_P(RefreshAttack, RefreshesAcrossAKilledWriterAndTheNextOne) {
             const round_plan p = plan_round(rng, plain, round, plan.how);
             apply(plain, p);
             apply(s, *w, p);
-            w->round = round;
-            w->fingerprint = fingerprint_of(*w);
-            s.commit();
-            me.report_and_wait();
+            commit_and_report(s, *w, round, me);
         }
         return 0;
     });
