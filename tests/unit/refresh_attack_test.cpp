@@ -204,11 +204,29 @@ Node** find(Node** head, long key) {
     return nullptr;
 }
 
+// An op on large array `a` (its slot in the world's holder).
+void apply_to_array(store& s, long*& a, const op& o) {
+    switch (o.what) {
+        case op::replace_array:
+            if (a) s.destroy(a, std::size_t(a[0]));
+            a = s.make_array<long>(std::size_t(o.key));
+            for (long j = 0; j < o.key; ++j) a[j] = element(o.key, o.value, j);
+            break;
+        case op::touch_array:
+            if (a && a[0] > 1) a[1 + o.key % (a[0] - 1)] = o.value;
+            break;
+        case op::drop_array:
+            if (a) s.destroy(a, std::size_t(a[0]));
+            a = nullptr;
+            break;
+        default: break;
+    }
+}
+
 void apply(store& s, World& w, const round_plan& p) {
     if (!w.arrays) w.arrays = s.make<Arrays>();
     for (const op& o : p.ops) {
         Node** head = &w.bucket[o.where];
-        long*& a = w.arrays->a[o.where];
         switch (o.what) {
             case op::insert: *head = s.make<Node>(Node{o.key, o.value, *head, {}}); break;
             case op::erase:
@@ -222,17 +240,8 @@ void apply(store& s, World& w, const round_plan& p) {
                 if (Node** at = find(head, o.key)) (*at)->value = o.value;
                 break;
             case op::replace_array:
-                if (a) s.destroy(a, std::size_t(a[0]));
-                a = s.make_array<long>(std::size_t(o.key));
-                for (long j = 0; j < o.key; ++j) a[j] = element(o.key, o.value, j);
-                break;
             case op::touch_array:
-                if (a && a[0] > 1) a[1 + o.key % (a[0] - 1)] = o.value;
-                break;
-            case op::drop_array:
-                if (a) s.destroy(a, std::size_t(a[0]));
-                a = nullptr;
-                break;
+            case op::drop_array: apply_to_array(s, w.arrays->a[o.where], o); break;  // `where` is an array's index here
         }
     }
 }
