@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <unordered_set>
 
 #include "common/hex.hpp"
 #include "page/pager.hpp"
@@ -317,7 +318,24 @@ void pager::move_to(storage::storage& newer, std::unique_ptr<heap> newer_heap, s
     }
     for (std::uint64_t page : changed) discard_if_resident(page);
     if (retired || reload_all) discard_all_resident();
+    rebuild_ring();
     refresh_budget();
+}
+
+// After move_to's discards the ring names pages that are gone, and each of
+// them would be named twice once faulted again: then two evictors (the
+// eviction thread and a faulting thread, or two faulting threads) could
+// drop one page at once, and one of them could publish a cooling claim
+// whose bytes the other's drop never copied (R7 assumes one dropper; a
+// thread faulting the page meanwhile read another page's bytes). So the
+// ring keeps each resident page once, oldest first, and nothing else.
+void pager::rebuild_ring() {
+    if (!resident_) return;
+    const std::vector<std::uintptr_t> named = resident_->recorded();
+    resident_->clear();
+    std::unordered_set<std::uintptr_t> kept;
+    for (std::uintptr_t v : named)
+        if (space_->is_resident(v) && kept.insert(v).second) resident_->record(v);
 }
 
 void pager::discard_if_resident(std::uint64_t page) {

@@ -363,6 +363,7 @@ private:
     void forget_new_pages();
     void discard_all_resident();
     void discard_if_resident(std::uint64_t page);
+    void rebuild_ring();
     void forget_transaction() noexcept;
     // The checkers of R1-R7 (residency_check.cpp).
     void check_resident(const std::vector<std::uintptr_t>& resident, const std::vector<std::uintptr_t>& ring,
