@@ -55,7 +55,8 @@
 //   T15 S2 -> S1, S6  move_to (a read-only store's refresh in place): a page
 //                     the newer commit changed is discarded, one whose
 //                     unit changed or that is no longer data is retired
-//                     (and then every page reloads, as at T5 of a rollback)
+//                     (and then every page reloads, as at T5 of a rollback);
+//                     the ring is rebuilt to name each resident page once
 //
 // Cooling (cooling.hpp), under a budget with pager_options::cooling: T5
 // keeps the bytes of the clean pages it drops in the cooling pool (cool,
