@@ -1254,17 +1254,15 @@ std::optional<std::vector<page_no>> file_store::changed_since(const storage& old
                            older->wal_header_.generation == wal_header_.generation &&
                            older->wal_header_.salt == wal_header_.salt;
     if (same_main) {
-        const std::vector<log_index::entry> before = older->wal_index_.newest();
-        auto b = before.begin();
+        // Within a generation the index only grows: every page older's has,
+        // this one has, at the same or a newer frame.
+        if (older->wal_index_.distinct() > wal_index_.distinct()) return std::nullopt;
         for (const log_index::entry& e : now) {
-            for (; b != before.end() && b->page < e.page; ++b) changed.push_back(b->page);  // (not expected)
-            const bool same = b != before.end() && b->page == e.page && b->where == e.where && b->sum == e.sum;
-            if (b != before.end() && b->page == e.page) ++b;
-            if (!same) changed.push_back(e.page);
+            log_index::entry was;
+            if (!older->wal_index_.find(e.page, was) || was.where != e.where || was.sum != e.sum)
+                changed.push_back(e.page);
         }
-        for (; b != before.end(); ++b) changed.push_back(b->page);
-        std::sort(changed.begin(), changed.end());
-        return changed;
+        return changed;  // ascending, as newest() is
     }
     if (header_.txn_seq != older->txn_seq_ || header_.checkpoint_gen < older->wal_header_.generation)
         return std::nullopt;
