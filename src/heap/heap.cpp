@@ -67,9 +67,9 @@ heap::heap(std::uint64_t reserved_pages) : reserved_pages_(reserved_pages) {
     if (reserved_pages == 0 || reserved_pages > max_reserved_pages)
         throw error(errc::invalid_argument, "heap: reserved_pages " + std::to_string(reserved_pages) +
                                                 " is not in [1, max_reserved_pages]");
-    pages_.resize(reserved_pages);
+    descs_.resize(reserved_pages);
     list_pos_.resize(reserved_pages);
-    for (auto& d : pages_) d.kind_ = page_kind::reserved;
+    for (std::uint64_t p = 0; p < reserved_pages; ++p) desc_at(p).kind_ = page_kind::reserved;
     ensure_metadata_pages();
     mark_all_dirty();
 }
@@ -102,7 +102,7 @@ std::uint64_t heap::allocate_small(std::uint32_t type, std::uint32_t elem_size, 
     auto it = nonfull_.find(key);  // listed vectors are never empty
     if (it == nonfull_.end()) {
         std::uint64_t page = take_page();
-        page_desc& d = pages_[page];
+        page_desc& d = desc_at(page);
         d = page_desc{};
         d.kind_ = page_kind::small;
         d.cls_ = static_cast<std::uint8_t>(cls);
@@ -115,7 +115,7 @@ std::uint64_t heap::allocate_small(std::uint32_t type, std::uint32_t elem_size, 
     }
     assert(elem_size <= max_small_size);  // list_key keeps it in 12 bits
     std::uint64_t page = it->second.back();
-    page_desc& d = pages_[page];
+    page_desc& d = desc_at(page);
     std::uint32_t bit = 0;
     for (std::size_t w = 0; w < 4; ++w) {
         if (d.words_[w] != ~std::uint64_t{0}) {
@@ -131,7 +131,7 @@ std::uint64_t heap::allocate_small(std::uint32_t type, std::uint32_t elem_size, 
     if (d.used_ == d.chunk_capacity()) list_remove(page);
     mark_dirty(page);
     const std::uint64_t address = page * page_size + std::uint64_t{bit} * d.chunk_size();
-    ensure_metadata_pages();  // may grow pages_, and `d` with it: not used after this
+    ensure_metadata_pages();  // may grow the descriptor table, and `d` with it: not used after this
     return address;
 }
 
@@ -151,7 +151,7 @@ std::uint64_t heap::allocate_large(std::uint32_t type, std::uint32_t elem_size, 
         first = grow(pages);
     }
     for (std::uint64_t i = 0; i < pages; ++i) {
-        page_desc& d = pages_[first + i];
+        page_desc& d = desc_at(first + i);
         d = page_desc{};
         d.kind_ = i == 0 ? page_kind::large_head : page_kind::large_tail;
         d.type_ = type;
@@ -175,7 +175,7 @@ std::uint64_t heap::allocate_system_page(std::uint32_t owner, std::uint64_t tag)
     if (owner == heap_owner)
         throw error(errc::invalid_argument, "heap: system page owner 0 is reserved for the heap's metadata");
     std::uint64_t page = take_page();
-    page_desc& d = pages_[page];
+    page_desc& d = desc_at(page);
     d = page_desc{};
     d.kind_ = page_kind::system;
     d.type_ = owner;
@@ -201,7 +201,7 @@ void heap::free(std::uint64_t addr) {
     if (page >= page_count())
         bad_free(addr, "page " + std::to_string(page) + " is past the heap's end (" +
                            std::to_string(page_count()) + " pages)");
-    page_desc& d = pages_[page];
+    page_desc& d = desc_at(page);
     switch (d.kind_) {
     case page_kind::free:
         bad_free(addr, "page " + std::to_string(page) + " is free (double free, or never allocated)");
@@ -264,13 +264,10 @@ std::uint64_t heap::grow(std::uint64_t pages) {
     std::uint64_t first = page_count();
     assert(pages <= max_page_count - first);
     // Room for 1/16 more at a time, not the vector's doubling: a big store's
-    // descriptors would otherwise cost up to twice what they must.
-    if (first + pages > pages_.capacity()) {
-        const std::uint64_t room = first + pages + std::max<std::uint64_t>(first / 16, 1024);
-        pages_.reserve(room);
-        list_pos_.reserve(room);
-    }
-    pages_.resize(first + pages);
+    // list positions would otherwise cost up to twice what they must.
+    if (first + pages > list_pos_.capacity())
+        list_pos_.reserve(first + pages + std::max<std::uint64_t>(first / 16, 1024));
+    descs_.resize(first + pages);
     list_pos_.resize(first + pages);
     // The count field of every metadata page covering new pages changes.
     for (std::uint64_t i = first / kDescsPerPage; i <= (first + pages - 1) / kDescsPerPage; ++i)
@@ -302,7 +299,7 @@ void heap::ensure_metadata_pages() {
         auto from_free = free_.take_one();
         std::uint64_t page = from_free ? *from_free : grow(1);
         std::size_t index = meta_pages_.size();
-        page_desc& d = pages_[page];
+        page_desc& d = desc_at(page);
         d = page_desc{};
         d.kind_ = page_kind::system;
         d.type_ = heap_owner;
@@ -318,8 +315,8 @@ void heap::ensure_metadata_pages() {
 
 void heap::release_pages(std::uint64_t first, std::uint64_t count) {
     for (std::uint64_t p = first; p < first + count; ++p) {
-        if (pages_[p].is_data()) note_freed(p);
-        pages_[p] = page_desc{};
+        if (desc_at(p).is_data()) note_freed(p);
+        desc_at(p) = page_desc{};
         mark_dirty(p);
     }
     free_.insert(first, count);
@@ -329,7 +326,7 @@ std::uint64_t heap::memory_bytes() const noexcept {
     // A tree node costs its links and colour (32 bytes), its value and
     // malloc's header, rounded to 16.
     constexpr std::uint64_t set_node = 48, map_node = 64, hash_node = 48;
-    std::uint64_t bytes = pages_.capacity() * sizeof(page_desc) + list_pos_.capacity() * sizeof(std::uint32_t) +
+    std::uint64_t bytes = descs_.memory_bytes() + list_pos_.capacity() * sizeof(std::uint32_t) +
                           free_.runs().size() * (map_node + set_node) +
                           (new_pages_.size() + freed_pages_.size()) * set_node +
                           meta_pages_.capacity() * sizeof(std::uint64_t) + meta_crc_.capacity() * sizeof(std::uint32_t) +
@@ -338,17 +335,31 @@ std::uint64_t heap::memory_bytes() const noexcept {
     return bytes;
 }
 
+// H8: only groups whose metadata page holds them as they are (not dirty)
+// go, each with the page and checksum it comes back from. The hand goes
+// round the groups, so a trim takes those longest untouched by trims, not
+// always the first ones.
+void heap::trim_descriptors(std::uint64_t keep_bytes) noexcept {
+    const std::uint64_t groups = descs_.group_count();
+    if (!descs_.has_source() || groups == 0) return;
+    const std::uint64_t keep = keep_bytes / heap_detail::desc_table::slot_bytes;
+    for (std::uint64_t seen = 0; seen < groups && descs_.present_groups() > keep; ++seen) {
+        const std::uint64_t g = trim_hand_++ % groups;
+        if (g < meta_pages_.size() && !meta_dirty_[g]) descs_.drop(g, meta_pages_[g], meta_crc_[g]);
+    }
+}
+
 // --- non-full lists -----------------------------------------------------------
 
 void heap::list_push(std::uint64_t page) {
-    const page_desc& d = pages_[page];
+    const page_desc& d = desc_at(page);
     auto& list = nonfull_[list_key(d.type_, d.elem_size_, d.cls_)];
     list.push_back(page);
     list_pos_[page] = static_cast<std::uint32_t>(list.size());
 }
 
 void heap::list_remove(std::uint64_t page) {
-    const page_desc& d = pages_[page];
+    const page_desc& d = desc_at(page);
     auto it = nonfull_.find(list_key(d.type_, d.elem_size_, d.cls_));
     assert(it != nonfull_.end() && list_pos_[page] != 0);
     auto& list = it->second;
@@ -408,7 +419,7 @@ std::optional<heap::run> heap::large_run(std::uint64_t page) const noexcept {
     if (d->kind_ == page_kind::large_head) return run{page, d->words_[0]};
     if (d->kind_ == page_kind::large_tail) {
         std::uint64_t head = page - d->words_[0];
-        return run{head, pages_[head].words_[0]};
+        return run{head, desc_at(head).words_[0]};
     }
     return std::nullopt;
 }
@@ -432,7 +443,7 @@ std::optional<heap::chunk_info> heap::find_chunk(std::uint64_t addr) const noexc
     case page_kind::large_head:
     case page_kind::large_tail: {
         std::uint64_t head = page - (d->kind_ == page_kind::large_tail ? d->words_[0] : 0);
-        const page_desc& h = pages_[head];
+        const page_desc& h = desc_at(head);
         return chunk_info{head * page_size, h.words_[0] * page_size, h.type_, h.elem_size_, h.words_[1], true};
     }
     default:

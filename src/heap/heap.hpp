@@ -48,10 +48,20 @@
 //       one with tag i is metadata page i; there are exactly
 //       ceil(page_count() / 84) of them.
 //   H7  the summary counters (stats()) equal a recount.
+//   H8  a descriptor group (the 84 pages of one metadata page) that is not
+//       in memory is not dirty, and comes back from its metadata page with
+//       the checksum meta_crc_ holds for it (desc_table.hpp, D1-D3).
 //
-// Thread safety: none. The store serializes every call. describe() returns a
-// pointer into a vector that any allocating call may reallocate: it is valid
-// until the next non-const call.
+// Descriptors in memory: once the store gives the heap a source
+// (page_descriptors_from), trim_descriptors drops clean groups beyond a
+// number of bytes, and any access brings a dropped group back by reading its
+// metadata page (desc_table.hpp). That is the heap's only I/O.
+//
+// Thread safety: none, but for the const queries the fault path asks
+// (describe, place_of) on any number of threads while no non-const call
+// runs. The store serializes every other call. describe() returns a pointer
+// into a table that any non-const call may move or drop: it is valid until
+// the next non-const call.
 //
 // Errors (all steppe::error):
 //   allocate: invalid_argument (elem_size 0, count 0, size overflow, bad
@@ -65,6 +75,7 @@
 #pragma once
 
 #include "common/prefetch.hpp"
+#include "heap/desc_table.hpp"
 #include "common/page_size.hpp"
 
 #include <array>
@@ -338,14 +349,15 @@ public:
 
     // nullptr for pages at or past page_count().
     const page_desc* describe(std::uint64_t page) const noexcept {
-        return page < pages_.size() ? &pages_[page] : nullptr;
+        return page < descs_.size() ? &desc_at(page) : nullptr;
     }
     // Starts loading `page`'s descriptor into the cache (no effect past
     // page_count()): the fault handler asks place_of for every pointer of a
     // page, whose targets are scattered, so it issues all the loads first.
     void prefetch_describe(std::uint64_t page) const noexcept {
-        if (page >= pages_.size()) return;
-        const auto* d = reinterpret_cast<const char*>(&pages_[page]);
+        if (page >= descs_.size()) return;
+        const auto* d = reinterpret_cast<const char*>(descs_.address_if_present(page));
+        if (!d) return;
         common::prefetch(d);
         common::prefetch(d + sizeof(page_desc) - 1);  // half of them straddle two cache lines
     }
@@ -374,7 +386,7 @@ public:
     };
     place place_of(std::uint64_t addr) const noexcept;
 
-    std::uint64_t page_count() const noexcept { return pages_.size(); }
+    std::uint64_t page_count() const noexcept { return descs_.size(); }
     std::uint64_t reserved_pages() const noexcept { return reserved_pages_; }
     const std::vector<std::uint64_t>& metadata_pages() const noexcept { return meta_pages_; }
     const heap_detail::free_runs& free_pages() const noexcept { return free_; }
@@ -392,6 +404,20 @@ public:
     // pages now (free, or reused as a system page): drop their mappings and do
     // not write them. Ascending, disjoint from take_new_pages().
     std::vector<std::uint64_t> take_freed_pages();
+
+    // --- descriptors in memory ---------------------------------------------
+
+    // Lets trim_descriptors drop groups, which come back from `source`.
+    void page_descriptors_from(heap_detail::descriptor_source source) noexcept { descs_.set_source(source); }
+    // Drops clean descriptor groups (H8) until at most `keep_bytes` of them
+    // are in memory, or none is left to drop; without a source, nothing.
+    void trim_descriptors(std::uint64_t keep_bytes) noexcept;
+    struct descriptor_stats {
+        std::uint64_t groups = 0, present = 0, dropped = 0, read_back = 0;
+    };
+    descriptor_stats descriptors() const noexcept {
+        return {descs_.group_count(), descs_.present_groups(), descs_.dropped_total(), descs_.loaded_total()};
+    }
 
     // --- persistence ------------------------------------------------------
 
@@ -437,10 +463,15 @@ private:
     void mark_meta_dirty(std::size_t index);
     void note_new(std::uint64_t page);
     void note_freed(std::uint64_t page);
-    void rebuild_indexes();  // free set, non-full lists, counters from pages_
+    void rebuild_indexes();  // free set, non-full lists, counters from the descriptors
+    // Page p's descriptor, its group brought back first if it was dropped (D3).
+    page_desc& desc_at(std::uint64_t page) const noexcept {
+        return *reinterpret_cast<page_desc*>(descs_.at(page));
+    }
 
     std::uint64_t reserved_pages_ = 1;
-    std::vector<page_desc> pages_;           // one per page below the high-water mark
+    heap_detail::desc_table descs_;          // one descriptor per page below the high-water mark
+    std::uint64_t trim_hand_ = 0;            // the next group trim_descriptors looks at
     std::vector<std::uint32_t> list_pos_;    // per page: 1 + position in its non-full list, 0 = none
     std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> nonfull_;  // list_key -> pages
     heap_detail::free_runs free_;
@@ -478,8 +509,8 @@ static_assert(chunk_reciprocals_exact());
 
 inline heap::place heap::place_of(std::uint64_t addr) const noexcept {
     const std::uint64_t page = addr / page_size, offset = addr % page_size;
-    if (page >= pages_.size()) return place::beyond;
-    const page_desc& d = pages_[page];
+    if (page >= descs_.size()) return place::beyond;
+    const page_desc& d = desc_at(page);
     switch (d.kind_) {
     case page_kind::small: {
         const auto chunk = static_cast<std::uint32_t>((offset * heap_detail::chunk_reciprocals[d.cls_]) >> 32);
@@ -489,7 +520,7 @@ inline heap::place heap::place_of(std::uint64_t addr) const noexcept {
     case page_kind::large_head:
     case page_kind::large_tail: {
         // elem_size * count fits: it is below the run's length in bytes (H5).
-        const page_desc& head = pages_[page - d.head_distance()];
+        const page_desc& head = desc_at(page - d.head_distance());
         const std::uint64_t in_object = d.head_distance() * page_size + offset;
         return in_object < std::uint64_t{head.elem_size_} * head.elem_count() ? place::object : place::past_object;
     }

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include <steppe/error.hpp>
 
@@ -60,6 +62,16 @@ std::uint32_t pages_crc(std::span<const std::uint32_t> page_crcs) noexcept {
 struct codec {
     using page_kind = heap::page_kind;
     using page_desc = heap::page_desc;
+
+    // A descriptor's bytes in memory are its stored bytes: desc_table reads a
+    // dropped group back as its metadata page, straight into its slot.
+    static_assert(std::is_standard_layout_v<page_desc> && std::is_trivially_copyable_v<page_desc>);
+    static_assert(sizeof(page_desc) == kDescSize && offsetof(page_desc, kind_) == kDescKind &&
+                  offsetof(page_desc, cls_) == kDescClass && offsetof(page_desc, used_) == kDescUsed &&
+                  offsetof(page_desc, type_) == kDescType && offsetof(page_desc, elem_size_) == kDescElemSize &&
+                  offsetof(page_desc, spare_) == 12 && offsetof(page_desc, words_) == kDescWords);
+    static_assert(desc_table::header_bytes == kMetaHeaderSize && desc_table::desc_bytes == kDescSize &&
+                  desc_table::per_group == kDescsPerPage && desc_table::slot_bytes == kPageSize);
 
     static void encode_desc(const page_desc& d, std::byte* out) noexcept {
         out[kDescKind] = static_cast<std::byte>(d.kind_);
@@ -185,7 +197,7 @@ struct codec {
         store_le<std::uint64_t>(out.data() + kOffNext, next);
         store_le<std::uint16_t>(out.data() + kOffCount, count);
         for (std::size_t k = 0; k < count; ++k)
-            encode_desc(h.pages_[first + k], out.data() + kMetaHeaderSize + k * kDescSize);
+            encode_desc(h.desc_at(first + k), out.data() + kMetaHeaderSize + k * kDescSize);
         store_le<std::uint32_t>(out.data() + kOffCrc, metadata_page_crc(out));
     }
 };
@@ -353,7 +365,7 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_
     // Phase 2: the descriptors, in page order (the run checks (4) stream across
     // pages), each page fetched again and held to the checksum phase 1 saw.
     codec::run_state run;
-    h.pages_.reserve(root.page_count);
+    h.descs_.resize(root.page_count);
     h.list_pos_.reserve(root.page_count);
     for (std::uint64_t i = 0; i < h.meta_pages_.size(); ++i) {
         const std::string at = where(i);
@@ -363,14 +375,14 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_
         std::uint64_t first = i * kDescsPerPage;
         std::uint64_t count = std::min<std::uint64_t>(kDescsPerPage, root.page_count - first);
         for (std::uint64_t k = 0; k < count; ++k)
-            h.pages_.push_back(
-                codec::decode_desc(bytes.data() + kMetaHeaderSize + k * kDescSize, first + k, root, run, at));
+            h.desc_at(first + k) =
+                codec::decode_desc(bytes.data() + kMetaHeaderSize + k * kDescSize, first + k, root, run, at);
     }
 
     // (5) Metadata page i is the owner-0 system page with tag i, and vice versa.
     for (std::uint64_t i = 0; i < h.meta_pages_.size(); ++i) {
         std::uint64_t p = h.meta_pages_[i];
-        const page_desc& d = h.pages_[p];
+        const page_desc& d = h.desc_at(p);
         if (d.kind_ != page_kind::system || d.type_ != heap_owner || d.words_[0] != i)
             corrupt("heap metadata page " + std::to_string(p / kDescsPerPage) + ": descriptor of page " +
                     std::to_string(p) + ": is heap metadata page " + std::to_string(i) + " but says " +
@@ -379,8 +391,8 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_
                                                         std::to_string(d.words_[0])
                                                   : ""));
     }
-    for (std::uint64_t p = 0; p < h.pages_.size(); ++p) {
-        const page_desc& d = h.pages_[p];
+    for (std::uint64_t p = 0; p < h.descs_.size(); ++p) {
+        const page_desc& d = h.desc_at(p);
         if (d.kind_ == page_kind::system && d.type_ == heap_owner && h.meta_pages_[d.words_[0]] != p)
             corrupt("heap metadata page " + std::to_string(p / kDescsPerPage) + ": descriptor of page " +
                     std::to_string(p) + ": claims to be heap metadata page " + std::to_string(d.words_[0]) +
@@ -395,13 +407,13 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_
 // 5. rebuild_indexes and audit ---------------------------------------------------
 
 void heap::rebuild_indexes() {
-    list_pos_.assign(pages_.size(), 0);
+    list_pos_.assign(descs_.size(), 0);
     nonfull_.clear();
     free_.clear();
     small_pages_ = large_pages_ = system_pages_ = small_chunks_ = large_objects_ = 0;
     std::uint64_t run_start = 0, run_length = 0;
-    for (std::uint64_t p = 0; p < pages_.size(); ++p) {
-        const page_desc& d = pages_[p];
+    for (std::uint64_t p = 0; p < descs_.size(); ++p) {
+        const page_desc& d = desc_at(p);
         if (d.kind_ == page_kind::free) {
             if (run_length == 0) run_start = p;
             ++run_length;
@@ -436,13 +448,27 @@ std::vector<std::string> heap::audit() const {
         if (out.size() < max_findings) out.push_back(std::move(s)); else ++suppressed;
     };
     auto at = [](std::uint64_t p) { return "page " + std::to_string(p) + ": "; };
-    const std::uint64_t n = pages_.size();
+    const std::uint64_t n = descs_.size();
+
+    // H8, before any descriptor is read (which brings its group back).
+    for (std::uint64_t g = 0; g < descs_.group_count(); ++g) {
+        if (descs_.is_present(g)) continue;
+        const desc_table::source_page from = descs_.dropped_from(g);
+        if (g >= meta_pages_.size() || meta_dirty_[g] || from.page != meta_pages_[g] || from.crc != meta_crc_[g])
+            add("H8: descriptor group " + std::to_string(g) + " is out of memory but " +
+                (g >= meta_pages_.size() ? std::string("has no metadata page")
+                 : meta_dirty_[g]        ? std::string("is dirty")
+                                         : "would come back from page " + std::to_string(from.page) +
+                                               " with checksum " + std::to_string(from.crc) + ", not page " +
+                                               std::to_string(meta_pages_[g]) + " with " +
+                                               std::to_string(meta_crc_[g])));
+    }
 
     stats_t count;
     if (list_pos_.size() != n) add("list positions cover " + std::to_string(list_pos_.size()) + " of " +
                                    std::to_string(n) + " pages");
     for (std::uint64_t p = 0; p < n; ++p) {
-        const page_desc& d = pages_[p];
+        const page_desc& d = desc_at(p);
         // H1
         if ((p < reserved_pages_) != (d.kind_ == page_kind::reserved))
             add("H1: " + at(p) + to_string(d.kind_) + (p < reserved_pages_ ? " below" : " at or past") +
@@ -503,7 +529,7 @@ std::vector<std::string> heap::audit() const {
                 add("H5: " + at(p) + "run of " + std::to_string(run) + " pages for " +
                     std::to_string(d.words_[1]) + " x " + std::to_string(d.elem_size_) + " bytes");
             for (std::uint64_t k = 1; k < run; ++k) {
-                const page_desc& t = pages_[p + k];
+                const page_desc& t = desc_at(p + k);
                 if (t.kind_ != page_kind::large_tail || t.words_[0] != k || t.type_ != d.type_ ||
                     t.elem_size_ != d.elem_size_) {
                     add("H5: " + at(p + k) + "should be tail " + std::to_string(k) + " of the run at page " +
@@ -516,8 +542,8 @@ std::vector<std::string> heap::audit() const {
         case page_kind::large_tail: {
             ++count.large_pages;
             std::uint64_t dist = d.words_[0];
-            if (dist == 0 || dist > p || pages_[p - dist].kind_ != page_kind::large_head ||
-                pages_[p - dist].words_[0] <= dist)
+            if (dist == 0 || dist > p || desc_at(p - dist).kind_ != page_kind::large_head ||
+                desc_at(p - dist).words_[0] <= dist)
                 add("H5: " + at(p) + "large tail (distance " + std::to_string(dist) + ") without its head");
             break;
         }
@@ -556,8 +582,8 @@ std::vector<std::string> heap::audit() const {
         if (list.empty()) add("H4: empty non-full list kept for key " + std::to_string(key));
         for (std::size_t i = 0; i < list.size(); ++i) {
             std::uint64_t p = list[i];
-            if (p >= n || pages_[p].kind_ != page_kind::small ||
-                list_key(pages_[p].type_, pages_[p].elem_size_, pages_[p].cls_) != key ||
+            if (p >= n || desc_at(p).kind_ != page_kind::small ||
+                list_key(desc_at(p).type_, desc_at(p).elem_size_, desc_at(p).cls_) != key ||
                 list_pos_[p] != i + 1)
                 add("H4: non-full list entry " + std::to_string(i) + " (page " + std::to_string(p) +
                     ") is not a listed small page of its key");
@@ -570,8 +596,8 @@ std::vector<std::string> heap::audit() const {
             std::to_string(count.meta_pages) + " marked, " + std::to_string(meta_pages_needed(n)) + " needed");
     for (std::size_t i = 0; i < meta_pages_.size(); ++i) {
         std::uint64_t p = meta_pages_[i];
-        if (p >= n || pages_[p].kind_ != page_kind::system || pages_[p].type_ != heap_owner ||
-            pages_[p].words_[0] != i)
+        if (p >= n || desc_at(p).kind_ != page_kind::system || desc_at(p).type_ != heap_owner ||
+            desc_at(p).words_[0] != i)
             add("H6: metadata page " + std::to_string(i) + " at page " + std::to_string(p) +
                 " is not marked as such");
     }

@@ -174,6 +174,7 @@ void pager::committed() {
     forget_transaction();
     retired_committed_ = false;
     forget_spill_failure();
+    trim_descriptors();
     refresh_budget();
     evict_if_over_budget();
 }
@@ -257,11 +258,13 @@ void pager::rollback(std::unique_ptr<heap> committed_heap) {
     discard_spilled();
     discard_written();
     heap_ = std::move(committed_heap);
+    attach_heap_source();
     forget_new_pages();
     if (retired_committed_) discard_all_resident();
     forget_transaction();
     retired_committed_ = false;
     forget_spill_failure();
+    trim_descriptors();
     refresh_budget();
 }
 
@@ -319,6 +322,8 @@ void pager::move_to(storage::storage& newer, std::unique_ptr<heap> newer_heap, s
     for (std::uint64_t page : changed) discard_if_resident(page);
     if (retired || reload_all) discard_all_resident();
     rebuild_ring();
+    attach_heap_source();
+    trim_descriptors();
     refresh_budget();
 }
 

@@ -47,6 +47,8 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
     if (opts.prefetch) prefetch_.hinted = map_page_bytes();
     budget_bytes_ = opts.resident_budget_pages * translate::page_size;
+    attach_heap_source();
+    trim_descriptors();
     refresh_budget();
     if (resident_) start_evictor();
 }
@@ -176,6 +178,7 @@ void* pager::allocate(std::uint32_t type, std::size_t elem_size, std::size_t cou
     ensure_budget_room();
     spill_if_over_budget();
     evict_if_over_budget();
+    trim_descriptors(true);
     std::uint64_t addr = heap_->allocate(type, elem_size, count, align);
     std::size_t before = txn_new_.size();
     take_new_and_freed_pages();
@@ -272,6 +275,38 @@ void pager::refresh_budget() noexcept {
     const std::uint64_t fresh = unspilled_new_pages();
     ring_budget_.store(std::max(pages_allowed_ > fresh ? pages_allowed_ - fresh : 0, min_pages),
                        std::memory_order_relaxed);
+}
+
+namespace {
+// The heap's descriptor_source: the storage's newest committed image of a
+// metadata page (the snapshot's, for a reader), async-signal-safe.
+bool read_descriptor_page(const void* context, std::uint64_t page, std::byte* out, char* why,
+                          std::size_t why_size) noexcept {
+    storage::read_failure failure;
+    if (static_cast<const storage::storage*>(context)->read_page_nothrow(page, out, &failure)) return true;
+    common::fixed_message(why, why_size) << failure.message;
+    return false;
+}
+}  // namespace
+
+void pager::attach_heap_source() noexcept {
+    heap_->page_descriptors_from({&read_descriptor_page, storage_});
+}
+
+// A sixteenth of the budget holds the descriptors of 1.3 GiB of store per
+// 256 MiB of budget; the groups a walk needs come back at one read each,
+// for 84 pages. Without a budget nothing is trimmed.
+std::uint64_t pager::descriptor_bytes_allowed() const noexcept {
+    return std::max<std::uint64_t>(budget_bytes_ / 16, 8 * heap_detail::desc_table::slot_bytes);
+}
+
+// With `only_if_over` (allocation), only once past the allowance, and then
+// down to 3/4 of it, so that an allocation loop does not trim at every call.
+void pager::trim_descriptors(bool only_if_over) noexcept {
+    if (!resident_) return;
+    const std::uint64_t allowed = descriptor_bytes_allowed();
+    if (only_if_over && heap_->descriptors().present * heap_detail::desc_table::slot_bytes <= allowed) return;
+    heap_->trim_descriptors(allowed * 3 / 4);
 }
 
 // Metadata grows with the store (about 1% of it, docs/design.md) and with

@@ -413,6 +413,13 @@ private:
     // ensure_budget_room() is the no_space of an allocation that would find
     // none left.
     void refresh_budget() noexcept;
+    // The heap's descriptor groups past a sixteenth of the budget leave
+    // memory (heap.hpp, H8); they come back from the storage on use.
+    // Between operations only (D2): at open, commit, rollback, refresh and
+    // allocation.
+    void attach_heap_source() noexcept;
+    void trim_descriptors(bool only_if_over = false) noexcept;
+    std::uint64_t descriptor_bytes_allowed() const noexcept;
     void ensure_budget_room() const;
     std::uint64_t unspilled_new_pages() const noexcept {
         return txn_new_.size() - std::min<std::uint64_t>(txn_new_.size(), new_spilled_);

@@ -1,15 +1,19 @@
 // Tests of src/heap: size classes, allocation and free (with a randomized model
 // check), large runs, errors, the persistent encoding (round trip, rollback,
-// dirty tracking, damaged metadata) and the audit.
+// dirty tracking, damaged metadata), the audit, and descriptors out of memory.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <thread>
 #include <map>
 #include <random>
 #include <set>
 #include <steppe/error.hpp>
 
+#include "common/sigsafe.hpp"
 #include "heap/heap.hpp"
 #include "heap/heap_format.hpp"
 
@@ -17,10 +21,10 @@ namespace steppe {
 
 // Reaches into the heap to plant inconsistencies for audit tests.
 struct heap_test_access {
-    static heap::page_desc& desc(heap& h, std::uint64_t page) { return h.pages_[page]; }
-    static std::uint64_t& words(heap& h, std::uint64_t page, std::size_t w) { return h.pages_[page].words_[w]; }
-    static std::uint16_t& used(heap& h, std::uint64_t page) { return h.pages_[page].used_; }
-    static void set_kind(heap& h, std::uint64_t page, heap::page_kind k) { h.pages_[page].kind_ = k; }
+    static heap::page_desc& desc(heap& h, std::uint64_t page) { return h.desc_at(page); }
+    static std::uint64_t& words(heap& h, std::uint64_t page, std::size_t w) { return h.desc_at(page).words_[w]; }
+    static std::uint16_t& used(heap& h, std::uint64_t page) { return h.desc_at(page).used_; }
+    static void set_kind(heap& h, std::uint64_t page, heap::page_kind k) { h.desc_at(page).kind_ = k; }
     static std::uint64_t& small_chunk_counter(heap& h) { return h.small_chunks_; }
 };
 
@@ -1052,6 +1056,115 @@ TEST(HeapAudit, FindsPlantedInconsistencies) {
         heap_test_access::set_kind(h, 0, page_kind::free);
         EXPECT_TRUE(has(h.audit(), "H1: page 0"));
     }
+}
+
+// 9. Descriptors out of memory (H8, desc_table.hpp) -------------------------------
+
+// The disk as a descriptor source, as the page engine gives the storage.
+struct disk_source {
+    static bool read(const void* context, std::uint64_t page, std::byte* out, char* why, std::size_t size) noexcept {
+        const auto* d = static_cast<const disk*>(context);
+        auto it = d->pages.find(page);
+        if (it == d->pages.end()) {
+            std::snprintf(why, size, "page %llu was never written", static_cast<unsigned long long>(page));
+            return false;
+        }
+        std::memcpy(out, it->second.data(), kPageSize);
+        return true;
+    }
+    static heap_detail::descriptor_source of(const disk& d) { return {&read, &d}; }
+};
+
+TEST(HeapDescriptors, DroppedGroupsComeBackAsTheyWere) {
+    heap h = mixed_heap(3, 6000);
+    disk d;
+    d.apply(h.encode_dirty());
+    const heap before = h;
+    ASSERT_GT(h.metadata_pages().size(), 4u);
+    h.page_descriptors_from(disk_source::of(d));
+    h.trim_descriptors(0);
+    EXPECT_EQ(h.descriptors().present, 0u);
+    EXPECT_EQ(h.descriptors().dropped, h.descriptors().groups);
+    EXPECT_TRUE(h.audit().empty());  // H8 holds, and reading every descriptor brings them all back
+    EXPECT_EQ(h.descriptors().present, h.descriptors().groups);
+    expect_same(h, before);
+    EXPECT_GE(h.descriptors().read_back, h.descriptors().groups);
+    for (std::uint64_t p = 0; p < h.page_count(); p += 7)
+        for (std::uint64_t off : {0u, 16u, 40u, 4095u})
+            EXPECT_EQ(h.place_of(p * P + off), before.place_of(p * P + off)) << p;
+}
+
+TEST(HeapDescriptors, OnlyCleanGroupsLeaveAndWorkGoesOnAcrossCommits) {
+    heap h = mixed_heap(4, 4000);
+    disk d;
+    d.apply(h.encode_dirty());
+    h.page_descriptors_from(disk_source::of(d));
+    std::mt19937_64 rng(9);
+    std::vector<std::uint64_t> live;
+    for (int round = 0; round < 20; ++round) {
+        h.trim_descriptors(2 * kPageSize);
+        for (int i = 0; i < 200; ++i) {
+            if (live.empty() || rng() % 3) live.push_back(h.allocate(1 + rng() % 3, 8 + rng() % 3000, 1 + rng() % 2));
+            else {
+                std::size_t k = rng() % live.size();
+                h.free(live[k]);
+                live[k] = live.back();
+                live.pop_back();
+            }
+        }
+        h.trim_descriptors(0);  // the groups the round dirtied stay (H8)
+        EXPECT_GT(h.descriptors().present, 0u);
+        ASSERT_TRUE(h.audit().empty()) << h.audit().front();
+        d.apply(h.encode_dirty());
+        h.trim_descriptors(0);
+        EXPECT_EQ(h.descriptors().present, 0u) << "round " << round;
+        expect_same(d.decode(), h);
+    }
+    for (std::uint64_t a : live) EXPECT_TRUE(h.is_allocated(a));
+}
+
+TEST(HeapDescriptors, ThreadsBringTheSameGroupsBackAtOnce) {
+    heap h = mixed_heap(5, 8000);
+    disk d;
+    d.apply(h.encode_dirty());
+    const heap before = h;
+    h.page_descriptors_from(disk_source::of(d));
+    for (int round = 0; round < 20; ++round) {
+        h.trim_descriptors(0);
+        std::atomic<int> wrong{0};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&, t] {
+                for (std::uint64_t p = t; p < h.page_count(); p += 3)
+                    if (h.place_of(p * P + 48) != before.place_of(p * P + 48)) wrong.fetch_add(1);
+            });
+        for (auto& t : threads) t.join();
+        EXPECT_EQ(wrong.load(), 0);
+        EXPECT_EQ(h.descriptors().present, h.descriptors().groups);
+    }
+}
+
+TEST(HeapDescriptors, AGroupThatComesBackOtherwiseEndsTheProcessNamingIt) {
+    heap h = mixed_heap(6, 3000);
+    disk d;
+    d.apply(h.encode_dirty());
+    h.page_descriptors_from(disk_source::of(d));
+    h.trim_descriptors(0);
+    d.meta(h, 1)[100] ^= std::byte{1};  // the disk returns other bytes
+    EXPECT_EXIT(h.describe(84 + 3), ::testing::ExitedWithCode(common::fatal_exit_status),
+                "cannot read back the heap's descriptors of pages 84 to 167 from metadata page [0-9]+: its checksum");
+    d.pages.erase(h.metadata_pages()[2]);
+    EXPECT_EXIT(h.place_of(2 * 84 * P), ::testing::ExitedWithCode(common::fatal_exit_status),
+                "descriptors of pages 168 to 251 .*was never written");
+}
+
+TEST(HeapDescriptors, WithoutASourceNothingLeaves) {
+    heap h = mixed_heap(7, 2000);
+    disk d;
+    d.apply(h.encode_dirty());
+    h.trim_descriptors(0);
+    EXPECT_EQ(h.descriptors().present, h.descriptors().groups);
+    EXPECT_EQ(h.descriptors().dropped, 0u);
 }
 
 }  // namespace
