@@ -557,7 +557,7 @@ std::string to_string(const store_stats& st) {
                   "  commits             %llu: %llu data pages, %llu pointers unswizzled, %llu bytes logged, %llu syncs\n"
                   "  checkpoints         %llu run, %llu put off by readers at older commits, %llu commits paused for "
                   "readers (%llu gave up)\n"
-                  "  store pages         %llu (%llu free)\n"
+                  "  store pages         %llu (%llu free); heap descriptors: %llu groups of 84 dropped, %llu read back\n"
                   "  address space       %llu virtual pages reserved of %llu MiB; %llu reuse rounds gave back %llu arenas\n"
                   "  memory              %llu KiB of budget %llu KiB: store pages %llu, cooling %llu, heap %llu, page map %llu, "
                   "fault space %llu, residency %llu, types %llu, storage %llu, transaction %llu, buffers %llu (KiB)\n",
@@ -568,7 +568,8 @@ std::string to_string(const store_stats& st) {
                   u(st.spilled_pages), u(st.cooled_pages), u(st.rewarmed_pages), u(st.prefetched_pages),
                   u(st.prefetch_hits), u(st.commits), u(st.pages_committed), u(st.pointers_unswizzled),
                   u(st.bytes_logged), u(st.syncs), u(st.checkpoints), u(st.checkpoints_deferred),
-                  u(st.checkpoint_waits), u(st.checkpoint_waits_expired), u(st.store_pages), u(st.free_pages), u(st.reserved_virtual_pages),
+                  u(st.checkpoint_waits), u(st.checkpoint_waits_expired), u(st.store_pages), u(st.free_pages),
+                  u(st.descriptor_groups_dropped), u(st.descriptor_groups_read_back), u(st.reserved_virtual_pages),
                   u(st.address_space_limit >> 20), u(st.reuse_rounds), u(st.reclaimed_arenas), kib(m.total()),
                   kib(st.resident_budget_pages * 4096), kib(m.store_pages), kib(m.cooling), kib(m.heap),
                   kib(m.page_map), kib(m.fault_space), kib(m.residency), kib(m.types), kib(m.storage),

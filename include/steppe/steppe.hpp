@@ -220,6 +220,11 @@ struct store_stats {
     std::uint64_t reuse_rounds = 0;         // address-space reuse rounds (automatic or asked for)
     std::uint64_t reclaimed_arenas = 0;     // arenas those rounds gave back
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
+    // The heap's page descriptors, in groups of 84 pages (one metadata page
+    // each): under a budget, clean groups past a sixteenth of it leave memory
+    // and are read back from their metadata page when next needed.
+    std::uint64_t descriptor_groups_dropped = 0;
+    std::uint64_t descriptor_groups_read_back = 0;
     // Time spent serving page misses (the page engine's fault fills), by
     // part, in nanoseconds (CLOCK_MONOTONIC): reading the page (from the log
     // or the main file: the page cache or the disk), swizzling its pointers

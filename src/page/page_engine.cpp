@@ -367,6 +367,9 @@ store_stats page_engine::stats() const {
     out.reuse_rounds = p.reuse_rounds;
     out.reclaimed_arenas = p.reclaimed_arenas;
     out.reclaimed_pages = p.reclaimed_pages;
+    const heap::descriptor_stats descriptors = pager_->allocator().descriptors();
+    out.descriptor_groups_dropped = descriptors.dropped;
+    out.descriptor_groups_read_back = descriptors.read_back;
     out.miss_io_ns = p.miss_io_ns;
     out.miss_swizzle_ns = p.miss_swizzle_ns;
     out.miss_handler_ns = p.miss_handler_ns;

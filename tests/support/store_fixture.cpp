@@ -19,13 +19,14 @@ steppe::store store_fixture::open(const std::function<void(steppe::open_options&
     return steppe::store::open(path, options(adjust));
 }
 
-void store_fixture::in_fresh_process(const std::function<void(steppe::store&)>& check) const {
+void store_fixture::in_fresh_process(const std::function<void(steppe::store&)>& check,
+                                     const std::function<void(steppe::open_options&)>& adjust) const {
     pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
         int failures = 0;
         try {
-            auto s = open();
+            auto s = open(adjust);
             check(s);
             failures = ::testing::Test::HasFailure() ? 1 : 0;
         } catch (const std::exception& e) {

@@ -24,7 +24,9 @@ protected:
     steppe::store open(const std::function<void(steppe::open_options&)>& adjust = {}) const;
     // Runs `check` in a fresh process on the store reopened there; the test
     // fails if `check` does, throws, or the process dies.
-    void in_fresh_process(const std::function<void(steppe::store&)>& check) const;
+    // `adjust` the options it opens with, as for open().
+    void in_fresh_process(const std::function<void(steppe::store&)>& check,
+                          const std::function<void(steppe::open_options&)>& adjust = {}) const;
 };
 
 // Parameter names for INSTANTIATE_TEST_SUITE_P: "uffd", "mprotect".
