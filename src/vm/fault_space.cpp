@@ -1192,7 +1192,10 @@ void for_each_run(std::span<const std::uintptr_t> pages, std::span<const fault_s
 void space::hold(std::span<const std::uintptr_t> pages, std::span<held> out,
                  std::span<const std::byte*> contents) noexcept {
     for (std::size_t i = 0; i < pages.size(); ++i) {
-        arena* a = i < max_held ? arena_of(pages[i]) : nullptr;
+        // A page named twice (the ring may) is taken once, at its first
+        // index: release() finds its slot by searching for the page.
+        const bool again = i > 0 && pages[i] == pages[i - 1];
+        arena* a = i < max_held && !again ? arena_of(pages[i]) : nullptr;
         out[i] = a && claim_resident(a->states[a->index_of(pages[i])]) ? held::clean : held::none;
     }
     if (staging_ != 0) {
