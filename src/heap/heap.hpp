@@ -49,8 +49,9 @@
 //       ceil(page_count() / 84) of them.
 //   H7  the summary counters (stats()) equal a recount.
 //   H8  a descriptor group (the 84 pages of one metadata page) that is not
-//       in memory is not dirty, and comes back from its metadata page with
-//       the checksum meta_crc_ holds for it (desc_table.hpp, D1-D3).
+//       in memory comes back from its metadata page with the checksum
+//       meta_crc_ holds for it: only clean groups are dropped, and a change
+//       brings a group back first (desc_table.hpp, D1-D3).
 //
 // Descriptors in memory: once the store gives the heap a source
 // (page_descriptors_from), trim_descriptors drops clean groups beyond a

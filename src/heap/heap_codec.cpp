@@ -450,18 +450,18 @@ std::vector<std::string> heap::audit() const {
     auto at = [](std::uint64_t p) { return "page " + std::to_string(p) + ": "; };
     const std::uint64_t n = descs_.size();
 
-    // H8, before any descriptor is read (which brings its group back).
+    // H8, before any descriptor is read (which brings its group back). A
+    // dropped group may be dirty again after a failed commit (mark_all_dirty):
+    // it has not changed, so it still comes back as it was.
     for (std::uint64_t g = 0; g < descs_.group_count(); ++g) {
         if (descs_.is_present(g)) continue;
         const desc_table::source_page from = descs_.dropped_from(g);
-        if (g >= meta_pages_.size() || meta_dirty_[g] || from.page != meta_pages_[g] || from.crc != meta_crc_[g])
-            add("H8: descriptor group " + std::to_string(g) + " is out of memory but " +
-                (g >= meta_pages_.size() ? std::string("has no metadata page")
-                 : meta_dirty_[g]        ? std::string("is dirty")
-                                         : "would come back from page " + std::to_string(from.page) +
-                                               " with checksum " + std::to_string(from.crc) + ", not page " +
-                                               std::to_string(meta_pages_[g]) + " with " +
-                                               std::to_string(meta_crc_[g])));
+        if (g >= meta_pages_.size())
+            add("H8: descriptor group " + std::to_string(g) + " is out of memory but has no metadata page");
+        else if (from.page != meta_pages_[g] || from.crc != meta_crc_[g])
+            add("H8: descriptor group " + std::to_string(g) + " is out of memory and would come back from page " +
+                std::to_string(from.page) + " with checksum " + std::to_string(from.crc) + ", not page " +
+                std::to_string(meta_pages_[g]) + " with " + std::to_string(meta_crc_[g]));
     }
 
     stats_t count;

@@ -1158,6 +1158,23 @@ TEST(HeapDescriptors, AGroupThatComesBackOtherwiseEndsTheProcessNamingIt) {
                 "descriptors of pages 168 to 251 .*was never written");
 }
 
+// A commit that fails after encode_dirty marks everything dirty again:
+// dropped groups among them have not changed and still come back as they were.
+TEST(HeapDescriptors, AFailedCommitLeavesDroppedGroupsSound) {
+    heap h = mixed_heap(8, 3000);
+    disk d;
+    d.apply(h.encode_dirty());
+    h.page_descriptors_from(disk_source::of(d));
+    h.trim_descriptors(0);
+    h.allocate(3, 40, 1);
+    (void)h.encode_dirty();  // the storage's commit then fails: nothing reaches the disk
+    h.mark_all_dirty();
+    EXPECT_LT(h.descriptors().present, h.descriptors().groups);
+    EXPECT_TRUE(h.audit().empty()) << h.audit().front();
+    d.apply(h.encode_dirty());  // the retry
+    expect_same(d.decode(), h);
+}
+
 TEST(HeapDescriptors, WithoutASourceNothingLeaves) {
     heap h = mixed_heap(7, 2000);
     disk d;
