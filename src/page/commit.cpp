@@ -323,7 +323,6 @@ void pager::move_to(storage::storage& newer, std::unique_ptr<heap> newer_heap, s
     if (retired || reload_all) discard_all_resident();
     rebuild_ring();
     attach_heap_source();
-    trim_descriptors();
     refresh_budget();
 }
 

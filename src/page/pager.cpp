@@ -48,7 +48,6 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
     if (opts.prefetch) prefetch_.hinted = map_page_bytes();
     budget_bytes_ = opts.resident_budget_pages * translate::page_size;
     attach_heap_source();
-    trim_descriptors();
     refresh_budget();
     if (resident_) start_evictor();
 }

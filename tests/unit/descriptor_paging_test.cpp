@@ -99,9 +99,11 @@ TEST_P(DescriptorPaging, AStoreManyTimesTheAllowanceIsBuiltAndWalkedByThreads) {
     }
     in_fresh_process([](steppe::store& s) {
         EXPECT_EQ(walk(s, 4), 0);
-        const auto st = s.stats();
-        EXPECT_GT(st.descriptor_groups_dropped, 0u) << "dropped at open";
-        EXPECT_GT(st.descriptor_groups_read_back, 0u) << "and read back by the walk";
+        s.make<Item>();  // an allocation past the allowance trims
+        s.commit();
+        EXPECT_GT(s.stats().descriptor_groups_dropped, 0u);
+        EXPECT_EQ(walk(s, 4), 0);
+        EXPECT_GT(s.stats().descriptor_groups_read_back, 0u) << "read back by the walk";
         EXPECT_TRUE(s.check().empty()) << s.check().front();
     }, with_budget);
 }
@@ -163,9 +165,11 @@ TEST_P(DescriptorPaging, ChangesFreesAndRollbacksAcrossDroppedGroupsLoseNothing)
     }, with_budget);
 }
 
-// A reader holds its snapshot's descriptors: what it reads back is its
-// commit's metadata, not the writer's newer one.
-TEST_P(DescriptorPaging, AReaderReadsBackItsSnapshotsDescriptors) {
+// A reader only reads, so it never drops descriptors (its groups would
+// come back on top of its pages: pager.hpp); it sees its snapshot while a
+// writer in another process frees and remakes a third of the objects, and
+// the newer commit after a refresh.
+TEST_P(DescriptorPaging, AReaderKeepsItsSnapshotsDescriptorsWhileAWriterChangesThem) {
     {
         auto s = open();
         build(s);
@@ -198,7 +202,7 @@ TEST_P(DescriptorPaging, AReaderReadsBackItsSnapshotsDescriptors) {
     ASSERT_EQ(::waitpid(writer, &status, 0), writer);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writer failed, status " << status;
     EXPECT_EQ(walk(reader, 2), 0);
-    EXPECT_GT(reader.stats().descriptor_groups_read_back, 0u);
+    EXPECT_EQ(reader.stats().descriptor_groups_dropped, 0u);
     reader.refresh();
     EXPECT_EQ(walk(reader, 2), 0);
 }
