@@ -1144,12 +1144,18 @@ TEST(HeapDescriptors, ThreadsBringTheSameGroupsBackAtOnce) {
     }
 }
 
-TEST(HeapDescriptors, AGroupThatComesBackOtherwiseEndsTheProcessNamingIt) {
-    heap h = mixed_heap(6, 3000);
-    disk d;
+// A mixed heap committed to `d`, reading its groups back from there, all dropped.
+heap committed_and_dropped(disk& d, std::uint64_t seed) {
+    heap h = mixed_heap(seed, 3000);
     d.apply(h.encode_dirty());
     h.page_descriptors_from(disk_source::of(d));
     h.trim_descriptors(0);
+    return h;
+}
+
+TEST(HeapDescriptors, AGroupThatComesBackOtherwiseEndsTheProcessNamingIt) {
+    disk d;
+    heap h = committed_and_dropped(d, 6);
     d.meta(h, 1)[100] ^= std::byte{1};  // the disk returns other bytes
     EXPECT_EXIT(h.describe(84 + 3), ::testing::ExitedWithCode(common::fatal_exit_status),
                 "cannot read back the heap's descriptors of pages 84 to 167 from metadata page [0-9]+: its checksum");
@@ -1161,11 +1167,8 @@ TEST(HeapDescriptors, AGroupThatComesBackOtherwiseEndsTheProcessNamingIt) {
 // A commit that fails after encode_dirty marks everything dirty again:
 // dropped groups among them have not changed and still come back as they were.
 TEST(HeapDescriptors, AFailedCommitLeavesDroppedGroupsSound) {
-    heap h = mixed_heap(8, 3000);
     disk d;
-    d.apply(h.encode_dirty());
-    h.page_descriptors_from(disk_source::of(d));
-    h.trim_descriptors(0);
+    heap h = committed_and_dropped(d, 8);
     h.allocate(3, 40, 1);
     (void)h.encode_dirty();  // the storage's commit then fails: nothing reaches the disk
     h.mark_all_dirty();
