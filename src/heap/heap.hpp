@@ -1,9 +1,11 @@
 // steppe::heap — the persistent allocator's bookkeeping.
 //
-// The heap decides which persistent addresses hold which objects. It is pure
-// in-memory data plus its persistent encoding: it does no I/O and never touches
-// mapped memory. The store composes it with the storage manager (which reads and
-// writes 4096-byte pages by logical page number) and the page engine.
+// The heap decides which persistent addresses hold which objects. It is
+// in-memory data plus its persistent encoding, and never touches mapped memory;
+// its only I/O is reading back a dropped descriptor group through the source
+// the store gives it (below). The store composes it with the storage manager
+// (which reads and writes 4096-byte pages by logical page number) and the page
+// engine.
 //
 // Model
 //   persistent address = logical page number * 4096 + offset; 0 is null.
