@@ -84,15 +84,59 @@ void desc_table::resize(std::uint64_t count) {
     size_ = count;
 }
 
-void desc_table::drop(std::uint64_t group, std::uint64_t page, std::uint32_t crc) noexcept {
-    if (!source_ || state_[group].load(std::memory_order_relaxed) != present) return;
+// seq_cst on both sides of the gate (here and in exclusive): a reading
+// either sees the section closed and backs off, or the section sees it
+// counted and waits for it.
+desc_table::reading::reading(const desc_table& t) noexcept : table_(t) {
+    for (;;) {
+        table_.readers_.fetch_add(1, std::memory_order_seq_cst);
+        if (!table_.closed_.load(std::memory_order_seq_cst)) return;
+        table_.readers_.fetch_sub(1, std::memory_order_seq_cst);
+        while (table_.closed_.load(std::memory_order_acquire)) sched_yield();
+    }
+}
+
+// A reading is short (one page's pointers, a group read at most), and a
+// reading thread waits for nothing the opener of a section holds; the bound
+// is only for what cannot happen (a process forked in a fault of another
+// thread, whose count stays).
+desc_table::exclusive::exclusive(desc_table& t, std::uint64_t max_wait_ns) noexcept : table_(t) {
+    table_.closed_.store(true, std::memory_order_seq_cst);
+    const std::uint64_t start = common::monotonic_ns();
+    while (table_.readers_.load(std::memory_order_seq_cst) != 0) {
+        if (common::monotonic_ns() - start > max_wait_ns) {
+            table_.closed_.store(false, std::memory_order_release);
+            return;
+        }
+        sched_yield();
+    }
+    open_ = true;
+}
+
+desc_table::exclusive::~exclusive() {
+    if (!open_) return;
+    table_.give_back_pending();
+    table_.closed_.store(false, std::memory_order_release);
+}
+
+void desc_table::drop(const exclusive& section, std::uint64_t group, std::uint64_t page, std::uint32_t crc) noexcept {
+    if (!section || !source_ || state_[group].load(std::memory_order_relaxed) != present) return;
     backing_[group] = {page, crc};
     state_[group].store(absent, std::memory_order_release);
-    // MADV_DONTNEED on private anonymous memory cannot fail for a mapped,
-    // page-aligned range; if it did, the slot would only stay in memory.
-    ::madvise(base_ + group * slot_bytes, slot_bytes, MADV_DONTNEED);
+    if (pending_count_ != 0 && pending_first_ + pending_count_ != group) give_back_pending();
+    if (pending_count_ == 0) pending_first_ = group;
+    ++pending_count_;
     present_.fetch_sub(1, std::memory_order_relaxed);
     dropped_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// One madvise per run of dropped groups (a trim's hand goes round them in
+// order). MADV_DONTNEED on private anonymous memory cannot fail for a
+// mapped, page-aligned range; if it did, the slots would only stay in memory.
+void desc_table::give_back_pending() noexcept {
+    if (pending_count_ == 0) return;
+    ::madvise(base_ + pending_first_ * slot_bytes, pending_count_ * slot_bytes, MADV_DONTNEED);
+    pending_count_ = 0;
 }
 
 // Async-signal-safe (the fault path gets here). The thread whose CAS wins

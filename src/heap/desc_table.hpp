@@ -17,10 +17,15 @@
 // (invariant H8 in heap.hpp):
 //   D1 Only a group whose metadata page is written as it is in memory (not
 //      dirty) is dropped, and `drop` records that page and its checksum.
-//   D2 Groups are dropped only where no other thread reads descriptors
-//      (the heap's mutating calls: between operations); faults on any
-//      number of threads may bring groups back concurrently (a CAS decides
-//      which one reads, the others wait for it).
+//   D2 Groups are dropped only inside an `exclusive` section, which its
+//      caller opens where no heap call runs (a pause of the page engine, or
+//      its eviction thread's pass), and which waits until no fault reads
+//      descriptors: faults read them inside a `reading` scope, and while a
+//      section is open new scopes wait for it to end. So a trim may run while
+//      other threads fault (a walk, a long transaction), and no reader ever
+//      sees a group vanish under it. Faults on any number of threads may
+//      bring groups back concurrently (a CAS decides which one reads, the
+//      others wait for it).
 //   D3 Every access to a descriptor goes through `at`, which brings the
 //      group back first: an absent group read as zeros would say "free".
 // Without a source (a fresh heap, the tests' heaps) nothing is dropped.
@@ -72,15 +77,45 @@ public:
         return base_ + g * slot_bytes + header_bytes + (page % per_group) * desc_bytes;
     }
 
+    // A fault's reading of descriptors (D2): async-signal-safe, allocation
+    // free; waits while an exclusive section is open (it only drops groups).
+    class reading {
+    public:
+        explicit reading(const desc_table& t) noexcept;
+        ~reading() { table_.readers_.fetch_sub(1, std::memory_order_release); }
+        reading(const reading&) = delete;
+        reading& operator=(const reading&) = delete;
+
+    private:
+        const desc_table& table_;
+    };
+    // Where groups may be dropped (D2): keeps new readings out and waits for
+    // the current ones to end, up to `max_wait_ns`; false if they did not
+    // (the section is then not open, and nothing may be dropped). Its end
+    // gives the dropped groups' memory back, a run of groups at a time.
+    class exclusive {
+    public:
+        exclusive(desc_table& t, std::uint64_t max_wait_ns) noexcept;
+        ~exclusive();
+        exclusive(const exclusive&) = delete;
+        exclusive& operator=(const exclusive&) = delete;
+        explicit operator bool() const noexcept { return open_; }
+
+    private:
+        desc_table& table_;
+        bool open_ = false;
+    };
+
     void set_source(descriptor_source source) noexcept { source_ = source; }
     bool has_source() const noexcept { return static_cast<bool>(source_); }
     std::uint64_t group_count() const noexcept { return (size_ + per_group - 1) / per_group; }
     bool is_present(std::uint64_t group) const noexcept {
         return state_[group].load(std::memory_order_acquire) == present;
     }
-    // Gives group g's memory back (D1, D2): it comes back from logical page
-    // `page`, which must hold a metadata page whose checksum is `crc`.
-    void drop(std::uint64_t group, std::uint64_t page, std::uint32_t crc) noexcept;
+    // Drops group g (D1; inside an exclusive section, D2, whose end gives its
+    // memory back): it comes back from logical page `page`, which must hold
+    // a metadata page whose checksum is `crc`.
+    void drop(const exclusive& section, std::uint64_t group, std::uint64_t page, std::uint32_t crc) noexcept;
     struct source_page {
         std::uint64_t page = 0;
         std::uint32_t crc = 0;
@@ -99,6 +134,7 @@ private:
     void bring_back(std::uint64_t group) const noexcept;
     [[noreturn]] void cannot_bring_back(std::uint64_t group, const char* why) const noexcept;
     void release() noexcept;
+    void give_back_pending() noexcept;
 
     std::byte* base_ = nullptr;            // capacity_ slots, mmap'd
     std::uint64_t capacity_ = 0;           // in groups
@@ -107,6 +143,11 @@ private:
     std::unique_ptr<source_page[]> backing_;   // where each dropped group comes back from
     descriptor_source source_;
     mutable std::atomic<std::uint64_t> present_{0}, dropped_{0}, loaded_{0};
+    // D2's gate: readings in progress, and whether an exclusive section is open.
+    mutable std::atomic<std::uint32_t> readers_{0};
+    std::atomic<bool> closed_{false};
+    // The run of groups dropped in the open section whose memory is not given back yet.
+    std::uint64_t pending_first_ = 0, pending_count_ = 0;
 };
 
 }  // namespace steppe::heap_detail

@@ -339,14 +339,19 @@ std::uint64_t heap::memory_bytes() const noexcept {
 // go, each with the page and checksum it comes back from. The hand goes
 // round the groups, so a trim takes those longest untouched by trims, not
 // always the first ones.
-void heap::trim_descriptors(std::uint64_t keep_bytes) noexcept {
+bool heap::trim_descriptors(std::uint64_t keep_bytes) noexcept {
     const std::uint64_t groups = descs_.group_count();
-    if (!descs_.has_source() || groups == 0) return;
     const std::uint64_t keep = keep_bytes / heap_detail::desc_table::slot_bytes;
+    if (!descs_.has_source() || descs_.present_groups() <= keep) return true;
+    constexpr std::uint64_t max_wait_ns = 5'000'000;
+    const heap_detail::desc_table::exclusive section(descs_, max_wait_ns);
+    if (!section) return false;
     for (std::uint64_t seen = 0; seen < groups && descs_.present_groups() > keep; ++seen) {
-        const std::uint64_t g = trim_hand_++ % groups;
-        if (g < meta_pages_.size() && !meta_dirty_[g]) descs_.drop(g, meta_pages_[g], meta_crc_[g]);
+        const std::uint64_t g = trim_hand_ % groups;
+        trim_hand_ = g + 1;  // a wrap starts a new run of dropped groups
+        if (g < meta_pages_.size() && !meta_dirty_[g]) descs_.drop(section, g, meta_pages_[g], meta_crc_[g]);
     }
+    return true;
 }
 
 // --- non-full lists -----------------------------------------------------------

@@ -414,7 +414,19 @@ public:
     void page_descriptors_from(heap_detail::descriptor_source source) noexcept { descs_.set_source(source); }
     // Drops clean descriptor groups (H8) until at most `keep_bytes` of them
     // are in memory, or none is left to drop; without a source, nothing.
-    void trim_descriptors(std::uint64_t keep_bytes) noexcept;
+    // The caller keeps every other heap call out (D2 in desc_table.hpp);
+    // faults on other threads may go on: the trim waits (a few ms at most)
+    // for those reading descriptors, and returns false, having dropped
+    // nothing, if they did not finish.
+    bool trim_descriptors(std::uint64_t keep_bytes) noexcept;
+    // What a fault holds while it reads descriptors (describe, place_of,
+    // large_run, ...) on a heap whose groups a trim may drop meanwhile.
+    using descriptor_reading = heap_detail::desc_table::reading;
+    descriptor_reading reading_descriptors() const noexcept { return descriptor_reading(descs_); }
+    // Bytes of descriptor groups in memory now.
+    std::uint64_t descriptor_bytes() const noexcept {
+        return descs_.present_groups() * heap_detail::desc_table::slot_bytes;
+    }
     struct descriptor_stats {
         std::uint64_t groups = 0, present = 0, dropped = 0, read_back = 0;
     };

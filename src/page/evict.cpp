@@ -139,6 +139,7 @@ void pager::evict_loop() {
         evictor_->asked.store(false, std::memory_order_release);  // faults during the pass may ask again
         bool progress = false;
         try {
+            trim_descriptors(true);  // faults that read groups back ask for this too
             refresh_budget();  // what metadata took since: faults map pages, reserve units
             progress = evict_oldest();
         } catch (const std::exception&) {  // out of memory: the pages stay, the budget is exceeded

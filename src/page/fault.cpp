@@ -87,8 +87,10 @@ void pager::prefetch_targets(const std::uint64_t* pages, int count) noexcept {
         return;
     for (int i = 0; i < count; ++i) {
         std::uint64_t target = pages[i];
+        // Swizzling reserved every data page a pointer aims at; a page left
+        // without a range is not one (a dangling pointer's): nothing to read.
         std::uintptr_t v = map_->virtual_of(target);
-        if ((v && space_->is_resident(v)) || prefetch_.hinted[target].exchange(1, std::memory_order_relaxed)) continue;
+        if (!v || space_->is_resident(v) || prefetch_.hinted[target].exchange(1, std::memory_order_relaxed)) continue;
         storage_->prefetch(target);
         prefetch_.hints.fetch_add(1, std::memory_order_relaxed);
         if (prefetch_.window_hints.fetch_add(1, std::memory_order_relaxed) + 1 == prefetch_window) {
@@ -109,12 +111,13 @@ bool pager::fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept 
     return static_cast<pager*>(self)->fill_page(page_addr, out);
 }
 
+// Descriptors are read in two reading scopes (D2 in heap/desc_table.hpp),
+// none held while the fault waits for the eviction thread, which may trim.
 bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     auto where = map_->touch(page_addr);
     if (where.what != translate::page_map::kind::page) wild_access(page_addr, where.what);
     std::uint64_t page = where.page;
-    const heap::page_desc* d = heap_->describe(page);
-    if (!d || !d->is_data() || (page >= storage_->page_count() && !storage_->is_pending(page))) {
+    if (!holds_data(page) || (page >= storage_->page_count() && !storage_->is_pending(page))) {
         std::memset(out, 0, translate::page_size);  // freed since, or never written
         return true;
     }
@@ -130,8 +133,24 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     if (!storage_->read_page_nothrow(page, out, &why, true)) fatal("cannot load", page, why.message);
     const std::uint64_t swizzle_start = common::monotonic_ns();
     miss_io_ns_.fetch_add(swizzle_start - read_start, std::memory_order_relaxed);
-    translate::page_layout layout = layout_of_page(page);
-    if (d->type() >= shapes_.size()) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
+    swizzle_page(page, out);
+    miss_swizzle_ns_.fetch_add(common::monotonic_ns() - swizzle_start, std::memory_order_relaxed);
+    if (resident_) resident_->record(page_addr);
+    if (resident_ && heap_->descriptor_bytes() > descriptor_bytes_allowed()) ask_evictor();  // it trims them
+    return true;
+}
+
+bool pager::holds_data(std::uint64_t page) const noexcept {
+    const heap::descriptor_reading reading = heap_->reading_descriptors();
+    const heap::page_desc* d = heap_->describe(page);
+    return d && d->is_data();
+}
+
+// The pointers of a page just read, and its vtable pointers, in place.
+void pager::swizzle_page(std::uint64_t page, std::byte* out) noexcept {
+    const heap::descriptor_reading reading = heap_->reading_descriptors();
+    translate::page_layout layout = layout_of_page(page);  // its bitmap is in a descriptor: read inside the scope
+    if (!layout.type) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
     prefetch_pointer_targets(layout, out);
     std::uint64_t count = 0;
     std::uint64_t targets[prefetch_per_page];
@@ -141,11 +160,12 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         std::memcpy(&word, out + at, sizeof word);
         ++count;
         if (word == 0) return;
-        const pointer_aim aim = aim_of(*heap_, word);
-        if (!aim.admitted()) bad_pointer(page, at, field, layout.type, word, aim);  // S1 (stored_pointer.hpp)
-        if (aim.ok() && aim.page != page && target_count < prefetch_per_page &&
-            (target_count == 0 || targets[target_count - 1] != aim.page))
-            targets[target_count++] = aim.page;
+        std::uint64_t target = 0;
+        if (!admitted(*heap_, word, target))  // S1 (stored_pointer.hpp)
+            bad_pointer(page, at, field, layout.type, word, aim_of(*heap_, word));
+        if (target != page && target_count < prefetch_per_page &&
+            (target_count == 0 || targets[target_count - 1] != target))
+            targets[target_count++] = target;
         bool ok = true;
         std::uintptr_t v = swizzle_word(word, ok);
         std::memcpy(out + at, &v, sizeof v);
@@ -167,10 +187,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         }
         std::memcpy(out + at, &v, sizeof v);
     });
-    miss_swizzle_ns_.fetch_add(common::monotonic_ns() - swizzle_start, std::memory_order_relaxed);
-    if (resident_) resident_->record(page_addr);
     prefetch_targets(targets, target_count);
-    return true;
 }
 
 // The targets of a page's pointers are scattered over the heap's

@@ -391,6 +391,7 @@ void page_engine::note_types_memory() {
 std::vector<type_usage> page_engine::types() const {
     std::vector<type_usage> out;
     for (const auto& l : live_.catalog.entries()) out.push_back({l.name, l.size, 0, 0});
+    pager::pause paused(*pager_);  // no trim drops a descriptor under it (D2 in heap/desc_table.hpp)
     const heap& h = pager_->allocator();
     for (std::uint64_t p = 0; p < h.page_count(); ++p) {
         const heap::page_desc* d = h.describe(p);

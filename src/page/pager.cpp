@@ -69,6 +69,8 @@ void* pager::to_pointer(std::uint64_t persistent) {
 
 void* pager::to_pointer(std::uint64_t persistent, errc code, const char* what, const char* advice) {
     if (persistent == 0) return nullptr;
+    // A find_root or a pref may run while the eviction thread trims (D2 in heap/desc_table.hpp).
+    const heap::descriptor_reading reading = heap_->reading_descriptors();
     const pointer_aim aim = aim_of(*heap_, persistent);
     bool ok = aim.admitted();  // S1 (stored_pointer.hpp); swizzle_word accepts every such word
     std::uintptr_t v = ok ? swizzle_word(persistent, ok) : 0;
@@ -304,7 +306,7 @@ std::uint64_t pager::descriptor_bytes_allowed() const noexcept {
 void pager::trim_descriptors(bool only_if_over) noexcept {
     if (!resident_) return;
     const std::uint64_t allowed = descriptor_bytes_allowed();
-    if (only_if_over && heap_->descriptors().present * heap_detail::desc_table::slot_bytes <= allowed) return;
+    if (only_if_over && heap_->descriptor_bytes() <= allowed) return;
     heap_->trim_descriptors(allowed * 3 / 4);
 }
 

@@ -330,6 +330,8 @@ public:
 private:
     static bool fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept;
     bool fill_page(std::uintptr_t page_addr, std::byte* out) noexcept;
+    bool holds_data(std::uint64_t page) const noexcept;
+    void swizzle_page(std::uint64_t page, std::byte* out) noexcept;
     static void refuse_write(void* self, std::uintptr_t address) noexcept;
     // A write to an object of a read-only store (fault path).
     [[noreturn]] void write_refused(std::uintptr_t address) const noexcept;
@@ -414,12 +416,12 @@ private:
     // none left.
     void refresh_budget() noexcept;
     // The heap's descriptor groups past a sixteenth of the budget leave
-    // memory (heap.hpp, H8); they come back from the storage on use.
-    // Between operations only (D2), and only where the store is written (a
-    // commit, a rollback, an allocation): a process that only reads cannot
-    // trim again, and groups a walk reads back would come on top of the
-    // pages a trim at open made room for (an 8 GiB walk under 256 MiB
-    // peaked at 411 MiB that way, 323 MiB without).
+    // memory (heap.hpp, H8); they come back from the storage on use. Trims
+    // run where no heap call can (D2 in heap/desc_table.hpp): at commits,
+    // rollbacks and allocations, under their pause, and in the eviction
+    // thread's passes, which a fault that leaves the groups over the
+    // allowance asks for; so a process that only reads, or a transaction
+    // that only writes in place, trims while it faults.
     void attach_heap_source() noexcept;
     void trim_descriptors(bool only_if_over = false) noexcept;
     std::uint64_t descriptor_bytes_allowed() const noexcept;

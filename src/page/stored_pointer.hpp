@@ -72,6 +72,24 @@ inline pointer_aim aim_of(const heap& h, std::uint64_t word) noexcept {
     return {heap::place::object, a / page_bytes, false};  // one past the end inside the page
 }
 
+// aim_of(h, word).admitted() without reading a descriptor, and the page the
+// word aims into (a - 1's for an end-tagged word). Of everything aim_of
+// tells apart, S1 refuses only an end tag off a page boundary, a page beyond
+// the store and the storage layer's pages, and those are exactly the pages
+// below reserved_pages (H1 in heap.hpp). The fault handler asks this for
+// every pointer it swizzles: descriptors that are out of memory
+// (desc_table.hpp) come back only for the targets it must reserve.
+inline bool admitted(const heap& h, std::uint64_t word, std::uint64_t& page) noexcept {
+    const std::uint64_t a = word & ~translate::end_tag;
+    std::uint64_t byte = a;
+    if (word & translate::end_tag) {
+        if (a == 0 || a % translate::page_size != 0) return false;
+        byte = a - 1;
+    }
+    page = byte / translate::page_size;
+    return page >= h.reserved_pages() && page < h.page_count();
+}
+
 // Appends "holds 0x..., which aims at <what>" (no allocation).
 void describe_aim(common::fixed_message& m, std::uint64_t word, const pointer_aim& aim, const heap& h) noexcept;
 

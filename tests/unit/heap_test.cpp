@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "common/sigsafe.hpp"
 #include "heap/heap.hpp"
 #include "heap/heap_format.hpp"
+#include "support/mixed_heap.hpp"
 
 namespace steppe {
 
@@ -32,6 +34,7 @@ namespace {
 
 using page_kind = heap::page_kind;
 using namespace heap_detail;
+using test::mixed_heap;
 constexpr std::uint64_t P = heap::page_size;
 
 // A stand-in for the storage manager: logical page -> bytes, plus the root.
@@ -101,26 +104,6 @@ void expect_error(errc code, const std::string& substring, F&& f) {
     }
 }
 
-// A heap with a mix of everything, spanning a few metadata pages.
-heap mixed_heap(std::uint64_t seed = 1, int ops = 3000) {
-    heap h;
-    std::mt19937_64 rng(seed);
-    std::vector<std::uint64_t> live;
-    const std::size_t sizes[] = {8, 16, 24, 40, 100, 300, 1000, 2000, 5000, 9000};
-    for (int i = 0; i < ops; ++i) {
-        if (live.empty() || rng() % 3 != 0) {
-            std::size_t elem = sizes[rng() % std::size(sizes)];
-            live.push_back(h.allocate(static_cast<std::uint32_t>(rng() % 4), elem, 1 + rng() % 3));
-        } else {
-            std::size_t k = rng() % live.size();
-            h.free(live[k]);
-            live[k] = live.back();
-            live.pop_back();
-        }
-    }
-    h.allocate_system_page(7, 1234);
-    return h;
-}
 
 // 1. Size classes ---------------------------------------------------------------
 
@@ -1142,6 +1125,45 @@ TEST(HeapDescriptors, ThreadsBringTheSameGroupsBackAtOnce) {
         EXPECT_EQ(wrong.load(), 0);
         EXPECT_EQ(h.descriptors().present, h.descriptors().groups);
     }
+}
+
+// D2: trims run while threads read descriptors, as the eviction thread's do
+// while faults run. A reading holds its descriptors across a yield, so a
+// trim that did not wait for it would hand it zeros.
+TEST(HeapDescriptors, TrimsWhileThreadsReadNeverPullAGroupFromUnderAReader) {
+    heap h = mixed_heap(10, 8000);
+    disk d;
+    d.apply(h.encode_dirty());
+    const heap before = h;
+    h.page_descriptors_from(disk_source::of(d));
+    std::atomic<bool> done{false};
+    std::atomic<long> wrong{0}, reads{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 3; ++t)
+        readers.emplace_back([&, t] {
+            std::mt19937_64 rng(t);
+            while (!done.load()) {
+                const heap::descriptor_reading reading = h.reading_descriptors();
+                const std::uint64_t p = rng() % h.page_count();
+                const heap::page_desc* d1 = h.describe(p);
+                std::this_thread::yield();
+                if (!(*d1 == *before.describe(p)) || h.place_of(p * P + 40) != before.place_of(p * P + 40))
+                    wrong.fetch_add(1);
+                reads.fetch_add(1);
+            }
+        });
+    int trimmed = 0;
+    for (int round = 0; round < 300; ++round) {
+        if (h.trim_descriptors(round % 2 ? 0 : 4 * kPageSize)) ++trimmed;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    done = true;
+    for (auto& t : readers) t.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_GT(trimmed, 100) << "trims wait for readings; they should rarely give up";
+    EXPECT_GT(reads.load(), 1000);
+    EXPECT_GT(h.descriptors().read_back, 100u);
+    expect_same(h, before);
 }
 
 // A mixed heap committed to `d`, reading its groups back from there, all dropped.
