@@ -343,7 +343,7 @@ bool heap::trim_descriptors(std::uint64_t keep_bytes) noexcept {
     const std::uint64_t groups = descs_.group_count();
     const std::uint64_t keep = keep_bytes / heap_detail::desc_table::slot_bytes;
     if (!descs_.has_source() || descs_.present_groups() <= keep) return true;
-    constexpr std::uint64_t max_wait_ns = 5'000'000;
+    constexpr std::uint64_t max_wait_ns = 20'000'000;
     const heap_detail::desc_table::exclusive section(descs_, max_wait_ns);
     if (!section) return false;
     for (std::uint64_t seen = 0; seen < groups && descs_.present_groups() > keep; ++seen) {

@@ -415,7 +415,7 @@ public:
     // Drops clean descriptor groups (H8) until at most `keep_bytes` of them
     // are in memory, or none is left to drop; without a source, nothing.
     // The caller keeps every other heap call out (D2 in desc_table.hpp);
-    // faults on other threads may go on: the trim waits (a few ms at most)
+    // faults on other threads may go on: the trim waits (20 ms at most)
     // for those reading descriptors, and returns false, having dropped
     // nothing, if they did not finish.
     bool trim_descriptors(std::uint64_t keep_bytes) noexcept;

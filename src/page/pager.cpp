@@ -267,10 +267,18 @@ store_memory pager::memory() const noexcept {
 
 void pager::refresh_budget() noexcept {
     if (!resident_) return;
+    // The descriptors' allowance is set aside whole: groups read back and
+    // trimmed move within it, not the ring's budget (which would otherwise
+    // shrink at every refresh after read-backs, and have the eviction
+    // thread take pages in batches from under a walk).
+    const std::uint64_t descriptors = heap_->descriptor_bytes();
+    const std::uint64_t set_aside =
+        std::min(descriptor_bytes_allowed(), heap_->descriptors().groups * heap_detail::desc_table::slot_bytes);
     metadata_bytes_ = memory().metadata();
     // The pool fills as pages cool, while faults keep the ring within its
     // budget without refreshing it: its share is set aside from the start.
-    const std::uint64_t taken = metadata_bytes_ + (cooling_ ? cooling_->capacity_bytes() : 0);
+    const std::uint64_t taken = metadata_bytes_ + (descriptors < set_aside ? set_aside - descriptors : 0) +
+                                (cooling_ ? cooling_->capacity_bytes() : 0);
     const std::uint64_t left = budget_bytes_ > taken ? (budget_bytes_ - taken) / translate::page_size : 0;
     pages_allowed_ = std::max(left, min_pages);
     const std::uint64_t fresh = unspilled_new_pages();

@@ -460,7 +460,7 @@ private:
     void ask_evictor() noexcept;          // fault path
     void wait_for_evictor() noexcept;     // fault path, far over the budget
     void evict_loop();
-    bool evict_oldest();
+    bool evict_oldest(bool only_what_was_over);
     void evict_if_over_budget() noexcept;  // normal context, under a pause
     void note_batch() noexcept;
     std::size_t evict_batch(std::span<const std::uintptr_t> pages);
