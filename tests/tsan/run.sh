@@ -11,7 +11,10 @@
 # rewarm pages in one pool; uffd), and the
 # two-thread tests of one_writer_test, and the object engine's page_fault
 # scheme, whose traps hand faults to a service thread (objects_test for
-# page_fault + cards: its trap tests and a reopened graph walked through traps).
+# page_fault + cards: its trap tests and a reopened graph walked through traps),
+# and the heap's descriptors dropped while threads read them (heap_test's
+# HeapDescriptors, and descriptor_paging_test: threads fault while the
+# eviction thread and an allocating thread trim; uffd).
 #
 #   tests/tsan/run.sh            configure + build build/tsan, run, exit non-zero on a race
 #   JOBS=2 tests/tsan/run.sh     parallel build jobs (default 2)
@@ -37,7 +40,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" \
   -DSTEPPE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test cooling_test one_writer_test \
-  objects_test_page_fault_cards
+  objects_test_page_fault_cards heap_test descriptor_paging_test
 
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1 history_size=4} exitcode=66"
 run() {
@@ -77,6 +80,8 @@ run "$build/tests/cooling_test" --gtest_filter='*/uffd:-*EveryTrackingVariant*' 
 # duly sees commit read the page being written); it checks only that no
 # root is lost to the refusal.
 run "$build/tests/one_writer_test" --gtest_filter='*SecondThreadCommitting*:*ThreadsGrowingContainers*' || status=$?
+run "$build/tests/heap_test" --gtest_filter='HeapDescriptors.*:-*EndsTheProcess*' || status=$?
+run "$build/tests/descriptor_paging_test" --gtest_filter='*/uffd' || status=$?
 run "$build/tests/objects/objects_test_page_fault_cards" \
   --gtest_filter='*UnderPageFaultEachStoredReference*:*UnderPageFaultThreads*:*WhatARootReaches*:*RollbackRestores*' || status=$?
 [ $status -eq 0 ] && echo "tsan: no data race reported" || echo "tsan: FAILED (status $status; races are reported above as 'WARNING: ThreadSanitizer')"
