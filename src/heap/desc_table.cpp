@@ -21,7 +21,7 @@ desc_table& desc_table::operator=(desc_table&& other) noexcept {
     release();
     base_ = std::exchange(other.base_, nullptr);
     capacity_ = std::exchange(other.capacity_, 0);
-    size_ = std::exchange(other.size_, 0);
+    size_.store(other.size_.exchange(0));
     state_ = std::move(other.state_);
     backing_ = std::move(other.backing_);
     source_ = std::exchange(other.source_, {});
@@ -32,7 +32,7 @@ desc_table& desc_table::operator=(desc_table&& other) noexcept {
 }
 
 desc_table::desc_table(const desc_table& other) : source_(other.source_) {
-    resize(other.size_);
+    resize(other.size());
     for (std::uint64_t g = 0; g < other.group_count(); ++g) {
         backing_[g] = other.backing_[g];
         if (other.is_present(g)) {
@@ -56,7 +56,8 @@ void desc_table::release() noexcept {
 // descriptors would otherwise cost up to twice what they must in address
 // space (the memory itself is only what is touched).
 void desc_table::resize(std::uint64_t count) {
-    if (count <= size_) return;
+    if (count <= size()) return;
+    const exclusive section(*this, exclusive::wait_forever);
     const std::uint64_t groups = (count + per_group - 1) / per_group;
     if (groups > capacity_) {
         const std::uint64_t room = groups + std::max<std::uint64_t>(groups / 16, 16);
@@ -81,7 +82,7 @@ void desc_table::resize(std::uint64_t count) {
         state_[g].store(present, std::memory_order_relaxed);
         present_.fetch_add(1, std::memory_order_relaxed);
     }
-    size_ = count;
+    size_.store(count, std::memory_order_release);
 }
 
 // seq_cst on both sides of the gate (here and in exclusive): a reading
@@ -104,7 +105,7 @@ desc_table::exclusive::exclusive(desc_table& t, std::uint64_t max_wait_ns) noexc
     table_.closed_.store(true, std::memory_order_seq_cst);
     const std::uint64_t start = common::monotonic_ns();
     while (table_.readers_.load(std::memory_order_seq_cst) != 0) {
-        if (common::monotonic_ns() - start > max_wait_ns) {
+        if (max_wait_ns != wait_forever && common::monotonic_ns() - start > max_wait_ns) {
             table_.closed_.store(false, std::memory_order_release);
             return;
         }

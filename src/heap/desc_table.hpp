@@ -59,9 +59,11 @@ public:
     desc_table& operator=(const desc_table& other) { return *this = desc_table(other); }
     ~desc_table();
 
-    std::uint64_t size() const noexcept { return size_; }
+    std::uint64_t size() const noexcept { return size_.load(std::memory_order_acquire); }
     // Grows to `count` descriptors; new ones are all zero bytes. Never
-    // shrinks. Moves the slots (no other thread may hold a descriptor).
+    // shrinks. May move the slots and the per-group arrays, so it runs in an
+    // exclusive section that waits as long as readings last: the heap grows
+    // under an allocation while other threads fault.
     void resize(std::uint64_t count);
 
     // The bytes of page p's descriptor, its group brought back first (D3).
@@ -95,6 +97,7 @@ public:
     // gives the dropped groups' memory back, a run of groups at a time.
     class exclusive {
     public:
+        static constexpr std::uint64_t wait_forever = ~std::uint64_t{0};
         exclusive(desc_table& t, std::uint64_t max_wait_ns) noexcept;
         ~exclusive();
         exclusive(const exclusive&) = delete;
@@ -108,7 +111,7 @@ public:
 
     void set_source(descriptor_source source) noexcept { source_ = source; }
     bool has_source() const noexcept { return static_cast<bool>(source_); }
-    std::uint64_t group_count() const noexcept { return (size_ + per_group - 1) / per_group; }
+    std::uint64_t group_count() const noexcept { return (size() + per_group - 1) / per_group; }
     bool is_present(std::uint64_t group) const noexcept {
         return state_[group].load(std::memory_order_acquire) == present;
     }
@@ -138,7 +141,7 @@ private:
 
     std::byte* base_ = nullptr;            // capacity_ slots, mmap'd
     std::uint64_t capacity_ = 0;           // in groups
-    std::uint64_t size_ = 0;               // descriptors
+    std::atomic<std::uint64_t> size_{0};   // descriptors (faults read it outside readings too: page_count)
     std::unique_ptr<std::atomic<std::uint8_t>[]> state_;
     std::unique_ptr<source_page[]> backing_;   // where each dropped group comes back from
     descriptor_source source_;
