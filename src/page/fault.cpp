@@ -321,6 +321,7 @@ std::int64_t offset_in_element(const translate::page_layout& l, std::uintptr_t a
 void pager::write_refused(std::uintptr_t address) const noexcept {
     const auto where = map_->lookup(address);
     if (where.what != translate::page_map::kind::page) wild_access(address, where.what);
+    const heap::descriptor_reading reading = heap_->reading_descriptors();
     const translate::page_layout l = layout_of_page(where.page);
     static char buf[1536];
     common::fixed_message msg(buf, sizeof buf);
