@@ -423,6 +423,14 @@ public:
     // large_run, ...) on a heap whose groups a trim may drop meanwhile.
     using descriptor_reading = heap_detail::desc_table::reading;
     descriptor_reading reading_descriptors() const noexcept { return descriptor_reading(descs_); }
+    // Runs `f` while no fault reads descriptors (D2's exclusive section,
+    // waiting as long as readings last): for what the fault path reads
+    // beside them, as the page engine's type shapes, which a new type grows.
+    template <class F>
+    void excluding_readings(F&& f) {
+        const heap_detail::desc_table::exclusive section(descs_, heap_detail::desc_table::exclusive::wait_forever);
+        f();
+    }
     // Bytes of descriptor groups in memory now.
     std::uint64_t descriptor_bytes() const noexcept {
         return descs_.present_groups() * heap_detail::desc_table::slot_bytes;

@@ -156,15 +156,16 @@ void page_engine::validate(const state& s, const heap& h) const {
 }
 
 void page_engine::sync_shapes(bool rebuild) {
-    auto& shapes = pager_->shapes();
-    if (rebuild) shapes.clear();
-    for (std::size_t i = shapes.size(); i < live_.catalog.size(); ++i) {
-        const types::layout& l = live_.catalog.at(static_cast<types::catalog::index>(i));
-        translate::type_shape& shape =
-            shapes.emplace_back(translate::type_shape{l.name, l.size, l.pointers, l.vptrs, {}});
-        for (const types::field& f : l.fields)
-            shape.fields.push_back({f.offset, f.size, types::field_context(l, f.offset)});
-    }
+    pager_->change_shapes([&](std::vector<translate::type_shape>& shapes) {
+        if (rebuild) shapes.clear();
+        for (std::size_t i = shapes.size(); i < live_.catalog.size(); ++i) {
+            const types::layout& l = live_.catalog.at(static_cast<types::catalog::index>(i));
+            translate::type_shape& shape =
+                shapes.emplace_back(translate::type_shape{l.name, l.size, l.pointers, l.vptrs, {}});
+            for (const types::field& f : l.fields)
+                shape.fields.push_back({f.offset, f.size, types::field_context(l, f.offset)});
+        }
+    });
 }
 
 types::catalog::index page_engine::type_index(const types::layout& layout) {

@@ -217,7 +217,15 @@ public:
 
     // The stored types' pointer layouts, by catalog index. The store keeps it in
     // step with its catalog; the fault handler reads it.
-    std::vector<translate::type_shape>& shapes() { return shapes_; }
+    const std::vector<translate::type_shape>& shapes() const { return shapes_; }
+    // Changes the type shapes (a new type, or a rebuild) where neither a
+    // fault (whose swizzling holds a shape) nor the eviction thread reads
+    // them: the vector may move.
+    template <class F>
+    void change_shapes(F&& f) {
+        pause p(*this);
+        heap_->excluding_readings([&] { f(shapes_); });
+    }
 
     heap& allocator() { return *heap_; }
 

@@ -13,8 +13,12 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdint>
+#include <functional>
 #include <random>
+#include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "support/store_fixture.hpp"
@@ -26,6 +30,12 @@ struct Item {
     Item* other;                        // a node on a page far away: its descriptor is needed to swizzle
     std::vector<long, steppe::allocator<long>>* big;  // sometimes a large run, over several groups
     long pad[4];                        // 64 bytes: 64 items per page
+};
+// A type per N: each is new to the store's catalog when first made.
+template <int N>
+struct Tagged {
+    long value;
+    Tagged* self;
 };
 }  // namespace paging
 
@@ -70,8 +80,7 @@ void build(steppe::store& s) {
 
 // Walks every item (and some `other`s) from `threads` threads at once; returns
 // the number of wrong things seen.
-long walk(steppe::store& s, int threads) {
-    items_t& items = **s.find_root<items_t*>("items");
+long walk_items(steppe::store& s, items_t& items, int threads) {
     std::atomic<long> wrong{0};
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t)
@@ -89,6 +98,7 @@ long walk(steppe::store& s, int threads) {
     for (auto& t : pool) t.join();
     return wrong.load();
 }
+long walk(steppe::store& s, int threads) { return walk_items(s, **s.find_root<items_t*>("items"), threads); }
 
 TEST_P(DescriptorPaging, AStoreManyTimesTheAllowanceIsBuiltAndWalkedByThreads) {
     {
@@ -270,6 +280,55 @@ TEST_P(DescriptorPaging, ATransactionWritingInPlaceTrimsWhileItFaults) {
             if (it->value != i++ + 5 || it->check != expected_check(it)) ++wrong;
         EXPECT_EQ(wrong, 0);
         EXPECT_TRUE(s.check().empty());
+    }, with_budget);
+}
+
+// A program's first object of a type adds the type's shape, which the fault
+// path reads to swizzle a page: 40 new types are made while three threads
+// walk (a shape added had moved the shapes under their faults).
+// Makes one object of each type while other threads fault (make may run
+// beside them; the root functions may not), then names them.
+template <int... N>
+void make_new_types(steppe::store& s, std::integer_sequence<int, N...>, const std::function<void()>& then) {
+    std::tuple<paging::Tagged<N>*...> made;
+    auto make_one = [&s]<int K>(paging::Tagged<K>*& t) {
+        t = s.make<paging::Tagged<K>>();
+        t->value = K;
+        t->self = t;
+    };
+    (make_one(std::get<paging::Tagged<N>*>(made)), ...);
+    then();
+    ((*s.root<paging::Tagged<N>*>("tagged" + std::to_string(N)) = std::get<paging::Tagged<N>*>(made)), ...);
+}
+
+TEST_P(DescriptorPaging, NewTypesMadeWhileThreadsFault) {
+    {
+        auto s = open();
+        build(s);
+    }
+    in_fresh_process([](steppe::store& s) {
+        items_t& items = **s.find_root<items_t*>("items");
+        long wrong = 0;
+        std::thread walker([&] {
+            steppe::use_store use(s);
+            wrong = walk_items(s, items, 3);
+        });
+        try {
+            make_new_types(s, std::make_integer_sequence<int, 40>{}, [&] { walker.join(); });
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "making the new types: " << e.what();
+        }
+        if (walker.joinable()) walker.join();
+        EXPECT_EQ(wrong, 0);
+        s.commit();
+    }, with_budget);
+    in_fresh_process([](steppe::store& s) {
+        EXPECT_EQ(walk(s, 2), 0);
+        auto** root = s.find_root<paging::Tagged<39>*>("tagged39");
+        ASSERT_NE(root, nullptr);
+        auto* t = *root;
+        EXPECT_EQ(t->value, 39);
+        EXPECT_EQ(t->self, t);
     }, with_budget);
 }
 
