@@ -83,7 +83,7 @@ run "$build/tests/one_writer_test" --gtest_filter='*SecondThreadCommitting*:*Thr
 run "$build/tests/heap_test" --gtest_filter='HeapDescriptors.*:-*EndsTheProcess*' || status=$?
 # (Its reader test forks a writer while the reader's threads run: TSan
 # cannot follow a multi-threaded fork; and the rollback test is one thread.)
-run "$build/tests/descriptor_paging_test" --gtest_filter='*WalkedByThreads/uffd:*WritingInPlace*/uffd' || status=$?
+run "$build/tests/descriptor_paging_test" --gtest_filter='*WalkedByThreads/uffd:*WritingInPlace*/uffd:*NewTypes*/uffd' || status=$?
 run "$build/tests/objects/objects_test_page_fault_cards" \
   --gtest_filter='*UnderPageFaultEachStoredReference*:*UnderPageFaultThreads*:*WhatARootReaches*:*RollbackRestores*' || status=$?
 [ $status -eq 0 ] && echo "tsan: no data race reported" || echo "tsan: FAILED (status $status; races are reported above as 'WARNING: ThreadSanitizer')"
