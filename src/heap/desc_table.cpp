@@ -99,8 +99,8 @@ desc_table::reading::reading(const desc_table& t) noexcept : table_(t) {
 
 // A reading is short (one page's pointers, a group read at most), and a
 // reading thread waits for nothing the opener of a section holds; the bound
-// is only for what cannot happen (a process forked in a fault of another
-// thread, whose count stays).
+// is for a reader the scheduler put aside (more threads than CPUs), which a
+// trim need not wait for: it gives up and the next one tries again.
 desc_table::exclusive::exclusive(desc_table& t, std::uint64_t max_wait_ns) noexcept : table_(t) {
     table_.closed_.store(true, std::memory_order_seq_cst);
     const std::uint64_t start = common::monotonic_ns();

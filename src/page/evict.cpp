@@ -177,10 +177,9 @@ void pager::note_batch() noexcept {
 // interrupts the walking CPU (a walk under 64 MiB took 1.7x as long that
 // way). A thread that evicts for its own allocations or commit goes on
 // until it is under. False if it could not get there: nothing (more) could
-// go. A batch is batch_pages(): written ones make one log
-// write of at most 4 MiB (less under a small budget, whose memory the
-// images count against), and few enough pages are held that writers wait
-// little for them.
+// go. A batch is batch_pages(): written ones make one log write of at most
+// 4 MiB (less under a small budget, whose memory the images count against),
+// and few enough pages are held that writers wait little for them.
 bool pager::evict_oldest(bool only_what_was_over) {
     const std::uint64_t target = ring_budget() * 15 / 16;
     const std::size_t batch_size = batch_pages();

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/damage.hpp"
 #include "support/store_fixture.hpp"
 
 namespace paging {
@@ -218,6 +220,41 @@ TEST_P(DescriptorPaging, AReaderKeepsItsSnapshotsDescriptorsWhileAWriterChangesT
     EXPECT_GT(st.descriptor_groups_read_back, 0u);
     reader.refresh();
     EXPECT_EQ(walk(reader, 2), 0);
+}
+
+// From outside: a reader that dropped groups while it walked has its
+// store's metadata pages damaged in the file (by another writer of the
+// bytes, not through steppe); walking again must end the process with the
+// documented message naming the pages, never read zeros or other bytes as
+// descriptors.
+TEST_P(DescriptorPaging, AReaderWhoseDroppedGroupsWereDamagedOnDiskEndsNamingThem) {
+    {
+        auto s = open();
+        build(s);
+    }
+    { auto checkpointed = open(); }  // a writable open checkpoints: the metadata pages sit in the main file
+    const std::string file = path;
+    EXPECT_EXIT(
+        {
+            auto reader = store_fixture::open([](steppe::open_options& o) {
+                o.resident_budget = kBudget;
+                o.read_only = true;
+            });
+            long wrong = walk(reader, 2);
+            if (wrong != 0 || reader.stats().descriptor_groups_dropped == 0) std::exit(3);
+            std::vector<std::byte> page(4096);
+            std::FILE* f = std::fopen(file.c_str(), "r+b");
+            for (long at = 0; f && std::fread(page.data(), 1, page.size(), f) == page.size(); at += 4096) {
+                if (std::memcmp(page.data(), "SPHM", 4) != 0) continue;  // heap metadata pages (heap_format.hpp)
+                steppe::test::flip_byte(file, static_cast<std::uint64_t>(at) + 100);
+            }
+            if (f) std::fclose(f);
+            std::printf("walked again: %ld wrong\n", walk(reader, 2));
+            std::exit(0);
+        },
+        ::testing::ExitedWithCode(71),
+        "fatal: cannot read back the heap's descriptors of pages [0-9]+ to [0-9]+ from metadata page [0-9]+: .*s.db: "
+        "page [0-9]+ \\(file offset [0-9]+\\) fails its checksum");
 }
 
 // One transaction writes every item in place from three threads (no
