@@ -17,6 +17,7 @@
 #include <exception>
 
 #include "common/sigsafe.hpp"
+#include "common/started_thread.hpp"
 #include "common/system_error.hpp"
 #include "vm/vm.hpp"
 
@@ -49,7 +50,7 @@ protected_blocks::protected_blocks(std::uintptr_t heap_base, std::uint64_t heap_
                                    "reserving the protected mirror of the object heap (" +
                                        std::to_string(bytes_ >> 20) + " MiB of address space, options::heap_limit)");
     mirror_ = reinterpret_cast<std::uintptr_t>(p);
-    service_ = std::thread([this] { serve(); });
+    service_ = common::start_thread([this] { serve(); });
     try {
         vm::register_trap_range(mirror_, bytes_, on_trap, this);
     } catch (...) {

@@ -35,6 +35,7 @@
 #include <system_error>
 
 #include "common/sigsafe.hpp"
+#include "common/started_thread.hpp"
 #include "common/system_error.hpp"
 
 namespace steppe::page {
@@ -82,7 +83,7 @@ void pager::start_evictor() {
     if (s->wake_fd < 0) common::throw_system_error("eventfd", errno, storage_->path() + ": starting the eviction thread");
     evictor_ = std::move(s);
     try {
-        evictor_->thread = std::thread([this] { evict_loop(); });
+        evictor_->thread = common::start_thread([this] { evict_loop(); });
     } catch (const std::system_error& e) {
         ::close(evictor_->wake_fd);
         evictor_.reset();

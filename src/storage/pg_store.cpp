@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "common/sigsafe.hpp"
+#include "common/started_thread.hpp"
 #include "common/system_error.hpp"
 #include "storage/checksum.hpp"
 #include "storage/pg_connection.hpp"
@@ -357,7 +358,7 @@ struct pg_store::fetcher {
 
     fetcher(const pg_store& s, std::unique_ptr<pg_connection> c) : store(s), conn(std::move(c)) {
         if (!prepare()) conn->fail_last("preparing the page fetch");
-        thread = std::thread([this] { run(); });
+        thread = common::start_thread([this] { run(); });
     }
 
     ~fetcher() {
