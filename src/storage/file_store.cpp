@@ -983,7 +983,7 @@ std::vector<page_no> file_store::pending_pages() const {
     std::vector<page_no> pages;
     {
         std::lock_guard<const common::spin_lock> hold(pending_lock_);
-        for (const log_index::entry& e : pending_.newest()) pages.push_back(e.page);
+        pending_.for_each_newest([&pages](const log_index::entry& e) { pages.push_back(e.page); });
     }
     return pages;
 }
@@ -1006,7 +1006,10 @@ void file_store::commit(std::span<const page_image> pages, const meta_bytes& met
         }
         ++stats_.syncs;
     }
-    wal_index_.add(pending_.newest());
+    {
+        std::lock_guard<const common::spin_lock> hold(pending_lock_);
+        wal_index_.absorb(std::move(pending_));
+    }
     index_committed(entries);
     page_count_ = t.page_count;
     meta_ = meta;
@@ -1104,13 +1107,11 @@ std::optional<reader_info> file_store::checkpoint_now(bool even_if_empty) {
             return behind;
         }
     }
-    const std::vector<log_index::entry> sorted = wal_index_.newest();
-
     std::uint64_t groups = (page_count_ + group_data_pages - 1) / group_data_pages;
     std::map<std::uint64_t, group_sums> touched;
     std::vector<std::byte> image(page_size);
     read_failure why;
-    for (const log_index::entry& entry : sorted) {
+    wal_index_.for_each_newest([&](const log_index::entry& entry) {
         const page_no page = entry.page;
         if (!read_page_nothrow(page, image.data(), &why)) throw error(why.code, why.message);
         main_->write_at(physical_page(page) * page_size, image);
@@ -1119,7 +1120,7 @@ std::optional<reader_info> file_store::checkpoint_now(bool even_if_empty) {
         if (fresh) it->second = g < groups_.size() ? groups_[g] : group_sums{checksum_page{}, -1};
         if (fresh && it->second.slot == -1) outrank_stale_copies(g, it->second);
         it->second.page.sums[page % group_data_pages] = entry.sum;
-    }
+    });
     for (auto& [g, sums] : touched) {
         if (sums.slot == -2) {
             throw error(errc::corrupt, path_ + ": cannot checkpoint into group " + std::to_string(g) +

@@ -27,6 +27,16 @@ void log_index::add(std::span<const entry> entries) {
     }
 }
 
+void log_index::absorb(log_index&& newer) {
+    if (empty()) {
+        runs_ = std::move(newer.runs_);
+        distinct_ = newer.distinct_;
+    } else {
+        add(newer.newest());
+    }
+    newer.clear();
+}
+
 std::vector<log_index::entry> log_index::merge(const std::vector<entry>& newer, const std::vector<entry>& older) {
     std::vector<entry> out;
     out.reserve(newer.size() + older.size());
@@ -55,13 +65,14 @@ bool log_index::find(std::uint64_t page, entry& out) const noexcept {
 }
 
 void log_index::clear() noexcept {
-    runs_.clear();
+    runs_ = std::vector<std::vector<entry>>();  // gives the memory back (clear() would keep the capacity)
     distinct_ = 0;
 }
 
 std::vector<log_index::entry> log_index::newest() const {
     std::vector<entry> all;
-    for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) all = merge(*it, all);
+    all.reserve(distinct_);
+    for_each_newest([&all](const entry& e) { all.push_back(e); });
     return all;
 }
 

@@ -51,12 +51,37 @@ public:
     }
     // Adds a spill's entries (a page may come again: the newer wins).
     void add(std::span<const entry> entries);
+    // Takes every entry of `newer` as newer than this index's, leaving
+    // `newer` empty: a commit moves its spilled pages to the committed
+    // index. Into an empty index (the first commit after a checkpoint) the
+    // runs move without a copy; a copy of a transaction that rewrote an
+    // 8 GiB store was 32 MiB, twice over (newest(), then add's run).
+    void absorb(log_index&& newer);
     bool find(std::uint64_t page, entry& out) const noexcept;
     std::size_t distinct() const noexcept { return distinct_; }
     bool empty() const noexcept { return distinct_ == 0; }
     void clear() noexcept;
     // Every page's newest entry, ascending by page.
     std::vector<entry> newest() const;
+    // Calls f(entry) for every page's newest entry, ascending by page, with
+    // no copy of the index: a checkpoint walks it (a copy was 32 MiB for a
+    // transaction that rewrote an 8 GiB store). O(entries x runs).
+    template <class F>
+    void for_each_newest(F&& f) const {
+        std::vector<std::size_t> at(runs_.size(), 0);
+        for (;;) {
+            std::size_t first = runs_.size();  // the run whose next page is lowest; the newest such run
+            for (std::size_t r = 0; r < runs_.size(); ++r)
+                if (at[r] < runs_[r].size() &&
+                    (first == runs_.size() || runs_[r][at[r]].page < runs_[first][at[first]].page))
+                    first = r;
+            if (first == runs_.size()) return;
+            const entry e = runs_[first][at[first]];
+            for (std::size_t r = 0; r < runs_.size(); ++r)
+                if (at[r] < runs_[r].size() && runs_[r][at[r]].page == e.page) ++at[r];  // older versions
+            f(e);
+        }
+    }
     std::uint64_t memory_bytes() const noexcept;
     std::vector<std::string> check() const;  // N1
 

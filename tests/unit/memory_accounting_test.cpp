@@ -187,4 +187,40 @@ TEST(LogIndex, MatchesAMapOverRandomSpills) {
     EXPECT_TRUE(index.empty());
 }
 
+// A commit's spilled pages move to the committed index: into an empty one
+// without a copy, into one with entries as newer than all of them; either
+// way the result matches a model, N1 holds, and the spilled index is empty.
+TEST(LogIndex, AbsorbTakesEveryEntryAsNewer) {
+    for (const bool committed_before : {false, true}) {
+        steppe::storage::log_index committed, spilled;
+        std::map<std::uint32_t, std::uint64_t> model;
+        std::mt19937 random(committed_before ? 7 : 8);
+        std::uint64_t offset = 0;
+        const auto batch_into = [&](steppe::storage::log_index& index) {
+            std::vector<steppe::storage::log_index::entry> batch(1 + random() % 64);
+            for (auto& e : batch) {
+                e = {static_cast<std::uint32_t>(random() % 3000), static_cast<std::uint32_t>(offset), ++offset};
+                model[e.page] = e.where;
+            }
+            index.add(batch);
+        };
+        for (int spill = 0; committed_before && spill < 40; ++spill) batch_into(committed);
+        for (int spill = 0; spill < 60; ++spill) batch_into(spilled);
+        const std::uint64_t spilled_bytes = spilled.memory_bytes();
+        committed.absorb(std::move(spilled));
+        EXPECT_TRUE(spilled.empty());
+        EXPECT_EQ(spilled.memory_bytes(), 0u);
+        if (!committed_before) {
+            EXPECT_EQ(committed.memory_bytes(), spilled_bytes) << "moved, not copied";
+        }
+        EXPECT_TRUE(committed.check().empty());
+        ASSERT_EQ(committed.distinct(), model.size());
+        for (const auto& [page, where] : model) {
+            steppe::storage::log_index::entry e;
+            ASSERT_TRUE(committed.find(page, e)) << page;
+            EXPECT_EQ(e.where, where) << page << (committed_before ? " (committed before)" : "");
+        }
+    }
+}
+
 }  // namespace
