@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 #include <steppe/steppe.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -318,9 +316,6 @@ TEST_P(DescriptorPaging, ATransactionWritingInPlaceTrimsWhileItFaults) {
     }, with_budget);
 }
 
-// A program's first object of a type adds the type's shape, which the fault
-// path reads to swizzle a page: 40 new types are made while three threads
-// walk (a shape added had moved the shapes under their faults).
 // Makes one object of each type while other threads fault (make may run
 // beside them; the root functions may not), then names them.
 template <int... N>
@@ -336,6 +331,9 @@ void make_new_types(steppe::store& s, std::integer_sequence<int, N...>, const st
     ((*s.root<paging::Tagged<N>*>("tagged" + std::to_string(N)) = std::get<paging::Tagged<N>*>(made)), ...);
 }
 
+// A program's first object of a type adds the type's shape, which the fault
+// path reads to swizzle a page: 40 new types are made while three threads
+// walk (a shape added had moved the shapes under their faults).
 TEST_P(DescriptorPaging, NewTypesMadeWhileThreadsFault) {
     {
         auto s = open();
