@@ -48,6 +48,16 @@ struct descriptor_source {
     explicit operator bool() const noexcept { return read != nullptr; }
 };
 
+// How much of a decoded heap's descriptors stay in memory: with a source,
+// heap::decode drops the oldest groups, a batch at a time, once more than
+// `keep_bytes` of them are in memory (so up to 5/4 of it stays), and gives
+// the heap that source: a big store opens in bounded memory. Without a
+// source, every group stays.
+struct descriptor_paging {
+    descriptor_source source;
+    std::uint64_t keep_bytes = 0;
+};
+
 class desc_table {
 public:
     static constexpr std::size_t slot_bytes = 4096, header_bytes = 32, desc_bytes = 48, per_group = 84;

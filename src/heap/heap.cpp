@@ -93,6 +93,7 @@ std::uint64_t heap::allocate(std::uint32_t type, std::size_t elem_size, std::siz
                                         std::to_string(elem_size) + " bytes exceeds the heap's address space");
     std::uint64_t bytes = std::uint64_t{elem_size} * count;
     std::size_t cls = size_class_for(bytes, align);
+    type_bound_ = std::max(type_bound_, std::uint64_t{type} + 1);
     if (cls != large) return allocate_small(type, static_cast<std::uint32_t>(elem_size), cls);
     return allocate_large(type, static_cast<std::uint32_t>(elem_size), count, (bytes + page_size - 1) / page_size);
 }

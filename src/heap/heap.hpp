@@ -392,7 +392,14 @@ public:
     std::uint64_t page_count() const noexcept { return descs_.size(); }
     std::uint64_t reserved_pages() const noexcept { return reserved_pages_; }
     const std::vector<std::uint64_t>& metadata_pages() const noexcept { return meta_pages_; }
+    // The checksum of each metadata page as last encoded or decoded.
+    const std::vector<std::uint32_t>& metadata_checksums() const noexcept { return meta_crc_; }
     const heap_detail::free_runs& free_pages() const noexcept { return free_; }
+    // Above every type a data page names: one more than the largest type a
+    // page was decoded with or allocated for since (frees do not lower it).
+    // Lets the store check its pages' types against its catalog without
+    // reading every descriptor.
+    std::uint64_t type_bound() const noexcept { return type_bound_; }
     stats_t stats() const noexcept;
     // What this heap holds in memory, in bytes (an estimate from its
     // containers' sizes): 52 bytes per page below page_count() (a
@@ -456,8 +463,13 @@ public:
     // only a hint, which may name any page or none that is fetched.
     using will_need_fn = std::function<void(std::uint64_t page)>;
 
-    // Rebuilds a heap from a root and its metadata pages; validates everything.
-    static heap decode(const heap_root& root, const fetch_fn& fetch, const will_need_fn& will_need = {});
+    using descriptor_paging = heap_detail::descriptor_paging;
+
+    // Rebuilds a heap from a root and its metadata pages, reading each page
+    // twice (the chain and its checksums, then the descriptors); validates
+    // every descriptor and builds the indexes as it goes, in page order.
+    static heap decode(const heap_root& root, const fetch_fn& fetch, const will_need_fn& will_need = {},
+                       const descriptor_paging& paging = {});
 
     // Checks invariants H1..H7; returns one line per violation (empty = sound).
     std::vector<std::string> audit() const;
@@ -486,7 +498,6 @@ private:
     void mark_meta_dirty(std::size_t index);
     void note_new(std::uint64_t page);
     void note_freed(std::uint64_t page);
-    void rebuild_indexes();  // free set, non-full lists, counters from the descriptors
     // Page p's descriptor, its group brought back first if it was dropped (D3).
     page_desc& desc_at(std::uint64_t page) const noexcept {
         return *reinterpret_cast<page_desc*>(descs_.at(page));
@@ -506,6 +517,7 @@ private:
     std::set<std::uint64_t> freed_pages_;
     std::uint64_t small_pages_ = 0, large_pages_ = 0, system_pages_ = 0;
     std::uint64_t small_chunks_ = 0, large_objects_ = 0;
+    std::uint64_t type_bound_ = 0;
 };
 
 const char* to_string(heap::page_kind kind) noexcept;

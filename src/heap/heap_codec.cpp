@@ -6,7 +6,7 @@
 //   2. descriptor encode / decode (decode validates one descriptor)
 //   3. encode_dirty
 //   4. decode (headers and checksums first, then descriptors, runs, the chain)
-//   5. rebuild_indexes and audit
+//   5. audit
 #include <algorithm>
 #include <bit>
 #include <cassert>
@@ -302,7 +302,8 @@ heap::commit_image heap::encode_dirty() {
 
 // 4. decode ---------------------------------------------------------------------
 
-heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_fn& will_need) {
+heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_fn& will_need,
+                  const descriptor_paging& paging) {
     if (root.reserved_pages == 0 || root.reserved_pages > max_reserved_pages)
         corrupt("heap root: reserved_pages " + std::to_string(root.reserved_pages) + " out of range");
     if (root.page_count <= root.reserved_pages || root.page_count > max_page_count)
@@ -362,11 +363,69 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_
     if (heap_detail::pages_crc(h.meta_crc_) != root.pages_crc)
         corrupt("heap metadata: the pages' checksums do not match the root (pages from different commits?)");
 
-    // Phase 2: the descriptors, in page order (the run checks (4) stream across
-    // pages), each page fetched again and held to the checksum phase 1 saw.
-    codec::run_state run;
+    // Phase 2, in page order: each page fetched again and held to the
+    // checksum phase 1 saw, its descriptors validated (the run checks (4)
+    // stream across pages) and checked against the chain (5), the indexes
+    // built from them, and with paging the oldest groups dropped once more
+    // than keep_bytes are in memory. The audit, a second pass over every
+    // descriptor (which a paged heap would read back), is not run here: the
+    // indexes come from descriptors just validated, and `check` runs it.
+    h.descs_.set_source(paging.source);
     h.descs_.resize(root.page_count);
-    h.list_pos_.reserve(root.page_count);
+    h.list_pos_.assign(root.page_count, 0);
+    h.meta_dirty_.assign(h.meta_pages_.size(), 0);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> meta_by_page;  // (logical page, index), ascending
+    meta_by_page.reserve(h.meta_pages_.size());
+    for (std::uint64_t i = 0; i < h.meta_pages_.size(); ++i) meta_by_page.emplace_back(h.meta_pages_[i], i);
+    std::sort(meta_by_page.begin(), meta_by_page.end());
+    auto next_meta = meta_by_page.begin();
+    auto check_chain_mark = [&](std::uint64_t p, const page_desc& d) {  // (5)
+        const std::string at = "heap metadata page " + std::to_string(p / kDescsPerPage) + ": descriptor of page " +
+                               std::to_string(p) + ": ";
+        const bool claims = d.kind_ == page_kind::system && d.type_ == heap_owner;
+        if (next_meta != meta_by_page.end() && next_meta->first == p) {
+            const std::uint64_t i = (next_meta++)->second;
+            if (!claims || d.words_[0] != i)
+                corrupt(at + "is heap metadata page " + std::to_string(i) + " but says " +
+                        kind_name(static_cast<std::uint8_t>(d.kind_)) +
+                        (d.kind_ == page_kind::system
+                             ? " owner " + std::to_string(d.type_) + " tag " + std::to_string(d.words_[0])
+                             : ""));
+        } else if (claims) {
+            corrupt(at + "claims to be heap metadata page " + std::to_string(d.words_[0]) + ", which is page " +
+                    std::to_string(h.meta_pages_[d.words_[0]]));
+        }
+    };
+    std::uint64_t free_start = 0, free_length = 0;
+    auto index = [&](std::uint64_t p, const page_desc& d) {  // the free set, non-full lists and counters
+        if (d.kind_ == page_kind::free) {
+            if (free_length == 0) free_start = p;
+            ++free_length;
+            return;
+        }
+        if (free_length > 0) h.free_.insert(free_start, free_length);
+        free_length = 0;
+        if (d.is_data()) h.type_bound_ = std::max(h.type_bound_, std::uint64_t{d.type_} + 1);
+        switch (d.kind_) {
+        case page_kind::small:
+            ++h.small_pages_;
+            h.small_chunks_ += d.used_;
+            if (d.used_ < d.chunk_capacity()) h.list_push(p);
+            break;
+        case page_kind::large_head: ++h.large_objects_; [[fallthrough]];
+        case page_kind::large_tail: ++h.large_pages_; break;
+        case page_kind::system: ++h.system_pages_; break;
+        default: break;
+        }
+    };
+    // Groups are dropped a batch at a time (one exclusive section and one
+    // madvise each), so up to 5/4 of keep_bytes stay.
+    const std::uint64_t keep_groups =
+        paging.source ? std::max<std::uint64_t>(paging.keep_bytes / heap_detail::desc_table::slot_bytes, 1)
+                      : ~std::uint64_t{0} / 2;
+    const std::uint64_t drop_batch = keep_groups / 4 + 1;
+    std::uint64_t oldest_kept = 0;
+    codec::run_state run;
     for (std::uint64_t i = 0; i < h.meta_pages_.size(); ++i) {
         const std::string at = where(i);
         std::span<const std::byte> bytes = fetch(h.meta_pages_[i]);
@@ -374,71 +433,23 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_
             corrupt(at + "changed between two reads of it");
         std::uint64_t first = i * kDescsPerPage;
         std::uint64_t count = std::min<std::uint64_t>(kDescsPerPage, root.page_count - first);
-        for (std::uint64_t k = 0; k < count; ++k)
-            h.desc_at(first + k) =
+        for (std::uint64_t k = 0; k < count; ++k) {
+            const page_desc& d = h.desc_at(first + k) =
                 codec::decode_desc(bytes.data() + kMetaHeaderSize + k * kDescSize, first + k, root, run, at);
+            check_chain_mark(first + k, d);
+            index(first + k, d);
+        }
+        if (i + 1 - oldest_kept < keep_groups + drop_batch) continue;
+        const heap_detail::desc_table::exclusive section(h.descs_, heap_detail::desc_table::exclusive::wait_forever);
+        for (; i + 1 - oldest_kept > keep_groups; ++oldest_kept)
+            h.descs_.drop(section, oldest_kept, h.meta_pages_[oldest_kept], h.meta_crc_[oldest_kept]);
     }
-
-    // (5) Metadata page i is the owner-0 system page with tag i, and vice versa.
-    for (std::uint64_t i = 0; i < h.meta_pages_.size(); ++i) {
-        std::uint64_t p = h.meta_pages_[i];
-        const page_desc& d = h.desc_at(p);
-        if (d.kind_ != page_kind::system || d.type_ != heap_owner || d.words_[0] != i)
-            corrupt("heap metadata page " + std::to_string(p / kDescsPerPage) + ": descriptor of page " +
-                    std::to_string(p) + ": is heap metadata page " + std::to_string(i) + " but says " +
-                    kind_name(static_cast<std::uint8_t>(d.kind_)) +
-                    (d.kind_ == page_kind::system ? " owner " + std::to_string(d.type_) + " tag " +
-                                                        std::to_string(d.words_[0])
-                                                  : ""));
-    }
-    for (std::uint64_t p = 0; p < h.descs_.size(); ++p) {
-        const page_desc& d = h.desc_at(p);
-        if (d.kind_ == page_kind::system && d.type_ == heap_owner && h.meta_pages_[d.words_[0]] != p)
-            corrupt("heap metadata page " + std::to_string(p / kDescsPerPage) + ": descriptor of page " +
-                    std::to_string(p) + ": claims to be heap metadata page " + std::to_string(d.words_[0]) +
-                    ", which is page " + std::to_string(h.meta_pages_[d.words_[0]]));
-    }
-    h.rebuild_indexes();
-    if (auto findings = h.audit(); !findings.empty())
-        corrupt("heap metadata: inconsistent after decode: " + findings.front());
+    if (free_length > 0) h.free_.insert(free_start, free_length);
+    h.trim_hand_ = oldest_kept;  // trims go on from the oldest group still in memory
     return h;
 }
 
-// 5. rebuild_indexes and audit ---------------------------------------------------
-
-void heap::rebuild_indexes() {
-    list_pos_.assign(descs_.size(), 0);
-    nonfull_.clear();
-    free_.clear();
-    small_pages_ = large_pages_ = system_pages_ = small_chunks_ = large_objects_ = 0;
-    std::uint64_t run_start = 0, run_length = 0;
-    for (std::uint64_t p = 0; p < descs_.size(); ++p) {
-        const page_desc& d = desc_at(p);
-        if (d.kind_ == page_kind::free) {
-            if (run_length == 0) run_start = p;
-            ++run_length;
-            continue;
-        }
-        if (run_length > 0) free_.insert(run_start, run_length);
-        run_length = 0;
-        switch (d.kind_) {
-        case page_kind::small:
-            ++small_pages_;
-            small_chunks_ += d.used_;
-            if (d.used_ < d.chunk_capacity()) list_push(p);
-            break;
-        case page_kind::large_head: ++large_objects_; [[fallthrough]];
-        case page_kind::large_tail: ++large_pages_; break;
-        case page_kind::system: ++system_pages_; break;
-        default: break;
-        }
-    }
-    if (run_length > 0) free_.insert(run_start, run_length);
-    meta_dirty_.assign(meta_pages_.size(), 0);
-    dirty_list_.clear();
-    new_pages_.clear();
-    freed_pages_.clear();
-}
+// 5. audit ---------------------------------------------------------------------------
 
 std::vector<std::string> heap::audit() const {
     std::vector<std::string> out;

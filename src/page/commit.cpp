@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <span>
 #include <unordered_set>
 
 #include "common/hex.hpp"
@@ -295,6 +296,20 @@ void pager::forget_new_pages() {
     }
 }
 
+namespace {
+// Whether descriptor group `g` describes its pages alike in both heaps,
+// known without reading it back (most of a big store's groups are out of
+// memory): its metadata page stayed where it was and is not among the pages
+// the storage says changed (ascending), and its checksum agrees.
+bool same_descriptor_group(const heap& older, const heap& newer, std::uint64_t g,
+                           std::span<const std::uint64_t> changed) {
+    const auto &was = older.metadata_pages(), &is = newer.metadata_pages();
+    return g < was.size() && g < is.size() && was[g] == is[g] &&
+           older.metadata_checksums()[g] == newer.metadata_checksums()[g] &&
+           !std::binary_search(changed.begin(), changed.end(), is[g]);
+}
+}  // namespace
+
 // T15 (pager.hpp), under a pause, no other thread touching the store. A
 // page whose description changed (its layout, chunks or unit) or whose
 // image did reloads; a unit whose shape changed is retired, and then every
@@ -310,14 +325,18 @@ void pager::move_to(storage::storage& newer, std::unique_ptr<heap> newer_heap, s
     vm::register_trap_page(map_->dead_page(), storage_->path().c_str(), opts_.fatal_hook);
     bool retired = false;
     const std::uint64_t pages = std::max(older->page_count(), heap_->page_count());
-    for (std::uint64_t page = 1; page < pages; ++page) {
-        const heap::page_desc *was = older->describe(page), *is = heap_->describe(page);
-        if (was == is || (was && is && *was == *is)) continue;
-        discard_if_resident(page);
-        const translate::unit reserved = map_->reserved_unit(page);
-        if (reserved.pages == 0 || (is && is->is_data() && reserved == unit_of(page))) continue;
-        map_->retire(page);
-        retired = true;
+    for (std::uint64_t first = 0; first < pages; first += heap_detail::desc_table::per_group) {
+        if (same_descriptor_group(*older, *heap_, first / heap_detail::desc_table::per_group, changed)) continue;
+        const std::uint64_t end = std::min(pages, first + heap_detail::desc_table::per_group);
+        for (std::uint64_t page = std::max<std::uint64_t>(first, 1); page < end; ++page) {
+            const heap::page_desc *was = older->describe(page), *is = heap_->describe(page);
+            if (was == is || (was && is && *was == *is)) continue;
+            discard_if_resident(page);
+            const translate::unit reserved = map_->reserved_unit(page);
+            if (reserved.pages == 0 || (is && is->is_data() && reserved == unit_of(page))) continue;
+            map_->retire(page);
+            retired = true;
+        }
     }
     for (std::uint64_t page : changed) discard_if_resident(page);
     if (retired || reload_all) discard_all_resident();

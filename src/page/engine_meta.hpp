@@ -21,7 +21,13 @@ namespace steppe::page {
 // Blob chains of this engine take and give back system pages of `h`.
 storage::page_source system_pages(heap& h);
 
-// The heap `meta` pins, read from the storage (a fresh heap if none).
-std::unique_ptr<heap> load_heap(const storage::storage& files, const engine_meta& meta);
+// Where a heap read from `files` brings its dropped descriptor groups back from.
+heap_detail::descriptor_source descriptors_from(const storage::storage& files) noexcept;
+
+// The heap `meta` pins, read from the storage (a fresh heap if none). With
+// `keep_descriptor_bytes`, at most about that much of its descriptors stay in
+// memory, the rest coming back from `files` on use (heap::descriptor_paging).
+std::unique_ptr<heap> load_heap(const storage::storage& files, const engine_meta& meta,
+                                std::uint64_t keep_descriptor_bytes = 0);
 
 }  // namespace steppe::page

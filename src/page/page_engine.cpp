@@ -54,8 +54,8 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
         budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
     }
     po.resident_budget_pages = std::max<std::uint64_t>(budget / storage::page_size, 256);
-    pager_ = std::make_unique<pager>(*storage_, load_committed_heap(), live_.vtables, po);
     budget_pages_ = po.resident_budget_pages;
+    pager_ = std::make_unique<pager>(*storage_, load_committed_heap(), live_.vtables, po);
     validate(live_, pager_->allocator());
     sync_shapes(true);
     note_types_memory();
@@ -104,7 +104,7 @@ bool page_engine::refresh_in_place() {
     std::optional<std::vector<storage::page_no>> changed = newer->changed_since(*storage_);
     if (!changed) return false;
     state next = load_state(*newer, path());
-    std::unique_ptr<heap> h = load_heap(*newer, next.meta);
+    std::unique_ptr<heap> h = load_heap(*newer, next.meta, descriptors_kept());
     validate(next, *h);
     // A class this program lacks has a stand-in the table maps (and unmaps
     // with it): resident objects of it must not keep the older one's.
@@ -147,6 +147,7 @@ void page_engine::validate(const state& s, const heap& h) const {
         if (e.type >= s.catalog.size())
             throw error(errc::corrupt, path() + ": root '" + name + "' names type " + std::to_string(e.type) +
                                            ", which the type catalog does not have");
+    if (h.type_bound() <= s.catalog.size()) return;  // without reading back dropped descriptors
     for (std::uint64_t p = 0; p < h.page_count(); ++p) {
         const heap::page_desc* d = h.describe(p);
         if (d->is_data() && d->type() >= s.catalog.size())

@@ -11,6 +11,7 @@
 
 #include "common/hex.hpp"
 #include "common/system_error.hpp"
+#include "page/engine_meta.hpp"
 #include "page/pager.hpp"
 #include "page/stored_pointer.hpp"
 #include "common/sigsafe.hpp"
@@ -286,36 +287,29 @@ void pager::refresh_budget() noexcept {
                        std::memory_order_relaxed);
 }
 
-namespace {
-// The heap's descriptor_source: the storage's newest committed image of a
-// metadata page (the snapshot's, for a reader), async-signal-safe.
-bool read_descriptor_page(const void* context, std::uint64_t page, std::byte* out, char* why,
-                          std::size_t why_size) noexcept {
-    storage::read_failure failure;
-    if (static_cast<const storage::storage*>(context)->read_page_nothrow(page, out, &failure)) return true;
-    common::fixed_message(why, why_size) << failure.message;
-    return false;
-}
-}  // namespace
-
-void pager::attach_heap_source() noexcept {
-    heap_->page_descriptors_from({&read_descriptor_page, storage_});
-}
+void pager::attach_heap_source() noexcept { heap_->page_descriptors_from(descriptors_from(*storage_)); }
 
 // A sixteenth of the budget holds the descriptors of 1.3 GiB of store per
 // 256 MiB of budget; the groups a walk needs come back at one read each,
 // for 84 pages. Without a budget nothing is trimmed.
+std::uint64_t pager::descriptor_bytes_allowed(std::uint64_t budget_pages) noexcept {
+    return std::max<std::uint64_t>(budget_pages * translate::page_size / 16, 8 * heap_detail::desc_table::slot_bytes);
+}
+
+std::uint64_t pager::descriptor_bytes_kept(std::uint64_t budget_pages) noexcept {
+    return descriptor_bytes_allowed(budget_pages) * 3 / 4;
+}
+
 std::uint64_t pager::descriptor_bytes_allowed() const noexcept {
-    return std::max<std::uint64_t>(budget_bytes_ / 16, 8 * heap_detail::desc_table::slot_bytes);
+    return descriptor_bytes_allowed(budget_bytes_ / translate::page_size);
 }
 
 // With `only_if_over` (allocation), only once past the allowance, and then
-// down to 3/4 of it, so that an allocation loop does not trim at every call.
+// down to what is kept, so that an allocation loop does not trim at every call.
 void pager::trim_descriptors(bool only_if_over) noexcept {
     if (!resident_) return;
-    const std::uint64_t allowed = descriptor_bytes_allowed();
-    if (only_if_over && heap_->descriptor_bytes() <= allowed) return;
-    heap_->trim_descriptors(allowed * 3 / 4);
+    if (only_if_over && heap_->descriptor_bytes() <= descriptor_bytes_allowed()) return;
+    heap_->trim_descriptors(descriptor_bytes_kept(budget_bytes_ / translate::page_size));
 }
 
 // Metadata grows with the store (about 1% of it, docs/design.md) and with

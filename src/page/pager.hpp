@@ -332,6 +332,10 @@ public:
     // takes; an allocation while metadata alone takes the whole budget is
     // no_space.
     static constexpr std::uint64_t min_pages = 64;
+    // The heap's descriptors a budget of `budget_pages` allows in memory, and
+    // what a trim leaves of them (3/4): a heap is decoded keeping that much.
+    static std::uint64_t descriptor_bytes_allowed(std::uint64_t budget_pages) noexcept;
+    static std::uint64_t descriptor_bytes_kept(std::uint64_t budget_pages) noexcept;
     vm::backend_kind backend() const { return space_->backend(); }
     vm::tracking_kind tracking() const { return space_->tracking(); }
 

@@ -119,6 +119,25 @@ TEST_P(DescriptorPaging, AStoreManyTimesTheAllowanceIsBuiltAndWalkedByThreads) {
     }, with_budget);
 }
 
+// Open reads every group once and keeps only about the allowance: a store
+// whose descriptors are many times its budget opens in bounded memory, and
+// the groups it left out come back when the walk needs them.
+TEST_P(DescriptorPaging, OpenKeepsOnlyTheDescriptorsItIsAllowed) {
+    {
+        auto s = open();
+        build(s);
+    }
+    in_fresh_process([](steppe::store& s) {
+        const auto at_open = s.stats();
+        EXPECT_GT(at_open.descriptor_groups_dropped, 0u) << steppe::to_string(at_open);
+        // The allowance (128 KiB), and the list positions (4 bytes a page).
+        EXPECT_LE(at_open.memory.heap, 160u << 10) << steppe::to_string(at_open);
+        EXPECT_EQ(walk(s, 2), 0);
+        EXPECT_GT(s.stats().descriptor_groups_read_back, 0u) << "read back by the walk";
+        EXPECT_TRUE(s.check().empty()) << s.check().front();
+    }, with_budget);
+}
+
 // Changes, frees and new objects over many transactions, with groups
 // dropped between them; a rollback in the middle; then a fresh process sees
 // exactly the committed state, and the store checks clean.
@@ -215,6 +234,42 @@ TEST_P(DescriptorPaging, AReaderKeepsItsSnapshotsDescriptorsWhileAWriterChangesT
     EXPECT_GT(st.descriptor_groups_dropped, 0u) << steppe::to_string(st);
     EXPECT_GT(st.descriptor_groups_read_back, 0u);
     reader.refresh();
+    EXPECT_EQ(walk(reader, 2), 0);
+}
+
+// A refresh in place compares the snapshots' descriptors only where the
+// writer changed them: it reads back no group of the newer heap but those
+// (here one item changed, and one slot of the index), and then sees the change.
+TEST_P(DescriptorPaging, ARefreshReadsBackOnlyTheGroupsThatChanged) {
+    {
+        auto s = open();
+        build(s);
+    }
+    steppe::test::child writer([this](steppe::test::child& self) {  // forked before the reader's threads start
+        self.report_and_wait();
+        auto w = open();
+        items_t& items = **w.find_root<items_t*>("items");
+        Item* fresh = w.make<Item>(*items[kItems / 2]);
+        fresh->value = -1;
+        fresh->check = expected_check(fresh);
+        items[kItems / 2] = fresh;
+        w.commit();
+        return 0;
+    });
+    ASSERT_TRUE(writer.wait_for_report());
+    auto reader = store_fixture::open([](steppe::open_options& o) {
+        o.resident_budget = kBudget;
+        o.read_only = true;
+    });
+    EXPECT_EQ(walk(reader, 2), 0);
+    writer.go();
+    ASSERT_EQ(writer.exit_code(), 0) << "the writer failed";
+    reader.refresh();
+    const auto st = reader.stats();
+    EXPECT_GT(st.descriptor_groups_dropped, 0u) << steppe::to_string(st);
+    EXPECT_LE(st.descriptor_groups_read_back, 4u) << steppe::to_string(st);
+    items_t& items = **reader.find_root<items_t*>("items");
+    EXPECT_EQ(items[kItems / 2]->value, -1);
     EXPECT_EQ(walk(reader, 2), 0);
 }
 

@@ -55,7 +55,13 @@ struct disk {
             return it == pages.end() ? zeros : it->second;
         };
     }
-    heap decode() const { return heap::decode(root, fetch()); }
+    // Decode builds the indexes as it validates; the audit checks them.
+    heap decode(const heap::descriptor_paging& paging = {}) const {
+        heap h = heap::decode(root, fetch(), {}, paging);
+        const std::vector<std::string> findings = h.audit();
+        EXPECT_TRUE(findings.empty()) << findings.front();
+        return h;
+    }
 
     // Byte access by metadata page index.
     std::array<std::byte, kPageSize>& meta(const heap& h, std::size_t index) {
@@ -1171,6 +1177,23 @@ TEST(HeapDescriptors, TrimsWhileThreadsReadNeverPullAGroupFromUnderAReader) {
     EXPECT_GE(reads.load(), 2000);
     EXPECT_GT(h.descriptors().read_back, 100u);
     expect_same(h, before);
+}
+
+// A big store opens in bounded memory: decode drops the oldest groups as
+// it goes, keeping about what it is allowed, and reads none of them back.
+TEST(HeapDescriptors, DecodeKeepsOnlyWhatItIsAllowed) {
+    disk d;
+    const heap h = committed_with_source(d, 11, 12000);
+    ASSERT_GT(h.descriptors().groups, 40u);
+    constexpr std::uint64_t keep_groups = 8;
+    heap back = heap::decode(d.root, d.fetch(), {}, {disk_source::of(d), keep_groups * kPageSize});
+    EXPECT_LE(back.descriptors().present, keep_groups * 5 / 4);
+    EXPECT_GE(back.descriptors().present, keep_groups);
+    EXPECT_EQ(back.descriptors().read_back, 0u);
+    EXPECT_EQ(back.descriptors().present + back.descriptors().dropped, back.descriptors().groups);
+    EXPECT_TRUE(back.audit().empty()) << back.audit().front();  // H8, and every group read back
+    expect_same(back, h);
+    EXPECT_GT(back.descriptors().read_back, 0u);
 }
 
 // The same, all its groups dropped.
