@@ -142,7 +142,8 @@ struct open_options {
     // Bytes of virtual address space the store may reserve for the objects
     // pointers name (see store::reuse_address_space). 0 = 4 TiB. It is cut
     // into 64 arenas; the largest object must fit in one arena with a guard
-    // page (a bigger make is no_space). At least 4 MiB.
+    // page (a bigger make is no_space). At least 4 MiB, at most 8 TiB
+    // (invalid_argument outside).
     std::uint64_t address_space_limit = 0;
     // A log damaged before a commit known durable makes open throw corrupt,
     // naming the log, the byte offset, the lost commits and their pages. With

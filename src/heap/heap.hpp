@@ -167,7 +167,9 @@ public:
     static constexpr std::size_t max_small_size = 2048;
     static constexpr std::size_t large = class_count;  // size_class_for: "not small"
     // Page numbers are u64 on disk; in memory one descriptor per page, so cap it.
-    static constexpr std::uint64_t max_page_count = std::uint64_t{1} << 32;  // 16 TiB
+    // 16 TiB less two pages: the page map names a page in 4 bytes, two of
+    // whose values mean guard and retired (translate/page_map.hpp).
+    static constexpr std::uint64_t max_page_count = (std::uint64_t{1} << 32) - 2;
     // Pages below reserved_pages are the storage layer's (at least page 0).
     static constexpr std::uint64_t max_reserved_pages = std::uint64_t{1} << 20;
     static constexpr std::uint32_t heap_owner = 0;  // system-page owner of heap metadata

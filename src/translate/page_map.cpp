@@ -35,7 +35,14 @@ page_map::page_map(vm::fault_space& space, std::uint64_t max_pages, std::uint64_
                     "address_space_limit " + std::to_string(limit_bytes) + " is below the smallest, " +
                         mib(max_arenas * min_arena_pages * page_size) + " (" + std::to_string(max_arenas) +
                         " arenas of " + std::to_string(min_arena_pages) + " pages)");
-    forward_ = static_cast<std::atomic<std::uintptr_t>*>(map_table(max_pages * sizeof(std::uintptr_t)));
+    if (limit_bytes > max_limit_bytes)
+        throw error(errc::invalid_argument, "address_space_limit " + std::to_string(limit_bytes) +
+                                                " is above the largest, " + mib(max_limit_bytes) +
+                                                " (the page map's entries are 4 bytes)");
+    if (max_pages > max_mappable_pages)
+        throw error(errc::invalid_argument, "page map: " + std::to_string(max_pages) + " pages, more than the " +
+                                                std::to_string(max_mappable_pages) + " its entries can name");
+    forward_ = static_cast<std::atomic<std::uint32_t>*>(map_table(max_pages * sizeof(std::uint32_t)));
     if (!forward_)
         throw error(errc::io, "mmap of the page map (" + std::to_string(max_pages) + " entries) failed: " +
                                   std::strerror(errno));
@@ -43,7 +50,7 @@ page_map::page_map(vm::fault_space& space, std::uint64_t max_pages, std::uint64_
     if (dead == MAP_FAILED || !add_arena()) {
         int err = errno;
         if (dead != MAP_FAILED) ::munmap(dead, page_size);
-        ::munmap(forward_, max_pages_ * sizeof(std::uintptr_t));
+        ::munmap(forward_, max_pages_ * sizeof(std::uint32_t));
         throw error(errc::io, "reserving a " + mib(arena_pages_ * page_size) +
                                   " address-space arena for the store failed: " + std::strerror(err));
     }
@@ -52,8 +59,8 @@ page_map::page_map(vm::fault_space& space, std::uint64_t max_pages, std::uint64_
 
 page_map::~page_map() {
     for (std::size_t i = 0; i < arena_count_.load(); ++i)
-        ::munmap(arenas_[i].reverse, arena_pages_ * sizeof(std::uint64_t));
-    ::munmap(forward_, max_pages_ * sizeof(std::uintptr_t));
+        ::munmap(arenas_[i].reverse, arena_pages_ * sizeof(std::uint32_t));
+    ::munmap(forward_, max_pages_ * sizeof(std::uint32_t));
     ::munmap(reinterpret_cast<void*>(dead_page_), page_size);
 }
 
@@ -68,7 +75,7 @@ bool page_map::add_arena() noexcept {
         return false;
     }
     arena& a = arenas_[n];
-    a.reverse = static_cast<std::atomic<std::uint64_t>*>(map_table(arena_pages_ * sizeof(std::uint64_t)));
+    a.reverse = static_cast<std::atomic<std::uint32_t>*>(map_table(arena_pages_ * sizeof(std::uint32_t)));
     if (!a.reverse) return false;
     a.base = r.base;
     a.next.store(0, std::memory_order_relaxed);
@@ -96,7 +103,7 @@ bool page_map::switch_arena(std::size_t full) noexcept {
 // Takes `pages` consecutive virtual pages from the current arena, moving on
 // when it is full (one thread moves; others wait for it).
 std::uintptr_t page_map::allocate_virtual(std::uint64_t pages, std::size_t& index,
-                                          std::atomic<std::uint64_t>*& reverse) noexcept {
+                                          std::atomic<std::uint32_t>*& reverse) noexcept {
     if (pages > arena_pages_) return 0;
     for (;;) {
         std::size_t c = current_.load(std::memory_order_acquire);
@@ -126,21 +133,21 @@ void page_map::mark_used(std::size_t index) noexcept {
 }
 
 std::uintptr_t page_map::use(std::uint64_t page) noexcept {
-    std::uintptr_t entry = forward_[page].load(std::memory_order_acquire);
-    if (address_of(entry) == 0) return 0;
-    mark_used(entry & index_mask);
+    const std::uint32_t entry = forward_[page].load(std::memory_order_acquire);
+    if (entry <= busy) return 0;
+    mark_used(arena_index(entry));
     return address_of(entry);
 }
 
 std::uintptr_t page_map::reserve(unit u) noexcept {
-    std::uintptr_t entry = 0;
+    std::uint32_t entry = 0;
     if (!forward_[u.head].compare_exchange_strong(entry, busy, std::memory_order_acq_rel)) {
         while (entry == busy) entry = forward_[u.head].load(std::memory_order_acquire);
-        if (entry != 0) mark_used(entry & index_mask);
+        if (entry != 0) mark_used(arena_index(entry));
         return address_of(entry);
     }
     std::size_t index;
-    std::atomic<std::uint64_t>* reverse;
+    std::atomic<std::uint32_t>* reverse;
     std::uintptr_t base = allocate_virtual(u.pages + 1, index, reverse);  // + the guard page
     if (base == 0) {
         forward_[u.head].store(0, std::memory_order_release);
@@ -148,11 +155,11 @@ std::uintptr_t page_map::reserve(unit u) noexcept {
     }
     mark_used(index);
     for (std::uint64_t i = 0; i < u.pages; ++i)
-        reverse[i].store(((u.head + i) << 2) | tag_page, std::memory_order_relaxed);
-    reverse[u.pages].store(tag_guard, std::memory_order_relaxed);
+        reverse[i].store(static_cast<std::uint32_t>(u.head + i), std::memory_order_relaxed);
+    reverse[u.pages].store(reverse_guard, std::memory_order_relaxed);
     for (std::uint64_t i = 1; i < u.pages; ++i)
-        forward_[u.head + i].store((base + i * page_size) | index, std::memory_order_release);
-    forward_[u.head].store(base | index, std::memory_order_release);
+        forward_[u.head + i].store(entry_for(index, base + i * page_size), std::memory_order_release);
+    forward_[u.head].store(entry_for(index, base), std::memory_order_release);
     return base;
 }
 
@@ -166,13 +173,11 @@ std::size_t page_map::arena_of(std::uintptr_t addr) const noexcept {
 page_map::lookup_result page_map::lookup_in(std::size_t index, std::uintptr_t addr) const noexcept {
     if (index == max_arenas) return {addr - dead_page_ < page_size ? kind::retired : kind::none, 0};
     const arena& a = arenas_[index];
-    std::uint64_t e = a.reverse[(addr - a.base) / page_size].load(std::memory_order_acquire);
-    switch (e & 3) {
-    case tag_page: return {kind::page, e >> 2};
-    case tag_guard: return {kind::guard, 0};
-    case tag_retired: return {kind::retired, 0};
-    default: return {kind::none, 0};
-    }
+    const std::uint32_t e = a.reverse[(addr - a.base) / page_size].load(std::memory_order_acquire);
+    if (names_page(e)) return {kind::page, e};
+    if (e == reverse_guard) return {kind::guard, 0};
+    if (e == reverse_retired) return {kind::retired, 0};
+    return {kind::none, 0};
 }
 
 page_map::lookup_result page_map::lookup(std::uintptr_t addr) const noexcept {
@@ -190,7 +195,7 @@ page_map::lookup_result page_map::touch(std::uintptr_t addr) noexcept {
 page_map::extent page_map::extent_of(std::uintptr_t v) const noexcept {
     const arena* a = &arenas_[arena_of(v)];
     std::uint64_t at = (v - a->base) / page_size;
-    auto is_page = [&](std::uint64_t i) { return (a->reverse[i].load() & 3) == tag_page; };
+    auto is_page = [&](std::uint64_t i) { return names_page(a->reverse[i].load()); };
     std::uint64_t first = at, last = at;
     while (first > 0 && is_page(first - 1)) --first;
     while (last + 1 < arena_pages_ && is_page(last + 1)) ++last;
@@ -201,7 +206,7 @@ unit page_map::reserved_unit(std::uint64_t page) const noexcept {
     std::uintptr_t v = virtual_of(page);
     if (v == 0) return {0, 0};
     extent e = extent_of(v);
-    return {e.a->reverse[e.first].load() >> 2, e.last - e.first + 1};
+    return {e.a->reverse[e.first].load(), e.last - e.first + 1};
 }
 
 void page_map::retire(std::uint64_t page) {
@@ -209,9 +214,9 @@ void page_map::retire(std::uint64_t page) {
     if (v == 0) return;
     auto [a, first, last] = extent_of(v);
     for (std::uint64_t i = first; i <= last; ++i) {
-        std::uint64_t p = a->reverse[i].load() >> 2;
+        const std::uint32_t p = a->reverse[i].load();
         forward_[p].store(0, std::memory_order_release);
-        a->reverse[i].store(tag_retired, std::memory_order_release);
+        a->reverse[i].store(reverse_retired, std::memory_order_release);
     }
     space_.discard(a->base + first * page_size, last - first + 1);
 }
@@ -243,7 +248,7 @@ page_map::reclaimed page_map::start_epoch() {
 // and whatever points there points at destroyed objects.
 bool page_map::holds_pages(const arena& a) const noexcept {
     for (std::uint64_t i = 0, pages = bumped(a); i < pages; ++i)
-        if ((a.reverse[i].load(std::memory_order_relaxed) & 3) == tag_page) return true;
+        if (names_page(a.reverse[i].load(std::memory_order_relaxed))) return true;
     return false;
 }
 
@@ -254,19 +259,19 @@ bool page_map::holds_pages(const arena& a) const noexcept {
 std::uint64_t page_map::reclaim(arena& a) {
     std::uint64_t pages = bumped(a);
     for (std::uint64_t i = 0; i < pages; ++i) {
-        std::uint64_t entry = a.reverse[i].exchange(0, std::memory_order_relaxed);
-        if ((entry & 3) == tag_page) forward_[entry >> 2].store(0, std::memory_order_relaxed);
+        const std::uint32_t entry = a.reverse[i].exchange(0, std::memory_order_relaxed);
+        if (names_page(entry)) forward_[entry].store(0, std::memory_order_relaxed);
     }
-    ::madvise(a.reverse, round_to_pages(pages * sizeof(std::uint64_t)), MADV_DONTNEED);  // advisory: zeros either way
+    ::madvise(a.reverse, round_to_pages(pages * sizeof(std::uint32_t)), MADV_DONTNEED);  // advisory: zeros either way
     a.next.store(0, std::memory_order_release);
     space_.release_tables(a.base);  // every page was discarded first (start_epoch)
     return pages;
 }
 
 std::uint64_t page_map::table_bytes(std::uint64_t page_count) const noexcept {
-    std::uint64_t bytes = round_to_pages(std::min(page_count, max_pages_) * sizeof(std::uintptr_t));
+    std::uint64_t bytes = round_to_pages(std::min(page_count, max_pages_) * sizeof(std::uint32_t));
     for (std::size_t i = 0; i < arena_count_.load(); ++i)
-        bytes += round_to_pages(bumped(arenas_[i]) * sizeof(std::uint64_t));
+        bytes += round_to_pages(bumped(arenas_[i]) * sizeof(std::uint32_t));
     return bytes;
 }
 
@@ -284,38 +289,42 @@ std::vector<std::string> page_map::check_invariants(std::uint64_t page_count) co
     std::vector<std::string> findings;
     const std::size_t n = arena_count_.load(std::memory_order_acquire);
     for (std::uint64_t p = 0; p < std::min(page_count, max_pages_); ++p) {
-        const std::uintptr_t entry = forward_[p].load(std::memory_order_acquire);
+        const std::uint32_t entry = forward_[p].load(std::memory_order_acquire);
         if (entry == 0) continue;
         const std::string what = "P1: page " + std::to_string(p);
         if (entry == busy) {
             findings.push_back(what + " is still being reserved");
             continue;
         }
-        const std::size_t index = entry & index_mask;
+        const std::size_t index = arena_index(entry);
+        if (index >= n || (entry & in_arena_mask) >= arena_pages_) {
+            findings.push_back(what + ": its entry names page " + std::to_string(entry & in_arena_mask) +
+                               " of arena " + std::to_string(index) + ", which does not exist");
+            continue;
+        }
         const std::uintptr_t v = address_of(entry);
-        if (index >= n || arena_of(v) != index) {
+        if (arena_of(v) != index) {
             findings.push_back(what + ": its entry names arena " + std::to_string(index) + ", not the one holding " +
                                common::hex(v));
             continue;
         }
         const arena& a = arenas_[index];
         const std::uint64_t at = (v - a.base) / page_size;
-        const std::uint64_t back = a.reverse[at].load(std::memory_order_acquire);
+        const std::uint32_t back = a.reverse[at].load(std::memory_order_acquire);
         if (at >= bumped(a))
             findings.push_back(what + " maps to " + common::hex(v) + ", past arena " + std::to_string(index) +
                                "'s bump pointer (P2)");
-        if (back != ((p << 2) | tag_page))
+        if (back != p)
             findings.push_back(what + " maps to " + common::hex(v) + ", whose reverse entry is " +
                                std::to_string(back) + ", not the page");
     }
     for (std::size_t i = 0; i < n; ++i) {
         const arena& a = arenas_[i];
         for (std::uint64_t at = 0; at < bumped(a); ++at) {
-            const std::uint64_t back = a.reverse[at].load(std::memory_order_acquire);
-            if ((back & 3) != tag_page) continue;
-            const std::uint64_t p = back >> 2;
+            const std::uint32_t p = a.reverse[at].load(std::memory_order_acquire);
+            if (!names_page(p)) continue;
             const std::uintptr_t v = a.base + at * page_size;
-            if (p >= max_pages_ || forward_[p].load(std::memory_order_acquire) != (v | i))
+            if (p >= max_pages_ || forward_[p].load(std::memory_order_acquire) != entry_for(i, v))
                 findings.push_back("P1: " + common::hex(v) + " holds page " + std::to_string(p) +
                                    ", whose forward entry does not lead back to it");
         }

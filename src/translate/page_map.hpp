@@ -77,12 +77,19 @@ public:
     static constexpr std::uint64_t min_arena_pages = 16;
     // The address space when no limit is asked for: 64 arenas of 64 GiB.
     static constexpr std::uint64_t default_limit_bytes = std::uint64_t{4} << 40;
+    // Entries are 4 bytes each way (forward: arena and page in it; reverse:
+    // the persistent page), which bounds both sides: arenas of at most 2^25
+    // pages (an 8 TiB limit), persistent pages below 2^32 - 2.
+    static constexpr unsigned arena_page_bits = 25;
+    static constexpr std::uint64_t max_limit_bytes = max_arenas << arena_page_bits << 12;
+    static constexpr std::uint64_t max_mappable_pages = (std::uint64_t{1} << 32) - 2;
 
     // `max_pages`: the largest persistent page number + 1 that can ever be
-    // mapped. `limit_bytes`: the virtual address space the map may reserve,
-    // in max_arenas arenas (0: default_limit_bytes). Throws invalid_argument
-    // for a limit below max_arenas * min_arena_pages pages, io when the first
-    // arena cannot be reserved.
+    // mapped (at most max_mappable_pages). `limit_bytes`: the virtual address
+    // space the map may reserve, in max_arenas arenas (0:
+    // default_limit_bytes). Throws invalid_argument for a limit below
+    // max_arenas * min_arena_pages pages or above max_limit_bytes, io when
+    // the first arena cannot be reserved.
     page_map(vm::fault_space& space, std::uint64_t max_pages, std::uint64_t limit_bytes);
     ~page_map();
     page_map(const page_map&) = delete;
@@ -143,8 +150,8 @@ public:
     // Memory the forward and reverse tables hold (NORESERVE: only what was
     // written costs): the forward entries of pages [0, page_count) (no unit
     // is reserved past the store's pages) and the reverse entries handed out
-    // (a reclaimed arena gives its entries' memory back). 8 bytes per store
-    // page plus 8 per virtual page reserved (a small page's unit is 2: the
+    // (a reclaimed arena gives its entries' memory back). 4 bytes per store
+    // page plus 4 per virtual page reserved (a small page's unit is 2: the
     // page and its guard), rounded up to pages.
     std::uint64_t table_bytes(std::uint64_t page_count) const noexcept;
 
@@ -156,25 +163,32 @@ public:
     std::vector<std::string> check_invariants(std::uint64_t page_count) const;
 
 private:
-    // Forward entries: the page-aligned virtual address | the arena's index
-    // (so use() marks the arena without searching), 0, or busy.
-    static constexpr std::uintptr_t busy = 1, index_mask = page_size - 1;
-    static_assert(max_arenas <= page_size);
-    static std::uintptr_t address_of(std::uintptr_t entry) noexcept {
-        return entry == busy ? 0 : entry & ~index_mask;
+    // Forward entries: (the arena's index + 1) << arena_page_bits | the
+    // page's index in the arena (so use() marks the arena without
+    // searching), 0, or busy.
+    static constexpr std::uint32_t busy = 1, in_arena_mask = (std::uint32_t{1} << arena_page_bits) - 1;
+    static_assert(max_arenas << arena_page_bits <= std::uint64_t{1} << 32);
+    static std::size_t arena_index(std::uint32_t entry) noexcept { return (entry >> arena_page_bits) - 1; }
+    std::uint32_t entry_for(std::size_t index, std::uintptr_t v) const noexcept {
+        return static_cast<std::uint32_t>(((index + 1) << arena_page_bits) | (v - arenas_[index].base) / page_size);
     }
-    // Reverse entries: (page << 2) | tag.
-    static constexpr std::uint64_t tag_page = 1, tag_guard = 2, tag_retired = 3;
+    std::uintptr_t address_of(std::uint32_t entry) const noexcept {
+        return entry <= busy ? 0 : arenas_[arena_index(entry)].base + (entry & in_arena_mask) * page_size;
+    }
+    // Reverse entries: the persistent page (never 0: page 0 is the storage
+    // layer's and is never mapped), guard, retired, or 0 (none).
+    static constexpr std::uint32_t reverse_guard = ~std::uint32_t{0}, reverse_retired = reverse_guard - 1;
+    static bool names_page(std::uint32_t reverse) noexcept { return reverse != 0 && reverse < reverse_retired; }
 
     struct arena {
         std::uintptr_t base = 0;
-        std::atomic<std::uint64_t>* reverse = nullptr;  // one entry per page
+        std::atomic<std::uint32_t>* reverse = nullptr;  // one entry per page
         std::atomic<std::uint64_t> next{0};              // bump pointer, in pages
         std::atomic<std::uint64_t> used_in{0};           // the last epoch it was used in
     };
 
     std::uintptr_t allocate_virtual(std::uint64_t pages, std::size_t& index,
-                                    std::atomic<std::uint64_t>*& reverse) noexcept;
+                                    std::atomic<std::uint32_t>*& reverse) noexcept;
     bool switch_arena(std::size_t full) noexcept;
     bool add_arena() noexcept;
     void mark_used(std::size_t index) noexcept;
@@ -192,7 +206,7 @@ private:
     vm::fault_space& space_;
     std::uint64_t max_pages_;
     std::uint64_t arena_pages_;
-    std::atomic<std::uintptr_t>* forward_;
+    std::atomic<std::uint32_t>* forward_;
     arena arenas_[max_arenas];
     std::atomic<std::size_t> arena_count_{0};
     std::atomic<std::size_t> current_{0};  // the arena units are bumped from

@@ -84,7 +84,7 @@ run "$build/tests/heap_test" --gtest_filter='HeapDescriptors.*:-*EndsTheProcess*
 # (The reader test forks its writer before the reader's threads start, so
 # TSan follows it; the rollback test is one thread.)
 run "$build/tests/descriptor_paging_test" \
-  --gtest_filter='*WalkedByThreads/uffd:*AReaderKeeps*/uffd:*WritingInPlace*/uffd:*NewTypes*/uffd' || status=$?
+  --gtest_filter='*WalkedByThreads/uffd:*AReaderKeeps*/uffd:*WritingInPlace*/uffd:*NewTypes*/uffd:*OpenKeepsOnly*/uffd:*ARefreshReads*/uffd' || status=$?
 run "$build/tests/objects/objects_test_page_fault_cards" \
   --gtest_filter='*UnderPageFaultEachStoredReference*:*UnderPageFaultThreads*:*WhatARootReaches*:*RollbackRestores*' || status=$?
 [ $status -eq 0 ] && echo "tsan: no data race reported" || echo "tsan: FAILED (status $status; races are reported above as 'WARNING: ThreadSanitizer')"

@@ -319,6 +319,20 @@ TEST_P(ReuseTest, LimitBelowTheSmallestIsRefused) {
     }
 }
 
+// The page map's entries are 4 bytes: arenas of at most 2^25 pages.
+TEST_P(ReuseTest, LimitAboveTheLargestIsRefused) {
+    try {
+        open_limited([](steppe::open_options& o) { o.address_space_limit = (std::uint64_t{8} << 40) + (64 << 12); });
+        FAIL() << "opened";
+    } catch (const steppe::error& e) {
+        EXPECT_EQ(e.code(), steppe::errc::invalid_argument);
+        EXPECT_NE(std::string(e.what()).find("is above the largest, 8388608 MiB"), std::string::npos) << e.what();
+    }
+    auto s = open_limited([](steppe::open_options& o) { o.address_space_limit = std::uint64_t{8} << 40; });
+    long* fits = s.make<long>(7);
+    EXPECT_EQ(*fits, 7);
+}
+
 STEPPE_BOTH_BACKENDS(ReuseTest);
 
 }  // namespace
