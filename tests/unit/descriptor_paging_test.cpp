@@ -53,6 +53,12 @@ protected:
     steppe::store open() const {
         return store_fixture::open(with_budget);
     }
+    steppe::store open_reader() const {
+        return store_fixture::open([](steppe::open_options& o) {
+            with_budget(o);
+            o.read_only = true;
+        });
+    }
 };
 
 long expected_check(const Item* it) { return it->value * 7 + 1; }
@@ -223,10 +229,7 @@ TEST_P(DescriptorPaging, AReaderKeepsItsSnapshotsDescriptorsWhileAWriterChangesT
         return 0;
     });
     ASSERT_TRUE(writer.wait_for_report());
-    auto reader = store_fixture::open([](steppe::open_options& o) {
-        o.resident_budget = kBudget;
-        o.read_only = true;
-    });
+    auto reader = open_reader();
     writer.go();
     ASSERT_EQ(writer.exit_code(), 0) << "the writer failed";
     EXPECT_EQ(walk(reader, 2), 0);
@@ -257,10 +260,7 @@ TEST_P(DescriptorPaging, ARefreshReadsBackOnlyTheGroupsThatChanged) {
         return 0;
     });
     ASSERT_TRUE(writer.wait_for_report());
-    auto reader = store_fixture::open([](steppe::open_options& o) {
-        o.resident_budget = kBudget;
-        o.read_only = true;
-    });
+    auto reader = open_reader();
     EXPECT_EQ(walk(reader, 2), 0);
     writer.go();
     ASSERT_EQ(writer.exit_code(), 0) << "the writer failed";
@@ -287,10 +287,7 @@ TEST_P(DescriptorPaging, AReaderWhoseDroppedGroupsWereDamagedOnDiskEndsNamingThe
     const std::string file = path;
     EXPECT_EXIT(
         {
-            auto reader = store_fixture::open([](steppe::open_options& o) {
-                o.resident_budget = kBudget;
-                o.read_only = true;
-            });
+            auto reader = open_reader();
             long wrong = walk(reader, 2);
             if (wrong != 0 || reader.stats().descriptor_groups_dropped == 0) std::exit(3);
             std::vector<std::byte> page(4096);
