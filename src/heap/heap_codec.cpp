@@ -380,19 +380,21 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_
     std::sort(meta_by_page.begin(), meta_by_page.end());
     auto next_meta = meta_by_page.begin();
     auto check_chain_mark = [&](std::uint64_t p, const page_desc& d) {  // (5)
-        const std::string at = "heap metadata page " + std::to_string(p / kDescsPerPage) + ": descriptor of page " +
-                               std::to_string(p) + ": ";
+        auto at = [p] {  // built only for an error: this runs for every page of the store
+            return "heap metadata page " + std::to_string(p / kDescsPerPage) + ": descriptor of page " +
+                   std::to_string(p) + ": ";
+        };
         const bool claims = d.kind_ == page_kind::system && d.type_ == heap_owner;
         if (next_meta != meta_by_page.end() && next_meta->first == p) {
             const std::uint64_t i = (next_meta++)->second;
             if (!claims || d.words_[0] != i)
-                corrupt(at + "is heap metadata page " + std::to_string(i) + " but says " +
+                corrupt(at() + "is heap metadata page " + std::to_string(i) + " but says " +
                         kind_name(static_cast<std::uint8_t>(d.kind_)) +
                         (d.kind_ == page_kind::system
                              ? " owner " + std::to_string(d.type_) + " tag " + std::to_string(d.words_[0])
                              : ""));
         } else if (claims) {
-            corrupt(at + "claims to be heap metadata page " + std::to_string(d.words_[0]) + ", which is page " +
+            corrupt(at() + "claims to be heap metadata page " + std::to_string(d.words_[0]) + ", which is page " +
                     std::to_string(h.meta_pages_[d.words_[0]]));
         }
     };
