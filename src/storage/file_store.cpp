@@ -639,7 +639,7 @@ void file_store::judge_log() {
             ev.proof + ") and cannot be read";
     if (!ev.pages.empty()) {
         what += "; intact frames after the damage name pages";
-        for (std::size_t i = 0; i < ev.pages.size() && i < 20; ++i) what += " " + std::to_string(ev.pages[i]);
+        for (std::size_t i = 0; i < ev.pages.size() && i < 20; ++i) what.append(" ").append(std::to_string(ev.pages[i]));
         if (ev.pages.size() > 20) what += " and " + std::to_string(ev.pages.size() - 20) + " more";
         what += " (damaged frames name none)";
     }

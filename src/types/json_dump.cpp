@@ -75,10 +75,14 @@ public:
         for (const field& f : l.fields) {
             out += first ? "" : ",";
             first = false;
-            out += json_string(f.name.empty() ? (f.kind == field_kind::base ? "(base " + f.type + ")"
-                                                                            : "@" + std::to_string(f.offset))
-                                              : f.name);
-            out += ":" + value(f.kind, f.type_fp, f.size, p + f.offset);
+            // Built by appending: GCC 12 at -O3 warns (-Wrestrict, its bug
+            // 105329) on a literal + std::string temporary.
+            std::string name = f.name;
+            if (name.empty() && f.kind == field_kind::base) name.append("(base ").append(f.type).append(")");
+            if (name.empty()) name.append("@").append(std::to_string(f.offset));
+            out += json_string(name);
+            out += ':';
+            out += value(f.kind, f.type_fp, f.size, p + f.offset);
         }
         return out + "}";
     }
@@ -110,7 +114,10 @@ private:
             if (auto text = as_text(p, size)) return *text;
         auto elements = [&](std::size_t elem, field_kind kind, std::uint64_t elem_fp) {
             std::string out = "[";
-            for (std::size_t i = 0; i * elem < size; ++i) out += (i ? "," : "") + value(kind, elem_fp, elem, p + i * elem);
+            for (std::size_t i = 0; i * elem < size; ++i) {
+                if (i) out += ',';
+                out += value(kind, elem_fp, elem, p + i * elem);
+            }
             return out + "]";
         };
         for (std::size_t elem : {1, 2, 4, 8, 16}) {
@@ -175,7 +182,10 @@ std::string object_json(const catalog& c, catalog::index type, std::uint64_t cou
     const layout& l = c.at(type);
     if (count == 1) return w.object(l, bytes);
     std::string out = "[";
-    for (std::uint64_t i = 0; i < count; ++i) out += (i ? "," : "") + w.object(l, bytes + i * l.size);
+    for (std::uint64_t i = 0; i < count; ++i) {
+        if (i) out += ',';
+        out += w.object(l, bytes + i * l.size);
+    }
     return out + "]";
 }
 

@@ -23,6 +23,7 @@
 #   { "name": "tsan", "inherits": "base",
 #     "cacheVariables": { "CMAKE_BUILD_TYPE": "Debug",
 #       "CMAKE_CXX_FLAGS": "-fsanitize=thread -fno-omit-frame-pointer",
+#       "CMAKE_CXX_FLAGS_DEBUG": "-g1",
 #       "CMAKE_EXE_LINKER_FLAGS": "-fsanitize=thread",
 #       "CMAKE_SHARED_LINKER_FLAGS": "-fsanitize=thread",
 #       "STEPPE_BUILD_BENCH": "OFF" } }
@@ -36,7 +37,7 @@ build=${BUILD_DIR:-$here/build/tsan}
 jobs=${JOBS:-2}
 
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+  -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" \
   -DSTEPPE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test cooling_test one_writer_test \
