@@ -10,9 +10,11 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "common/memory_limit.hpp"
+#include "common/system_error.hpp"
 #include "engine/storage_options.hpp"
 #include "storage/backup.hpp"
 #include "storage/blob.hpp"
@@ -117,7 +119,27 @@ rot_cache_entry no_cache[1];
 engine_handle* engines[256];
 std::mutex engines_lock;
 
+// Fork handlers: the open stores' threads are held while the fork happens
+// (engine::hold_threads_for_fork), as store.cpp does for the page engine's;
+// the child leaves its parent's stores alone, so only the parent releases.
+void hold_open_stores() noexcept {
+    engines_lock.lock();
+    for (engine_handle* e : engines)
+        if (e) e->hold_threads_for_fork();
+}
+void release_open_stores() noexcept {
+    for (engine_handle* e : engines)
+        if (e) e->release_threads_after_fork();
+    engines_lock.unlock();
+}
+void unlock_in_child() noexcept { engines_lock.unlock(); }
+
 unsigned take_slot(engine_handle* e) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (int err = ::pthread_atfork(hold_open_stores, release_open_stores, unlock_in_child))
+            common::throw_system_error("pthread_atfork", err, "-", "registering the object engine's fork handler");
+    });
     std::lock_guard<std::mutex> hold(engines_lock);
     for (unsigned s = 1; s < 256; ++s) {
         if (engines[s]) continue;
@@ -281,10 +303,20 @@ void engine_handle::make_heap() {
 
 void engine_handle::close() {
     if (!storage_) return;
+    give_back_slot(slot_);  // first: the fork handlers look at the store no more
     std::unique_ptr<storage::storage> files = std::move(storage_);
-    give_back_slot(slot_);
     // A forked child leaves the parent's store alone (its lock handles do too).
     if (!options_.read_only && options_.checkpoint_on_close && ::getpid() == opener_) files->checkpoint();
+}
+
+void engine_handle::hold_threads_for_fork() noexcept {
+    if (blocks_) blocks_->hold_for_fork();
+    storage_->hold_threads_for_fork();
+}
+
+void engine_handle::release_threads_after_fork() noexcept {
+    storage_->release_threads_after_fork();
+    if (blocks_) blocks_->release_after_fork();
 }
 
 void engine_handle::clear_rot_cache() noexcept {

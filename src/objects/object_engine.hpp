@@ -70,6 +70,10 @@ public:
     ~engine_handle() override;
 
     void close() override;
+    // The trap service thread (page_fault) and the storage's threads (a
+    // store in PostgreSQL: its fetch thread), for this file's fork handlers.
+    void hold_threads_for_fork() noexcept override;
+    void release_threads_after_fork() noexcept override;
     bool holds(const void* p) const noexcept override { return heap_ && heap_->contains(p); }
     std::uint64_t persistent_address(const void* p) const override;
     void* make(const types::layout& layout, std::size_t count) override;

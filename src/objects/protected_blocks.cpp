@@ -74,6 +74,24 @@ std::uint64_t protected_blocks::traps() const noexcept {
     return std::atomic_ref(const_cast<std::uint64_t&>(traps_)).load(std::memory_order_relaxed);
 }
 
+void protected_blocks::hold_for_fork() noexcept {
+    const timespec a_millisecond{0, 1'000'000};
+    for (int waited_ms = 0; waited_ms < 1000; ++waited_ms) {
+        std::uint32_t expected = 0;
+        if (std::atomic_ref(busy_).compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+            held_for_fork_ = true;
+            return;
+        }
+        common::futex_wait(busy_, expected, &a_millisecond);
+    }
+}
+
+void protected_blocks::release_after_fork() noexcept {
+    if (!held_for_fork_) return;
+    held_for_fork_ = false;
+    store(busy_, 0);
+}
+
 // Signal context, on the thread whose check trapped.
 bool protected_blocks::on_trap(void* ctx, std::uintptr_t address, void* ucontext) noexcept {
     auto& self = *static_cast<protected_blocks*>(ctx);

@@ -55,6 +55,14 @@ public:
 
     std::uint64_t traps() const noexcept;
 
+    // Around fork (the object engine's fork handlers): no trap is in flight
+    // while the fork happens, so the service thread, waiting for the next,
+    // holds no lock (the allocator's) a child could inherit. Takes the turn
+    // a trapping thread takes (`busy`), waiting up to a second for a trap
+    // being served; then the fork goes on without it.
+    void hold_for_fork() noexcept;
+    void release_after_fork() noexcept;
+
 private:
     static bool on_trap(void* self, std::uintptr_t address, void* ucontext) noexcept;
     void* resolve_on_service_thread(header* block) noexcept;
@@ -78,6 +86,7 @@ private:
     void* body_ = nullptr;
     char message_[1024] = {};
     std::uint64_t traps_ = 0;
+    bool held_for_fork_ = false;
     int service_tid_ = 0;
     std::thread service_;
 };

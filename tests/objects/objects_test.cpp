@@ -381,6 +381,48 @@ TEST_P(ObjectsTest, UnderPageFaultAForkedChildsTrapEndsItSayingWhy) {
     verify(s, 500);  // the parent goes on
 }
 
+// Children forked while traps are being served can allocate: the fork
+// handlers keep each store's service thread between traps, so no child
+// inherits a lock it took inside one (with an allocator that has no fork
+// handlers, as GCC 12's AddressSanitizer's, the child's first allocation
+// would wait forever). Only the store's threads allocate while the children
+// are forked: the walking thread waits in its traps.
+TEST_P(ObjectsTest, UnderPageFaultChildrenForkedWhileTrapsAreServedCanAllocate) {
+    if (so::detail::compiled_scheme.detect != so::detection::page_fault) GTEST_SKIP() << "page_fault only";
+    if (fetch() != so::granularity::logical_segment || std::get<1>(GetParam()) != so::placement::copy)
+        GTEST_SKIP() << "the fork handlers do not depend on how objects are fetched: one way shows them";
+    constexpr int store_count = 4;
+    constexpr std::int64_t nodes = 4000;
+    so::options one_per_segment = opts();
+    one_per_segment.segment_objects = 1;  // a trap for every object
+    for (int t = 0; t < store_count; ++t) {
+        auto s = so::store::open(dir.path("f" + std::to_string(t) + ".ods"), one_per_segment);
+        build(s, nodes);
+        s.commit();
+    }
+    std::vector<so::store> stores;
+    std::vector<so::ref<Node>> heads;
+    for (int t = 0; t < store_count; ++t) {
+        stores.push_back(so::store::open(dir.path("f" + std::to_string(t) + ".ods"), opts()));
+        heads.push_back(stores.back().find_root<List>("list")->head);
+    }
+    std::atomic<std::int64_t> walked{0};
+    std::atomic<bool> done{false};
+    std::thread walker([&] {
+        for (const so::ref<Node>& head : heads)
+            for (so::ref<Node> p = head; p; p = p->next) walked.fetch_add(1, std::memory_order_relaxed);
+        done = true;
+    });
+    const steppe::test::forked_children children = steppe::test::fork_allocating_children(40);
+    const bool forked_while_walking = !done;
+    walker.join();
+    EXPECT_EQ(children.hung, 0) << "children that never finished allocating";
+    EXPECT_EQ(children.failed, 0);
+    EXPECT_EQ(walked.load(), store_count * nodes);
+    EXPECT_TRUE(forked_while_walking) << "the walk ended before the children were forked: the test shows nothing";
+    for (auto& s : stores) EXPECT_EQ(s.stats().traps, static_cast<std::uint64_t>(nodes)) << so::to_string(s.stats());
+}
+
 // A reader (a process of its own: one process opens a store once) keeps
 // its snapshot while the writer commits, and refresh moves it to the
 // newest commit; a store open for writing cannot refresh.
