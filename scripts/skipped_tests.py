@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""The tests a ctest run skipped, so scripts/test can run them on another build.
+"""The tests a sanitizer build skipped because of the sanitizer, so
+scripts/test can run them on a build without one.
 
-    skipped_tests.py BUILD_DIR CTEST_LOG
+    skipped_tests.py BUILD_DIR JUNIT_REPORT
 
-reads the "(Skipped)" lines at the end of CTEST_LOG (ctest's summary of the
-tests that did not run) and prints nothing when none was skipped, otherwise
-two lines:
+reads the report of `ctest --output-junit` and takes each skipped test whose
+output gives a sanitizer as the reason (its GTEST_SKIP message names one:
+"AddressSanitizer's allocator ...", "a sanitizer's shadow memory ..."); a
+test skipped for any other reason (a scheme it does not apply to, a missing
+PostgreSQL) would be skipped on the other build too. Prints nothing when
+there is none, otherwise two lines:
   1. the CMake targets that build their programs (each program's file name,
      which is its target's name in this project), and steppe_cli, which the
      tests find through STEPPE_CLI;
@@ -16,12 +20,16 @@ import os
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 
-def skipped_names(log_path):
-    line = re.compile(r"^\s*\d+ - (.*) \(Skipped\)$")
-    with open(log_path, encoding="utf-8", errors="replace") as log:
-        return [m.group(1) for m in map(line.match, log) if m]
+def skipped_for_the_sanitizer(report_path):
+    names = []
+    for case in ET.parse(report_path).getroot().iter("testcase"):
+        output = (case.findtext("system-out") or "").lower()
+        if case.find("skipped") is not None and "sanitizer" in output:
+            names.append(case.get("name"))
+    return names
 
 
 def programs_of(build_dir, names):
@@ -44,8 +52,8 @@ def ctest_regex(names):
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    build_dir, log_path = sys.argv[1:]
-    names = skipped_names(log_path)
+    build_dir, report_path = sys.argv[1:]
+    names = skipped_for_the_sanitizer(report_path)
     if not names:
         return
     print(" ".join(programs_of(build_dir, names) + ["steppe_cli"]))
