@@ -102,7 +102,7 @@ using common::hex;
 //      (taken when it was mapped, and when take_dirty() re-armed it).
 // (I6) Pages of an arena at or past its `touched` mark have never left the
 //      missing state: the thread whose CAS moved a page from missing to
-//      filling raises the mark (note_touched) before it maps the page
+//      filling raises the mark (note_claimed) before it maps the page
 //      (fill_and_map, install), and nothing else makes a page leave missing.
 //      So a checker reads the side table below the mark only, not the
 //      gigabytes of table an arena of the default address-space limit has.
@@ -111,7 +111,20 @@ using common::hex;
 //      discard() counts the pages it found resident, release(drop) and
 //      evict_clean() those they drop). Its check also finds a resident page
 //      past the touched mark (I6), which it would not count.
-// space::check_invariants() (section 6) checks what of I1-I7 shows between
+// (I8) The side table is cut into chunks of pages_per_chunk pages, one page
+//      of state words each (and one of checksums). A chunk's count is the
+//      number of its pages not missing: a claim out of missing adds one
+//      (note_claimed), a page made missing again takes it off
+//      (note_missing). When the count falls to zero the chunk's table pages
+//      go back to the system (release_chunk) and the chunk is marked
+//      released until the next claim in it; the arena counts its released
+//      chunks, which table_bytes() leaves out. Releasing claims every state
+//      word of the chunk first (missing -> releasing, and it gives up if one
+//      is not missing), so no claim can be lost to the zeroing; a touch of a
+//      page being released yields until its word reads missing again.
+//      So what the side table costs follows the pages resident, not every
+//      page ever touched (a walk of a store larger than its budget).
+// space::check_invariants() (section 6) checks what of I1-I8 shows between
 // operations; vm_test runs it, and so does store::check() through the page
 // engine's pager.
 
@@ -120,7 +133,12 @@ enum page_state : std::uint32_t {
     page_filling = 1,
     page_filling_waited = 2,
     page_resident = 3,
+    page_releasing = 4,  // missing, its chunk's table being given back (I8)
 };
+
+// A chunk of the side table: the pages whose state words share one page.
+constexpr std::size_t pages_per_chunk = page_size / sizeof(std::uint32_t);
+constexpr std::uint32_t chunk_released = std::uint32_t{1} << 31;  // in a chunk's count word (I8)
 
 std::atomic_ref<std::uint32_t> state_ref(std::uint32_t& word) { return std::atomic_ref<std::uint32_t>(word); }
 std::atomic_ref<std::uint64_t> bits_ref(std::uint64_t& word) { return std::atomic_ref<std::uint64_t>(word); }
@@ -185,20 +203,23 @@ class space;
 enum : std::uint64_t { slot_free = 0, slot_claimed = 1, slot_live = 2, slot_retiring = 3, slot_state_mask = 3 };
 
 // The side table of an arena: page states, dirty bits, dirty summary bits,
-// checksums of clean pages.
+// checksums of clean pages, chunk counts (I8). The states and the checksums
+// start on a page of their own, so a chunk's part of each is whole pages.
 struct side_layout {
-    std::size_t states_offset = 0, dirty_offset = 0, summary_offset = 0, sums_offset = 0, bytes = 0;
-    std::size_t dirty_words = 0, summary_words = 0;
+    std::size_t states_offset = 0, dirty_offset = 0, summary_offset = 0, sums_offset = 0, counts_offset = 0, bytes = 0;
+    std::size_t dirty_words = 0, summary_words = 0, chunks = 0;
 
     static side_layout for_pages(std::size_t npages) {
+        const auto whole_pages = [](std::size_t bytes) { return (bytes + page_size - 1) / page_size * page_size; };
         side_layout layout;
         layout.dirty_words = (npages + 63) / 64;
         layout.summary_words = (layout.dirty_words + 63) / 64;
-        layout.dirty_offset = (npages * sizeof(std::uint32_t) + 63) / 64 * 64;
+        layout.chunks = (npages + pages_per_chunk - 1) / pages_per_chunk;
+        layout.dirty_offset = whole_pages(npages * sizeof(std::uint32_t));
         layout.summary_offset = layout.dirty_offset + layout.dirty_words * sizeof(std::uint64_t);
-        layout.sums_offset = layout.summary_offset + layout.summary_words * sizeof(std::uint64_t);
-        const std::size_t end = layout.sums_offset + npages * sizeof(std::uint32_t);
-        layout.bytes = (end + page_size - 1) / page_size * page_size;
+        layout.sums_offset = whole_pages(layout.summary_offset + layout.summary_words * sizeof(std::uint64_t));
+        layout.counts_offset = whole_pages(layout.sums_offset + npages * sizeof(std::uint32_t));
+        layout.bytes = whole_pages(layout.counts_offset + layout.chunks * sizeof(std::uint32_t));
         return layout;
     }
 };
@@ -213,8 +234,10 @@ struct arena {
     std::uint64_t* dirty = nullptr;          // one bit per page (wp_sync, mprotect tracking)
     std::uint64_t* dirty_summary = nullptr;  // one bit per word of `dirty` (I4)
     std::uint32_t* sums = nullptr;           // CRC32C of each page as last known clean (I5)
+    std::uint32_t* counts = nullptr;         // per chunk: its pages not missing, | chunk_released (I8)
     std::size_t summary_words = 0;
     std::atomic<std::size_t> touched{0};     // pages at or past it have always been missing (I6)
+    std::atomic<std::size_t> released_chunks{0};  // chunks whose table pages were given back (I8)
     std::byte* alias = nullptr;  // mprotect backend: the writable view of the same memfd
     void* side = nullptr;
     std::size_t side_bytes = 0;
@@ -227,12 +250,20 @@ struct arena {
     bool contains(std::uintptr_t address) const noexcept { return address >= first() && address < last(); }
 };
 
-// Raises the touched mark past page `index`, whose claim the caller just
-// won (I6). Async-signal-safe: a CAS loop on a lock-free atomic.
-void note_touched(arena& a, std::size_t index) noexcept {
+std::atomic_ref<std::uint32_t> chunk_count(arena& a, std::size_t index) {
+    return std::atomic_ref<std::uint32_t>(a.counts[index / pages_per_chunk]);
+}
+
+// The caller's CAS just moved page `index` out of missing: raises the
+// touched mark past it (I6) and counts it in its chunk, which is no longer
+// released (I8). Async-signal-safe: lock-free atomics.
+void note_claimed(arena& a, std::size_t index) noexcept {
     std::size_t seen = a.touched.load(std::memory_order_relaxed);
     while (seen <= index && !a.touched.compare_exchange_weak(seen, index + 1, std::memory_order_relaxed)) {
     }
+    if ((chunk_count(a, index).fetch_add(1, std::memory_order_acq_rel) & chunk_released) &&
+        (chunk_count(a, index).fetch_and(~chunk_released, std::memory_order_acq_rel) & chunk_released))
+        a.released_chunks.fetch_sub(1, std::memory_order_relaxed);
 }
 
 arena g_arenas[max_arenas];
@@ -364,6 +395,7 @@ private:
     template <class F>
     void for_each_own_arena(F&& f) const;
     std::uint64_t check_arena(const arena& a, std::vector<std::string>& findings) const;
+    static void check_chunks(const arena& a, const std::string& name, std::vector<std::string>& findings);
     static std::size_t touched_pages(const arena& a) noexcept;
 
     // Kernel operations. Async-signal-safe; each returns 0 or an errno and sets
@@ -380,6 +412,9 @@ private:
     static void clear_dirty(arena& a, std::size_t index) noexcept;
     static bool dirty_bit(const arena& a, std::size_t index) noexcept;
     static void finish(std::uint32_t& state, page_state next) noexcept;
+    void make_missing(arena& a, std::size_t index) noexcept;
+    void note_missing(arena& a, std::size_t index) noexcept;
+    void release_chunk(arena& a, std::size_t chunk) noexcept;
 
     bool fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state) noexcept;
     bool tracked_write(access how, int signal) const noexcept;
@@ -525,6 +560,48 @@ void space::finish(std::uint32_t& state, page_state next) noexcept {
     }
 }
 
+// A claimed page becomes missing, and leaves its chunk's count (I8).
+void space::make_missing(arena& a, std::size_t index) noexcept {
+    finish(a.states[index], page_missing);
+    note_missing(a, index);
+}
+
+// Page `index` left the count of its chunk; the chunk's last page gives its
+// table back (I8). Async-signal-safe.
+void space::note_missing(arena& a, std::size_t index) noexcept {
+    if ((chunk_count(a, index).fetch_sub(1, std::memory_order_acq_rel) & ~chunk_released) == 1)
+        release_chunk(a, index / pages_per_chunk);
+}
+
+// Gives the table pages of a chunk whose pages are all missing back to the
+// system (I8). It claims every state word first (missing -> releasing), so
+// that no claim can happen between the check and the zeroing, and gives up,
+// changing nothing, if a page is not missing or its count says a claim is
+// under way. A whole chunk only: its state words fill one page, which no
+// other part of the table shares. Async-signal-safe: atomics and madvise.
+void space::release_chunk(arena& a, std::size_t chunk) noexcept {
+    const std::size_t first = chunk * pages_per_chunk;
+    if (first + pages_per_chunk > (a.last() - a.first()) / page_size) return;
+    std::uint32_t* const words = a.states + first;
+    for (std::size_t i = 0; i < pages_per_chunk; ++i)
+        if (state_ref(words[i]).load(std::memory_order_relaxed) != page_missing) return;
+    std::size_t claimed = 0;
+    for (std::uint32_t seen = page_missing; claimed < pages_per_chunk; ++claimed, seen = page_missing)
+        if (!state_ref(words[claimed]).compare_exchange_strong(seen, page_releasing, std::memory_order_acquire)) break;
+    auto count = std::atomic_ref<std::uint32_t>(a.counts[chunk]);
+    std::uint32_t idle = 0;
+    const bool whole = claimed == pages_per_chunk &&
+                       count.compare_exchange_strong(idle, chunk_released, std::memory_order_acq_rel);
+    if (whole && madvise(words, page_size, MADV_DONTNEED) == 0) {
+        // The states read zero, missing, from here on; the checksums of missing pages mean nothing.
+        if (keeps_sums()) madvise(a.sums + first, page_size, MADV_DONTNEED);
+        a.released_chunks.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    if (whole) count.store(0, std::memory_order_release);  // madvise refused (locked memory): keep the table
+    for (std::size_t i = 0; i < claimed; ++i) state_ref(words[i]).store(page_missing, std::memory_order_release);
+}
+
 // 5. The fault handler --------------------------------------------------------
 
 // Consecutive faults of this thread that needed nothing done, and where.
@@ -634,6 +711,9 @@ bool space::handle_fault(arena& a, std::uintptr_t address, access how, int signa
                 return fill_and_map(a, page, how, state);
             }
             break;
+        case page_releasing:
+            sched_yield();  // missing, its chunk's table being given back (I8): a few microseconds
+            break;
         case page_filling:
             // Another thread is filling the page (I1): tell it to wake us, then sleep.
             if (!state_ref(state).compare_exchange_strong(seen, page_filling_waited, std::memory_order_relaxed)) break;
@@ -652,9 +732,9 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     const std::uint64_t start = common::monotonic_ns();
     alignas(page_size) std::byte buffer[page_size];
     std::byte* out = backend_ == backend_kind::mprotect ? a.alias_of(page) : buffer;
-    note_touched(a, a.index_of(page));  // before the page can leave missing (I6)
+    note_claimed(a, a.index_of(page));  // before the page can leave missing (I6)
     if (!fill_(ctx_, page, out)) {
-        finish(state, page_missing);
+        make_missing(a, a.index_of(page));
         return false;  // no contents: a wild access after all
     }
     // A write fault maps the page writable and dirty at once: one fault, not two.
@@ -827,6 +907,8 @@ reserve_result space::try_reserve(std::size_t bytes) noexcept {
     a->dirty = reinterpret_cast<std::uint64_t*>(side_bytes + layout.dirty_offset);
     a->dirty_summary = reinterpret_cast<std::uint64_t*>(side_bytes + layout.summary_offset);
     a->sums = reinterpret_cast<std::uint32_t*>(side_bytes + layout.sums_offset);
+    a->counts = reinterpret_cast<std::uint32_t*>(side_bytes + layout.counts_offset);
+    a->released_chunks.store(0, std::memory_order_relaxed);
     a->summary_words = layout.summary_words;
     a->touched.store(0, std::memory_order_relaxed);  // a fresh side table: every page missing (I6)
     void* const alias_view = alias.keep();
@@ -883,8 +965,12 @@ bool space::install(std::uintptr_t page, const std::byte* content) {
     arena& a = checked_arena(page, 1, "install");
     std::uint32_t& state = a.states[a.index_of(page)];
     std::uint32_t seen = page_missing;
-    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) return false;
-    note_touched(a, a.index_of(page));  // I6
+    while (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) {
+        if (seen != page_releasing) return false;
+        sched_yield();  // missing, its chunk being released (I8): a few microseconds
+        seen = page_missing;
+    }
+    note_claimed(a, a.index_of(page));  // I6, I8
     if (backend_ == backend_kind::mprotect) {
         std::memcpy(a.alias_of(page), content, page_size);  // hidden until map_page opens it (I1)
         content = a.alias_of(page);
@@ -892,7 +978,7 @@ bool space::install(std::uintptr_t page, const std::byte* content) {
     note_clean(a, page, content);
     const char* call = nullptr;
     if (const int err = map_page(page, content, false, call)) {
-        finish(state, page_missing);
+        make_missing(a, a.index_of(page));
         throw_kernel_error(call, err, "installing page " + hex(page));
     }
     installs_.fetch_add(1, std::memory_order_relaxed);
@@ -920,12 +1006,15 @@ void space::discard(std::uintptr_t page, std::size_t npages) {
     }
     // Read before writing: discarding a large range that is mostly missing
     // (an address-space reuse round) must not make its side table resident.
+    // A page being released (I8) is missing already.
     std::uint64_t dropped = 0;
     for (std::size_t i = a.index_of(page), last = i + npages; i < last; ++i) {
         std::uint32_t& state = a.states[i];
-        if (state_ref(state).load(std::memory_order_acquire) != page_missing &&
-            state_ref(state).exchange(page_missing, std::memory_order_acq_rel) == page_resident)
-            ++dropped;
+        const std::uint32_t seen = state_ref(state).load(std::memory_order_acquire);
+        if (seen != page_missing && seen != page_releasing) {
+            if (state_ref(state).exchange(page_missing, std::memory_order_acq_rel) == page_resident) ++dropped;
+            note_missing(a, i);
+        }
         clear_dirty(a, i);
     }
     discards_.fetch_add(dropped, std::memory_order_relaxed);
@@ -1064,7 +1153,9 @@ bool space::is_resident(std::uintptr_t page) const {
 
 bool space::is_missing(std::uintptr_t page) const {
     const arena* a = arena_of(page);
-    return a == nullptr || state_ref(a->states[a->index_of(page)]).load(std::memory_order_acquire) == page_missing;
+    if (a == nullptr) return true;
+    const std::uint32_t state = state_ref(a->states[a->index_of(page)]).load(std::memory_order_acquire);
+    return state == page_missing || state == page_releasing;
 }
 
 // What of I1-I7 can be seen between operations (no fill, hold or take_dirty
@@ -1099,7 +1190,7 @@ std::vector<std::string> space::check_invariants() const {
     return findings;
 }
 
-// I1-I4 over one arena, below its touched mark (I6); returns its resident pages.
+// I1-I4 and I8 over one arena, below its touched mark (I6); returns its resident pages.
 std::uint64_t space::check_arena(const arena& a, std::vector<std::string>& findings) const {
     const std::string name = "arena " + hex(a.first()) + "-" + hex(a.last());
     if (a.first() % page_size != 0 || a.last() % page_size != 0 || a.first() >= a.last())
@@ -1124,7 +1215,31 @@ std::uint64_t space::check_arena(const arena& a, std::vector<std::string>& findi
             findings.push_back("I4: dirty word " + std::to_string(w) + " of " + name +
                                " has page bits but no summary bit");
     }
+    check_chunks(a, name, findings);
     return resident;
+}
+
+// I8 over the chunks below the touched mark: each count is its pages not
+// missing, a released chunk has none, and the arena's tally of released
+// chunks is right.
+void space::check_chunks(const arena& a, const std::string& name, std::vector<std::string>& findings) {
+    const std::size_t npages = touched_pages(a);
+    std::size_t released = 0;
+    for (std::size_t chunk = 0; chunk * pages_per_chunk < npages; ++chunk) {
+        std::uint32_t not_missing = 0;
+        for (std::size_t i = chunk * pages_per_chunk; i < std::min(npages, (chunk + 1) * pages_per_chunk); ++i)
+            not_missing += state_ref(a.states[i]).load(std::memory_order_acquire) != page_missing;
+        const std::uint32_t count = std::atomic_ref<std::uint32_t>(a.counts[chunk]).load(std::memory_order_acquire);
+        released += (count & chunk_released) != 0;
+        if ((count & ~chunk_released) != not_missing || ((count & chunk_released) && not_missing != 0))
+            findings.push_back("I8: chunk " + std::to_string(chunk) + " of " + name + " counts " +
+                               std::to_string(count & ~chunk_released) +
+                               ((count & chunk_released) ? " (released)" : "") + " pages not missing, but has " +
+                               std::to_string(not_missing));
+    }
+    if (released != a.released_chunks.load(std::memory_order_relaxed))
+        findings.push_back("I8: " + name + " says " + std::to_string(a.released_chunks.load()) +
+                           " chunks are released, but " + std::to_string(released) + " are marked so");
 }
 
 // The pages of `a` a checker reads: those below its touched mark (I6).
@@ -1147,9 +1262,12 @@ std::uint64_t space::table_bytes() const {
     std::uint64_t bytes = 0;
     for_each_own_arena([&](arena& a) {
         const std::uint64_t n = touched_pages(a);
+        const std::uint64_t per_chunk = keeps_sums() ? 2 * page_size : page_size;  // states, checksums
         const std::uint64_t parts = pages(n * sizeof(std::uint32_t)) + pages((n + 63) / 64 * sizeof(std::uint64_t)) +
-                                    (keeps_sums() ? pages(n * sizeof(std::uint32_t)) : 0);
-        if (n > 0) bytes += std::min<std::uint64_t>(parts, a.side_bytes);  // a small arena's parts share pages
+                                    (keeps_sums() ? pages(n * sizeof(std::uint32_t)) : 0) +
+                                    pages((n + pages_per_chunk - 1) / pages_per_chunk * sizeof(std::uint32_t));
+        const std::uint64_t released = a.released_chunks.load(std::memory_order_relaxed) * per_chunk;
+        if (n > 0) bytes += std::min<std::uint64_t>(parts - std::min(parts, released), a.side_bytes);
     });
     return bytes;
 }
@@ -1163,6 +1281,7 @@ void space::release_tables(std::uintptr_t base) {
     if (madvise(a.side, a.side_bytes, MADV_DONTNEED) != 0)
         common::throw_system_error("madvise", errno, "vm: releasing the side table of the arena at " + hex(base));
     a.touched.store(0, std::memory_order_relaxed);
+    a.released_chunks.store(0, std::memory_order_relaxed);  // the counts are zero again too (I8)
 }
 
 space_stats space::stats() const {
@@ -1341,8 +1460,12 @@ bool space::evict_clean(std::uintptr_t page, std::byte* copy_to) noexcept {
     if (!claim_resident(state)) return false;
     const bool dropped = tracking_ == tracking_kind::wp_async ? drop_if_unchanged(*a, page, i, copy_to)
                                                               : drop_if_clean(*a, page, i, copy_to);
-    finish(state, dropped ? page_missing : page_resident);
-    if (dropped) evictions_.fetch_add(1, std::memory_order_relaxed);
+    if (dropped) {
+        evictions_.fetch_add(1, std::memory_order_relaxed);
+        make_missing(*a, i);
+    } else {
+        finish(state, page_resident);
+    }
     return dropped;
 }
 
@@ -1402,7 +1525,11 @@ void space::release(std::span<const std::uintptr_t> pages, bool drop) noexcept {
                                  if (mprotect(reinterpret_cast<void*>(part[i]), page_size, prot) != 0)
                                      fatal("mprotect", errno, part[i]);
                              }
-                             finish(a.states[index], drop ? page_missing : page_resident);
+                             if (drop) {
+                                 make_missing(a, index);
+                             } else {
+                                 finish(a.states[index], page_resident);
+                             }
                          }
                          if (drop) evictions_.fetch_add(last - first, std::memory_order_relaxed);
                      });
@@ -1432,7 +1559,7 @@ void space::release_moved(std::span<const std::uintptr_t> pages, bool drop) noex
             run_end = i + 1;
             clear_dirty(*a, index);
             evictions_.fetch_add(1, std::memory_order_relaxed);
-            finish(a->states[index], page_missing);
+            make_missing(*a, index);
             continue;
         }
         move_back(page, slot(i));

@@ -248,9 +248,12 @@ public:
 
     // Memory the arenas' side tables (page states, dirty bits, checksums of
     // clean pages) hold: the part below each arena's highest page ever
-    // touched, in whole pages; the rest is NORESERVE and costs nothing.
-    // About 8 bytes per virtual page touched (4 without wp_async tracking).
-    // Cheap (no system call); for the store's memory accounting.
+    // touched, in whole pages, less the chunks given back; the rest is
+    // NORESERVE and costs nothing. About 8 bytes per virtual page touched
+    // (4 without wp_async tracking), but a chunk of 1,024 pages that are
+    // all missing again (discarded, evicted) gives its table pages back, so
+    // a walk of a store larger than its budget keeps the tables of what is
+    // resident. Cheap (no system call); for the store's memory accounting.
     virtual std::uint64_t table_bytes() const = 0;
     // Gives the side table of the arena at `base` back to the system (it
     // reads as all missing again), when every page of the arena is missing:
@@ -263,7 +266,7 @@ public:
     virtual tracking_kind tracking() const = 0;
     virtual space_stats stats() const = 0;
 
-    // Checks the invariants I1-I7 (fault_space.cpp) as far as they show
+    // Checks the invariants I1-I8 (fault_space.cpp) as far as they show
     // between operations: call it while no thread touches, installs, holds,
     // releases or discards pages of this space. Returns one line per broken
     // rule, naming the page or arena; empty when all hold. It reads only the

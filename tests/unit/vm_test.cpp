@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <thread>
 #include <time.h>
@@ -642,6 +644,149 @@ TEST_P(VmTest, FillMayReserveInSignalContext) {
     ASSERT_NE(ctx.reserved.load(), 0u);
     EXPECT_EQ(load(ctx.reserved.load() + 2 * page_size, 3), 0x5a5a5a5a5a5a5a5aull);
     EXPECT_EQ(space->stats().faults, 2u);
+}
+
+// The pages of one chunk of the side table (I8, fault_space.cpp): the
+// pages whose state words share one page of it.
+constexpr std::size_t chunk_pages = page_size / sizeof(std::uint32_t);
+
+// This process's anonymous resident memory, from the kernel.
+std::int64_t rss_anon_bytes() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    std::int64_t kib = -1;
+    while (status >> key) {
+        if (key == "RssAnon:") {
+            status >> kib;
+            break;
+        }
+    }
+    return kib * 1024;
+}
+
+// A chunk whose pages are all missing again (discarded, held and dropped,
+// evicted clean) gives its table pages back, and a touch there afterwards
+// is an ordinary fill (I8): table_bytes() follows the chunks in use.
+TEST_P(VmTest, AChunkWhosePagesAreAllMissingGivesItsTableBack) {
+    pager p(3 * chunk_pages + 5);  // three whole chunks and a partial one, never given back
+    auto space = make(p);
+    for (std::size_t i = 0; i < p.npages; ++i) (void)load(p.page(i), 0);
+    using findings = std::vector<std::string>;
+    const std::uint64_t full = space->table_bytes();
+    const std::uint64_t per_chunk = GetParam().tracking == tracking_kind::wp_async && !GetParam().protect &&
+                                            GetParam().backend == backend_kind::uffd && kernel().uffd_move
+                                        ? 2 * page_size  // states and checksums
+                                        : page_size;
+
+    space->discard(p.page(chunk_pages), chunk_pages - 1);
+    EXPECT_EQ(space->table_bytes(), full) << "one page of the chunk is still resident";
+    space->discard(p.page(2 * chunk_pages - 1), 1);
+    EXPECT_EQ(space->table_bytes(), full - per_chunk) << "chunk 1 is all missing";
+    EXPECT_EQ(space->check_invariants(), findings{});
+
+    using held = fault_space::held;
+    std::vector<std::uintptr_t> pages;
+    for (std::size_t i = 2 * chunk_pages; i < 3 * chunk_pages; ++i) pages.push_back(p.page(i));
+    std::vector<held> how(pages.size());
+    std::vector<const std::byte*> contents(pages.size());
+    space->hold(pages, how, contents);
+    EXPECT_TRUE(std::all_of(how.begin(), how.end(), [](held h) { return h == held::clean; }));
+    space->release(pages, true);
+    EXPECT_EQ(space->table_bytes(), full - 2 * per_chunk) << "chunk 2, held and dropped";
+    EXPECT_EQ(space->check_invariants(), findings{});
+
+    std::size_t evicted = 0;
+    for (std::size_t i = 0; i < chunk_pages; ++i) evicted += space->evict_clean(p.page(i), nullptr);
+    if (evicted == chunk_pages) {
+        EXPECT_EQ(space->table_bytes(), full - 3 * per_chunk) << "chunk 0, evicted clean";
+    }
+    EXPECT_EQ(space->check_invariants(), findings{});
+
+    for (std::size_t i : {std::size_t{0}, chunk_pages + 7, 2 * chunk_pages + 1, 3 * chunk_pages + 4}) {
+        expect_contents(p, i);
+        EXPECT_TRUE(space->is_resident(p.page(i)));
+    }
+    EXPECT_EQ(p.fills_of(chunk_pages + 7), 2);
+    EXPECT_EQ(space->table_bytes(), full) << "each chunk has a resident page again";
+    store(p.page(chunk_pages + 7), 2, 77);
+    EXPECT_EQ(space->take_dirty(), pages_of(p, {chunk_pages + 7}));
+    EXPECT_EQ(space->check_invariants(), findings{});
+}
+
+// The memory really goes back: one page touched in each of 512 chunks
+// costs a page of states (and of checksums) each, and discarding them
+// returns it to the system, as the kernel counts it.
+TEST_P(VmTest, DiscardingEveryPageGivesTheSideTableBackToTheSystem) {
+    constexpr std::size_t chunks = 512;
+    pager p(chunks * chunk_pages);  // 2 GiB of arena
+    auto space = make(p);
+    const std::int64_t before = rss_anon_bytes();
+    for (std::size_t c = 0; c < chunks; ++c) (void)load(p.page(c * chunk_pages), 0);
+    const std::int64_t touched = rss_anon_bytes();
+    EXPECT_GE(touched - before, static_cast<std::int64_t>(chunks * page_size)) << "a page of states per chunk";
+    for (std::size_t c = 0; c < chunks; ++c) space->discard(p.page(c * chunk_pages), 1);
+    const std::int64_t after = rss_anon_bytes();
+    EXPECT_LT(after - before, static_cast<std::int64_t>(chunks * page_size / 4))
+        << "before " << before << ", with the pages " << touched << ", after discarding them " << after;
+    // What table_bytes() still counts: the dirty bits below the touched
+    // mark (a bit a page, read but never written here) and the chunk counts.
+    EXPECT_EQ(space->table_bytes(), chunks * chunk_pages / 8 + page_size);
+    EXPECT_EQ(space->check_invariants(), std::vector<std::string>{});
+}
+
+// Chunks are given back while other threads fault pages of the same chunks:
+// no claim is lost to the zeroing (a lost one would leave a page resident
+// that its state says is missing, or a thread waiting forever), every read
+// sees the page's contents, and the counts stay right (I7, I8).
+TEST_P(VmTest, ChunksAreGivenBackWhileOtherThreadsFaultInThem) {
+    constexpr std::size_t chunks = 2;
+    pager p(chunks * chunk_pages);
+    auto space = make(p);
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> reads{0};
+    std::vector<std::thread> readers;
+    for (unsigned t = 0; t < 2; ++t)
+        readers.emplace_back([&, t] {
+            std::uint64_t x = 88172645463325252ull + t;
+            while (!stop.load(std::memory_order_relaxed)) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                // Few pages at a time, so that chunks often become empty.
+                const std::size_t i = (x % chunks) * chunk_pages + (x >> 32) % 8;
+                const std::uintptr_t page = p.page(i);
+                if (load(page, 5) != p.word(page, 5)) {
+                    ADD_FAILURE() << "page " << i << " read wrong contents";
+                    return;
+                }
+                reads.fetch_add(1, std::memory_order_relaxed);
+            }
+        });
+    using held = fault_space::held;
+    std::vector<std::uintptr_t> pages;
+    for (std::size_t i = 0; i < p.npages; ++i) pages.push_back(p.page(i));
+    std::vector<held> how(fault_space::max_held);
+    std::vector<const std::byte*> contents(fault_space::max_held);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    std::uint64_t rounds = 0;
+    while (std::chrono::steady_clock::now() < deadline || rounds < 100) {
+        for (std::size_t c = 0; c < chunks; ++c) {
+            const std::span<const std::uintptr_t> chunk(pages.data() + c * chunk_pages, chunk_pages);
+            space->hold(chunk, how, contents);
+            std::vector<std::uintptr_t> taken;
+            for (std::size_t i = 0; i < chunk.size(); ++i)
+                if (how[i] != held::none) taken.push_back(chunk[i]);
+            space->release(taken, true);  // the readers never write: nothing to save
+            for (std::size_t i = 0; i < 8; ++i) space->evict_clean(chunk[i], nullptr);
+        }
+        ++rounds;
+    }
+    stop = true;
+    for (std::thread& t : readers) t.join();
+    EXPECT_GT(reads.load(), rounds);
+    EXPECT_GE(space->stats().evictions, rounds);
+    EXPECT_EQ(space->check_invariants(), std::vector<std::string>{});
+    for (std::size_t c = 0; c < chunks; ++c)
+        for (std::size_t i = 0; i < 8; ++i) expect_contents(p, c * chunk_pages + i);
+    EXPECT_EQ(space->check_invariants(), std::vector<std::string>{});
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, VmTest, ::testing::ValuesIn(all_configs()), config_name);
