@@ -203,23 +203,26 @@ class space;
 enum : std::uint64_t { slot_free = 0, slot_claimed = 1, slot_live = 2, slot_retiring = 3, slot_state_mask = 3 };
 
 // The side table of an arena: page states, dirty bits, dirty summary bits,
-// checksums of clean pages, chunk counts (I8). The states and the checksums
-// start on a page of their own, so a chunk's part of each is whole pages.
+// checksums of clean pages, chunk counts (I8). A whole chunk's states are
+// a page of their own (the table starts on a page); in an arena of at least
+// one whole chunk the checksums start on a page too, so a chunk's are one
+// page. A smaller arena keeps its parts packed.
 struct side_layout {
-    std::size_t states_offset = 0, dirty_offset = 0, summary_offset = 0, sums_offset = 0, counts_offset = 0, bytes = 0;
+    std::size_t states_offset = 0, dirty_offset = 0, summary_offset = 0, counts_offset = 0, sums_offset = 0, bytes = 0;
     std::size_t dirty_words = 0, summary_words = 0, chunks = 0;
 
     static side_layout for_pages(std::size_t npages) {
-        const auto whole_pages = [](std::size_t bytes) { return (bytes + page_size - 1) / page_size * page_size; };
+        const auto round_up = [](std::size_t bytes, std::size_t to) { return (bytes + to - 1) / to * to; };
         side_layout layout;
         layout.dirty_words = (npages + 63) / 64;
         layout.summary_words = (layout.dirty_words + 63) / 64;
         layout.chunks = (npages + pages_per_chunk - 1) / pages_per_chunk;
-        layout.dirty_offset = whole_pages(npages * sizeof(std::uint32_t));
+        layout.dirty_offset = round_up(npages * sizeof(std::uint32_t), 64);
         layout.summary_offset = layout.dirty_offset + layout.dirty_words * sizeof(std::uint64_t);
-        layout.sums_offset = whole_pages(layout.summary_offset + layout.summary_words * sizeof(std::uint64_t));
-        layout.counts_offset = whole_pages(layout.sums_offset + npages * sizeof(std::uint32_t));
-        layout.bytes = whole_pages(layout.counts_offset + layout.chunks * sizeof(std::uint32_t));
+        layout.counts_offset = layout.summary_offset + layout.summary_words * sizeof(std::uint64_t);
+        const std::size_t counts_end = layout.counts_offset + layout.chunks * sizeof(std::uint32_t);
+        layout.sums_offset = round_up(counts_end, npages >= pages_per_chunk ? page_size : 64);
+        layout.bytes = round_up(layout.sums_offset + npages * sizeof(std::uint32_t), page_size);
         return layout;
     }
 };
@@ -1263,11 +1266,13 @@ std::uint64_t space::table_bytes() const {
     for_each_own_arena([&](arena& a) {
         const std::uint64_t n = touched_pages(a);
         const std::uint64_t per_chunk = keeps_sums() ? 2 * page_size : page_size;  // states, checksums
-        const std::uint64_t parts = pages(n * sizeof(std::uint32_t)) + pages((n + 63) / 64 * sizeof(std::uint64_t)) +
-                                    (keeps_sums() ? pages(n * sizeof(std::uint32_t)) : 0) +
-                                    pages((n + pages_per_chunk - 1) / pages_per_chunk * sizeof(std::uint32_t));
+        const std::uint64_t dirty_and_counts =
+            (n + 63) / 64 * sizeof(std::uint64_t) + (n + pages_per_chunk - 1) / pages_per_chunk * sizeof(std::uint32_t);
+        const std::uint64_t parts = pages(n * sizeof(std::uint32_t)) + pages(dirty_and_counts) +
+                                    (keeps_sums() ? pages(n * sizeof(std::uint32_t)) : 0);
         const std::uint64_t released = a.released_chunks.load(std::memory_order_relaxed) * per_chunk;
-        if (n > 0) bytes += std::min<std::uint64_t>(parts - std::min(parts, released), a.side_bytes);
+        const std::uint64_t held = std::min<std::uint64_t>(parts, a.side_bytes);  // a small arena's parts share pages
+        if (n > 0) bytes += held - std::min(held, released);
     });
     return bytes;
 }
