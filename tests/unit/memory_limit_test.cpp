@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "support/proc_status.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -185,14 +187,7 @@ namespace {
 
 using memory_limit::Big;
 
-std::uint64_t peak_rss() {
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    std::uint64_t kib = 0;
-    while (status >> key)
-        if (key == "VmHWM:" && status >> kib) return kib << 10;
-    return 0;
-}
+std::uint64_t peak_rss() { return steppe::test::proc_status_bytes("VmHWM:"); }
 
 // Issue 13: a child in a real 64 MiB cgroup, with default options, builds a
 // page-engine store 8x the cap in commits, closes it, reopens it and walks

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/proc_status.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -651,18 +653,7 @@ TEST_P(VmTest, FillMayReserveInSignalContext) {
 constexpr std::size_t chunk_pages = page_size / sizeof(std::uint32_t);
 
 // This process's anonymous resident memory, from the kernel.
-std::int64_t rss_anon_bytes() {
-    std::ifstream status("/proc/self/status");
-    std::string key;
-    std::int64_t kib = -1;
-    while (status >> key) {
-        if (key == "RssAnon:") {
-            status >> kib;
-            break;
-        }
-    }
-    return kib * 1024;
-}
+std::int64_t rss_anon_bytes() { return static_cast<std::int64_t>(steppe::test::proc_status_bytes("RssAnon:")); }
 
 // A chunk whose pages are all missing again (discarded, held and dropped,
 // evicted clean) gives its table pages back, and a touch there afterwards
