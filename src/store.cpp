@@ -319,11 +319,13 @@ struct recent_copies {
 thread_local recent_copies t_copies;
 }  // namespace
 
-void note_allocator_made(const void* allocator) noexcept {
-    if (copied_allocator* e = t_copies.find(allocator)) *e = {};
+void note_allocator_made(std::uintptr_t address) noexcept {
+    if (copied_allocator* e = t_copies.find(reinterpret_cast<const void*>(address))) *e = {};
 }
 
-void note_allocator_copied(const void* allocator, const void* from) noexcept {
+void note_allocator_copied(std::uintptr_t address, std::uintptr_t from_address) noexcept {
+    const void* allocator = reinterpret_cast<const void*>(address);
+    const void* from = reinterpret_cast<const void*>(from_address);
     const copied_allocator* source = t_copies.find(from);
     const void* origin = source ? source->origin : from;
     copied_allocator* e = t_copies.find(allocator);

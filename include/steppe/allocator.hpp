@@ -45,9 +45,11 @@ namespace detail {
 void* allocate_for(const void* allocator, const types::layout& layout, std::size_t count);
 // Bookkeeping of allocator objects on this thread, so a copy on the stack
 // allocates where its origin would (no lookup here: it is done at
-// allocation, and only for allocators outside every store).
-void note_allocator_made(const void* allocator) noexcept;
-void note_allocator_copied(const void* allocator, const void* from) noexcept;
+// allocation, and only for allocators outside every store). Addresses are
+// passed as integers: they are identities, never read through, and a pointer
+// to a just-constructed empty object makes GCC -O2 warn maybe-uninitialized.
+void note_allocator_made(std::uintptr_t allocator) noexcept;
+void note_allocator_copied(std::uintptr_t allocator, std::uintptr_t from) noexcept;
 // Frees memory from whichever open store holds it.
 void deallocate_anywhere(void* object) noexcept;
 // The persistent address of p if an open store holds it (stable across runs);
@@ -63,16 +65,16 @@ struct allocator {
     // program only reads still has its node types compared with the store's at open.
     allocator() noexcept {
         static_cast<void>(types::detail::noted<T>);
-        detail::note_allocator_made(this);
+        detail::note_allocator_made(reinterpret_cast<std::uintptr_t>(this));
     }
     allocator(const allocator& other) noexcept {
         static_cast<void>(types::detail::noted<T>);
-        detail::note_allocator_copied(this, &other);
+        detail::note_allocator_copied(reinterpret_cast<std::uintptr_t>(this), reinterpret_cast<std::uintptr_t>(&other));
     }
     template <class U>
     allocator(const allocator<U>& other) noexcept {
         static_cast<void>(types::detail::noted<T>);
-        detail::note_allocator_copied(this, &other);
+        detail::note_allocator_copied(reinterpret_cast<std::uintptr_t>(this), reinterpret_cast<std::uintptr_t>(&other));
     }
     allocator& operator=(const allocator&) noexcept = default;  // stateless: nothing to follow
     // A container's copy does not follow the original's store.
