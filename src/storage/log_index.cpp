@@ -11,34 +11,51 @@ bool by_page(const log_index::entry& a, const log_index::entry& b) { return a.pa
 // A new run of the entries (sorted, the last of a page twice kept), then
 // merges while the newest run is at least as long as the one after it (N1).
 void log_index::add(std::span<const entry> entries) {
-    std::vector<entry> run(entries.begin(), entries.end());
-    std::stable_sort(run.begin(), run.end(), by_page);
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < run.size(); ++i)
-        if (i + 1 == run.size() || run[i + 1].page != run[i].page) run[kept++] = run[i];  // the last one wins
-    run.resize(kept);
-    run.shrink_to_fit();
-    for (const entry& e : run)
-        if (entry seen; !find(e.page, seen)) ++distinct_;
-    runs_.insert(runs_.begin(), std::move(run));
-    while (runs_.size() > 1 && runs_[0].size() >= runs_[1].size()) {
-        runs_[1] = merge(runs_[0], runs_[1]);
-        runs_.erase(runs_.begin());
+    std::vector<entry> sorted(entries.begin(), entries.end());
+    std::stable_sort(sorted.begin(), sorted.end(), by_page);
+    run fresh;
+    fresh.reserve(sorted.size());
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+        if (i + 1 < sorted.size() && sorted[i + 1].page == sorted[i].page) continue;  // the last one wins
+        if (entry seen; !find(sorted[i].page, seen)) ++distinct_;
+        fresh.push_back(sorted[i]);
     }
+    runs_.insert(runs_.begin(), std::move(fresh));
+    collapse();
 }
 
 void log_index::absorb(log_index&& newer) {
-    if (empty()) {
-        runs_ = std::move(newer.runs_);
-        distinct_ = newer.distinct_;
-    } else {
-        add(newer.newest());
+    if (!empty()) {
+        // Every run of `newer` is newer than every run here: they go in front
+        // as they are (no copy), and only the pages new here are counted.
+        std::size_t added = 0;
+        newer.for_each_newest([&](const entry& e) {
+            if (entry seen; !find(e.page, seen)) ++added;
+        });
+        newer.distinct_ = distinct_ + added;
+        newer.runs_.insert(newer.runs_.end(), std::make_move_iterator(runs_.begin()),
+                           std::make_move_iterator(runs_.end()));
     }
+    runs_ = std::move(newer.runs_);
+    distinct_ = newer.distinct_;
+    collapse();
     newer.clear();
 }
 
-std::vector<log_index::entry> log_index::merge(const std::vector<entry>& newer, const std::vector<entry>& older) {
-    std::vector<entry> out;
+void log_index::collapse() {
+    for (std::size_t k = 0; k + 1 < runs_.size();) {
+        if (runs_[k].size() < runs_[k + 1].size()) {
+            ++k;
+            continue;
+        }
+        runs_[k + 1] = merge(std::move(runs_[k]), std::move(runs_[k + 1]));
+        runs_.erase(runs_.begin() + static_cast<std::ptrdiff_t>(k));
+        k = k > 0 ? k - 1 : 0;  // the merged run may now be as long as its newer neighbour
+    }
+}
+
+log_index::run log_index::merge(run&& newer, run&& older) {
+    run out;
     out.reserve(newer.size() + older.size());
     std::size_t i = 0, j = 0;
     while (i < newer.size() || j < older.size()) {
@@ -48,24 +65,68 @@ std::vector<log_index::entry> log_index::merge(const std::vector<entry>& newer, 
         } else {
             out.push_back(older[j++]);
         }
+        newer.release_before(i);
+        older.release_before(j);
     }
     return out;
 }
 
-bool log_index::find(std::uint64_t page, entry& out) const noexcept {
-    for (const std::vector<entry>& run : runs_) {
-        auto it = std::lower_bound(run.begin(), run.end(), page,
-                                   [](const entry& e, std::uint64_t p) { return e.page < p; });
-        if (it != run.end() && it->page == page) {
-            out = *it;
-            return true;
-        }
+log_index::run::run(const run& other) {
+    reserve(other.size());
+    for (std::size_t i = 0; i < other.size(); ++i) push_back(other[i]);
+}
+
+log_index::run& log_index::run::operator=(const run& other) {
+    if (this != &other) *this = run(other);
+    return *this;
+}
+
+void log_index::run::push_back(const entry& e) {
+    const std::size_t at = size_ % chunk_entries;
+    if (at == 0) {
+        last_capacity_ = std::clamp<std::size_t>(planned_ > size_ ? planned_ - size_ : 1, 1, chunk_entries);
+        chunks_.push_back(std::make_unique_for_overwrite<entry[]>(last_capacity_));
+    } else if (at == last_capacity_) {  // more than planned: the last chunk becomes a whole one
+        auto whole = std::make_unique_for_overwrite<entry[]>(chunk_entries);
+        std::copy_n(chunks_.back().get(), at, whole.get());
+        chunks_.back() = std::move(whole);
+        last_capacity_ = chunk_entries;
     }
+    chunks_.back()[at] = e;
+    ++size_;
+}
+
+void log_index::run::release_before(std::size_t i) noexcept {
+    if (i % chunk_entries == 0 && i > 0 && i <= size_) chunks_[i / chunk_entries - 1].reset();
+}
+
+std::uint64_t log_index::run::memory_bytes() const noexcept {
+    std::uint64_t bytes = chunks_.capacity() * sizeof(std::unique_ptr<entry[]>);
+    for (std::size_t c = 0; c < chunks_.size(); ++c)
+        if (chunks_[c]) bytes += (c + 1 == chunks_.size() ? last_capacity_ : chunk_entries) * sizeof(entry);
+    return bytes;
+}
+
+bool log_index::run::find(std::uint64_t page, entry& out) const noexcept {
+    std::size_t low = 0, high = size_;  // the first entry whose page is >= page lies in [low, high]
+    while (low < high) {
+        const std::size_t mid = low + (high - low) / 2;
+        if ((*this)[mid].page < page) low = mid + 1;
+        else high = mid;
+    }
+    if (low == size_ || (*this)[low].page != page) return false;
+    out = (*this)[low];
+    return true;
+}
+
+bool log_index::find(std::uint64_t page, entry& out) const noexcept {
+    for (const run& r : runs_)
+        if (r.find(page, out)) return true;
     return false;
 }
 
 void log_index::clear() noexcept {
-    runs_ = std::vector<std::vector<entry>>();  // gives the memory back (clear() would keep the capacity)
+    runs_ = std::vector<run>();  // gives the memory back (clear() would keep the capacity)
     distinct_ = 0;
 }
 
@@ -77,8 +138,8 @@ std::vector<log_index::entry> log_index::newest() const {
 }
 
 std::uint64_t log_index::memory_bytes() const noexcept {
-    std::uint64_t bytes = runs_.capacity() * sizeof(std::vector<entry>);
-    for (const std::vector<entry>& run : runs_) bytes += run.capacity() * sizeof(entry);
+    std::uint64_t bytes = runs_.capacity() * sizeof(run);
+    for (const run& r : runs_) bytes += r.memory_bytes();
     return bytes;
 }
 

@@ -12,6 +12,12 @@
 // are O(log n) runs, a lookup is O(log² n) and allocates nothing (the fault
 // path looks pages up), and add() moves each entry O(log n) times.
 //
+// A run is kept in chunks of 32 KiB, and a merge frees its inputs' chunks as
+// it consumes them, so merging two runs holds about the entries of both, not
+// twice that: with whole vectors, the last merge of a transaction that
+// rewrote an 8 GiB store built a 32 MiB run while its two 16 MiB halves
+// lived, and that was the peak of the rewrite under a 64 MiB budget.
+//
 // (N1) Each run is sorted by page, without a page twice; runs_ is ordered
 //      newest first, and a page's newest entry is in the first run that
 //      has it. distinct() is the number of pages some run has. check()
@@ -22,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -86,8 +93,38 @@ public:
     std::vector<std::string> check() const;  // N1
 
 private:
-    static std::vector<entry> merge(const std::vector<entry>& newer, const std::vector<entry>& older);
-    std::vector<std::vector<entry>> runs_;  // newest first
+    // Entries sorted by page, in chunks of chunk_entries.
+    class run {
+    public:
+        static constexpr std::size_t chunk_entries = 2048;
+        run() = default;
+        run(const run& other);  // a reader's refresh starts from its older snapshot's index
+        run& operator=(const run& other);
+        run(run&&) noexcept = default;
+        run& operator=(run&&) noexcept = default;
+        ~run() = default;
+        std::size_t size() const noexcept { return size_; }
+        const entry& operator[](std::size_t i) const noexcept { return chunks_[i / chunk_entries][i % chunk_entries]; }
+        // Sizes the last chunk to `entries` (a bound, not a promise): a small
+        // run takes what it holds, not a whole chunk.
+        void reserve(std::size_t entries) noexcept { planned_ = entries; }
+        void push_back(const entry& e);
+        // Frees the chunks wholly before entry i (a merge has read them).
+        void release_before(std::size_t i) noexcept;
+        std::uint64_t memory_bytes() const noexcept;
+        bool find(std::uint64_t page, entry& out) const noexcept;
+
+    private:
+        std::vector<std::unique_ptr<entry[]>> chunks_;  // all of chunk_entries but the last
+        std::size_t size_ = 0;
+        std::size_t planned_ = 0;
+        std::size_t last_capacity_ = 0;  // of chunks_.back()
+    };
+    static run merge(run&& newer, run&& older);
+    // Merges neighbouring runs while a run is at least as long as the older
+    // one after it, so sizes grow from newest to oldest (O(log n) runs).
+    void collapse();
+    std::vector<run> runs_;  // newest first
     std::size_t distinct_ = 0;
 };
 
