@@ -264,10 +264,6 @@ std::uint64_t heap::take_page() {
 std::uint64_t heap::grow(std::uint64_t pages) {
     std::uint64_t first = page_count();
     assert(pages <= max_page_count - first);
-    // Room for 1/16 more at a time, not the vector's doubling: a big store's
-    // list positions would otherwise cost up to twice what they must.
-    if (first + pages > list_pos_.capacity())
-        list_pos_.reserve(first + pages + std::max<std::uint64_t>(first / 16, 1024));
     descs_.resize(first + pages);
     list_pos_.resize(first + pages);
     // The count field of every metadata page covering new pages changes.
@@ -327,7 +323,7 @@ std::uint64_t heap::memory_bytes() const noexcept {
     // A tree node costs its links and colour (32 bytes), its value and
     // malloc's header, rounded to 16.
     constexpr std::uint64_t set_node = 48, map_node = 64, hash_node = 48;
-    std::uint64_t bytes = descs_.memory_bytes() + list_pos_.capacity() * sizeof(std::uint32_t) +
+    std::uint64_t bytes = descs_.memory_bytes() + list_pos_.memory_bytes() +
                           free_.runs().size() * (map_node + set_node) +
                           (new_pages_.size() + freed_pages_.size()) * set_node +
                           meta_pages_.capacity() * sizeof(std::uint64_t) + meta_crc_.capacity() * sizeof(std::uint32_t) +
@@ -361,19 +357,19 @@ void heap::list_push(std::uint64_t page) {
     const page_desc& d = desc_at(page);
     auto& list = nonfull_[list_key(d.type_, d.elem_size_, d.cls_)];
     list.push_back(page);
-    list_pos_[page] = static_cast<std::uint32_t>(list.size());
+    list_pos_.set(page, static_cast<std::uint32_t>(list.size()));
 }
 
 void heap::list_remove(std::uint64_t page) {
     const page_desc& d = desc_at(page);
     auto it = nonfull_.find(list_key(d.type_, d.elem_size_, d.cls_));
-    assert(it != nonfull_.end() && list_pos_[page] != 0);
+    assert(it != nonfull_.end() && list_pos_.get(page) != 0);
     auto& list = it->second;
-    std::size_t pos = list_pos_[page] - 1;
+    std::size_t pos = list_pos_.get(page) - 1;
     list[pos] = list.back();
-    list_pos_[list[pos]] = static_cast<std::uint32_t>(pos + 1);
+    list_pos_.set(list[pos], static_cast<std::uint32_t>(pos + 1));
     list.pop_back();
-    list_pos_[page] = 0;
+    list_pos_.set(page, 0);
     if (list.empty()) nonfull_.erase(it);
 }
 

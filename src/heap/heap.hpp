@@ -79,6 +79,7 @@
 
 #include "common/prefetch.hpp"
 #include "heap/desc_table.hpp"
+#include "heap/list_positions.hpp"
 #include "common/page_size.hpp"
 
 #include <array>
@@ -508,7 +509,7 @@ private:
     std::uint64_t reserved_pages_ = 1;
     heap_detail::desc_table descs_;          // one descriptor per page below the high-water mark
     std::uint64_t trim_hand_ = 0;            // the next group trim_descriptors looks at
-    std::vector<std::uint32_t> list_pos_;    // per page: 1 + position in its non-full list, 0 = none
+    heap_detail::list_positions list_pos_;   // per page: 1 + position in its non-full list, 0 = none
     std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> nonfull_;  // list_key -> pages
     heap_detail::free_runs free_;
     std::vector<std::uint64_t> meta_pages_;  // metadata page i lives at logical page meta_pages_[i]

@@ -372,7 +372,8 @@ heap heap::decode(const heap_root& root, const fetch_fn& fetch, const will_need_
     // indexes come from descriptors just validated, and `check` runs it.
     h.descs_.set_source(paging.source);
     h.descs_.resize(root.page_count);
-    h.list_pos_.assign(root.page_count, 0);
+    h.list_pos_ = heap_detail::list_positions();
+    h.list_pos_.resize(root.page_count);
     h.meta_dirty_.assign(h.meta_pages_.size(), 0);
     std::vector<std::pair<std::uint64_t, std::uint64_t>> meta_by_page;  // (logical page, index), ascending
     meta_by_page.reserve(h.meta_pages_.size());
@@ -518,13 +519,13 @@ std::vector<std::string> heap::audit() const {
             if (d.elem_size_ == 0 || d.elem_size_ > d.chunk_size())
                 add("H3: " + at(p) + "element size " + std::to_string(d.elem_size_));
             // H4 (page side)
-            bool listed = p < list_pos_.size() && list_pos_[p] != 0;
+            bool listed = p < list_pos_.size() && list_pos_.get(p) != 0;
             if (listed != (d.used_ < cap))
                 add("H4: " + at(p) + "used " + std::to_string(d.used_) + " of " + std::to_string(cap) +
                     (listed ? " but on a non-full list" : " but not on its non-full list"));
             if (listed) {
                 auto it = nonfull_.find(list_key(d.type_, d.elem_size_, d.cls_));
-                if (it == nonfull_.end() || list_pos_[p] > it->second.size() || it->second[list_pos_[p] - 1] != p)
+                if (it == nonfull_.end() || list_pos_.get(p) > it->second.size() || it->second[list_pos_.get(p) - 1] != p)
                     add("H4: " + at(p) + "list position does not point back to it");
             }
             break;
@@ -597,7 +598,7 @@ std::vector<std::string> heap::audit() const {
             std::uint64_t p = list[i];
             if (p >= n || desc_at(p).kind_ != page_kind::small ||
                 list_key(desc_at(p).type_, desc_at(p).elem_size_, desc_at(p).cls_) != key ||
-                list_pos_[p] != i + 1)
+                list_pos_.get(p) != i + 1)
                 add("H4: non-full list entry " + std::to_string(i) + " (page " + std::to_string(p) +
                     ") is not a listed small page of its key");
         }
