@@ -211,7 +211,7 @@ void pager::retire_freed_pages() {
 // from there); new_spilled_ counts it.
 void pager::note_spilled(const std::vector<storage::page_image>& images) {
     for (const auto& image : images) {
-        if (fresh_ && fresh_[image.page].load(std::memory_order_relaxed)) ++new_spilled_;
+        if (fresh_.mapped() && fresh_.test(image.page, std::memory_order_relaxed)) ++new_spilled_;
         mark_new(image.page, false);
     }
 }

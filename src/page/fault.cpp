@@ -76,21 +76,21 @@ constexpr std::uint64_t prefetch_window = 1024, prefetch_pause = 16384;
 constexpr int prefetch_per_page = 8;
 
 void pager::note_fault_for_prefetch(std::uint64_t page) noexcept {
-    if (prefetch_.hinted && prefetch_.hinted[page].exchange(0, std::memory_order_relaxed)) {
+    if (prefetch_.hinted.mapped() && prefetch_.hinted.exchange(page, false, std::memory_order_relaxed)) {
         prefetch_.hits.fetch_add(1, std::memory_order_relaxed);
         prefetch_.window_hits.fetch_add(1, std::memory_order_relaxed);
     }
 }
 
 void pager::prefetch_targets(const std::uint64_t* pages, int count) noexcept {
-    if (!prefetch_.hinted || space_->stats().faults < prefetch_.resume_at_fault.load(std::memory_order_relaxed))
+    if (!prefetch_.hinted.mapped() || space_->stats().faults < prefetch_.resume_at_fault.load(std::memory_order_relaxed))
         return;
     for (int i = 0; i < count; ++i) {
         std::uint64_t target = pages[i];
         // Swizzling reserved every data page a pointer aims at; a page left
         // without a range is not one (a dangling pointer's): nothing to read.
         std::uintptr_t v = map_->virtual_of(target);
-        if (!v || space_->is_resident(v) || prefetch_.hinted[target].exchange(1, std::memory_order_relaxed)) continue;
+        if (!v || space_->is_resident(v) || prefetch_.hinted.exchange(target, true, std::memory_order_relaxed)) continue;
         storage_->prefetch(target);
         prefetch_.hints.fetch_add(1, std::memory_order_relaxed);
         if (prefetch_.window_hints.fetch_add(1, std::memory_order_relaxed) + 1 == prefetch_window) {

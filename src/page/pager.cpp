@@ -22,11 +22,6 @@ namespace {
 alignas(4096) const std::byte zero_page[translate::page_size] = {};
 
 // A byte per persistent page, NORESERVE: only the parts touched cost memory.
-std::atomic<std::uint8_t>* map_page_bytes() noexcept {
-    void* p = ::mmap(nullptr, heap::max_page_count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
-    return p == MAP_FAILED ? nullptr : static_cast<std::atomic<std::uint8_t>*>(p);
-}
 }  // namespace
 
 pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_table& vtables,
@@ -37,8 +32,8 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
     map_ = std::make_unique<translate::page_map>(*space_, heap::max_page_count, opts.address_space_limit);
     if (opts.resident_budget_pages) {  // before anything a throw would leave behind
         resident_ = std::make_unique<residency>(opts.resident_budget_pages * 2 + 65536);
-        fresh_ = map_page_bytes();
-        if (!fresh_) common::throw_system_error("mmap", errno, storage_->path() + ": the table of new pages");
+        fresh_ = page_bits(heap::max_page_count);
+        if (!fresh_.mapped()) common::throw_system_error("mmap", errno, storage_->path() + ": the table of new pages");
         // An eighth of the budget cools: a page used about once per turn of
         // the ring is met while it cools; a larger pool leaves the ring less
         // and costs more refaults for the misses it saves (evict_bench).
@@ -46,7 +41,7 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
     }
     vm::register_trap_page(map_->dead_page(), storage_->path().c_str(), opts.fatal_hook);
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
-    if (opts.prefetch) prefetch_.hinted = map_page_bytes();
+    if (opts.prefetch) prefetch_.hinted = page_bits(heap::max_page_count);
     budget_bytes_ = opts.resident_budget_pages * translate::page_size;
     attach_heap_source();
     refresh_budget();
@@ -58,8 +53,6 @@ pager::~pager() {
     vm::unregister_trap_page(map_->dead_page());
     map_.reset();
     space_.reset();
-    if (prefetch_.hinted) ::munmap(prefetch_.hinted, heap::max_page_count);
-    if (fresh_) ::munmap(fresh_, heap::max_page_count);
 }
 
 // Allocation ------------------------------------------------------------------
@@ -131,14 +124,14 @@ void pager::install_new_page(std::uint64_t page) {
 }
 
 void pager::mark_new(std::uint64_t page, bool fresh) noexcept {
-    if (fresh_) fresh_[page].store(fresh ? 1 : 0, std::memory_order_release);
+    if (fresh_.mapped()) fresh_.exchange(page, fresh, std::memory_order_release);
 }
 
 // Async-signal-safe: the evictors ask it of the pages they take.
 bool pager::is_new(std::uintptr_t v) const noexcept {
-    if (!fresh_) return false;
+    if (!fresh_.mapped()) return false;
     const auto where = map_->lookup(v);
-    return where.what == translate::page_map::kind::page && fresh_[where.page].load(std::memory_order_acquire);
+    return where.what == translate::page_map::kind::page && fresh_.test(where.page, std::memory_order_acquire);
 }
 
 // The page is to show other contents (a new object, or the committed ones
@@ -248,15 +241,15 @@ void pager::start_epoch() {
 store_memory pager::memory() const noexcept {
     const vm::space_stats vs = space_->stats();
     const storage::storage::memory sm = storage_->memory_bytes();
-    const std::uint64_t page_bytes = (heap_->page_count() + translate::page_size - 1) / translate::page_size *
-                                     translate::page_size;  // a byte per store page, written up to the last
+    const std::uint64_t bit_bytes = (page_bits::bytes_for(heap_->page_count()) + translate::page_size - 1) /
+                                    translate::page_size * translate::page_size;  // a bit per store page, written up to the last
     store_memory m;
     m.store_pages = (vs.installs - vs.discards - vs.evictions) * translate::page_size;  // I7
     m.heap = heap_->memory_bytes();
     m.page_map = map_->table_bytes(heap_->page_count());
     m.fault_space = space_->table_bytes();
-    m.residency = (resident_ ? resident_->memory_bytes() : 0) + (fresh_ ? page_bytes : 0) +
-                  (prefetch_.hinted ? page_bytes : 0);
+    m.residency = (resident_ ? resident_->memory_bytes() : 0) + (fresh_.mapped() ? bit_bytes : 0) +
+                  (prefetch_.hinted.mapped() ? bit_bytes : 0);
     m.types = types_bytes_.load(std::memory_order_relaxed);
     m.storage = sm.index;
     m.transaction = (txn_new_.capacity() + txn_freed_.capacity()) * sizeof(std::uint64_t) +

@@ -153,6 +153,7 @@
 #include <steppe/error.hpp>
 #include <steppe/steppe.hpp>
 
+#include "page/page_bits.hpp"
 #include "heap/heap.hpp"
 #include "page/cooling.hpp"
 #include "page/residency.hpp"
@@ -491,13 +492,13 @@ private:
     void forget_spill_failure() noexcept;  // a failed spill is retried in the next transaction
     // Read-ahead state, all touched in the fault path.
     struct prefetcher {
-        std::atomic<std::uint8_t>* hinted = nullptr;  // per persistent page: a hint is outstanding
+        page_bits hinted;  // per persistent page: a hint is outstanding
         std::atomic<std::uint64_t> hints{0}, hits{0}, window_hints{0}, window_hits{0}, resume_at_fault{0};
     } prefetch_;
     void note_fault_for_prefetch(std::uint64_t page) noexcept;
     void prefetch_targets(const std::uint64_t* pages, int count) noexcept;
     std::vector<std::uint64_t> txn_new_;        // pages handed out since the last commit
-    std::atomic<std::uint8_t>* fresh_ = nullptr;  // per persistent page: new and not in the log (R3)
+    page_bits fresh_;  // per persistent page: new and not in the log (R3)
     std::vector<std::uint64_t> txn_freed_;      // pages freed since the last commit (ranges kept until it)
     bool retired_committed_ = false;            // a committed page's range was retired since the last commit
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write

@@ -95,7 +95,7 @@ void pager::check_new(const std::vector<std::uintptr_t>& resident, std::vector<s
         if (!contains(resident, v))
             findings.push_back("R3: new page " + std::to_string(page) + " (at " + common::hex(v) +
                                ") is not resident, and the log does not hold it");
-        if (fresh_ && !is_new(v))
+        if (fresh_.mapped() && !is_new(v))
             findings.push_back("R3: new page " + std::to_string(page) + " is not marked new: an evictor may drop it");
     }
 }
@@ -104,7 +104,7 @@ void pager::check_new(const std::vector<std::uintptr_t>& resident, std::vector<s
 // new pages were spilled than the transaction made.
 void pager::check_spilled(std::vector<std::string>& findings) const {
     for (std::uint64_t page : storage_->pending_pages())
-        if (fresh_ && fresh_[page].load(std::memory_order_acquire))
+        if (fresh_.mapped() && fresh_.test(page, std::memory_order_acquire))
             findings.push_back("R4: page " + std::to_string(page) + " is in the log but still marked new");
     if (new_spilled_ > txn_new_.size())
         findings.push_back("R4: " + std::to_string(new_spilled_) + " new pages spilled, but the transaction made " +
