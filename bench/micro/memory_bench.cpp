@@ -12,11 +12,17 @@
 // store's memory by kind (store_stats::memory) at its end.
 //
 // Usage: memory_bench [--store-mib N] [--budgets-mib 64,256,0] [--dir D] [--keep yes]
+//                     [--phases build,rewrite,open,walk]
 //   --budgets-mib  0 is the default budget (half of what the process may use)
 //   --keep yes     keep the store (and --dir)
+//   --phases       the phases to run, in their order; without build, the
+//                  store a run with --keep yes left in --dir (the same
+//                  --store-mib) is used: open,open,open times opens alone
+//                  (walk checks the values rewrite leaves)
 #include <steppe/steppe.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -46,6 +52,7 @@ std::uint64_t g_store_mib = 1024;
 std::vector<std::uint64_t> g_budgets_mib = {64, 256};
 std::string g_dir;
 bool g_keep = false;
+std::vector<std::string> g_phases = {"build", "rewrite", "open", "walk"};
 
 long node_count() { return static_cast<long>(g_store_mib * MiB / sizeof(Node)); }
 std::string store_path() { return g_dir + "/memory.db"; }
@@ -133,36 +140,53 @@ void print(const char* phase, std::uint64_t budget_mib, const std::vector<double
     std::fflush(stdout);
 }
 
+std::vector<std::string> split(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+    return out;
+}
+
 std::vector<std::uint64_t> parse_list(const std::string& text) {
     std::vector<std::uint64_t> out;
-    std::stringstream in(text);
-    for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoull(item));
+    for (const std::string& item : split(text)) out.push_back(std::stoull(item));
     return out;
+}
+
+using phase_fn = std::vector<double> (*)(std::uint64_t budget_mib);
+phase_fn phase_named(const std::string& name) {
+    if (name == "build") return build;
+    if (name == "rewrite") return rewrite;
+    if (name == "open") return open_only;
+    if (name == "walk") return walk;
+    return nullptr;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    bool usage = argc % 2 == 0;  // flags come in pairs
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--store-mib") g_store_mib = std::stoull(value);
         else if (flag == "--budgets-mib") g_budgets_mib = parse_list(value);
         else if (flag == "--dir") g_dir = value;
         else if (flag == "--keep") g_keep = value == "yes";
-        else {
-            std::fprintf(stderr, "usage: memory_bench [--store-mib N] [--budgets-mib 64,256,0] [--dir D] [--keep yes]\n");
-            return 2;
-        }
+        else if (flag == "--phases") g_phases = split(value);
+        else usage = true;
+    }
+    if (usage || g_phases.empty() || !std::all_of(g_phases.begin(), g_phases.end(), phase_named)) {
+        std::fprintf(stderr, "usage: memory_bench [--store-mib N] [--budgets-mib 64,256,0] [--dir D] [--keep yes] "
+                             "[--phases build,rewrite,open,walk]\n");
+        return 2;
     }
     g_dir = bench_util::scratch_dir(g_dir);
     std::filesystem::create_directories(g_dir);
     std::printf("memory_bench: a %llu MiB store (%ld nodes of 64 bytes, a commit every %ld) in %s\n",
                 static_cast<unsigned long long>(g_store_mib), node_count(), commit_every, g_dir.c_str());
     for (std::uint64_t budget : g_budgets_mib) {
-        print("build", budget, bench_util::in_child([&] { return build(budget); }));
-        print("rewrite", budget, bench_util::in_child([&] { return rewrite(budget); }));
-        print("open", budget, bench_util::in_child([&] { return open_only(budget); }));
-        print("walk", budget, bench_util::in_child([&] { return walk(budget); }));
+        for (const std::string& phase : g_phases)
+            print(phase.c_str(), budget, bench_util::in_child([&] { return phase_named(phase)(budget); }));
     }
     if (!g_keep) std::filesystem::remove_all(g_dir);
 }
