@@ -1237,5 +1237,45 @@ TEST(HeapDescriptors, WithoutASourceNothingLeaves) {
     EXPECT_EQ(h.descriptors().dropped, 0u);
 }
 
+// The list positions against a dense model: random sets (most to 0, as
+// pages fill), shrinks and growths; a chunk whose positions are all 0 is not
+// held, so clearing every position gives the memory back.
+TEST(ListPositions, MatchesADenseArrayAndHoldsOnlyChunksInUse) {
+    list_positions positions;
+    std::vector<std::uint32_t> model;
+    std::mt19937_64 rng(38);
+    std::uint64_t most_pages = 0;
+    const auto resize = [&](std::uint64_t pages) {
+        positions.resize(pages);
+        model.resize(pages, 0);
+        most_pages = std::max(most_pages, pages);
+    };
+    resize(10 * list_positions::chunk_pages + 17);
+    for (int step = 0; step < 200000; ++step) {
+        if (step % 20000 == 19999) resize(model.size() / 2 + rng() % model.size());  // shrinks and grows
+        const std::uint64_t page = rng() % model.size();
+        const std::uint32_t position = rng() % 4 == 0 ? static_cast<std::uint32_t>(1 + rng() % 1000) : 0;
+        positions.set(page, position);
+        model[page] = position;
+    }
+    ASSERT_EQ(positions.size(), model.size());
+    std::uint64_t chunks_in_use = 0;
+    for (std::uint64_t page = 0; page < model.size(); ++page) {
+        ASSERT_EQ(positions.get(page), model[page]) << "page " << page;
+        if (page % list_positions::chunk_pages == 0)
+            chunks_in_use += std::any_of(model.begin() + static_cast<std::ptrdiff_t>(page),
+                                         model.begin() + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(
+                                                             page + list_positions::chunk_pages, model.size())),
+                                         [](std::uint32_t p) { return p != 0; });
+    }
+    // The chunk index: a vector and a count per chunk, its capacity up to
+    // twice the most chunks it had.
+    const std::uint64_t table =
+        2 * (most_pages / list_positions::chunk_pages + 1) * (sizeof(std::vector<std::uint32_t>) + sizeof(std::uint16_t));
+    EXPECT_LE(positions.memory_bytes(), chunks_in_use * list_positions::chunk_pages * 4 + table);
+    for (std::uint64_t page = 0; page < model.size(); ++page) positions.set(page, 0);
+    EXPECT_LE(positions.memory_bytes(), table) << "every chunk is all zeros: none is held";
+}
+
 }  // namespace
 }  // namespace steppe

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 #include <steppe/steppe.hpp>
 
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "page/page_bits.hpp"
 #include "support/store_fixture.hpp"
 
 namespace residency {
@@ -151,5 +154,31 @@ TEST_P(ResidencyTest, ANewPageAtAFreedPagesAddressIsNotEvicted) {
 }
 
 STEPPE_BOTH_BACKENDS(ResidencyTest);
+
+// The pager's per-page marks are bits sharing words: threads marking and
+// clearing pages whose bits share words lose none of each other's changes,
+// and exchange reports what the bit was.
+TEST(PageBits, ThreadsChangingBitsOfTheSameWordsLoseNothing) {
+    constexpr std::uint64_t pages = 1u << 16;
+    steppe::page::page_bits bits(pages);
+    ASSERT_TRUE(bits.mapped());
+    constexpr int threads = 4;
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+        workers.emplace_back([&bits, t] {
+            // Thread t owns the pages p with p % threads == t: every word is shared.
+            for (int round = 0; round < 3; ++round)
+                for (std::uint64_t p = static_cast<std::uint64_t>(t); p < pages; p += threads) {
+                    const bool set = round != 1 || p % 3 == 0;  // round 1 clears two pages in three
+                    const bool was = bits.exchange(p, set, std::memory_order_acq_rel);
+                    if (was != (round != 0)) std::abort();  // set by round 0, and by round 1 unless cleared
+                    if (round == 1 && !set && bits.exchange(p, true, std::memory_order_acq_rel)) std::abort();
+                }
+        });
+    for (std::thread& w : workers) w.join();
+    for (std::uint64_t p = 0; p < pages; ++p) ASSERT_TRUE(bits.test(p, std::memory_order_acquire)) << p;
+    for (std::uint64_t p = 0; p < pages; p += 2) bits.exchange(p, false, std::memory_order_release);
+    for (std::uint64_t p = 0; p < pages; ++p) ASSERT_EQ(bits.test(p, std::memory_order_acquire), p % 2 == 1) << p;
+}
 
 }  // namespace
