@@ -10,6 +10,7 @@
 
 #include "common/crc32c.hpp"
 #include "common/sigsafe.hpp"
+#include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
 
 namespace steppe::heap_detail {
@@ -62,7 +63,7 @@ void desc_table::resize(std::uint64_t count) {
     if (groups > capacity_) {
         const std::uint64_t room = groups + std::max<std::uint64_t>(groups / 16, 16);
         void* p = base_ ? ::mremap(base_, capacity_ * slot_bytes, room * slot_bytes, MREMAP_MAYMOVE)
-                        : ::mmap(nullptr, room * slot_bytes, PROT_READ | PROT_WRITE,
+                        : common::map_sparse(room * slot_bytes, PROT_READ | PROT_WRITE,
                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED)
             common::throw_system_error(base_ ? "mremap" : "mmap", errno,

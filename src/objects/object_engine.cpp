@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/memory_limit.hpp"
+#include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
 #include "engine/storage_options.hpp"
 #include "storage/backup.hpp"
@@ -179,6 +180,7 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
     if (o.segment_objects < 1 || o.segment_objects > format::max_segment_objects)
         throw error(errc::invalid_argument, "object store " + path + ": segment_objects " +
                                                 std::to_string(o.segment_objects) + " is not within 1..255");
+    common::refuse_mapping_lock(path);  // before the sparse tables: they would all become resident
     storage::options so = storage_options(o, io);
     so.after = after;
     storage_ = storage::storage::open(path, so);

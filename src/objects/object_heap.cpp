@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstring>
 
+#include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
 #include "vm/vm.hpp"
 
@@ -25,7 +26,7 @@ bool zero_page(void*, std::uintptr_t, std::byte* out) noexcept {
 // Address space only (PROT_NONE is not counted against RLIMIT_DATA or the
 // overcommit heuristic); grow() makes it usable as the heap grows.
 void* reserve(std::uint64_t bytes, const char* what) {
-    void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = common::map_sparse(bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         common::throw_system_error("mmap", errno, "object heap",
                                    std::string("reserving its ") + what + ": " + std::to_string(bytes >> 20) +

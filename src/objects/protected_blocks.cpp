@@ -17,6 +17,7 @@
 #include <exception>
 
 #include "common/sigsafe.hpp"
+#include "common/sparse_mapping.hpp"
 #include "common/started_thread.hpp"
 #include "common/system_error.hpp"
 #include "vm/vm.hpp"
@@ -44,7 +45,7 @@ protected_blocks::protected_blocks(std::uintptr_t heap_base, std::uint64_t heap_
                                    std::string store_path)
     : heap_(heap_base), bytes_(heap_bytes), resolve_(resolve), ctx_(ctx), path_(std::move(store_path)),
       owner_pid_(::getpid()) {
-    void* p = ::mmap(nullptr, bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = common::map_sparse(bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         common::throw_system_error("mmap", errno, path_,
                                    "reserving the protected mirror of the object heap (" +

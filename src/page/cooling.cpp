@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
 
 namespace steppe::page {
@@ -15,7 +16,7 @@ namespace {
 
 // NORESERVE: only the parts touched cost memory.
 void* map_table(std::uint64_t bytes, const char* what) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = common::map_sparse(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         common::throw_system_error("mmap", errno, std::string("the cooling stage's ") + what + " (" +
                                                       std::to_string(bytes) + " bytes)");

@@ -6,6 +6,8 @@
 // 8 GiB store's memory for the two); a bit is an eighth of that.
 #pragma once
 
+#include "common/sparse_mapping.hpp"
+
 #include <sys/mman.h>
 
 #include <atomic>
@@ -19,7 +21,7 @@ public:
     page_bits() = default;
     // Maps room for `pages` bits; mapped() is false when the mmap failed.
     explicit page_bits(std::uint64_t pages) noexcept : bytes_(bytes_for(pages)) {
-        void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void* p = common::map_sparse(bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p != MAP_FAILED) words_ = static_cast<std::atomic<std::uint64_t>*>(p);
     }
     ~page_bits() {

@@ -20,6 +20,7 @@
 
 #include "common/hex.hpp"
 #include "common/memory_limit.hpp"
+#include "common/sparse_mapping.hpp"
 #include "engine/storage_options.hpp"
 #include "page/stored_pointer.hpp"
 #include "storage/backup.hpp"
@@ -35,6 +36,7 @@ vm::backend_kind backend_for(fault_backend b) {
 
 page_engine::page_engine(const std::string& path, const open_options& options, storage::env* io, bool match_program)
     : options_(options), io_(io), match_program_(match_program) {
+    common::refuse_mapping_lock(path);  // before the sparse tables: they would all become resident
     storage_ = storage::storage::open(path, storage_options(options, io));
     committed_ = load_state(*storage_, path);
     live_ = committed_;

@@ -1,5 +1,7 @@
 #include "page/residency.hpp"
 
+#include "common/sparse_mapping.hpp"
+
 #include <steppe/error.hpp>
 #include <sys/mman.h>
 
@@ -11,7 +13,7 @@
 namespace steppe::page {
 
 residency::residency(std::uint64_t capacity) : capacity_(capacity) {
-    void* p = ::mmap(nullptr, capacity * sizeof(std::uintptr_t), PROT_READ | PROT_WRITE,
+    void* p = common::map_sparse(capacity * sizeof(std::uintptr_t), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         throw error(errc::io, "mmap of the residency ring (" + std::to_string(capacity) + " entries) failed: " +

@@ -1,6 +1,7 @@
 #include "translate/page_map.hpp"
 
 #include "common/hex.hpp"
+#include "common/sparse_mapping.hpp"
 
 #include <steppe/error.hpp>
 #include <sys/mman.h>
@@ -16,7 +17,7 @@ namespace {
 // Side tables are NORESERVE anonymous memory: only the parts touched cost RAM,
 // and mmap is async-signal-safe, so the fault handler may add an arena.
 void* map_table(std::size_t bytes) noexcept {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = common::map_sparse(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? nullptr : p;
 }
 
@@ -46,7 +47,7 @@ page_map::page_map(vm::fault_space& space, std::uint64_t max_pages, std::uint64_
     if (!forward_)
         throw error(errc::io, "mmap of the page map (" + std::to_string(max_pages) + " entries) failed: " +
                                   std::strerror(errno));
-    void* dead = ::mmap(nullptr, page_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* dead = common::map_sparse(page_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (dead == MAP_FAILED || !add_arena()) {
         int err = errno;
         if (dead != MAP_FAILED) ::munmap(dead, page_size);

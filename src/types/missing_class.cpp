@@ -11,6 +11,7 @@
 
 #include "common/page_size.hpp"
 #include "common/sigsafe.hpp"
+#include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
 #include "types/vtables.hpp"
 
@@ -139,7 +140,7 @@ missing_classes::missing_classes(const std::vector<std::string>& symbols, const 
     // Address space only (no access, no swap reserved): a stand-in gets its
     // memory when its first object loads.
     const std::size_t bytes = by_slot_.size() * stride;
-    void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = common::map_sparse(bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         common::throw_system_error("mmap", errno, "types: " + std::to_string(by_slot_.size()) +
                                                       " stand-ins for vtables this executable lacks");

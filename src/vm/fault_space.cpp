@@ -18,6 +18,7 @@
 #include "common/crc32c.hpp"
 #include "common/hex.hpp"
 #include "common/sigsafe.hpp"
+#include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
 #include "vm/sys.hpp"
 #include "vm/uapi.hpp"
@@ -857,7 +858,7 @@ reserve_result space::try_reserve(std::size_t bytes) noexcept {
     const auto failed = [](const char* call) { return reserve_result{0, call, errno}; };
 
     side.size = layout.bytes;
-    side.address = mmap(nullptr, side.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    side.address = common::map_sparse(side.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (side.address == MAP_FAILED) return failed("mmap");
     // No huge pages: the first touch of a state word must not zero 2 MiB inside a fault.
     madvise(side.address, side.size, MADV_NOHUGEPAGE);  // advisory; fails only without THP
@@ -867,7 +868,7 @@ reserve_result space::try_reserve(std::size_t bytes) noexcept {
     if (backend_ == backend_kind::uffd) {
         // mprotect tracking maps the arena read-only so that first writes fault.
         const int prot = tracking_ == tracking_kind::mprotect ? PROT_READ : PROT_READ | PROT_WRITE;
-        view.address = mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        view.address = common::map_sparse(size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (view.address == MAP_FAILED) return failed("mmap");
         madvise(view.address, size, MADV_NOHUGEPAGE);  // 4 KiB PTEs for UFFDIO_COPY and PAGEMAP_SCAN
         if (madvise(view.address, size, MADV_DONTFORK) != 0) return failed("madvise");
@@ -888,9 +889,9 @@ reserve_result space::try_reserve(std::size_t bytes) noexcept {
         const bool sized = ftruncate(memfd, static_cast<off_t>(size)) == 0;
         const int truncate_err = errno;
         if (sized) {
-            view.address = mmap(nullptr, size, PROT_NONE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
+            view.address = common::map_sparse(size, PROT_NONE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
             if (view.address != MAP_FAILED) {
-                alias.address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
+                alias.address = common::map_sparse(size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
             }
         }
         const int map_err = errno;
@@ -1588,7 +1589,7 @@ bool moves_pages(tracking_kind tracking) {
 // instead.
 std::uintptr_t make_staging(int uffd, std::size_t pages) noexcept {
     const std::size_t bytes = pages * page_size;
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = common::map_sparse(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return 0;
     madvise(p, bytes, MADV_NOHUGEPAGE);
     uffdio_register reg{};

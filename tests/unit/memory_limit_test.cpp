@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -309,6 +310,98 @@ TEST(MemoryLimit, ACompactionWhoseBookkeepingCannotFitIsNoSpaceAndChangesNothing
     for (Small* p = *s.find_root<Small*>("head"); p; p = p->next) ++n;
     EXPECT_EQ(n, count);
     EXPECT_EQ(s.check(), std::vector<std::string>{});
+}
+
+}  // namespace
+
+namespace {
+
+using memory_limit::Big;
+using memory_limit::Chain;
+using memory_limit::Link;
+
+// A process that locks its memory. Under mlockall(MCL_FUTURE) every new
+// mapping is made resident by the mmap itself, so steppe's sparse tables
+// would take all of their size at once: both engines refuse to open, with
+// `unsupported` naming MCL_ONFAULT, before they map anything large. Under
+// mlockall(... | MCL_ONFAULT) steppe unlocks its own mappings
+// (common/sparse_mapping.hpp), so a store past a 1 MiB budget evicts (a
+// locked page cannot be dropped) and is built, reopened and walked, every
+// node checked. Children in a real 256 MiB group, so that a regression kills
+// a child, not the machine's other processes.
+TEST(MemoryLock, MappingsLockedAsMadeAreRefusedAndLockedOnFaultFollowTheBudget) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "a sanitizer's shadow memory (terabytes, sparse) cannot be locked";
+#endif
+    const std::string dir = make_group(256 * MiB, "mlock");
+    if (dir.empty()) GTEST_SKIP() << "cannot create a memory cgroup here (cgroup v1 memory controller, root)";
+    steppe::test::temp_dir stores;
+    const std::string refused = in_child([&] {
+        join_group(dir);
+        if (::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) return std::string("skip: mlockall failed");
+        std::string out;
+        for (int engine = 0; engine < 2; ++engine) {
+            try {
+                if (engine == 0) steppe::store::open(stores.path("refused.db"));
+                else steppe::objects::store::open(stores.path("refused.ods"));
+                out += "opened\n";
+            } catch (const steppe::error& e) {
+                out += std::string(steppe::to_string(e.code())) + ": " + e.what() + "\n";  // messages hold '|'
+            }
+        }
+        return out;
+    });
+    constexpr long nodes = 40'000;  // 256 bytes each: 2,500 pages, 10 MiB, 10x the budget
+    const std::string walked = in_child([&] {
+        join_group(dir);
+        if (::mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0) return std::string("skip: mlockall failed");
+        steppe::open_options o;
+        o.resident_budget = 1 * MiB;
+        const std::string path = stores.path("onfault.db");
+        {
+            auto s = steppe::store::open(path, o);
+            Big** head = s.root<Big*>("head");
+            for (long i = 0; i < nodes; ++i) {
+                Big* b = s.make<Big>();
+                *b = Big{*head, i, i * 7 + 1, {}};
+                *head = b;
+                if (i % 10'000 == 9'999) s.commit();
+            }
+        }
+        auto s = steppe::store::open(path, o);
+        long seen = 0, expect = nodes - 1;
+        for (Big* b = *s.find_root<Big*>("head"); b; b = b->next, --expect, ++seen)
+            if (b->id != expect || b->check != expect * 7 + 1) return "node " + std::to_string(seen) + " is wrong";
+        const std::uint64_t evictions = s.stats().evictions;
+        steppe::objects::options oo;
+        oo.resident_budget = 1 * MiB;
+        {
+            auto ods = steppe::objects::store::open(stores.path("onfault.ods"), oo);
+            steppe::objects::ref<Link> chain;
+            for (long i = 0; i < 20'000; ++i) chain = ods.make<Link>(i, chain);
+            ods.root<Chain>("chain").mut()->head = chain;
+            ods.commit();
+        }
+        auto ods = steppe::objects::store::open(stores.path("onfault.ods"), oo);
+        long links = 0;
+        for (auto l = ods.find_root<Chain>("chain")->head; l; l = l->next, ++links)
+            if (l->id != 19'999 - links) return "link " + std::to_string(links) + " is wrong";
+        return "walked " + std::to_string(seen) + " nodes, " + std::to_string(links) + " links, evictions " +
+               std::to_string(evictions);
+    });
+    remove_group(dir);
+    if (refused.rfind("skip", 0) == 0 || walked.rfind("skip", 0) == 0) GTEST_SKIP() << refused << walked;
+    const std::size_t bar = refused.find('\n');
+    ASSERT_NE(bar, std::string::npos) << refused;
+    const std::string parts[] = {refused.substr(0, bar), refused.substr(bar + 1)};
+    const char* files[] = {"refused.db", "refused.ods"};  // page engine, object engine
+    for (int engine = 0; engine < 2; ++engine) {
+        EXPECT_EQ(parts[engine].rfind("unsupported: ", 0), 0u) << refused;
+        EXPECT_NE(parts[engine].find(files[engine]), std::string::npos) << refused;
+        EXPECT_NE(parts[engine].find("MCL_ONFAULT"), std::string::npos) << refused;
+    }
+    EXPECT_EQ(walked.rfind("walked " + std::to_string(nodes) + " nodes, 20000 links", 0), 0u) << walked;
+    EXPECT_EQ(walked.find("evictions 0"), std::string::npos) << "the budget was kept by evicting: " << walked;
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+// Sparse mappings and a process that locks its memory (mlockall).
+//
+// steppe maps tables sized for the largest store (NORESERVE: only what is
+// touched takes memory) and arenas of terabytes of address space. Under
+// mlockall(MCL_FUTURE) every new mapping is made resident and locked by the
+// mmap itself, so one such table would take all of its size: an open would
+// take the machine's memory, or be killed by its cgroup. Under
+// mlockall(MCL_FUTURE | MCL_ONFAULT) pages are locked as they are touched,
+// and locked pages cannot be dropped (madvise(MADV_DONTNEED) is EINVAL), so
+// eviction would fail. So:
+//   - every sparse mapping steppe makes goes through map_sparse, which
+//     unlocks it at once (munlock of an untouched range changes only its
+//     flags): a store's memory follows its resident budget, not the lock;
+//   - an open first calls refuse_mapping_lock, which stops with
+//     `unsupported`, saying what to do instead, when new mappings would be
+//     made resident at mmap, before anything large is mapped.
+// Both are async-signal-safe but for the throw (map_sparse is a system call
+// or two; the fault handler may make an arena).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace steppe::common {
+
+// mmap(nullptr, bytes, prot, flags, fd, offset), then munlock of the result;
+// MAP_FAILED (errno set) when the mmap fails.
+void* map_sparse(std::size_t bytes, int prot, int flags, int fd = -1, long offset = 0) noexcept;
+
+// Throws errc::unsupported naming `path` when a new mapping of this process
+// is made resident by the mmap (mlockall with MCL_FUTURE and without
+// MCL_ONFAULT).
+void refuse_mapping_lock(const std::string& path);
+
+}  // namespace steppe::common
