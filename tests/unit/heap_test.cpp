@@ -921,6 +921,40 @@ TEST_F(descriptor_damage, RunLengthDisagreesWithSize) {
     edit(head, kDescWords, std::uint64_t{h.describe(head)->run_pages() + 1});
     expect_corrupt("does not match its");
 }
+// Metadata pages of two commits mixed (each page whole, with its own good
+// checksum, as a torn or crafted file could leave them): open reads each
+// page once and interprets its descriptors as it goes, so what it reports
+// may be a descriptor's error or the pages' checksums against the root, but
+// it is always `corrupt` naming the heap's metadata, for every page swapped.
+TEST(HeapDamage, MetadataPagesOfAnotherCommitAreCorrupt) {
+    heap h = test::mixed_heap(38, 3000);
+    disk d;
+    d.apply(h.encode_dirty());
+    ASSERT_GE(h.metadata_pages().size(), 2u);
+    const disk before = d;
+    for (int i = 0; i < 400; ++i) h.free(h.allocate(1, 48, 1 + static_cast<std::uint32_t>(i % 3)));
+    for (int i = 0; i < 200; ++i) h.allocate(2, 100, 1);  // every metadata page has changed descriptors
+    d.apply(h.encode_dirty());
+    ASSERT_EQ(d.root.meta_page_count, before.root.meta_page_count) << "the same chain, other contents";
+    int swapped = 0;
+    for (std::size_t i = 0; i < h.metadata_pages().size(); ++i) {
+        const std::uint64_t page = h.metadata_pages()[i];
+        if (!before.pages.count(page) || before.pages.at(page) == d.pages.at(page)) continue;
+        disk mixed = d;
+        mixed.pages[page] = before.pages.at(page);
+        ++swapped;
+        try {
+            heap::decode(mixed.root, mixed.fetch());
+            ADD_FAILURE() << "metadata page " << i << " of the commit before was taken";
+        } catch (const error& e) {
+            EXPECT_EQ(e.code(), errc::corrupt) << e.what();
+            EXPECT_NE(std::string(e.what()).find("heap metadata"), std::string::npos) << e.what();
+        }
+    }
+    EXPECT_GE(swapped, 1) << "no metadata page changed between the two commits";
+    expect_same(d.decode(), h);  // the commit itself, unmixed, reads back
+}
+
 TEST(HeapDamage, RunPastHighWaterMark) {
     heap h;
     std::uint64_t p = h.allocate(1, 16, 1) / P;
