@@ -175,7 +175,7 @@ void read_references(reader& r, layout& l) {
             r.fail("reference offset " + std::to_string(offset) + " beyond size " + std::to_string(l.size));
         if (i > 0 && offset < l.refs.back() + slot) r.fail("reference offsets not increasing or overlapping");
         l.refs.push_back(offset);
-        l.ref_targets.push_back({r.text(0, "reference target name"), nullptr});
+        l.ref_targets.push_back({r.text(0, "reference target name"), {nullptr}});
         if (l.ref_targets.back().type.find('\0') != std::string::npos) r.fail("NUL in a reference target name");
         named += !l.ref_targets.back().type.empty();
     }
