@@ -14,8 +14,8 @@
 //   - an open first calls refuse_mapping_lock, which stops with
 //     `unsupported`, saying what to do instead, when new mappings would be
 //     made resident at mmap, before anything large is mapped.
-// Both are async-signal-safe but for the throw (map_sparse is a system call
-// or two; the fault handler may make an arena).
+// map_sparse is async-signal-safe (two system calls: the fault handler may
+// make an arena); refuse_mapping_lock is not, and runs only at open.
 #pragma once
 
 #include <cstddef>
