@@ -196,9 +196,20 @@ bool pager::evict_oldest(bool only_what_was_over) {
             sched_yield();
             continue;
         }
-        left -= n;
+        // Pages that came back lately go round again, each taking one of its
+        // chances (reuse_history), so a pass meets each at most twice more.
+        const std::size_t taken = n;
+        const auto spared = [this](std::uintptr_t page) {
+            if (!spare_reused(page)) return false;
+            record_again(page);
+            return true;
+        };
+        const auto end = std::remove_if(batch.begin(), batch.begin() + static_cast<long>(n), spared);
+        n = static_cast<std::size_t>(end - batch.begin());
+        left -= std::min<std::uint64_t>(left, n);
+        if (n == 0) continue;
         std::sort(batch.begin(), batch.begin() + static_cast<long>(n));
-        if (evict_batch(std::span<const std::uintptr_t>(batch.data(), n)) == 0) return false;
+        if (evict_batch(std::span<const std::uintptr_t>(batch.data(), n)) == 0 && n == taken) return false;
         note_batch();
     }
 }
@@ -277,7 +288,10 @@ std::size_t pager::release_batch(const held_batch& b) {
     for (std::size_t i = 0; i < b.pages.size(); ++i) {
         if (b.how[i] == vm::fault_space::held::none) continue;
         (b.keep[i] ? kept : dropped).push_back(b.pages[i]);
-        if (!b.keep[i] && b.how[i] == vm::fault_space::held::clean) cool(b.pages[i], b.contents[i]);
+        if (b.keep[i]) continue;
+        if (b.how[i] == vm::fault_space::held::clean) cool(b.pages[i], b.contents[i]);
+        if (const auto where = map_->lookup(b.pages[i]); where.what == translate::page_map::kind::page)
+            history_->left(where.page);
     }
     space_->release(dropped, true);
     space_->release(kept, false);

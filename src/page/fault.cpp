@@ -36,28 +36,46 @@ void pager::keep_within_budget() noexcept {
 }
 
 // T5 (pager.hpp) on the faulting thread: the two oldest pages of the ring go
-// if clean. Pages a failed commit collected are written but no longer
-// tracked as such, and new pages are clean until written: never dropped
-// here (R2, R3).
+// if clean; a reused one among the first eight looked at goes back to the
+// ring instead (spare_reused). Past them a reused page goes too: where
+// nearly every page was reused (a working set a little over the budget) the
+// marks tell little, and a fault must not walk the ring to find an unmarked
+// page (the eviction thread, called in, would go down to 15/16 of the budget
+// and hold fewer pages). Pages a failed commit collected are written but no
+// longer tracked as such, and new pages are clean until written: never
+// dropped here (R2, R3).
 void pager::drop_oldest_clean() noexcept {
-    std::uintptr_t oldest[2];
-    const std::size_t n = resident_->take_oldest(oldest, std::size(oldest));
-    for (std::size_t i = 0; i < n; ++i) {
-        const bool kept = std::binary_search(unwritten_.begin(), unwritten_.end(), oldest[i]) ||
-                          is_new(oldest[i]) || !drop_clean(oldest[i]);
-        if (kept) record_again(oldest[i]);
+    int dropped = 0;
+    for (int looked = 0; looked < 16 && dropped < 2; ++looked) {
+        std::uintptr_t oldest;
+        if (resident_->take_oldest(&oldest, 1) == 0) return;
+        const bool kept = (spare_reused(oldest) && looked < 8) ||
+                          std::binary_search(unwritten_.begin(), unwritten_.end(), oldest) || is_new(oldest) ||
+                          !drop_clean(oldest);
+        if (kept) record_again(oldest);
+        else ++dropped;
     }
+}
+
+bool pager::spare_reused(std::uintptr_t page) noexcept {
+    const auto where = map_->lookup(page);
+    return where.what == translate::page_map::kind::page && history_->take_chance(where.page);
 }
 
 // The page cools (R7): published in the pool before the fault space may
 // drop it, so a touch after the drop finds it, and withdrawn if it stays.
 bool pager::drop_clean(std::uintptr_t page) noexcept {
     const auto where = map_->lookup(page);
-    const std::size_t slot = cooling_ && where.what == translate::page_map::kind::page ? cooling_->claim(where.page)
-                                                                                        : cooling::no_slot;
-    if (slot == cooling::no_slot) return space_->evict_clean(page, nullptr);
-    const bool dropped = space_->evict_clean(page, cooling_->bytes(slot));
-    cooling_->settle(slot, where.page, dropped);
+    const bool data = where.what == translate::page_map::kind::page;
+    const std::size_t slot = cooling_ && data ? cooling_->claim(where.page) : cooling::no_slot;
+    bool dropped;
+    if (slot == cooling::no_slot) {
+        dropped = space_->evict_clean(page, nullptr);
+    } else {
+        dropped = space_->evict_clean(page, cooling_->bytes(slot));
+        cooling_->settle(slot, where.page, dropped);
+    }
+    if (dropped && data) history_->left(where.page);
     return dropped;
 }
 
@@ -122,10 +140,12 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         return true;
     }
     if (cooling_ && cooling_->rewarm(page, out)) {  // the bytes it had: read and swizzled already
+        history_->touched(page);
         keep_within_budget();
         resident_->record(page_addr);
         return true;
     }
+    if (history_) history_->came_back(page);
     keep_within_budget();
     note_fault_for_prefetch(page);
     storage::read_failure why;

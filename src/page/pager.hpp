@@ -154,6 +154,7 @@
 #include <steppe/steppe.hpp>
 
 #include "page/page_bits.hpp"
+#include "page/reuse_history.hpp"
 #include "heap/heap.hpp"
 #include "page/cooling.hpp"
 #include "page/residency.hpp"
@@ -419,6 +420,7 @@ private:
     std::unique_ptr<translate::page_map> map_;
     std::unique_ptr<residency> resident_;
     std::unique_ptr<cooling> cooling_;  // under a budget with pager_options::cooling
+    std::unique_ptr<reuse_history> history_;  // under a budget: more turns for pages that come back
     void keep_within_budget() noexcept;
     // The budget (pager_options::resident_budget_pages) holds everything
     // memory() counts: what metadata, the transaction's bookkeeping and
@@ -451,6 +453,9 @@ private:
     // page's bytes are copied as the fault space drops it), cool on the
     // eviction thread (of a held page); forget_cooling where R8 asks.
     bool drop_clean(std::uintptr_t page) noexcept;
+    // Whether the ring's page came back lately and has a chance left
+    // (reuse_history); it takes the chance: the evictor records it again.
+    bool spare_reused(std::uintptr_t page) noexcept;
     void cool(std::uintptr_t page, const std::byte* contents) noexcept;
     void forget_cooling() noexcept;
     void record_again(std::uintptr_t page) noexcept;

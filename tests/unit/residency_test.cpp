@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "page/page_bits.hpp"
+#include "page/reuse_history.hpp"
 #include "support/store_fixture.hpp"
 
 namespace residency {
@@ -179,6 +180,60 @@ TEST(PageBits, ThreadsChangingBitsOfTheSameWordsLoseNothing) {
     for (std::uint64_t p = 0; p < pages; ++p) ASSERT_TRUE(bits.test(p, std::memory_order_acquire)) << p;
     for (std::uint64_t p = 0; p < pages; p += 2) bits.exchange(p, false, std::memory_order_release);
     for (std::uint64_t p = 0; p < pages; ++p) ASSERT_EQ(bits.test(p, std::memory_order_acquire), p % 2 == 1) << p;
+}
+
+// What eviction learns of pages that come back (page/reuse_history.hpp): a
+// page read in again while it is still among the last pages that left gets
+// two more turns of the ring; one that left longer ago, or never, gets none;
+// a touch while cooling counts as coming back.
+TEST(ReuseHistory, APageThatComesBackSoonGetsTwoMoreTurnsAndOneThatComesBackLateNone) {
+    constexpr std::uint64_t capacity = 4;
+    steppe::page::reuse_history history(capacity, 1u << 20);
+    ASSERT_TRUE(history.mapped());
+    EXPECT_FALSE(history.take_chance(7)) << "never left";
+    history.came_back(7);
+    EXPECT_FALSE(history.take_chance(7)) << "read for the first time";
+
+    history.left(7);
+    history.came_back(7);
+    EXPECT_TRUE(history.take_chance(7));
+    EXPECT_TRUE(history.take_chance(7));
+    EXPECT_FALSE(history.take_chance(7)) << "two chances, not three";
+    history.came_back(7);
+    EXPECT_FALSE(history.take_chance(7)) << "coming back again without leaving";
+
+    history.left(9);
+    for (std::uint64_t other = 100; other < 100 + capacity; ++other) history.left(other);
+    history.came_back(9);
+    EXPECT_FALSE(history.take_chance(9)) << capacity << " pages left after it: out of the history";
+    history.came_back(100 + capacity - 1);
+    EXPECT_TRUE(history.take_chance(100 + capacity - 1)) << "the newest of the history";
+
+    history.touched(11);
+    EXPECT_TRUE(history.take_chance(11)) << "touched while cooling";
+}
+
+// Faulting threads and the eviction thread use it at once: every page that
+// left and came back before the history turned over is marked, whatever
+// other threads do to pages whose bits share its words.
+TEST(ReuseHistory, ThreadsLeavingAndComingBackLoseNoMarkWithinTheHistory) {
+    constexpr int threads = 4;
+    constexpr std::uint64_t pages = 1u << 14;
+    steppe::page::reuse_history history(pages * threads, pages);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+        workers.emplace_back([&history, t] {
+            for (std::uint64_t p = static_cast<std::uint64_t>(t); p < pages; p += threads) {
+                history.left(p);
+                history.came_back(p);
+            }
+        });
+    for (std::thread& w : workers) w.join();
+    for (std::uint64_t p = 0; p < pages; ++p) {
+        ASSERT_TRUE(history.take_chance(p)) << p;
+        ASSERT_TRUE(history.take_chance(p)) << p;
+        ASSERT_FALSE(history.take_chance(p)) << p;
+    }
 }
 
 }  // namespace
