@@ -197,7 +197,8 @@ bool pager::evict_oldest(bool only_what_was_over) {
             continue;
         }
         // Pages that came back lately go round again, each taking one of its
-        // chances (reuse_history), so a pass meets each at most twice more.
+        // two chances (reuse_history); a chance comes back only with a page
+        // that leaves and is read in again, so the pass ends.
         const std::size_t taken = n;
         const auto spared = [this](std::uintptr_t page) {
             if (!spare_reused(page)) return false;

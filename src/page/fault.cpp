@@ -36,24 +36,28 @@ void pager::keep_within_budget() noexcept {
 }
 
 // T5 (pager.hpp) on the faulting thread: the two oldest pages of the ring go
-// if clean; a reused one among the first eight looked at goes back to the
-// ring instead (spare_reused). Past them a reused page goes too: where
-// nearly every page was reused (a working set a little over the budget) the
-// marks tell little, and a fault must not walk the ring to find an unmarked
-// page (the eviction thread, called in, would go down to 15/16 of the budget
-// and hold fewer pages). Pages a failed commit collected are written but no
-// longer tracked as such, and new pages are clean until written: never
+// if clean. Reused ones met first go back to the ring instead (spare_reused),
+// eight at most: where nearly every page was reused (a working set a little
+// over the budget) the marks tell little, and a fault must not walk the ring
+// to find an unmarked page (the eviction thread, called in, would go down to
+// 15/16 of the budget and hold fewer pages); a page dropped past them loses
+// its chances as it leaves. Pages a failed commit collected are written but
+// no longer tracked as such, and new pages are clean until written: never
 // dropped here (R2, R3).
 void pager::drop_oldest_clean() noexcept {
-    int dropped = 0;
-    for (int looked = 0; looked < 16 && dropped < 2; ++looked) {
+    int spared = 0;
+    for (int looked = 0; looked < 2;) {
         std::uintptr_t oldest;
         if (resident_->take_oldest(&oldest, 1) == 0) return;
-        const bool kept = (spare_reused(oldest) && looked < 8) ||
-                          std::binary_search(unwritten_.begin(), unwritten_.end(), oldest) || is_new(oldest) ||
+        if (spared < 8 && spare_reused(oldest)) {
+            ++spared;
+            record_again(oldest);
+            continue;
+        }
+        ++looked;
+        const bool kept = std::binary_search(unwritten_.begin(), unwritten_.end(), oldest) || is_new(oldest) ||
                           !drop_clean(oldest);
         if (kept) record_again(oldest);
-        else ++dropped;
     }
 }
 

@@ -132,7 +132,8 @@
 //
 // The eviction thread (evict.cpp), started with a resident budget:
 // faults record the pages they load and, once past the budget, drop the two
-// oldest if clean and wake the thread; it drops the oldest clean pages, and
+// oldest if clean (sparing up to eight that came back lately and have a
+// chance left: reuse_history.hpp) and wake the thread; it drops the oldest clean pages, and
 // writes the oldest written ones to the log as frames of the transaction in
 // progress (storage::spill) before dropping them. A fault far past the
 // budget waits for it. An allocation or a commit past it evicts on its own

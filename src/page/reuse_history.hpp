@@ -36,17 +36,25 @@ public:
         : in_history_(pages), first_chance_(pages), second_chance_(pages), capacity_(capacity ? capacity : 1),
           slots_(new std::atomic<std::uint64_t>[capacity_]()) {}
 
+    static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the fault path uses it");
     bool mapped() const noexcept { return in_history_.mapped() && first_chance_.mapped() && second_chance_.mapped(); }
-    // The page left memory (dropped, or spilled and dropped).
+    // The page left memory (dropped, or spilled and dropped): it has no
+    // chance left (an evictor may drop a page without asking), and earns two
+    // by coming back.
     void left(std::uint64_t page) noexcept {
+        first_chance_.exchange(page, false, std::memory_order_relaxed);
+        second_chance_.exchange(page, false, std::memory_order_relaxed);
         in_history_.exchange(page, true, std::memory_order_relaxed);
         const std::uint64_t slot = hand_.fetch_add(1, std::memory_order_relaxed) % capacity_;
         const std::uint64_t old = slots_[slot].exchange(page + 1, std::memory_order_relaxed);
         if (old != 0 && old != page + 1) in_history_.exchange(old - 1, false, std::memory_order_relaxed);
     }
-    // The page was read in again: reused if it left recently.
+    // The page was read in again: reused if it left recently. (A load first:
+    // most fills are of pages not in the history, and a read-modify-write
+    // would take their cache line exclusive for nothing.)
     void came_back(std::uint64_t page) noexcept {
-        if (in_history_.exchange(page, false, std::memory_order_relaxed)) touched(page);
+        if (in_history_.test(page, std::memory_order_relaxed) && in_history_.exchange(page, false, std::memory_order_relaxed))
+            touched(page);
     }
     // The page was touched while cooling: reused.
     void touched(std::uint64_t page) noexcept {

@@ -151,9 +151,9 @@ TEST_P(CoolingTest, WritesToRewarmedPagesRollBack) {
 }
 
 // A hot set touched between runs of a cold scan: with cooling its pages
-// are met again while they cool and never read again; first in, first out
-// reads each of them again every time the ring turns over, or every third
-// time once they have come back (the next test).
+// are met again while they cool and never read again; without, they are
+// read again as the ring turns over (at every third turn once they have
+// come back: the next test).
 std::uint64_t misses_of_hot_and_cold(steppe::store& s) {
     constexpr long hot = 64, run = 32;
     Block* b = blocks(s);
