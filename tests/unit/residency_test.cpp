@@ -211,6 +211,10 @@ TEST(ReuseHistory, APageThatComesBackSoonGetsTwoMoreTurnsAndOneThatComesBackLate
 
     history.touched(11);
     EXPECT_TRUE(history.take_chance(11)) << "touched while cooling";
+    history.left(11);
+    EXPECT_FALSE(history.take_chance(11)) << "a page that leaves loses the chance it had left";
+    history.came_back(11);
+    EXPECT_TRUE(history.take_chance(11)) << "and earns two by coming back";
 }
 
 // Faulting threads and the eviction thread use it at once: every page that
