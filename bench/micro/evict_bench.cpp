@@ -14,10 +14,13 @@
 //             page-access trace (index page, record page per lookup)
 // and the time per lookup. Each run in a fresh process: a warm-up of twice
 // the working set's pages in lookups, then the measured lookups; the median
-// of --reps runs.
+// of --reps runs. With --direct yes the records' addresses are copied out
+// of the index first, so a lookup touches its record's page only: the
+// floor's own model (one page a lookup, uniform), which the index's pages
+// otherwise break.
 //
 // Usage: evict_bench [--budget-mib M] [--lookups N] [--reps R] [--dir D]
-//                    [--backend uffd|mprotect]
+//                    [--backend uffd|mprotect] [--direct yes|no]
 #include <steppe/steppe.hpp>
 
 #include <algorithm>
@@ -52,6 +55,7 @@ long g_lookups = 400'000;
 int g_reps = 3;
 std::string g_dir;
 steppe::fault_backend g_backend = steppe::fault_backend::uffd;
+bool g_direct = false;
 
 constexpr long records_per_page = 4096 / sizeof(Record), pointers_per_page = 4096 / sizeof(Record*);
 constexpr double max_share = 4.0;
@@ -133,36 +137,41 @@ std::vector<double> run(double share, double theta, bool cooling, std::uint64_t 
     auto s = steppe::store::open(store_path(), options(true, cooling));
     Record** index = *s.find_root<Record**>("index");
     const long budget_pages = static_cast<long>(g_budget / 4096);
-    // Records and index pages in the working set: share x the budget's pages.
-    const long records =
-        static_cast<long>(share * static_cast<double>(budget_pages)) * records_per_page * pointers_per_page /
-        (pointers_per_page + records_per_page);
-    const long ws_pages = records / records_per_page + records / pointers_per_page;
+    // Records (and index pages, unless direct) in the working set: share x
+    // the budget's pages.
+    const long share_pages = static_cast<long>(share * static_cast<double>(budget_pages));
+    const long records = g_direct ? share_pages * records_per_page
+                                  : share_pages * records_per_page * pointers_per_page /
+                                        (pointers_per_page + records_per_page);
+    const long ws_pages = records / records_per_page + (g_direct ? 0 : records / pointers_per_page);
+    // Where a lookup starts: the index in the store, or a transient copy.
+    std::vector<Record*> copied;
+    if (g_direct) copied.assign(index, index + records);
+    Record* const* const lookup_from = g_direct ? copied.data() : index;
     const long warm = 2 * ws_pages;
     const std::vector<long> keys = make_keys(records, warm + g_lookups, theta, seed);
     std::vector<std::uintptr_t> trace;
     trace.reserve(keys.size() * 2);
+    auto note = [&](long key) {
+        if (!g_direct) trace.push_back(reinterpret_cast<std::uintptr_t>(&index[key]) / 4096);
+        trace.push_back(reinterpret_cast<std::uintptr_t>(lookup_from[key]) / 4096);
+    };
     long sum = 0;
     for (long i = 0; i < warm; ++i) {
-        Record* r = index[keys[static_cast<std::size_t>(i)]];
-        trace.push_back(reinterpret_cast<std::uintptr_t>(&index[keys[static_cast<std::size_t>(i)]]) / 4096);
-        trace.push_back(reinterpret_cast<std::uintptr_t>(r) / 4096);
-        sum += r->key;
+        note(keys[static_cast<std::size_t>(i)]);
+        sum += lookup_from[keys[static_cast<std::size_t>(i)]]->key;
     }
     const steppe::store_stats before = s.stats();
     const auto t = clock_type::now();
-    for (long i = warm; i < warm + g_lookups; ++i) sum += index[keys[static_cast<std::size_t>(i)]]->key;
+    for (long i = warm; i < warm + g_lookups; ++i) sum += lookup_from[keys[static_cast<std::size_t>(i)]]->key;
     const double seconds = seconds_since(t);
     const steppe::store_stats after = s.stats();
-    for (long i = warm; i < warm + g_lookups; ++i) {
-        trace.push_back(reinterpret_cast<std::uintptr_t>(&index[keys[static_cast<std::size_t>(i)]]) / 4096);
-        trace.push_back(reinterpret_cast<std::uintptr_t>(index[keys[static_cast<std::size_t>(i)]]) / 4096);
-    }
+    for (long i = warm; i < warm + g_lookups; ++i) note(keys[static_cast<std::size_t>(i)]);
     if (sum < 0) std::printf("impossible\n");
     const double held = static_cast<double>(after.memory.store_pages + after.memory.cooling) / 4096;
     const double rewarms = static_cast<double>(after.rewarmed_pages - before.rewarmed_pages);
     const double misses = static_cast<double>(after.faults - before.faults) - rewarms;
-    const double lru = static_cast<double>(lru_misses(trace, static_cast<std::size_t>(warm) * 2,
+    const double lru = static_cast<double>(lru_misses(trace, static_cast<std::size_t>(warm) * (g_direct ? 1 : 2),
                                                       static_cast<std::size_t>(held)));
     const double n = static_cast<double>(g_lookups);
     return {misses / n, rewarms / n, lru / n, seconds * 1e9 / n, held, static_cast<double>(ws_pages)};
@@ -198,17 +207,19 @@ int main(int argc, char** argv) {
         else if (flag == "--dir") g_dir = value;
         else if (flag == "--backend") g_backend = value == "mprotect" ? steppe::fault_backend::mprotect
                                                                        : steppe::fault_backend::uffd;
+        else if (flag == "--direct") g_direct = value == "yes";
         else {
             std::fprintf(stderr, "usage: evict_bench [--budget-mib M] [--lookups N] [--reps R] [--dir D] "
-                                 "[--backend uffd|mprotect]\n");
+                                 "[--backend uffd|mprotect] [--direct yes|no]\n");
             return 2;
         }
     }
     g_dir = bench_util::scratch_dir(g_dir);
     const long records = build_store();
-    std::printf("evict_bench: %ld records (%ld pages) in %s, budget %llu MiB, %ld lookups, median of %d runs\n\n",
+    std::printf("evict_bench: %ld records (%ld pages) in %s, budget %llu MiB, %ld lookups, median of %d runs%s\n\n",
                 records, records / records_per_page + records / pointers_per_page, store_path().c_str(),
-                static_cast<unsigned long long>(g_budget >> 20), g_lookups, g_reps);
+                static_cast<unsigned long long>(g_budget >> 20), g_lookups, g_reps,
+                g_direct ? ", lookups from a transient copy of the index" : "");
     std::printf("| access | working set | policy | pages held / working set | misses per lookup | rewarms per lookup "
                 "| floor | misses / floor | LRU misses | misses / LRU | ns per lookup |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");

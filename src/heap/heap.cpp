@@ -353,11 +353,20 @@ bool heap::trim_descriptors(std::uint64_t keep_bytes) noexcept {
 
 // --- non-full lists -----------------------------------------------------------
 
+// The page is on its list with its position, or (an allocation failed in
+// either) on no list and at position 0: list_remove trusts the position.
 void heap::list_push(std::uint64_t page) {
     const page_desc& d = desc_at(page);
-    auto& list = nonfull_[list_key(d.type_, d.elem_size_, d.cls_)];
-    list.push_back(page);
-    list_pos_.set(page, static_cast<std::uint32_t>(list.size()));
+    const auto key = list_key(d.type_, d.elem_size_, d.cls_);
+    auto& list = nonfull_[key];
+    try {
+        list.push_back(page);
+        list_pos_.set(page, static_cast<std::uint32_t>(list.size()));  // throws before it changes anything
+    } catch (const std::bad_alloc&) {
+        if (!list.empty() && list.back() == page && list_pos_.get(page) == 0) list.pop_back();
+        if (list.empty()) nonfull_.erase(key);
+        throw;
+    }
 }
 
 void heap::list_remove(std::uint64_t page) {

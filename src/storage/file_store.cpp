@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <new>
 #include <thread>
 
 #include "common/hex.hpp"
@@ -837,8 +838,8 @@ void file_store::read_page(page_no page, std::byte* out) const {
 
 void file_store::ensure_usable() const {
     if (poisoned_)
-        throw error(errc::poisoned, path_ + ": an earlier fdatasync failed, so what is on disk is unknown; "
-                                            "close and reopen the store (recovery restores the last durable commit)");
+        throw error(errc::poisoned, path_ + ": " + poisoned_by_ +
+                                        "; close and reopen the store (recovery restores the last durable commit)");
 }
 
 // 4. Commit ----------------------------------------------------------------
@@ -1006,11 +1007,23 @@ void file_store::commit(std::span<const page_image> pages, const meta_bytes& met
         }
         ++stats_.syncs;
     }
-    {
-        std::lock_guard<const common::spin_lock> hold(pending_lock_);
-        wal_index_.absorb(std::move(pending_));
+    // The commit is durable from here; the indexes must follow it, or reads
+    // would go to the versions it superseded. They change whole or not at
+    // all (N2 in log_index.hpp), so an allocation that fails on the way
+    // leaves the handle poisoned, not wrong.
+    try {
+        {
+            std::lock_guard<const common::spin_lock> hold(pending_lock_);
+            wal_index_.absorb(std::move(pending_));
+        }
+        index_committed(entries);
+    } catch (const std::bad_alloc&) {
+        poisoned_ = true;
+        poisoned_by_ = "commit " + std::to_string(txn_seq_ + 1) +
+                       " reached the disk, but there was no memory to index its pages in this process";
+        throw error(errc::poisoned, path_ + ": " + poisoned_by_ +
+                                        "; close and reopen the store (recovery finds that commit)");
     }
-    index_committed(entries);
     page_count_ = t.page_count;
     meta_ = meta;
     ++txn_seq_;
@@ -1030,6 +1043,7 @@ void file_store::commit(std::span<const page_image> pages, const meta_bytes& met
             if (!try_checkpoint()) wait_for_readers_and_checkpoint();
         } catch (const error& e) {
             if (e.code() == errc::poisoned || poisoned_) throw;
+        } catch (const std::bad_alloc&) {  // as a full disk: the log keeps the pages until a later one
         }
     }
 }

@@ -8,7 +8,9 @@
 //                          │  ▲                    │ write failed: log tail is
 //                          │  └── checkpoint() ◄───┘ torn, state unchanged
 //                          └── fdatasync failed ──► poisoned (every call throws
-//                                                   errc::poisoned; reopen)
+//                                                   errc::poisoned; reopen);
+//                              so does a durable commit whose pages could not
+//                              be indexed (no memory)
 //
 // Invariants:
 //  (1) the committed state = main file as of its header + every complete
@@ -201,6 +203,7 @@ private:
     log_tail tail_{wal_frames_offset, 0, 0, 0};
 
     bool poisoned_ = false;
+    std::string poisoned_by_ = "an earlier fdatasync failed, so what is on disk is unknown";  // for ensure_usable
 };
 
 }  // namespace steppe::storage

@@ -12,11 +12,20 @@
 // are O(log n) runs, a lookup is O(log² n) and allocates nothing (the fault
 // path looks pages up), and add() moves each entry O(log n) times.
 //
-// A run is kept in chunks of 32 KiB, and a merge frees its inputs' chunks as
-// it consumes them, so merging two runs holds about the entries of both, not
-// twice that: with whole vectors, the last merge of a transaction that
-// rewrote an 8 GiB store built a 32 MiB run while its two 16 MiB halves
-// lived, and that was the peak of the rewrite under a 64 MiB budget.
+// A run is kept in chunks of 32 KiB, and a merge hands its inputs' chunks
+// to its output as it consumes them, so merging two runs holds about the
+// entries of both, not twice that: with whole vectors, the last merge of a
+// transaction that rewrote an 8 GiB store built a 32 MiB run while its two
+// 16 MiB halves lived, and that was the peak of the rewrite under a 64 MiB
+// budget.
+//
+// Allocation failures (N2): add() and absorb() either change nothing and
+// throw, or complete. A merge allocates everything it needs before it
+// consumes anything (its output's chunk table and two chunks; the rest are
+// the inputs' chunks it has read), so it cannot stop half-way with inputs it
+// has emptied (an index left so ended the process at its next lookup); a
+// merge that cannot start leaves its runs unmerged, which only makes
+// lookups slower, and the next add() tries again.
 //
 // (N1) Each run is sorted by page, without a page twice; runs_ is ordered
 //      newest first, and a page's newest entry is in the first run that
@@ -90,7 +99,7 @@ public:
         }
     }
     std::uint64_t memory_bytes() const noexcept;
-    std::vector<std::string> check() const;  // N1
+    std::vector<std::string> check() const;  // N1 (N2 is kept by construction; its test fails allocations)
 
 private:
     // Entries sorted by page, in chunks of chunk_entries.
@@ -109,21 +118,31 @@ private:
         // run takes what it holds, not a whole chunk.
         void reserve(std::size_t entries) noexcept { planned_ = entries; }
         void push_back(const entry& e);
-        // Frees the chunks wholly before entry i (a merge has read them).
-        void release_before(std::size_t i) noexcept;
+        // For a merge's output: room for `entries` with no allocation after
+        // this (throws, changing nothing, if it cannot get it): the chunk
+        // table, and spare chunks enough until the inputs' chunks come in.
+        void prepare(std::size_t entries);
+        // push_back on what prepare() and give() provided: allocates nothing.
+        void push_back_prepared(const entry& e) noexcept;
+        // A merge has read the entries before i: the chunk wholly before it
+        // (once, as i reaches its end) goes to `to` as a spare.
+        void give_before(std::size_t i, run& to) noexcept;
+        void drop_spares() noexcept { decltype(spares_)().swap(spares_); }  // what a merge did not need
         std::uint64_t memory_bytes() const noexcept;
         bool find(std::uint64_t page, entry& out) const noexcept;
 
     private:
         std::vector<std::unique_ptr<entry[]>> chunks_;  // all of chunk_entries but the last
+        std::vector<std::unique_ptr<entry[]>> spares_;  // a merge's output's: chunk_entries each
         std::size_t size_ = 0;
         std::size_t planned_ = 0;
         std::size_t last_capacity_ = 0;  // of chunks_.back()
     };
     static run merge(run&& newer, run&& older);
     // Merges neighbouring runs while a run is at least as long as the older
-    // one after it, so sizes grow from newest to oldest (O(log n) runs).
-    void collapse();
+    // one after it, so sizes grow from newest to oldest (O(log n) runs);
+    // stops, leaving them as they are, where a merge cannot get its memory.
+    void collapse() noexcept;
     std::vector<run> runs_;  // newest first
     std::size_t distinct_ = 0;
 };
