@@ -15,6 +15,7 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <new>
 #include <optional>
 #include <set>
 
@@ -186,6 +187,25 @@ void page_engine::ensure_writable() const {
     if (options_.read_only) throw error(errc::invalid_argument, path() + " is open read-only");
 }
 
+template <class F>
+auto page_engine::unless_memory_runs_out(const char* what, F&& f) {
+    refuse_if_broken(what);
+    try {
+        return f();
+    } catch (const std::bad_alloc&) {
+        broken_by_ = what;
+        throw;
+    }
+}
+
+void page_engine::refuse_if_broken(const char* what) const {
+    if (broken_by_)
+        throw error(errc::poisoned, std::string(what) + ": store " + path() + ": a " + broken_by_ +
+                                        " ran out of memory half-way, which may have left the heap's bookkeeping "
+                                        "half-changed; rollback() (the store is as its last commit left it) and "
+                                        "go on from there");
+}
+
 void* page_engine::make(const types::layout& layout, std::size_t count) {
     ensure_writable();
     pager::pause p(*pager_);
@@ -195,14 +215,16 @@ void* page_engine::make(const types::layout& layout, std::size_t count) {
                                                 std::to_string(layout.refs[0]) + types::field_context(layout, layout.refs[0]) +
                                                 "; the page engine stores raw pointers (objects::ref is the object "
                                                 "engine's: steppe::objects::store)");
-    return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
+    return unless_memory_runs_out("make", [&] {
+        return pager_->allocate(type_index(layout), layout.size, count, std::max<std::size_t>(layout.align, 16));
+    });
 }
 
 // make and destroy from several threads take turns (the pause's mutex),
 // as std containers on steppe::allocator in several threads need.
 void page_engine::destroy(void* object) {
     pager::pause p(*pager_);
-    pager_->free(object);
+    unless_memory_runs_out("destroy", [&] { pager_->free(object); });
 }
 
 void page_engine::note_vtable(const void* object) {
@@ -251,6 +273,7 @@ std::vector<root_info> page_engine::roots() const {
 void page_engine::commit() {
     ensure_writable();
     pager::pause p(*pager_);
+    refuse_if_broken("commit");
     std::deque<std::array<std::byte, storage::page_size>> buffers;
     std::vector<storage::page_image> images;
     engine_meta meta = committed_.meta;
@@ -316,6 +339,7 @@ void page_engine::backup(const std::string& dest) {
 void page_engine::rollback() {
     pager::pause p(*pager_);
     pager_->rollback(load_committed_heap());
+    broken_by_ = nullptr;
     live_ = committed_;
     catalog_dirty_ = roots_dirty_ = false;
     sync_shapes(true);

@@ -95,6 +95,14 @@ private:
     void validate(const state& s, const heap& h) const;
     void ensure_writable() const;
     void require_no_changes(const char* what) const;
+    // The heap and the pager change several structures per make or destroy;
+    // memory that runs out between them (std::bad_alloc) leaves them
+    // disagreeing, so the transaction is broken: make, destroy and commit
+    // refuse it (errc::poisoned) until a rollback, which rebuilds both from
+    // the last commit.
+    template <class F>
+    auto unless_memory_runs_out(const char* what, F&& f);
+    void refuse_if_broken(const char* what) const;
     void reuse_if_crowded(const char* after);
     void note_types_memory();
 
@@ -105,6 +113,7 @@ private:
     state live_, committed_;
     std::unique_ptr<pager> pager_;  // after live_: it holds live_.vtables
     bool catalog_dirty_ = false, roots_dirty_ = false;
+    const char* broken_by_ = nullptr;  // the make or destroy that ran out of memory half-way, until a rollback
     std::uint64_t budget_pages_ = 0;
     std::string budget_source_;
 };

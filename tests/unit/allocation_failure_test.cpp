@@ -5,12 +5,17 @@
 //   - log_index (N2, storage/log_index.hpp): add() and absorb() change
 //     nothing or complete; a merge that ran out of memory half-way left
 //     runs whose chunks it had freed, and the next lookup ended the process.
+//   - the page engine: a make or destroy that runs out of memory half-way
+//     (the heap's structures are not all-or-nothing) breaks the transaction:
+//     make, destroy and commit say poisoned until a rollback, after which the
+//     store is sound and goes on.
 //   - file_store::commit: a commit that fails before its fdatasync leaves
 //     the store as it was; one that fails after it (indexing its pages) is
 //     durable, and the handle says poisoned rather than read the pages that
 //     commit superseded; a reopen finds it.
 #include <gtest/gtest.h>
 #include <steppe/error.hpp>
+#include <steppe/steppe.hpp>
 
 #include <cstdlib>
 #include <memory>
@@ -24,8 +29,10 @@
 #include "support/temp_dir.hpp"
 
 namespace {
-long g_fail_in = 0;  // > 0: the g_fail_in-th allocation from now throws
-long g_allocations = 0;
+// Per thread: only the test's own thread fails (a store's eviction thread
+// allocates too, and is not under test here).
+thread_local long g_fail_in = 0;  // > 0: the g_fail_in-th allocation from now throws
+thread_local long g_allocations = 0;
 
 void* allocate(std::size_t n) {
     ++g_allocations;
@@ -133,6 +140,87 @@ TEST(AllocationFailure, AnAbsorbThatRunsOutOfMemoryChangesNothingOrCompletes) {
         [&](const std::unique_ptr<both>& b, bool threw, const std::string& when) {
             expect_holds(b->committed, threw ? before : after, when + (threw ? ", and absorb threw" : ""));
         });
+}
+
+struct Node {
+    long value;
+    Node* next;
+    long pad[6];  // 64 bytes
+};
+
+long sum_of(const Node* n) {
+    long sum = 0;
+    for (; n; n = n->next) sum += n->value;
+    return sum;
+}
+
+// A transaction of makes (single objects and arrays) and destroys, each of
+// its allocations failing in turn.
+TEST(AllocationFailure, AMakeThatRunsOutOfMemoryBreaksTheTransactionUntilARollback) {
+    steppe::test::temp_dir dir;
+    const std::string path = dir.path("s.db");
+    auto s = steppe::store::open(path);
+    Node* head = nullptr;
+    for (long i = 1; i <= 200; ++i) head = new (s.make<Node>()) Node{i, head, {}};
+    *s.root<Node*>("list") = head;
+    s.commit();
+    auto transaction = [&s] {
+        Node*& list = *s.root<Node*>("list");
+        std::vector<long*> arrays;
+        for (long i = 0; i < 150; ++i) {
+            list = new (s.make<Node>()) Node{1000 + i, list, {}};
+            arrays.push_back(s.make_array<long>(static_cast<std::size_t>(8 + i % 300)));
+            if (i % 3 == 0) {
+                s.destroy(arrays.back(), static_cast<std::size_t>(8 + i % 300));
+                arrays.pop_back();
+            }
+        }
+    };
+    long total = 0;
+    {
+        const long at = g_allocations;
+        transaction();
+        total = g_allocations - at;
+        s.rollback();
+    }
+    ASSERT_GE(total, 150);
+    // A failure outside the engine (the test's own vector, a root's name)
+    // leaves a sound transaction, which commits; one inside leaves it broken.
+    int broken = 0;
+    long committed_sum = 200 * 201 / 2;
+    for (long n = 1; n <= total && !HasFatalFailure(); ++n) {
+        bool threw = false;
+        g_fail_in = n;
+        try {
+            transaction();
+        } catch (const std::bad_alloc&) {
+            threw = true;
+        }
+        g_fail_in = 0;
+        const std::string when = "allocation " + std::to_string(n) + " of " + std::to_string(total);
+        bool committed = false;
+        if (threw) {
+            try {
+                s.commit();
+                committed = true;
+                committed_sum = sum_of(*s.root<Node*>("list"));
+            } catch (const steppe::error& e) {
+                ASSERT_EQ(e.code(), steppe::errc::poisoned) << when << ": " << e.what();
+                ASSERT_NE(std::string(e.what()).find("rollback()"), std::string::npos) << e.what();
+                EXPECT_THROW(s.make<Node>(), steppe::error) << when << ": a make in a broken transaction";
+                ++broken;
+            }
+        }
+        if (!committed) s.rollback();
+        const std::vector<std::string> findings = s.check();
+        ASSERT_TRUE(findings.empty()) << when << (threw ? " failed" : " was absorbed")
+                                      << (committed ? ", then a commit: " : ", then a rollback: ") << findings[0];
+        ASSERT_EQ(sum_of(*s.root<Node*>("list")), committed_sum) << when;
+    }
+    EXPECT_GT(broken, total / 2) << "most of the transaction's allocations are the engine's";
+    transaction();  // and the store goes on
+    s.commit();
+    EXPECT_TRUE(s.check().empty());
 }
 
 // Commits of a store's pages with each allocation failing in turn: the
