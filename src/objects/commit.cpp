@@ -233,11 +233,20 @@ void engine_handle::commit() {
     segment_buffers_.clear();  // they hold committed images, which this commit changes
     std::vector<header*> written = written_objects();
     commit_plan plan;
+    // The new objects' entries of the resident object table, made before the
+    // storage commit: once it is durable nothing may fail half-way (an entry
+    // that a full allocator kept out broke R1, and the next rollback could
+    // not mend it); merging nodes into a table reserved for them allocates
+    // nothing.
+    decltype(rot_) entering;
     try {
         gather(plan, written);
         cluster(plan);
         write_segments(plan);
         write_changed(plan, written);
+        entering.reserve(plan.reached.size());
+        for (header* h : plan.reached) entering.emplace(h->oid(), h);
+        rot_.reserve(rot_.size() + entering.size());
         root_table roots;
         for (const auto& [name, r] : roots_)
             roots[name] = {r.type, r.word ? unswizzle_word(r.word, nullptr, 0) : 0};
@@ -246,9 +255,9 @@ void engine_handle::commit() {
         for (header* h : plan.reached) h->word &= 0xFFFF & ~header::marked;  // transient again
         throw;
     }
+    rot_.merge(entering);
     for (header* h : plan.reached) {
         h->word &= ~header::marked;
-        rot_.emplace(h->oid(), h);
         resident_bytes_ += heap_->extent_of(h);
     }
     forget_writes();

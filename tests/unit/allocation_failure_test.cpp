@@ -9,16 +9,20 @@
 //     (the heap's structures are not all-or-nothing) breaks the transaction:
 //     make, destroy and commit say poisoned until a rollback, after which the
 //     store is sound and goes on.
+//   - the object engine: a commit whose allocations fail is whole, and the
+//     store goes on after a rollback or (durable, poisoned) a reopen.
 //   - file_store::commit: a commit that fails before its fdatasync leaves
 //     the store as it was; one that fails after it (indexing its pages) is
 //     durable, and the handle says poisoned rather than read the pages that
 //     commit superseded; a reopen finds it.
 #include <gtest/gtest.h>
 #include <steppe/error.hpp>
+#include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <new>
 #include <string>
 #include <vector>
@@ -221,6 +225,78 @@ TEST(AllocationFailure, AMakeThatRunsOutOfMemoryBreaksTheTransactionUntilARollba
     transaction();  // and the store goes on
     s.commit();
     EXPECT_TRUE(s.check().empty());
+}
+
+struct Cell {
+    long value;
+    steppe::objects::ref<Cell> next;
+};
+
+// The object engine: a transaction of makes and its commit (persistence by
+// reachability, then one storage commit), each allocation failing in turn.
+// A failure before the storage commit leaves the store as it was and a
+// rollback goes on from there; one after its fdatasync is durable and says
+// poisoned, and a reopen finds it; either way check() finds nothing.
+TEST(AllocationFailure, AnObjectStoreCommitThatRunsOutOfMemoryIsWholeAndTheStoreGoesOn) {
+    namespace so = steppe::objects;
+    steppe::test::temp_dir dir;
+    const std::string path = dir.path("o.ods");
+    std::optional<so::store> s(so::store::open(path));
+    {
+        so::ref<Cell> head = s->root<Cell>("list");
+        for (long i = 1; i <= 200; ++i) head.mut()->next = s->make<Cell>(i, head->next);
+        s->commit();
+    }
+    constexpr long added_sum = 150 * 1000 + 149 * 150 / 2;
+    auto transaction = [&s] {
+        so::ref<Cell> head = s->root<Cell>("list");
+        for (long i = 0; i < 150; ++i) head.mut()->next = s->make<Cell>(1000 + i, head->next);
+        s->commit();
+    };
+    auto sum = [&s] {
+        long total = 0;
+        for (so::ref<Cell> c = s->root<Cell>("list")->next; c; c = c->next) total += c->value;
+        return total;
+    };
+    long total = 0;
+    {
+        const long at = g_allocations;
+        transaction();
+        total = g_allocations - at;
+    }
+    ASSERT_GE(total, 100);
+    long expected = sum();
+    int durable_but_poisoned = 0;
+    for (long n = 1; n <= total && !HasFatalFailure(); ++n) {
+        const std::string when = "allocation " + std::to_string(n) + " of " + std::to_string(total);
+        bool threw = false;
+        g_fail_in = n;
+        try {
+            transaction();
+        } catch (const std::bad_alloc&) {
+            threw = true;
+        } catch (const steppe::error& e) {
+            ASSERT_EQ(e.code(), steppe::errc::poisoned) << when << ": " << e.what();
+            threw = true;
+        }
+        g_fail_in = 0;
+        if (threw) {
+            try {
+                s->rollback();
+            } catch (const steppe::error& e) {
+                ASSERT_EQ(e.code(), steppe::errc::poisoned) << when << ", then a rollback: " << e.what();
+                ++durable_but_poisoned;
+                s.reset();
+                s.emplace(so::store::open(path));
+            }
+        }
+        const std::vector<std::string> findings = s->check();
+        ASSERT_TRUE(findings.empty()) << when << (threw ? " failed: " : " was absorbed: ") << findings[0];
+        const long now = sum();
+        ASSERT_TRUE(now == expected || now == expected + added_sum) << when << ": a part of a transaction";
+        expected = now;
+    }
+    EXPECT_GT(durable_but_poisoned, 0) << "no failure came after a commit's fdatasync";
 }
 
 // Commits of a store's pages with each allocation failing in turn: the
