@@ -44,6 +44,28 @@ void* allocate(std::size_t n) {
     if (void* p = std::malloc(n ? n : 1)) return p;
     throw std::bad_alloc();
 }
+
+// While it lives, this thread's nth allocation from now fails (0: none);
+// whatever leaves its scope, normally or by an exception, disarms it.
+struct failing_allocation {
+    explicit failing_allocation(long n) noexcept { g_fail_in = n; }
+    ~failing_allocation() { g_fail_in = 0; }
+    failing_allocation(const failing_allocation&) = delete;
+    failing_allocation& operator=(const failing_allocation&) = delete;
+};
+
+// Runs op with this thread's nth allocation failing; whether it threw
+// std::bad_alloc (other exceptions go on to the caller).
+template <class Op>
+bool throws_bad_alloc_at(long n, Op&& op) {
+    failing_allocation armed(n);
+    try {
+        op();
+    } catch (const std::bad_alloc&) {
+        return true;
+    }
+    return false;
+}
 }  // namespace
 
 // Every form a delete here can meet (the nothrow forms too: std::stable_sort
@@ -88,14 +110,7 @@ void fail_each_allocation(Make make, Op op, Check check) {
     ASSERT_GE(total, 3) << "the operation allocates: each of its allocations must be made to fail";
     for (long n = 1; n <= total && !::testing::Test::HasFatalFailure(); ++n) {
         auto state = make();
-        bool threw = false;
-        g_fail_in = n;
-        try {
-            op(state);
-        } catch (const std::bad_alloc&) {
-            threw = true;
-        }
-        g_fail_in = 0;
+        const bool threw = throws_bad_alloc_at(n, [&] { op(state); });
         check(state, threw, "allocation " + std::to_string(n) + " of " + std::to_string(total) + " failed");
     }
 }
@@ -206,14 +221,7 @@ TEST(AllocationFailure, AMakeThatRunsOutOfMemoryBreaksTheTransactionUntilARollba
     int broken = 0;
     long committed_sum = 200 * 201 / 2;
     for (long n = 1; n <= total && !HasFatalFailure(); ++n) {
-        bool threw = false;
-        g_fail_in = n;
-        try {
-            transaction();
-        } catch (const std::bad_alloc&) {
-            threw = true;
-        }
-        g_fail_in = 0;
+        const bool threw = throws_bad_alloc_at(n, transaction);
         const std::string when = "allocation " + std::to_string(n) + " of " + std::to_string(total);
         bool committed = false;
         if (threw) {
@@ -283,16 +291,12 @@ TEST(AllocationFailure, AnObjectStoreCommitThatRunsOutOfMemoryIsWholeAndTheStore
     for (long n = 1; n <= total && !HasFatalFailure(); ++n) {
         const std::string when = "allocation " + std::to_string(n) + " of " + std::to_string(total);
         bool threw = false;
-        g_fail_in = n;
         try {
-            transaction();
-        } catch (const std::bad_alloc&) {
-            threw = true;
+            threw = throws_bad_alloc_at(n, transaction);
         } catch (const steppe::error& e) {
             ASSERT_EQ(e.code(), steppe::errc::poisoned) << when << ": " << e.what();
             threw = true;
         }
-        g_fail_in = 0;
         if (threw) {
             try {
                 s->rollback();
@@ -335,15 +339,9 @@ TEST(AllocationFailure, ACommitThatRunsOutOfMemoryIsWholeOrPoisonsTheHandle) {
         for (int p = 0; p < page_count; ++p) images.push_back(image(p, generation));
         for (int p = 0; p < page_count; ++p)
             w.push_back({static_cast<steppe::storage::page_no>(p), images[static_cast<std::size_t>(p)].data()});
-        g_fail_in = fail_at;
-        try {
-            s.spill({w.data(), page_count / 2});
-            s.commit({w.data() + page_count / 2, page_count / 2}, {});
-        } catch (...) {
-            g_fail_in = 0;
-            throw;
-        }
-        g_fail_in = 0;
+        failing_allocation armed(fail_at);
+        s.spill({w.data(), page_count / 2});
+        s.commit({w.data() + page_count / 2, page_count / 2}, {});
     };
     // Which generation every page reads in a handle; -1 if they disagree.
     auto generation_of = [&](steppe::storage::storage& s) {
