@@ -12,6 +12,11 @@
 // for N = 1, 16, 256 and 2,560 pages (10 MiB). Both tables are emptied
 // between repetitions, outside the timed region.
 //
+// First, what an open of the store costs: a writer's and a reader's open
+// (and close), alternated, with the round trips the store counted
+// (pg_cache_counters::round_trips) — at a network's delay each is a
+// round trip's time of every open.
+//
 // --no-sync: both with synchronous_commit off (steppe's durable = false),
 // which takes the server's WAL flush — bimodal on a shared virtual disk,
 // 0.4 or 4 ms — out of both, leaving what steppe adds.
@@ -33,6 +38,7 @@
 
 #include "bench_util.hpp"
 #include "storage/pg_connection.hpp"
+#include "storage/pg_store.hpp"
 #include "storage/storage.hpp"
 
 namespace {
@@ -80,6 +86,30 @@ double steppe_commit(st::storage& s, const std::vector<st::page_image>& pages) {
     return bench_util::seconds_since(t) * 1e6;
 }
 
+// One open and close of the store; its round trips in `trips`.
+double open_close(const std::string& url, st::options o, bool read_only, std::uint64_t& trips) {
+    o.read_only = read_only;
+    auto t = bench_util::clock_type::now();
+    auto s = st::pg_store::open(url, o);
+    trips = s->cache_counters().round_trips;
+    s.reset();
+    return bench_util::seconds_since(t) * 1e6;
+}
+
+void measure_opens(const std::string& url, const st::options& o, int reps) {
+    std::vector<double> writer, reader;
+    std::uint64_t writer_trips = 0, reader_trips = 0;
+    for (int r = 0; r < reps; ++r) {
+        writer.push_back(open_close(url, o, false, writer_trips));
+        reader.push_back(open_close(url, o, true, reader_trips));
+    }
+    std::printf("%-8s %12s %12s\n", "open", "median_us", "round_trips");
+    std::printf("%-8s %12.0f %12llu\n", "writer", bench_util::median(writer),
+                static_cast<unsigned long long>(writer_trips));
+    std::printf("%-8s %12.0f %12llu\n\n", "reader", bench_util::median(reader),
+                static_cast<unsigned long long>(reader_trips));
+}
+
 double round_trip(st::pg_connection& c) {
     auto t = bench_util::clock_type::now();
     c.exec("trip", "SELECT 1");
@@ -114,7 +144,10 @@ int main(int argc, char** argv) {
         st::options o;
         o.checkpoint_bytes = 1ull << 40;  // collection between repetitions only
         o.durable = durable;
-        auto store = st::storage::open(base + sep + "store=pg_commit_bench", o);
+        const std::string url = base + sep + "store=pg_commit_bench";
+        st::pg_store::open(url, o).reset();  // made if new: the opens measured find it
+        measure_opens(url, o, reps);
+        auto store = st::storage::open(url, o);
         std::mt19937_64 random(42);
         std::uint64_t txn = 0;  // the raw table's commits, across the sizes
         std::printf("%-8s %10s %10s %10s %12s %12s\n", "pages", "steppe_us", "raw_us", "trip_us", "steppe-raw",

@@ -137,6 +137,7 @@ struct pg_cache_counters {
     std::uint64_t file_writes = 0;     // slots written
     std::uint64_t file_write_errors = 0;  // slots not written (disk full, I/O error): only a later miss
     std::uint64_t zero_pages = 0;      // pages the version map showed never written: zeros, no query
+    std::uint64_t round_trips = 0;     // statements sent on both connections since open (the open's own included)
 };
 
 class pg_cache_file {

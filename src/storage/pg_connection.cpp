@@ -63,6 +63,7 @@ void pg_connection::fail(const char* what, const PGresult* r) const {
 PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::string_view> params,
                                   bool binary_result) {
     text_params p(params);
+    count_trip();
     PGresult* r = PQexecParams(conn_, sql, p.count(), nullptr, p.values.data(), nullptr, nullptr, binary_result ? 1 : 0);
     ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
@@ -71,6 +72,7 @@ PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::st
 }
 
 PGresult* pg_connection::try_exec_script(const std::string& sql) {
+    count_trip();
     PGresult* r = PQexec(conn_, sql.c_str());
     ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
@@ -80,6 +82,7 @@ PGresult* pg_connection::try_exec_script(const std::string& sql) {
 
 PGresult* pg_connection::try_exec_prepared(const char* name, std::initializer_list<std::string_view> params) {
     text_params p(params);
+    count_trip();
     PGresult* r = PQexecPrepared(conn_, name, p.count(), p.values.data(), nullptr, nullptr, 1);
     if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
     last_failure_.reset(r);
@@ -93,6 +96,7 @@ pg_result pg_connection::exec(const char* what, const char* sql, std::initialize
 }
 
 void pg_connection::begin_copy(const char* what, const char* sql) {
+    count_trip();
     last_failure_.reset(PQexec(conn_, sql));
     if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COPY_IN) fail(what, last_failure_.get());
     in_copy_ = true;
@@ -104,6 +108,7 @@ void pg_connection::put_copy(const char* what, std::string_view data) {
 
 void pg_connection::end_copy(const char* what) {
     in_copy_ = false;
+    count_trip();
     if (PQputCopyEnd(conn_, nullptr) != 1) fail(what, nullptr);
     last_failure_.reset(PQgetResult(conn_));
     while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
@@ -138,6 +143,7 @@ void pg_connection::rollback() noexcept {
         if (PQputCopyEnd(conn_, "abandoned by steppe") == 1)
             while (PGresult* r = PQgetResult(conn_)) PQclear(r);
     }
+    count_trip();
     if (PGresult* r = PQexec(conn_, "ROLLBACK")) PQclear(r);
 }
 
@@ -147,6 +153,11 @@ bool pg_connection::lost() const noexcept {
     // No SQLSTATE: libpq's own failure (the socket closed); 08: connection
     // exception; 57P0x: the server shutting down or starting.
     return !state || std::strncmp(state, "08", 2) == 0 || std::strncmp(state, "57P0", 4) == 0;
+}
+
+bool pg_connection::last_failed_with(const char* sqlstate) const noexcept {
+    const char* state = last_failure_ ? PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) : nullptr;
+    return state && std::strcmp(state, sqlstate) == 0;
 }
 
 bool pg_connection::reconnect() noexcept {

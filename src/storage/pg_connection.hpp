@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include <atomic>
 #include <chrono>
 #include <initializer_list>
 #include <memory>
@@ -79,6 +80,11 @@ public:
     int backend_pid() const noexcept { return PQbackendPID(conn_); }
     std::string error() const { return PQerrorMessage(conn_); }
     const std::string& shown() const { return shown_; }
+    // Statements (and COPY ends) sent since the connection was made: one
+    // round trip each (the connection's own set-up is not counted).
+    std::uint64_t round_trips() const noexcept { return round_trips_.load(std::memory_order_relaxed); }
+    // Whether the last failed statement failed with this SQLSTATE.
+    bool last_failed_with(const char* sqlstate) const noexcept;
     // Throws what the last failed try_exec said, as exec would have.
     [[noreturn]] void fail_last(const char* what) const { fail(what, last_failure_.get()); }
 
@@ -92,6 +98,9 @@ private:
     std::string shown_;
     std::unique_ptr<PGresult, clear> last_failure_;  // what the last failed statement said
     bool in_copy_ = false;
+    // Written by the thread that owns the connection, read by any (stats).
+    std::atomic<std::uint64_t> round_trips_{0};
+    void count_trip() noexcept { round_trips_.fetch_add(1, std::memory_order_relaxed); }
 };
 
 }  // namespace steppe::storage

@@ -356,8 +356,9 @@ struct pg_store::fetcher {
     };
     static constexpr int request_slots = 16;
 
-    fetcher(const pg_store& s, std::unique_ptr<pg_connection> c) : store(s), conn(std::move(c)) {
-        if (!prepare()) conn->fail_last("preparing the page fetch");
+    // `c` has its fetch statement prepared already (prepare) if `prepared`.
+    fetcher(const pg_store& s, std::unique_ptr<pg_connection> c, bool prepared) : store(s), conn(std::move(c)) {
+        if (!prepared && !prepare(*conn)) conn->fail_last("preparing the page fetch");
         thread = common::start_thread([this] { run(); });
     }
 
@@ -527,7 +528,7 @@ struct pg_store::fetcher {
         counters::add(store.counters_->server_fetches);
         while (!(raw = conn->try_exec_prepared(name, params))) {
             if (!conn->lost()) conn->fail_last("reading pages");  // the statement failed, not the session
-            while (!(conn->reconnect() && prepare())) {
+            while (!(conn->reconnect() && prepare(*conn))) {
                 if (std::chrono::steady_clock::now() >= deadline)
                     throw error(errc::io, store.path_ + ": reading pages: the server did not answer for " +
                                               std::to_string(store.address_.fault_wait.count()) +
@@ -632,8 +633,8 @@ struct pg_store::fetcher {
     // taken over must not read at its old commit, whose versions the new
     // writer may collect); and the newest version at or below the snapshot
     // of each page of the ranges [$2[i], $3[i]); one statement, so one snapshot.
-    bool prepare() {
-        PGresult* r = conn->try_exec(
+    static bool prepare(pg_connection& conn) {
+        PGresult* r = conn.try_exec(
             "PREPARE steppe_fetch(text, bigint[], bigint[], bigint, integer, bigint) AS "
             "SELECT reg.n, v.page, v.txn, v.sum, v.image FROM "
             "(SELECT CASE WHEN $5 = 0 THEN (SELECT count(*) FROM steppe_store WHERE name = $1 AND fence = $6) "
@@ -699,12 +700,17 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     // The fetch connection is made on a thread of its own while the
     // control connection registers: two connections' set-up in about the
     // time of one (each is a few round trips and a server process).
+    // Its fetch statement is prepared there too, in the time of the control
+    // connection's first round trip; again later if that found no tables
+    // (a first open makes them) or a standby that has not caught up.
     std::unique_ptr<pg_connection> fetch;
+    bool fetch_prepared = false;
     std::exception_ptr fetch_failed;
     std::thread connecting([&] {
         try {
             fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
                                                     s->address_.shown);
+            fetch_prepared = !from_standby && fetcher::prepare(*fetch);
         } catch (...) {
             fetch_failed = std::current_exception();
         }
@@ -716,7 +722,6 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
         }
     } joined{connecting};
     s->control_ = std::make_unique<pg_connection>(s->address_.conninfo, s->address_.shown);
-    s->set_up_session();
     if (opts.read_only) s->open_as_reader();
     else s->open_as_writer();
     s->counters_ = std::make_unique<counters>();
@@ -727,7 +732,7 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     if (fetch_failed) std::rethrow_exception(fetch_failed);
     if (from_standby) s->wait_for_standby(*fetch);
     const loaded_versions loaded = s->load_versions(*fetch);
-    s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch));
+    s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch), fetch_prepared);
     s->verify_versions(loaded);
     return s;
 }
@@ -770,22 +775,31 @@ tables tables_in(pg_connection& c) {
 }
 }  // namespace
 
-void pg_store::set_up_session() {
-    control_->exec("setting the session up", "SET bytea_output = 'hex'");
-    if (!opts_.durable) control_->exec("setting the session up", "SET synchronous_commit = off");
-}
-
+namespace {
 // A commit's last statement (commit_transaction), prepared once a session
 // (the tables exist by then): planned once, not at every commit.
-void pg_store::prepare_commit() {
-    control_->exec("preparing the commit statement",
-                   "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, bigint[], numeric) AS "
-                   "WITH superseded AS (SELECT coalesce(sum(o.txn::numeric * (n.page + 1) * CASE WHEN o.sum = 0 THEN 2 "
-                   "ELSE 1 END), 0) AS d FROM "
-                   "unnest($6) AS n(page) CROSS JOIN LATERAL (SELECT txn, sum FROM steppe_page WHERE store = $1 AND page = n.page AND txn < $2 ORDER BY "
-                   "txn DESC LIMIT 1) o), row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, digest "
-                   "= digest + $7 - (SELECT d FROM superseded) WHERE name = $1 RETURNING name) "
-                   "SELECT pg_notify('steppe', $5) FROM row");
+constexpr const char* prepare_move_row =
+    "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, bigint[], numeric) AS "
+    "WITH superseded AS (SELECT coalesce(sum(o.txn::numeric * (n.page + 1) * CASE WHEN o.sum = 0 THEN 2 "
+    "ELSE 1 END), 0) AS d FROM "
+    "unnest($6) AS n(page) CROSS JOIN LATERAL (SELECT txn, sum FROM steppe_page WHERE store = $1 AND page = n.page AND "
+    "txn < $2 ORDER BY txn DESC LIMIT 1) o), row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, "
+    "digest = digest + $7 - (SELECT d FROM superseded) WHERE name = $1 RETURNING name) "
+    "SELECT pg_notify('steppe', $5) FROM row";
+}  // namespace
+
+// What every session of the control connection sets before its first
+// statement; sent in the same round trip as that statement.
+std::string pg_store::session_settings() const {
+    return std::string("SET bytea_output = 'hex'; ") + (opts_.durable ? "" : "SET synchronous_commit = off; ");
+}
+
+// The settings and the commit statement, for a session that has neither
+// (a reconnected one, or a first open that found no tables).
+void pg_store::set_up_session() {
+    PGresult* done = control_->try_exec_script("DEALLOCATE ALL; " + session_settings() + prepare_move_row);
+    if (!done) control_->fail_last("setting the session up");
+    PQclear(done);
 }
 
 void pg_store::ensure_tables() {
@@ -856,67 +870,104 @@ namespace {
 constexpr const char* store_columns = "id, store_id, format, txn, page_count, meta, fence, digest";
 }  // namespace
 
+namespace {
+// P2 in one statement: the writer's advisory lock tried and, if taken, the
+// fence moved (taking it ends any earlier writer's right to commit). One
+// row: the store row's columns as moved (NULL when not), whether the lock
+// was taken (NULL: there is no store row), and the row's id. The name is a
+// literal: valid_store_name lets no quote into it.
+std::string take_writer_sql(const std::string& store) {
+    const std::string name = "'" + store + "'";
+    return "WITH s AS (SELECT id FROM steppe_store WHERE name = " + name + "), l AS (SELECT pg_try_advisory_lock(" +
+           std::to_string(writer_class) + ", s.id) AS got FROM s), u AS (UPDATE steppe_store SET fence = fence + 1 "
+           "FROM l WHERE name = " + name + " AND l.got RETURNING " + store_columns +
+           ") SELECT u.*, (SELECT got FROM l), (SELECT id FROM s) FROM (SELECT 1) one LEFT JOIN u ON true";
+}
+constexpr int taken_column = 8, key_column = 9;  // after store_columns' eight
+}  // namespace
+
+// An existing store opens in one round trip on the control connection: the
+// session's settings, the commit statement prepared, and P2's lock and
+// fence, in one script. Missing tables (or format 1's), a missing store
+// row and exclusive_create take the long way, make_store_row.
 void pg_store::open_as_writer() {
-    const tables found = tables_in(*control_);
-    if (found == tables::none && !opts_.create) throw error(errc::not_found, "store " + path_ + " does not exist");
-    if (found != tables::current) ensure_tables();
-    const std::string select = std::string("SELECT ") + store_columns + " FROM steppe_store WHERE name = $1";
-    pg_result row = control_->exec("reading the store's row", select.c_str(), {address_.store});
-    if (row.rows() == 0) {
-        if (!opts_.create) throw error(errc::not_found, "store " + path_ + " does not exist");
-        // Page versions without their store's row are damage (the row was
-        // deleted), not room for a new store: its commits would show them.
-        // (Unless another process made the store, and committed, just now.)
-        if (control_->exec("looking for the store's pages", "SELECT 1 FROM steppe_page WHERE store = $1 LIMIT 1",
-                           {address_.store})
-                    .rows() != 0 &&
-            control_->exec("reading the store's row", select.c_str(), {address_.store}).rows() == 0)
-            throw error(errc::corrupt, "store " + path_ + ": its row in steppe_store is gone but its page versions "
-                                                          "are in steppe_page; no new store is made over them (restore "
-                                                          "the row, or delete the versions to start afresh)");
-        meta_bytes zeros{};
-        std::byte id[16];
-        if (getrandom(id, sizeof id, 0) != ssize_t(sizeof id))
-            common::throw_system_error("getrandom", errno, path_, "the new store's id");
-        std::string id_text;
-        append_hex(id_text, id, sizeof id);
-        pg_result made = control_->exec("creating the store",
-                                        "INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, "
-                                        "fence) VALUES ($1, $2, $3, 0, 0, $4, 0) ON CONFLICT (name) DO NOTHING "
-                                        "RETURNING id",
-                                        {address_.store, id_text, std::to_string(pg_format),
-                                         hex_bytea(zeros.data(), zeros.size())});
-        if (made.rows() == 0 && opts_.exclusive_create)  // another process made it between the two statements
-            throw error(errc::exists, "store " + path_ + " exists already (exclusive_create was asked for; "
-                                                         "nothing was changed)");
-    } else if (opts_.exclusive_create) {
-        throw error(errc::exists, "store " + path_ + " exists already (exclusive_create was asked for; nothing was "
-                                                     "changed)");
+    const std::string take = take_writer_sql(address_.store);
+    PGresult* first = nullptr;
+    if (!opts_.exclusive_create) {
+        first = control_->try_exec_script(session_settings() + prepare_move_row + "; " + take);
+        // 42P01, 42703: no such table or column (no tables yet, or format 1's)
+        if (!first && !control_->last_failed_with("42P01") && !control_->last_failed_with("42703"))
+            control_->fail_last("opening the store for writing");
     }
-    row = control_->exec("reading the store's row", select.c_str(), {address_.store});
-    const std::string key = row.text(0, 0);
+    const bool session_ready = first != nullptr;  // the script's SETs and PREPARE took effect
+    if (!first || PQgetisnull(first, 0, taken_column)) {
+        PQclear(first);
+        first = nullptr;
+        make_store_row();
+        if (!session_ready) set_up_session();
+    }
+    const char* what = "taking the writer's lock";
     const auto deadline = std::chrono::steady_clock::now() + opts_.lock_timeout;
-    while (control_->exec("taking the writer's lock", "SELECT pg_try_advisory_lock($1, $2)",
-                          {std::to_string(writer_class), key})
-               .text(0, 0) != "t") {
+    pg_result row = first ? pg_result(first) : control_->exec(what, take.c_str());
+    while (row.is_null(0, taken_column) || row.text(0, taken_column) != "t") {
+        if (row.is_null(0, taken_column))
+            throw error(errc::not_found, "store " + path_ + " was deleted while this writer opened it");
         if (std::chrono::steady_clock::now() >= deadline) {
             pg_result holder = control_->exec(
                 "looking for the writer", "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::oid "
                                           "AND objid = $2::oid AND objsubid = 2 AND granted",
-                {std::to_string(writer_class), key});
+                {std::to_string(writer_class), row.text(0, key_column)});
             throw error(errc::locked, "store " + path_ + " is held by another writer (PostgreSQL backend " +
                                           (holder.rows() ? holder.text(0, 0) : "unknown") +
                                           "); a store has one writer at a time: open it read-only, or wait "
                                           "(open_options::lock_timeout)");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        row = control_->exec(what, take.c_str());
     }
-    // P2: the fence a commit checks; taking it ends any earlier writer's right to commit.
-    const std::string take = std::string("UPDATE steppe_store SET fence = fence + 1 WHERE name = $1 RETURNING ") +
-                             store_columns;
-    adopt_store_row(control_->exec("taking the writer's fence", take.c_str(), {address_.store}));
+    adopt_store_row(row);
     if (!digest_known_) upgrade_format();
-    prepare_commit();
+}
+
+// The long way to a store row: steppe's tables made or brought to format 2,
+// and the row made if the options allow.
+void pg_store::make_store_row() {
+    const tables found = tables_in(*control_);
+    if (found == tables::none && !opts_.create) throw error(errc::not_found, "store " + path_ + " does not exist");
+    if (found != tables::current) ensure_tables();
+    const char* select = "SELECT 1 FROM steppe_store WHERE name = $1";
+    if (control_->exec("reading the store's row", select, {address_.store}).rows() != 0) {
+        if (opts_.exclusive_create)
+            throw error(errc::exists, "store " + path_ + " exists already (exclusive_create was asked for; nothing "
+                                                         "was changed)");
+        return;
+    }
+    if (!opts_.create) throw error(errc::not_found, "store " + path_ + " does not exist");
+    // Page versions without their store's row are damage (the row was
+    // deleted), not room for a new store: its commits would show them.
+    // (Unless another process made the store, and committed, just now.)
+    if (control_->exec("looking for the store's pages", "SELECT 1 FROM steppe_page WHERE store = $1 LIMIT 1",
+                       {address_.store})
+                .rows() != 0 &&
+        control_->exec("reading the store's row", select, {address_.store}).rows() == 0)
+        throw error(errc::corrupt, "store " + path_ + ": its row in steppe_store is gone but its page versions "
+                                                      "are in steppe_page; no new store is made over them (restore "
+                                                      "the row, or delete the versions to start afresh)");
+    meta_bytes zeros{};
+    std::byte id[16];
+    if (getrandom(id, sizeof id, 0) != ssize_t(sizeof id))
+        common::throw_system_error("getrandom", errno, path_, "the new store's id");
+    std::string id_text;
+    append_hex(id_text, id, sizeof id);
+    pg_result made = control_->exec("creating the store",
+                                    "INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, "
+                                    "fence) VALUES ($1, $2, $3, 0, 0, $4, 0) ON CONFLICT (name) DO NOTHING "
+                                    "RETURNING id",
+                                    {address_.store, id_text, std::to_string(pg_format),
+                                     hex_bytea(zeros.data(), zeros.size())});
+    if (made.rows() == 0 && opts_.exclusive_create)  // another process made it between the two statements
+        throw error(errc::exists, "store " + path_ + " exists already (exclusive_create was asked for; "
+                                                     "nothing was changed)");
 }
 
 // P6 for a format-1 store: its digest, added up from the versions as they
@@ -1011,7 +1062,7 @@ void pg_store::verify_versions(const loaded_versions& loaded) {
 void pg_store::open_as_reader() {
     const std::string name = "'" + address_.store + "'";
     const std::string script =
-        std::string("LISTEN steppe; WITH s AS (SELECT ") + store_columns + " FROM steppe_store WHERE name = " + name +
+        session_settings() + "LISTEN steppe; WITH s AS (SELECT " + store_columns + " FROM steppe_store WHERE name = " + name +
         " FOR SHARE), r AS (SELECT nextval('steppe_reader_id')::integer AS id), l AS (SELECT pg_advisory_lock(" +
         std::to_string(reader_class) + ", (SELECT id FROM r))), i AS (INSERT INTO steppe_reader (store, id, txn) "
         "SELECT " + name + ", r.id, s.txn FROM s, r RETURNING id) SELECT s.*, (SELECT id FROM i), (SELECT count(*) "
@@ -1198,7 +1249,8 @@ pg_cache_counters pg_store::cache_counters() const noexcept {
     const counters& c = *counters_;
     auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
     return {get(c.server_fetches), get(c.pages_fetched), get(c.memory_hits),       get(c.file_hits),
-            get(c.file_rejects),   get(c.file_writes),   get(c.file_write_errors), get(c.zero_pages)};
+            get(c.file_rejects),   get(c.file_writes),   get(c.file_write_errors), get(c.zero_pages),
+            control_->round_trips() + (fetcher_ ? fetcher_->conn->round_trips() : 0)};
 }
 
 // 5. Commit, spill, collection ---------------------------------------------------
@@ -1257,7 +1309,6 @@ bool pg_store::reconnect_control() {
     if (!control_->reconnect()) return false;
     lock_lost_ = true;  // a new session holds no advisory lock
     set_up_session();
-    prepare_commit();
     return true;
 }
 
@@ -1296,13 +1347,18 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
                                            std::vector<zeroed_page>& zeroed) {
     std::uint64_t sent = 0;
     const char* what = "committing";
-    control_->exec(what, "BEGIN");
+    // Four round trips: this script, COPY's start and end, and the last
+    // script (the row moved and COMMIT). Names are literals: valid_store_name
+    // lets no quote into them.
+    const std::string name = "'" + address_.store + "'";
     bool sent_commit = false;
     try {
         // P2: the store row locked, the fence ours. After a reconnect the
         // session lost its advisory lock: take it again, or give up.
-        pg_result row = control_->exec(what, "SELECT fence, txn, id FROM steppe_store WHERE name = $1 FOR UPDATE",
-                                       {address_.store});
+        PGresult* locked = control_->try_exec_script("BEGIN; SELECT fence, txn, id FROM steppe_store WHERE name = " +
+                                                     name + " FOR UPDATE");
+        if (!locked) control_->fail_last(what);
+        pg_result row(locked);
         if (row.rows() == 0 || row.integer(0, 0) != fence_)
             throw error(errc::locked, path_ + ": another writer took the store over (its fence is " +
                                           (row.rows() ? row.text(0, 0) : "gone") + ", this handle's " +
@@ -1329,14 +1385,16 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
         pg_digest added = pg_digest(txn) * written;
         for (const zeroed_page& z : zeroed)  // P7's, less the (not zero) versions they supersede
             added += pg_digest_term(z.page, txn, true) - pg_digest_term(z.page, z.old_txn);
-        PGresult* moved = control_->try_exec_prepared(
-            "steppe_move_row",
-            {address_.store, std::to_string(txn), std::to_string(count), hex_bytea(meta.data(), meta.size()),
-             address_.store + " " + std::to_string(txn), page_array(pages, spilled_only), digest_text(added)});
-        if (!moved) control_->fail_last(what);
-        PQclear(moved);
+        std::string meta_hex;
+        append_hex(meta_hex, meta.data(), meta.size());
+        const std::string move_and_commit =
+            "EXECUTE steppe_move_row(" + name + ", " + std::to_string(txn) + ", " + std::to_string(count) +
+            ", decode('" + meta_hex + "', 'hex'), '" + address_.store + " " + std::to_string(txn) + "', '" +
+            page_array(pages, spilled_only) + "', " + digest_text(added) + "); COMMIT";
         sent_commit = true;
-        control_->exec(what, "COMMIT");
+        PGresult* committed = control_->try_exec_script(move_and_commit);
+        if (!committed) control_->fail_last(what);
+        PQclear(committed);
     } catch (const error& e) {
         if (!sent_commit || !control_->lost()) {
             control_->rollback();

@@ -191,8 +191,9 @@ private:
     void open_as_writer();
     void open_as_reader();
     void wait_for_standby(pg_connection& fetch) const;
+    void make_store_row();
+    std::string session_settings() const;
     void set_up_session();
-    void prepare_commit();
     bool reconnect_control();
     void ensure_tables();
     // A commit; with `rewrite` the page count is `count` exactly (not at

@@ -209,6 +209,43 @@ TEST_F(PgStoreTest, OneWriterAtATimeAndReadersBesideIt) {
     EXPECT_TRUE(w->check().empty());
 }
 
+// Open's round trips after the connections: for a store that exists, one
+// on the control connection (settings, the commit statement, P2's lock and
+// fence, or a reader's registration) and two on the fetch connection (its
+// statement prepared while the control connection works, then the version
+// map). At 5 ms a round trip, each one in turn is 5 ms of every open.
+TEST_F(PgStoreTest, AnExistingStoreOpensInOneRoundTripPerConnection) {
+    storage::options o;
+    test::commit_filled(*open(), 1, pages);
+    auto fence = [&] { return std::stoll(server->sql("SELECT fence FROM steppe_store WHERE name = '" + name + "'")); };
+    const long long before = fence();
+    auto w = storage::pg_store::open(url, o);
+    EXPECT_EQ(w->cache_counters().round_trips, 3u);
+    EXPECT_EQ(fence(), before + 1);  // P2: the fence moved
+    // A commit: the row locked, COPY's start and end, the row moved and COMMIT
+    // (the statement for that was prepared in open's round trip).
+    const std::uint64_t opened = w->cache_counters().round_trips;
+    test::commit_filled(*w, 2, pages);
+    EXPECT_EQ(w->cache_counters().round_trips - opened, 4u);
+    EXPECT_TRUE(w->check().empty());
+    o.read_only = true;
+    auto r = storage::pg_store::open(url, o);
+    EXPECT_EQ(r->cache_counters().round_trips, 3u);
+    EXPECT_EQ(test::filled_problem(*r, 2), "");
+    o.read_only = false;
+    o.durable = false;  // one SET more, in the same round trip
+    w.reset();
+    w = storage::pg_store::open(url, o);
+    EXPECT_EQ(w->cache_counters().round_trips, 3u);
+    test::commit_filled(*w, 3, pages);
+    // exclusive_create refused an existing store before touching it: no fence taken.
+    const long long held = fence();
+    w.reset();
+    o.exclusive_create = true;
+    EXPECT_ERROR(errc::exists, "exists already", storage::pg_store::open(url, o));
+    EXPECT_EQ(fence(), held);
+}
+
 TEST_F(PgStoreTest, CollectionDropsWhatNoLiveReaderNeeds) {
     auto w = open();
     test::commit_filled(*w, 1, pages);
