@@ -576,7 +576,16 @@ std::string to_string(const store_stats& st) {
                   kib(st.resident_budget_pages * 4096), kib(m.store_pages), kib(m.cooling), kib(m.heap),
                   kib(m.page_map), kib(m.fault_space), kib(m.residency), kib(m.types), kib(m.storage),
                   kib(m.transaction), kib(m.buffers));
-    return buf;
+    std::string out = buf;
+    if (st.server_round_trips != 0) {  // a store in PostgreSQL
+        std::snprintf(buf, sizeof buf,
+                      "  server              %llu round trips, %llu page fetches bringing %llu pages, %llu reads "
+                      "from the cache file\n",
+                      u(st.server_round_trips), u(st.server_fetches), u(st.server_pages_fetched),
+                      u(st.cache_file_hits));
+        out += buf;
+    }
+    return out;
 }
 std::vector<type_usage> store::types() const { return impl_->types(); }
 std::vector<std::string> store::check() const { return impl_->check(); }

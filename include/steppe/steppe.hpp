@@ -205,6 +205,12 @@ struct store_stats {
     std::uint64_t checkpoints_deferred = 0;     // attempts put off: a reader was at an older commit
     std::uint64_t checkpoint_waits = 0;         // commits that paused for readers (open_options::checkpoint_wait)
     std::uint64_t checkpoint_waits_expired = 0; // of those, pauses that ended without a checkpoint
+    // A store in PostgreSQL (zero for a file; docs/benchmarks.md says what
+    // a round trip costs over a network):
+    std::uint64_t server_round_trips = 0;    // statements sent to the server, one round trip each
+    std::uint64_t server_fetches = 0;        // queries that fetched pages (misses and read-ahead)
+    std::uint64_t server_pages_fetched = 0;  // page versions those queries brought
+    std::uint64_t cache_file_hits = 0;       // reads served by the local cache file (cache_file= in the URL)
     std::uint64_t store_pages = 0;          // pages in the store
     std::uint64_t free_pages = 0;           // of those, free for reuse
     std::uint64_t resident_pages = 0;       // in memory now (approximate)

@@ -1,6 +1,6 @@
 // The storage manager's options from an engine's open options (both
-// engines' option structs name these fields alike), and its checkpoint
-// counters into an engine's store_stats.
+// engines' option structs name these fields alike), and its checkpoint and
+// server counters into an engine's store_stats.
 #pragma once
 
 #include <steppe/steppe.hpp>
@@ -25,11 +25,15 @@ template<class Options> storage::options storage_options(const Options& o, stora
     return so;
 }
 
-inline void copy_checkpoint_counters(const storage::stats& from, store_stats& to) {
+inline void copy_storage_counters(const storage::stats& from, store_stats& to) {
     to.checkpoints = from.checkpoints;
     to.checkpoints_deferred = from.checkpoints_deferred;
     to.checkpoint_waits = from.checkpoint_waits;
     to.checkpoint_waits_expired = from.checkpoint_waits_expired;
+    to.server_round_trips = from.server_round_trips;
+    to.server_fetches = from.server_fetches;
+    to.server_pages_fetched = from.server_pages_fetched;
+    to.cache_file_hits = from.cache_file_hits;
 }
 
 }  // namespace steppe

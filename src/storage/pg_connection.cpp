@@ -80,6 +80,27 @@ PGresult* pg_connection::try_exec_script(const std::string& sql) {
     return nullptr;
 }
 
+int pg_connection::try_exec_script_counting(const std::string& sql) {
+    count_trip();
+    last_failure_.reset();
+    if (PQsendQuery(conn_, sql.c_str()) != 1) return 0;  // fail_last: PQerrorMessage
+    int completed = 0;
+    bool failed = false;
+    while (PGresult* r = PQgetResult(conn_)) {
+        const ExecStatusType s = PQresultStatus(r);
+        if (!failed && (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)) {
+            ++completed;
+            PQclear(r);
+        } else if (!failed) {
+            failed = true;  // the first failure says why; what libpq adds after it (the socket closed) does not
+            last_failure_.reset(r);
+        } else {
+            PQclear(r);
+        }
+    }
+    return completed;
+}
+
 PGresult* pg_connection::try_exec_prepared(const char* name, std::initializer_list<std::string_view> params) {
     text_params p(params);
     count_trip();
@@ -158,6 +179,10 @@ bool pg_connection::lost() const noexcept {
 bool pg_connection::last_failed_with(const char* sqlstate) const noexcept {
     const char* state = last_failure_ ? PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) : nullptr;
     return state && std::strcmp(state, sqlstate) == 0;
+}
+
+bool pg_connection::failed_on_server() const noexcept {
+    return last_failure_ && PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) != nullptr;
 }
 
 bool pg_connection::reconnect() noexcept {

@@ -57,6 +57,10 @@ public:
     // implicit transaction unless they say otherwise): the last one's
     // text-format result; null when one failed (fail_last() says why).
     PGresult* try_exec_script(const std::string& sql);
+    // The same, saying how far it got: the number of statements that
+    // completed, all of them or those before the one that failed
+    // (fail_last() says why; failed_on_server() whether the server said so).
+    int try_exec_script_counting(const std::string& sql);
     // A statement made by PREPARE, with a binary-format result; null when
     // it failed (fail_last() says why).
     PGresult* try_exec_prepared(const char* name, std::initializer_list<std::string_view> params);
@@ -85,6 +89,9 @@ public:
     std::uint64_t round_trips() const noexcept { return round_trips_.load(std::memory_order_relaxed); }
     // Whether the last failed statement failed with this SQLSTATE.
     bool last_failed_with(const char* sqlstate) const noexcept;
+    // Whether the server said why the last statement failed (an error with
+    // a SQLSTATE), rather than the connection ending with nothing said.
+    bool failed_on_server() const noexcept;
     // Throws what the last failed try_exec said, as exec would have.
     [[noreturn]] void fail_last(const char* what) const { fail(what, last_failure_.get()); }
 

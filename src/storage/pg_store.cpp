@@ -333,7 +333,7 @@ private:
 };
 
 // What pg_cache_counters reports, counted from any thread (fault handlers too).
-struct pg_store::counters {
+struct pg_store::fetch_counters {
     std::atomic<std::uint64_t> server_fetches{0}, pages_fetched{0}, memory_hits{0}, file_hits{0}, file_rejects{0},
         file_writes{0}, file_write_errors{0}, zero_pages{0};
     static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
@@ -525,7 +525,7 @@ struct pg_store::fetcher {
         const auto deadline =
             std::chrono::steady_clock::now() + (wait ? store.address_.fault_wait : std::chrono::seconds(0));
         PGresult* raw = nullptr;
-        counters::add(store.counters_->server_fetches);
+        fetch_counters::add(store.counters_->server_fetches);
         while (!(raw = conn->try_exec_prepared(name, params))) {
             if (!conn->lost()) conn->fail_last("reading pages");  // the statement failed, not the session
             while (!(conn->reconnect() && prepare(*conn))) {
@@ -589,7 +589,7 @@ struct pg_store::fetcher {
             // P6: not the version the map names is not cached anywhere.
             const bool named = store.named_version(page, std::uint64_t(txn), snapshot);
             if (sound && named) {
-                counters::add(store.counters_->pages_fetched);
+                fetch_counters::add(store.counters_->pages_fetched);
                 store.cache_->put(page, image, epoch);
                 // A zero version's slot would carry the zeros' sum, not the
                 // server's 0 (C2); it costs a query once per process.
@@ -724,7 +724,7 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     s->control_ = std::make_unique<pg_connection>(s->address_.conninfo, s->address_.shown);
     if (opts.read_only) s->open_as_reader();
     else s->open_as_writer();
-    s->counters_ = std::make_unique<counters>();
+    s->counters_ = std::make_unique<fetch_counters>();
     s->open_cache_file();
     s->versions_ = std::make_unique<pg_version_map>();
     s->cache_ = std::make_unique<cache>(s->address_.cache_bytes);
@@ -791,15 +791,21 @@ constexpr const char* prepare_move_row =
 // What every session of the control connection sets before its first
 // statement; sent in the same round trip as that statement.
 std::string pg_store::session_settings() const {
-    return std::string("SET bytea_output = 'hex'; ") + (opts_.durable ? "" : "SET synchronous_commit = off; ");
+    // Read committed whatever the server's default: P2's statement takes the
+    // lock after its snapshot, and its UPDATE must then see the row a
+    // writer that just let go committed (repeatable read fails it instead).
+    return std::string("SET bytea_output = 'hex'; SET default_transaction_isolation = 'read committed'; ") +
+           (opts_.durable ? "" : "SET synchronous_commit = off; ");
 }
 
 // The settings and the commit statement, for a session that has neither
 // (a reconnected one, or a first open that found no tables).
 void pg_store::set_up_session() {
+    session_ready_ = false;
     PGresult* done = control_->try_exec_script("DEALLOCATE ALL; " + session_settings() + prepare_move_row);
     if (!done) control_->fail_last("setting the session up");
     PQclear(done);
+    session_ready_ = true;
 }
 
 void pg_store::ensure_tables() {
@@ -899,12 +905,12 @@ void pg_store::open_as_writer() {
         if (!first && !control_->last_failed_with("42P01") && !control_->last_failed_with("42703"))
             control_->fail_last("opening the store for writing");
     }
-    const bool session_ready = first != nullptr;  // the script's SETs and PREPARE took effect
+    session_ready_ = first != nullptr;  // the script's SETs and PREPARE took effect
     if (!first || PQgetisnull(first, 0, taken_column)) {
         PQclear(first);
         first = nullptr;
         make_store_row();
-        if (!session_ready) set_up_session();
+        if (!session_ready_) set_up_session();
     }
     const char* what = "taking the writer's lock";
     const auto deadline = std::chrono::steady_clock::now() + opts_.lock_timeout;
@@ -925,6 +931,9 @@ void pg_store::open_as_writer() {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         row = control_->exec(what, take.c_str());
     }
+    if (row.is_null(0, 0))  // the lock taken, but no row moved: it went (or changed) between the CTE's parts
+        throw error(errc::not_found, "store " + path_ + " was deleted or replaced while this writer opened it; open "
+                                                        "it again");
     adopt_store_row(row);
     if (!digest_known_) upgrade_format();
 }
@@ -1122,24 +1131,24 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
     }
     for (int attempt = 0;; ++attempt) {
         if (cache_->find(page, out)) {
-            counters::add(counters_->memory_hits);
+            fetch_counters::add(counters_->memory_hits);
             return true;
         }
         const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
         if (file_) {
             switch (file_->find(key_, page, snapshot, *versions_, out)) {
             case pg_cache_file::lookup::hit:
-                counters::add(counters_->file_hits);
+                fetch_counters::add(counters_->file_hits);
                 return true;
             case pg_cache_file::lookup::rejected:
-                counters::add(counters_->file_rejects);
+                fetch_counters::add(counters_->file_rejects);
                 break;
             case pg_cache_file::lookup::absent:
                 break;
             }
         }
         if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
-            counters::add(counters_->zero_pages);
+            fetch_counters::add(counters_->zero_pages);
             std::memset(out, 0, page_size);
             return true;
         }
@@ -1204,8 +1213,8 @@ void pg_store::open_cache_file() {
 void pg_store::write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
                           const std::byte* image) const noexcept {
     if (!file_) return;
-    if (file_->put(key_, page, version, newest_through, image)) counters::add(counters_->file_writes);
-    else counters::add(counters_->file_write_errors);
+    if (file_->put(key_, page, version, newest_through, image)) fetch_counters::add(counters_->file_writes);
+    else fetch_counters::add(counters_->file_write_errors);
 }
 
 // After commit `txn` returned (so its versions are durable and newest, C3):
@@ -1246,11 +1255,21 @@ std::vector<std::string> pg_store::check_cache_file() const {
 }
 
 pg_cache_counters pg_store::cache_counters() const noexcept {
-    const counters& c = *counters_;
+    const fetch_counters& c = *counters_;
     auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
     return {get(c.server_fetches), get(c.pages_fetched), get(c.memory_hits),       get(c.file_hits),
             get(c.file_rejects),   get(c.file_writes),   get(c.file_write_errors), get(c.zero_pages),
             control_->round_trips() + (fetcher_ ? fetcher_->conn->round_trips() : 0)};
+}
+
+stats pg_store::counters() const {
+    stats s = stats_;
+    const pg_cache_counters c = cache_counters();
+    s.server_round_trips = c.round_trips;
+    s.server_fetches = c.server_fetches;
+    s.server_pages_fetched = c.pages_fetched;
+    s.cache_file_hits = c.file_hits;
+    return s;
 }
 
 // 5. Commit, spill, collection ---------------------------------------------------
@@ -1351,8 +1370,9 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
     // script (the row moved and COMMIT). Names are literals: valid_store_name
     // lets no quote into them.
     const std::string name = "'" + address_.store + "'";
-    bool sent_commit = false;
+    bool outcome_unknown = false;
     try {
+        if (!session_ready_) set_up_session();  // a reconnect that could not set it up
         // P2: the store row locked, the fence ours. After a reconnect the
         // session lost its advisory lock: take it again, or give up.
         PGresult* locked = control_->try_exec_script("BEGIN; SELECT fence, txn, id FROM steppe_store WHERE name = " +
@@ -1391,12 +1411,18 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
             "EXECUTE steppe_move_row(" + name + ", " + std::to_string(txn) + ", " + std::to_string(count) +
             ", decode('" + meta_hex + "', 'hex'), '" + address_.store + " " + std::to_string(txn) + "', '" +
             page_array(pages, spilled_only) + "', " + digest_text(added) + "); COMMIT";
-        sent_commit = true;
-        PGresult* committed = control_->try_exec_script(move_and_commit);
-        if (!committed) control_->fail_last(what);
-        PQclear(committed);
+        // Whether COMMIT ran is unknown only if the session was lost after
+        // the row moved, or before the server said anything. An error the
+        // server sent for the EXECUTE (a session ended mid-statement
+        // included) means COMMIT never ran: the caller may reconnect and
+        // commit again.
+        const int completed = control_->try_exec_script_counting(move_and_commit);
+        if (completed != 2) {
+            outcome_unknown = completed == 1 || !control_->failed_on_server();
+            control_->fail_last(what);
+        }
     } catch (const error& e) {
-        if (!sent_commit || !control_->lost()) {
+        if (!outcome_unknown || !control_->lost()) {
             control_->rollback();
             throw;
         }

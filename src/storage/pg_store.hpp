@@ -166,6 +166,7 @@ public:
     // LISTEN/NOTIFY on the control connection: each commit notifies.
     bool wait_for_commit(std::chrono::milliseconds timeout) const override;
     std::optional<std::vector<page_no>> changed_since(const storage& older) const override;
+    stats counters() const override;  // with the server's counters
     void hold_threads_for_fork() noexcept override;
     void release_threads_after_fork() noexcept override;
     info describe() const override;
@@ -248,8 +249,8 @@ private:
     std::unique_ptr<pg_version_map> versions_;  // C4; loaded by the fetch thread's connection at open
     pg_cache_key key_{};
     std::string cache_file_note_;
-    struct counters;
-    std::unique_ptr<counters> counters_;
+    struct fetch_counters;
+    std::unique_ptr<fetch_counters> counters_;
     std::int64_t store_key_ = 0;    // the advisory lock's second key
     std::int64_t fence_ = 0;        // the writer's (P2)
     std::int64_t reader_id_ = 0;    // a reader's registration (P3)
@@ -270,6 +271,7 @@ private:
     std::uint64_t collect_due_ = 0;           // bytes committed since the last collection
     bool poisoned_ = false;
     bool lock_lost_ = false;  // reconnected: the new session must take the writer's lock again
+    bool session_ready_ = false;  // the control session has its settings and the commit statement
 
     // Pages the transaction in progress spilled: their offsets in spill_fd_.
     int spill_fd_ = -1;

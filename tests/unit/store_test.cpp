@@ -110,6 +110,8 @@ TEST_P(StoreTest, StatsCountWrittenPagesAndArePrintedAtCloseWhenAsked) {
         const std::string text = steppe::to_string(s.stats());
         EXPECT_NE(text.find("faults"), std::string::npos) << text;
         EXPECT_NE(text.find("evictions"), std::string::npos) << text;
+        EXPECT_EQ(s.stats().server_round_trips, 0u) << "a file store has no server";
+        EXPECT_EQ(text.find("round trips"), std::string::npos) << text;
     });
     // STEPPE_STATS=1: closing the store prints its counters to stderr.
     int err[2];
