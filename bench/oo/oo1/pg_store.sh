@@ -23,29 +23,12 @@ parts=${1:-200000}
 rounds=${2:-3}
 oo1=build/oo/bench/oo/oo1/oo1
 [ -x "$oo1" ] || { echo "build oo1 first: cmake --build build/oo --target oo1" >&2; exit 2; }
-bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-dir=$(mktemp -d /tmp/steppe-pgbench-XXXXXX)
-chmod 755 "$dir"
-as_pg=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; as_pg=(runuser -u postgres --); fi
-port=$((20000 + $$ % 20000))
-"${as_pg[@]}" "$bin/initdb" -D "$dir/data" -A trust -U steppe --no-sync >/dev/null
-listen=""
-[ -n "${DELAY_MS:-}" ] && listen=127.0.0.1
-"${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -o "-k $dir -c listen_addresses=$listen -p $port" -l "$dir/log" -w start >/dev/null
-proxy=""
-trap '[ -n "$proxy" ] && kill $proxy; "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
+source bench/pg_server.sh
+start_pg_server /tmp/steppe-pgbench-XXXXXX
 pg_cache=${PG_CACHE:-file}
 cache_param="&cache_file=$dir/pg-pages"
 [ "$pg_cache" = none ] && cache_param="&cache_file_mib=0"
-url="postgresql:///postgres?host=$dir&port=$port&user=steppe&store=oo1"
-if [ -n "${DELAY_MS:-}" ]; then
-  build/oo/bench/oo/delay_proxy $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" &
-  proxy=$!
-  sleep 0.5
-  url="postgresql://steppe@127.0.0.1:$((port + 1))/postgres?store=oo1"
-fi
-url="$url$cache_param"
+url="$(url_with store=oo1)$cache_param"
 file="$dir/oo1.db"
 drop_caches() { if [ "$(id -u)" = 0 ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi; }
 for where in file url; do
