@@ -152,7 +152,10 @@ struct steppe_policy {
                 {"reserved_virtual_pages", static_cast<std::int64_t>(s.reserved_virtual_pages)},
                 {"miss_io_ns", static_cast<std::int64_t>(s.miss_io_ns)},
                 {"miss_swizzle_ns", static_cast<std::int64_t>(s.miss_swizzle_ns)},
-                {"miss_handler_ns", static_cast<std::int64_t>(s.miss_handler_ns)}};
+                {"miss_handler_ns", static_cast<std::int64_t>(s.miss_handler_ns)},
+                {"server_round_trips", static_cast<std::int64_t>(s.server_round_trips)},
+                {"server_fetches", static_cast<std::int64_t>(s.server_fetches)},
+                {"cache_file_hits", static_cast<std::int64_t>(s.cache_file_hits)}};
     }
     std::vector<std::string> files() const { return {path_, path_ + "-wal"}; }
     std::string describe() const {
