@@ -83,7 +83,7 @@ for op in ("traversal", "lookup", "insert"):
             continue
         print(f"| {op} | {phase} | {f:.3f} | {u:.3f} | {u / f:.2f} |")
 def trips(op, phase):  # the PostgreSQL store's round trips in a phase (store_stats)
-    vals = [json.load(open(f"{d}/m-url-{op}-{r}.json")).get("counters", {}).get(phase, {}).get("server_round_trips")
+    vals = [json.load(open(f"{d}/m-url-{op}-{r}.json"))["series"].get("counters", {}).get(phase, {}).get("server_round_trips")
             for r in range(1, rounds + 1)]
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
