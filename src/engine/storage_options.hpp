@@ -25,15 +25,17 @@ template<class Options> storage::options storage_options(const Options& o, stora
     return so;
 }
 
-inline void copy_storage_counters(const storage::stats& from, store_stats& to) {
-    to.checkpoints = from.checkpoints;
-    to.checkpoints_deferred = from.checkpoints_deferred;
-    to.checkpoint_waits = from.checkpoint_waits;
-    to.checkpoint_waits_expired = from.checkpoint_waits_expired;
-    to.server_round_trips = from.server_round_trips;
-    to.server_fetches = from.server_fetches;
-    to.server_pages_fetched = from.server_pages_fetched;
-    to.cache_file_hits = from.cache_file_hits;
+inline void copy_storage_counters(const storage::storage& from, store_stats& to) {
+    const storage::stats& s = from.counters();
+    to.checkpoints = s.checkpoints;
+    to.checkpoints_deferred = s.checkpoints_deferred;
+    to.checkpoint_waits = s.checkpoint_waits;
+    to.checkpoint_waits_expired = s.checkpoint_waits_expired;
+    const storage::server_stats server = from.server_counters();
+    to.server_round_trips = server.round_trips;
+    to.server_fetches = server.fetches;
+    to.server_pages_fetched = server.pages_fetched;
+    to.cache_file_hits = server.cache_file_hits;
 }
 
 }  // namespace steppe

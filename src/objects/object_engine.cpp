@@ -526,7 +526,7 @@ store_stats engine_handle::stats() const {
     s.pages_committed = o.pages_committed;
     s.bytes_logged = o.bytes_logged;
     s.syncs = o.syncs;
-    if (storage_) copy_storage_counters(storage_->counters(), s);
+    if (storage_) copy_storage_counters(*storage_, s);
     s.store_pages = o.store_pages;
     s.resident_pages = (o.heap_bytes + storage::page_size - 1) / storage::page_size;
     s.resident_budget_pages = o.resident_budget / storage::page_size;

@@ -367,7 +367,7 @@ void page_engine::reuse_address_space() {
 store_stats page_engine::stats() const {
     pager::pause paused(*pager_);
     pager_stats p = pager_->stats();
-    const storage::stats s = storage_->counters();
+    const storage::stats& s = storage_->counters();
     store_stats out;
     out.backend = vm::to_string(pager_->backend());
     out.write_tracking = vm::to_string(pager_->tracking());
@@ -378,7 +378,7 @@ store_stats page_engine::stats() const {
     out.pointers_unswizzled = p.pointers_unswizzled;
     out.bytes_logged = s.bytes_written;
     out.syncs = s.syncs;
-    copy_storage_counters(s, out);
+    copy_storage_counters(*storage_, out);
     out.store_pages = storage_->page_count();
     out.free_pages = pager_->allocator().free_pages().total_pages();
     out.resident_pages = p.resident_pages;

@@ -806,14 +806,9 @@ pg_cache_counters pg_store::cache_counters() const noexcept {
             control_->round_trips() + (fetcher_ ? fetcher_->conn->round_trips() : 0)};
 }
 
-stats pg_store::counters() const {
-    stats s = stats_;
+server_stats pg_store::server_counters() const noexcept {
     const pg_cache_counters c = cache_counters();
-    s.server_round_trips = c.round_trips;
-    s.server_fetches = c.server_fetches;
-    s.server_pages_fetched = c.pages_fetched;
-    s.cache_file_hits = c.file_hits;
-    return s;
+    return {c.round_trips, c.server_fetches, c.pages_fetched, c.file_hits};
 }
 
 // 5. Commit, spill, collection ---------------------------------------------------

@@ -166,7 +166,7 @@ public:
     // LISTEN/NOTIFY on the control connection: each commit notifies.
     bool wait_for_commit(std::chrono::milliseconds timeout) const override;
     std::optional<std::vector<page_no>> changed_since(const storage& older) const override;
-    stats counters() const override;  // with the server's counters
+    server_stats server_counters() const noexcept override;
     void hold_threads_for_fork() noexcept override;
     void release_threads_after_fork() noexcept override;
     info describe() const override;

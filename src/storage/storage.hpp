@@ -128,10 +128,13 @@ struct stats {
     std::uint64_t checkpoints_deferred = 0;  // a live reader held an older snapshot (invariant 5)
     std::uint64_t checkpoint_waits = 0;      // commits that waited for readers (options::checkpoint_wait)
     std::uint64_t checkpoint_waits_expired = 0;  // of those, the ones that ended without a checkpoint
-    // A store in PostgreSQL (zero for a file): statements sent, one round
-    // trip each; page-fetch queries and the page versions they brought;
-    // reads the local cache file served.
-    std::uint64_t server_round_trips = 0, server_fetches = 0, server_pages_fetched = 0, cache_file_hits = 0;
+};
+
+// A store in PostgreSQL (zero for a file): statements sent, one round trip
+// each; page-fetch queries and the page versions they brought; reads the
+// local cache file served.
+struct server_stats {
+    std::uint64_t round_trips = 0, fetches = 0, pages_fetched = 0, cache_file_hits = 0;
 };
 
 class storage {
@@ -218,7 +221,8 @@ public:
     virtual void release_threads_after_fork() noexcept {}
 
     virtual info describe() const = 0;
-    virtual stats counters() const { return stats_; }
+    const stats& counters() const { return stats_; }  // live: they move as the store works
+    virtual server_stats server_counters() const noexcept { return {}; }
     // What this handle holds in memory, in bytes (estimates from its
     // containers' sizes): `index` is what finds page versions (for files:
     // the checksum pages of the main file, 4 KiB per 1,020 pages, the log's
