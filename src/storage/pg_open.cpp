@@ -157,9 +157,7 @@ void pg_store::adopt_store_row(const pg_result& row) {
 
 namespace {
 constexpr const char* store_columns = "id, store_id, format, txn, page_count, meta, fence, digest";
-}  // namespace
 
-namespace {
 // P2 in one statement: the writer's advisory lock tried and, if taken, the
 // fence moved (taking it ends any earlier writer's right to commit). One
 // row: the store row's columns as moved (NULL when not), whether the lock
