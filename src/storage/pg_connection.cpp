@@ -71,34 +71,26 @@ PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::st
     return nullptr;
 }
 
-PGresult* pg_connection::try_exec_script(const std::string& sql) {
-    count_trip();
-    PGresult* r = PQexec(conn_, sql.c_str());
-    ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
-    last_failure_.reset(r);
-    return nullptr;
-}
-
-int pg_connection::try_exec_script_counting(const std::string& sql) {
+PGresult* pg_connection::try_exec_script(const std::string& sql, int* completed) {
     count_trip();
     last_failure_.reset();
-    if (PQsendQuery(conn_, sql.c_str()) != 1) return 0;  // fail_last: PQerrorMessage
-    int completed = 0;
-    bool failed = false;
-    while (PGresult* r = PQgetResult(conn_)) {
-        const ExecStatusType s = PQresultStatus(r);
-        if (!failed && (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)) {
-            ++completed;
-            PQclear(r);
-        } else if (!failed) {
-            failed = true;  // the first failure says why; what libpq adds after it (the socket closed) does not
-            last_failure_.reset(r);
-        } else {
-            PQclear(r);
+    int done = 0;
+    std::unique_ptr<PGresult, clear> last;
+    if (PQsendQuery(conn_, sql.c_str()) == 1) {  // else fail_last says PQerrorMessage
+        while (PGresult* r = PQgetResult(conn_)) {
+            const ExecStatusType s = PQresultStatus(r);
+            if (last_failure_) {
+                PQclear(r);  // after the first failure: what libpq adds (the socket closed) says less
+            } else if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+                ++done;
+                last.reset(r);
+            } else {
+                last_failure_.reset(r);
+            }
         }
     }
-    return completed;
+    if (completed) *completed = done;
+    return last_failure_ || done == 0 ? nullptr : last.release();
 }
 
 PGresult* pg_connection::try_exec_prepared(const char* name, std::initializer_list<std::string_view> params) {
@@ -170,19 +162,19 @@ void pg_connection::rollback() noexcept {
 
 bool pg_connection::lost() const noexcept {
     if (!ok()) return true;
-    const char* state = last_failure_ ? PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) : nullptr;
+    const char* state = last_state();
     // No SQLSTATE: libpq's own failure (the socket closed); 08: connection
     // exception; 57P0x: the server shutting down or starting.
     return !state || std::strncmp(state, "08", 2) == 0 || std::strncmp(state, "57P0", 4) == 0;
 }
 
-bool pg_connection::last_failed_with(const char* sqlstate) const noexcept {
-    const char* state = last_failure_ ? PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) : nullptr;
-    return state && std::strcmp(state, sqlstate) == 0;
+const char* pg_connection::last_state() const noexcept {
+    return last_failure_ ? PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) : nullptr;
 }
 
-bool pg_connection::failed_on_server() const noexcept {
-    return last_failure_ && PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) != nullptr;
+bool pg_connection::last_failed_with(const char* sqlstate) const noexcept {
+    const char* state = last_state();
+    return state && std::strcmp(state, sqlstate) == 0;
 }
 
 bool pg_connection::reconnect() noexcept {

@@ -55,12 +55,11 @@ public:
     PGresult* try_exec(const char* sql, std::initializer_list<std::string_view> params, bool binary_result);
     // Several statements without parameters in one round trip (one
     // implicit transaction unless they say otherwise): the last one's
-    // text-format result; null when one failed (fail_last() says why).
-    PGresult* try_exec_script(const std::string& sql);
-    // The same, saying how far it got: the number of statements that
-    // completed, all of them or those before the one that failed
-    // (fail_last() says why; failed_on_server() whether the server said so).
-    int try_exec_script_counting(const std::string& sql);
+    // text-format result; null when one failed (fail_last() says why, and
+    // failed_on_server() whether the server did). `completed`, if given,
+    // gets how far it went: the statements that completed, all of them or
+    // those before the one that failed.
+    PGresult* try_exec_script(const std::string& sql, int* completed = nullptr);
     // A statement made by PREPARE, with a binary-format result; null when
     // it failed (fail_last() says why).
     PGresult* try_exec_prepared(const char* name, std::initializer_list<std::string_view> params);
@@ -91,12 +90,13 @@ public:
     bool last_failed_with(const char* sqlstate) const noexcept;
     // Whether the server said why the last statement failed (an error with
     // a SQLSTATE), rather than the connection ending with nothing said.
-    bool failed_on_server() const noexcept;
+    bool failed_on_server() const noexcept { return last_state() != nullptr; }
     // Throws what the last failed try_exec said, as exec would have.
     [[noreturn]] void fail_last(const char* what) const { fail(what, last_failure_.get()); }
 
 private:
     [[noreturn]] void fail(const char* what, const PGresult* r) const;
+    const char* last_state() const noexcept;  // the last failure's SQLSTATE; null: none, or libpq's own
 
     struct clear {
         void operator()(PGresult* r) const noexcept { PQclear(r); }

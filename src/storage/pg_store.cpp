@@ -955,11 +955,13 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
         // server sent for the EXECUTE (a session ended mid-statement
         // included) means COMMIT never ran: the caller may reconnect and
         // commit again.
-        const int completed = control_->try_exec_script_counting(move_and_commit);
-        if (completed != 2) {
+        int completed = 0;
+        PGresult* committed = control_->try_exec_script(move_and_commit, &completed);
+        if (!committed) {
             outcome_unknown = completed == 1 || !control_->failed_on_server();
             control_->fail_last(what);
         }
+        PQclear(committed);
     } catch (const error& e) {
         if (!outcome_unknown || !control_->lost()) {
             control_->rollback();
