@@ -113,7 +113,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     }
     s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
     s->main_ = s->io_->open(s->path_, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
-    s->around_.set_device_read_ahead(s->main_->device_read_ahead());
+    s->around_.set_limit(s->main_->device_read_ahead());
     s->load_header();
     s->load_checksums();
     s->load_mark();
@@ -147,7 +147,7 @@ bool file_store::open_beside_writer() {
         if (!io_->exists(path_)) throw error(errc::not_found, "store " + path_ + " does not exist");
         lock_->lock_store_file();
         main_ = io_->open(path_, open_mode::read_only, opts_.file_mode);
-        around_.set_device_read_ahead(main_->device_read_ahead());
+        around_.set_limit(main_->device_read_ahead());
         for (int attempt = 0; attempt < 100; ++attempt) {
             snapshot_ = readers_->register_snapshot();
             snapshot_fit fit = load_snapshot();

@@ -50,6 +50,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -159,11 +160,22 @@ public:
     // it (C1, C4); `out` may be overwritten on a miss. Async-signal-safe.
     lookup find(const pg_cache_key& key, page_no page, std::uint64_t snapshot, const pg_version_map& versions,
                 std::byte* out) const noexcept;
-    // Whether the page's slot holds, soundly, a newer version than `version`
-    // or the same one known newest as far (an old snapshot's fetch then
-    // leaves it: the newer serves more handles).
-    bool holds_newer(const pg_cache_key& key, page_no page, std::uint64_t version,
-                     std::uint64_t newest_through) const noexcept;
+    // Writes what a fetch at snapshot `newest_through` returned (C3),
+    // `fetched` sorted by page, except where a page's slot holds, soundly,
+    // a newer version or the same one known newest as far (an old
+    // snapshot's fetch then leaves it: the newer serves more handles). One
+    // read and one write per run of consecutive slots, not two system
+    // calls a page: a fetched cluster is up to thousands of pages.
+    struct fetched_page {
+        page_no page;
+        std::uint64_t version;
+        const std::byte* image;
+    };
+    struct put_counts {
+        std::uint64_t written = 0, failed = 0;
+    };
+    put_counts put_fetched(const pg_cache_key& key, std::span<const fetched_page> fetched,
+                           std::uint64_t newest_through) const;
     // Writes one slot (C3): false if the write failed (the slot is then a miss).
     bool put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
              const std::byte* image) const noexcept;
@@ -178,6 +190,8 @@ public:
 private:
     pg_cache_file(int fd, std::string path, std::uint64_t slots) : fd_(fd), path_(std::move(path)), slots_(slots) {}
     off_t offset_of(const pg_cache_key& key, page_no page) const noexcept;
+    static pg_cache_slot_header header_for(const pg_cache_key& key, page_no page, std::uint64_t version,
+                                           std::uint64_t newest_through, const std::byte* image) noexcept;
 
     int fd_;
     std::string path_;

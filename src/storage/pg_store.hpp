@@ -95,6 +95,7 @@
 
 #include "common/sigsafe.hpp"
 #include "storage/pg_cache_file.hpp"
+#include "storage/read_around.hpp"
 #include "storage/storage.hpp"
 
 namespace steppe::storage {
@@ -142,7 +143,8 @@ public:
 
     void read_page(page_no page, std::byte* out) const override;
     // With `read_around`, a page that is not cached comes with the aligned
-    // cluster of fetch_cluster pages around it, in one query.
+    // cluster around it, in one query: 128 KiB, grown and shrunk by its
+    // use (read_around.hpp) up to an eighth of the caches.
     bool read_page_nothrow(page_no page, std::byte* out, read_failure* why,
                            bool read_around = false) const noexcept override;
     bool read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
@@ -183,7 +185,8 @@ public:
     // Which store this handle's slots belong to (C2; for tests that forge slots).
     const pg_cache_key& cache_key() const noexcept { return key_; }
 
-    static constexpr page_no fetch_cluster = 32;  // 128 KiB, as the file store's smallest read-around
+    // The pages a fault's first fetch brings (128 KiB); later ones grow and shrink by their use.
+    static constexpr page_no first_cluster = read_around::start_bytes / page_size;
 
 private:
     pg_store(pg_address address, const options& opts);
@@ -244,6 +247,8 @@ private:
     options opts_;
     std::unique_ptr<pg_connection> control_;  // open, commit, collection; the writer's lock lives on it
     std::unique_ptr<cache> cache_;
+    // The cluster a fault's fetch brings, sized by its use.
+    mutable read_around around_;
     std::unique_ptr<fetcher> fetcher_;
     std::unique_ptr<pg_cache_file> file_;       // null: none (cache_file_note_ says why)
     std::unique_ptr<pg_version_map> versions_;  // C4; loaded by the fetch thread's connection at open

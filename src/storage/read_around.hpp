@@ -1,5 +1,7 @@
 // How much a page read that misses the page cache brings in around the page
-// (storage::read_main_page), from what the reads so far were worth.
+// (file_store::read_main_page), or a page fetch that misses the caches of a
+// store in PostgreSQL (pg_store's fetcher), from what the reads so far were
+// worth.
 //
 // The kernel reads around a page fault of a mapped file by the device's
 // read-ahead (8 MiB on the development disk), which is why the mmap peers
@@ -16,13 +18,17 @@
 // and 8 MiB stream at ~440 MB/s (9 µs a page), so a page read around pays
 // once one in ~90 is used. Used at least one in 32, the cluster doubles, up
 // to the device's read-ahead (at most max_bytes); used less than one in
-// 256, it halves, down to min_bytes. Lock-free, async-signal-safe;
+// 256, it halves, down to min_bytes. Over a network the arithmetic is
+// alike: a round trip of 0.5 ms against some 10 µs a page fetched and
+// cached (docs/benchmarks.md, "Fetched clusters sized by their use").
+// Lock-free, async-signal-safe;
 // concurrent faults may race on the counts and the ring, which only blurs
 // one judgement.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 
 #include "common/page_size.hpp"
@@ -34,12 +40,13 @@ public:
     static constexpr std::uint64_t start_bytes = 128 << 10, min_bytes = start_bytes, max_bytes = 8 << 20;
     static constexpr std::uint64_t window = 4, recent = 8;
 
-    // `device_read_ahead`: the device's read-ahead in bytes (0: unknown,
-    // start_bytes is the limit).
-    explicit read_around(std::uint64_t device_read_ahead = 0) noexcept { set_device_read_ahead(device_read_ahead); }
+    // `limit`: the largest cluster in bytes, as the device's read-ahead
+    // (0: unknown, start_bytes is the limit), clamped to [start_bytes,
+    // max_bytes] and rounded down to a power of two (clusters are aligned).
+    explicit read_around(std::uint64_t limit = 0) noexcept { set_limit(limit); }
     // Before the first miss.
-    void set_device_read_ahead(std::uint64_t bytes) noexcept {
-        limit_ = std::clamp(bytes ? bytes : start_bytes, start_bytes, max_bytes);
+    void set_limit(std::uint64_t bytes) noexcept {
+        limit_ = std::bit_floor(std::clamp(bytes ? bytes : start_bytes, start_bytes, max_bytes));
     }
 
     // A page read found the page at file offset `offset` in the page cache.

@@ -135,6 +135,48 @@ TEST_F(PgCacheTest, AColdOpenFillsTheFileForTheNext) {
     EXPECT_TRUE(r->check().empty());
 }
 
+// A fault's cluster grows while its pages are used (read_around.hpp) and
+// stays at 32 pages while they are not. 1,024 pages in a file of 1,008
+// slots: the clusters' writes wrap around the end of the file, and the
+// next open reads what they left, checked.
+TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
+    constexpr std::uint64_t many = 1024;
+    {  // a writer without the file: everything is cold
+        storage::options o;
+        auto w = pg_store::open(server->url(name), o);
+        test::commit_filled(*w, 1, many);
+    }
+    std::vector<std::byte> page(storage::page_size);
+    auto read_around = [&](pg_store& s, storage::page_no p) {
+        storage::read_failure why;
+        ASSERT_TRUE(s.read_page_nothrow(p, page.data(), &why, true)) << why.message;
+        EXPECT_EQ(page[100], std::byte{1}) << "page " << p;
+    };
+    {
+        auto strided = open(true);
+        for (storage::page_no p = 0; p < many; p += 64) read_around(*strided, p);
+        const auto c = strided->cache_counters();
+        EXPECT_EQ(c.server_fetches, many / 64) << "every read a fetch";
+        EXPECT_EQ(c.pages_fetched, c.server_fetches * pg_store::first_cluster) << "none used: none grew";
+    }
+    std::filesystem::remove(file);
+    {
+        auto scan = open(true);
+        for (storage::page_no p = 0; p < many; ++p) read_around(*scan, p);
+        const auto c = scan->cache_counters();
+        // 4 clusters of 32 pages, then of 64: the limit, an eighth of the
+        // file's 1,008 slots to a power of two. Clusters of 32 took 32.
+        EXPECT_LE(c.server_fetches, 4 + (many - 4 * pg_store::first_cluster) / 64);
+        EXPECT_EQ(c.pages_fetched, many) << "no page twice, none past the end";
+        EXPECT_EQ(c.file_write_errors, 0u);
+        EXPECT_GT(c.file_writes, 0u);
+    }
+    auto next = open(true);
+    EXPECT_EQ(test::filled_problem(*next, 1), "");
+    EXPECT_GE(next->cache_counters().file_hits, many - (many - 1008) * 2) << "all but the slots the wrap reused";
+    EXPECT_TRUE(next->check().empty());
+}
+
 // C3, C4: a reader that cached every page at commit 1 keeps reading commit 1
 // after the writer's commit 2 rewrote the slots; a reader opened after it
 // reads commit 2; and one whose slots are older than a commit made by a

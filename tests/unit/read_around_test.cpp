@@ -63,6 +63,9 @@ TEST(ReadAround, TheLimitIsTheDevicesReadAheadClamped) {
     EXPECT_EQ(read_around(0).limit(), read_around::start_bytes) << "unknown device: the cluster stays as it was";
     EXPECT_EQ(read_around(4096).limit(), read_around::start_bytes);
     EXPECT_EQ(read_around(std::uint64_t{1} << 30).limit(), read_around::max_bytes);
+    // A limit that is no power of two (a cache file of 1,008 slots: an
+    // eighth is 516,096 bytes) would break the clusters' alignment.
+    EXPECT_EQ(read_around(516096).limit(), std::uint64_t{256} << 10);
     read_around small(128 << 10);
     run(small, 50 * read_around::window, 1000);
     EXPECT_EQ(small.bytes(), std::uint64_t{128} << 10) << "never past the limit";
