@@ -40,8 +40,8 @@
 //       was gone at open), only if version ≤ S ≤ newest_through.
 //
 // Two processes writing one file need no lock: each slot goes in one
-// pwritev, and a reader that sees a mix of two writes finds its check
-// wrong (C1). Lookups are async-signal-safe (preadv, crc32c, no malloc).
+// pwritev (a run of a fetched cluster's slots in one together), and a
+// reader that sees a mix of two writes finds its check wrong (C1). Lookups are async-signal-safe (preadv, crc32c, no malloc).
 #pragma once
 
 #include <sys/types.h>
