@@ -442,6 +442,39 @@ TEST_F(PgCacheTest, KillingAWriterMidSlotLeavesNothingWrong) {
     }
 }
 
+// C1 for the fetch thread's writes: a reader killed while it writes
+// fetched clusters into the file (several slots a pwritev) leaves slots
+// that are whole or misses, never a wrong page.
+TEST_F(PgCacheTest, KillingAReaderMidClusterLeavesNothingWrong) {
+    constexpr std::uint64_t many = 1024;
+    {
+        storage::options o;
+        auto w = pg_store::open(server->url(name), o);
+        test::commit_filled(*w, 1, many);
+    }
+    for (int round = 0; round < 5; ++round) {
+        std::filesystem::remove(file);
+        test::child reader([this](test::child& me) {
+            auto r = open(true);
+            std::vector<std::byte> page(storage::page_size);
+            storage::read_failure why;
+            for (storage::page_no p = 0; p < many; ++p) {
+                if (!r->read_page_nothrow(p, page.data(), &why, true)) return 1;
+                if (p % 64 == 0) me.send(p);
+            }
+            return 0;
+        });
+        std::uint64_t at = 0;
+        for (int i = 0; i < 2 + round * 2; ++i) ASSERT_TRUE(reader.receive(at));
+        ::usleep(useconds_t(round * 300));
+        reader.kill();
+        auto r = open(true);
+        EXPECT_EQ(test::filled_problem(*r, 1), "") << "round " << round;
+        EXPECT_GT(r->cache_counters().file_hits, 0u) << "the killed reader's clusters serve";
+        EXPECT_TRUE(r->check().empty());
+    }
+}
+
 // One writer process and two reader processes on one file at once: each
 // reader opens again and again, and every snapshot it reads is whole.
 TEST_F(PgCacheTest, ProcessesSharingAFileAtOnceReadWholeSnapshots) {
