@@ -155,6 +155,7 @@ struct steppe_policy {
                 {"miss_handler_ns", static_cast<std::int64_t>(s.miss_handler_ns)},
                 {"server_round_trips", static_cast<std::int64_t>(s.server_round_trips)},
                 {"server_fetches", static_cast<std::int64_t>(s.server_fetches)},
+                {"server_pages_fetched", static_cast<std::int64_t>(s.server_pages_fetched)},
                 {"cache_file_hits", static_cast<std::int64_t>(s.cache_file_hits)}};
     }
     std::vector<std::string> files() const { return {path_, path_ + "-wal"}; }
