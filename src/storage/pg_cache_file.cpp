@@ -268,13 +268,15 @@ bool pg_cache_file::put(const pg_cache_key& key, page_no page, std::uint64_t ver
 
 pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, std::span<const fetched_page> fetched,
                                                      std::uint64_t newest_through) const {
-    // A run's slots are read whole and written in one pwritev, two parts a
-    // slot: at most IOV_MAX (1024) parts.
-    constexpr std::size_t max_run = 256;
     put_counts counts;
-    std::vector<std::byte> old;
-    std::vector<pg_cache_slot_header> headers(max_run);
-    std::vector<iovec> parts;
+    // Made once: a megabyte allocated per call was an mmap, its page
+    // faults and an munmap each time.
+    std::vector<std::byte>& old = run_buffer_;
+    std::vector<pg_cache_slot_header>& headers = run_headers_;
+    old.resize(max_run * pg_cache_slot_size);
+    headers.resize(max_run);
+    std::vector<iovec>& parts = run_parts_;
+    parts.clear();
     off_t write_at = 0;
     auto write_parts = [&] {
         const std::size_t slots = parts.size() / 2;
@@ -289,8 +291,7 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
         while (at + n < fetched.size() && n < max_run && fetched[at + n].page == fetched[at].page + n &&
                offset_of(key, fetched[at + n].page) == first + off_t(n * pg_cache_slot_size))
             ++n;
-        old.resize(n * pg_cache_slot_size);
-        const ssize_t got = ::pread(fd_, old.data(), old.size(), first);  // short: past the end, nothing held
+        const ssize_t got = ::pread(fd_, old.data(), n * pg_cache_slot_size, first);  // short: past the end, nothing held
         for (std::size_t i = 0; i < n; ++i) {
             const fetched_page& f = fetched[at + i];
             const off_t offset = first + off_t(i * pg_cache_slot_size);

@@ -45,6 +45,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <cstddef>
@@ -174,6 +175,7 @@ public:
     struct put_counts {
         std::uint64_t written = 0, failed = 0;
     };
+    // One caller at a time (a store's fetch thread): it reuses one buffer.
     put_counts put_fetched(const pg_cache_key& key, std::span<const fetched_page> fetched,
                            std::uint64_t newest_through) const;
     // Writes one slot (C3): false if the write failed (the slot is then a miss).
@@ -196,6 +198,12 @@ private:
     int fd_;
     std::string path_;
     std::uint64_t slots_;
+    // put_fetched's: a run's slots are read whole and written in one
+    // pwritev, two parts a slot, so at most IOV_MAX (1024) parts.
+    static constexpr std::size_t max_run = 256;
+    mutable std::vector<std::byte> run_buffer_;
+    mutable std::vector<pg_cache_slot_header> run_headers_;
+    mutable std::vector<iovec> run_parts_;
 };
 
 // Where a cache file goes when the URL names none:
