@@ -4,8 +4,9 @@
 # pg_ctl, as the postgres user when run as root; fsync on, as in production),
 # on a Unix socket, or with DELAY_MS=X on TCP behind
 # build/oo/bench/oo/delay_proxy (bench/oo/harness/delay_proxy.cpp), which
-# holds each direction X ms (0.25 gives a 0.5 ms round trip). The server and
-# the proxy stop on exit; KEEP=1 keeps the directory.
+# holds each direction X ms (0.25 gives a 0.5 ms round trip), and with
+# RATE_MBIT=R also paces each direction to R Mbit/s. The server and the proxy
+# stop on exit; KEEP=1 keeps the directory.
 # Sets bin, dir, port, as_pg and url (the server and database; `url_with
 # PARAMS` adds URL parameters to it).
 start_pg_server() {
@@ -23,7 +24,7 @@ start_pg_server() {
   trap '[ -n "$proxy" ] && kill $proxy; "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
   url="postgresql:///postgres?host=$dir&port=$port&user=steppe"
   if [ -n "${DELAY_MS:-}" ]; then
-    build/oo/bench/oo/delay_proxy $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" &
+    build/oo/bench/oo/delay_proxy $((port + 1)) 127.0.0.1 "$port" "$DELAY_MS" ${RATE_MBIT:-} &
     proxy=$!
     sleep 0.5
     url="postgresql://steppe@127.0.0.1:$((port + 1))/postgres"

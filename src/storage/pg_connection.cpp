@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <vector>
 
 namespace steppe::storage {
@@ -93,13 +94,35 @@ PGresult* pg_connection::try_exec_script(const std::string& sql, int* completed)
     return last_failure_ || done == 0 ? nullptr : last.release();
 }
 
-PGresult* pg_connection::try_exec_prepared(const char* name, std::initializer_list<std::string_view> params) {
+bool pg_connection::try_stream_prepared(const char* name, std::initializer_list<std::string_view> params,
+                                        const std::function<void(pg_result)>& row) {
     text_params p(params);
     count_trip();
-    PGresult* r = PQexecPrepared(conn_, name, p.count(), p.values.data(), nullptr, nullptr, 1);
-    if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
-    last_failure_.reset(r);
-    return nullptr;
+    last_failure_.reset();
+    bool ended = false;
+    if (PQsendQueryPrepared(conn_, name, p.count(), p.values.data(), nullptr, nullptr, 1) == 1) {
+        PQsetSingleRowMode(conn_);  // fails only once results have come, which they have not
+        std::exception_ptr thrown;
+        while (PGresult* r = PQgetResult(conn_)) {
+            const ExecStatusType s = PQresultStatus(r);
+            if (last_failure_ || thrown) {
+                PQclear(r);  // the rest is read to its end, so the connection can take the next statement
+            } else if (s == PGRES_SINGLE_TUPLE) {
+                try {
+                    row(pg_result(r));
+                } catch (...) {
+                    thrown = std::current_exception();
+                }
+            } else if (s == PGRES_TUPLES_OK) {
+                ended = true;
+                PQclear(r);
+            } else {
+                last_failure_.reset(r);
+            }
+        }
+        if (thrown) std::rethrow_exception(thrown);
+    }
+    return ended && !last_failure_;
 }
 
 pg_result pg_connection::exec(const char* what, const char* sql, std::initializer_list<std::string_view> params,

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -60,9 +61,13 @@ public:
     // gets how far it went: the statements that completed, all of them or
     // those before the one that failed.
     PGresult* try_exec_script(const std::string& sql, int* completed = nullptr);
-    // A statement made by PREPARE, with a binary-format result; null when
-    // it failed (fail_last() says why).
-    PGresult* try_exec_prepared(const char* name, std::initializer_list<std::string_view> params);
+    // A statement made by PREPARE, its binary-format rows handed to `row`
+    // one at a time as they arrive (libpq's single-row mode): the caller
+    // works on the first while the server still sends the rest. False when
+    // it failed (fail_last() says why); the rows before the failure were
+    // handed out.
+    bool try_stream_prepared(const char* name, std::initializer_list<std::string_view> params,
+                             const std::function<void(pg_result)>& row);
     // COPY ... FROM STDIN in text format: begin, any number of puts, end.
     void begin_copy(const char* what, const char* sql);
     void put_copy(const char* what, std::string_view data);

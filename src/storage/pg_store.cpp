@@ -317,13 +317,27 @@ struct pg_store::fetcher {
         for (auto& r : requests) {
             if (r.state.load(std::memory_order_acquire) != asked) continue;
             serve(r);
-            r.state.store(served, std::memory_order_release);
-            common::futex_wake_all(common::futex_word(r.state));
             write_fetched();  // after the fault goes on: it waits for the server's bytes, not the disk's
             any = true;
         }
         return any;
     }
+
+    // Hands r back to its fault, its page there (or why not); the slot is
+    // the fault's again after this.
+    static void answer(request& r) noexcept {
+        r.state.store(served, std::memory_order_release);
+        common::futex_wake_all(common::futex_word(r.state));
+    }
+
+    // One fetch's progress: what its rows are judged by, and the request it
+    // serves until it answers it (then null; null too for read-ahead).
+    struct fetch_state {
+        std::uint64_t epoch, snapshot;
+        request* r;
+        std::uint64_t got = 0;  // the version of r's page the rows held (0: none)
+        bool refused = false;   // P2, P3: the registration or the fence was gone
+    };
 
     // Read-ahead from the cache file: a page it holds at the snapshot goes
     // into the in-memory cache (the fault then copies it from memory, not
@@ -367,15 +381,15 @@ struct pg_store::fetcher {
             firsts.back() = '}';
             lasts.back() = '}';
             try {
-                const pg_result rows = run("steppe_fetch",
-                                           {store.address_.store, firsts, lasts, std::to_string(snapshot),
-                                            std::to_string(store.reader_id_), std::to_string(store.fence_)},
-                                           false);
-                take(rows, epoch, snapshot, nullptr);
-                write_fetched();
+                fetch_state f{epoch, snapshot, nullptr};
+                run("steppe_fetch",
+                    {store.address_.store, firsts, lasts, std::to_string(snapshot), std::to_string(store.reader_id_),
+                     std::to_string(store.fence_)},
+                    f);
             } catch (const std::exception&) {
                 // read-ahead only: the fault that needs the page reports it
             }
+            write_fetched();
             serve_asked();  // a fault never waits behind more than one read-ahead query
         }
         return !pages.empty();
@@ -413,8 +427,9 @@ struct pg_store::fetcher {
         pass.unlock();
     }
 
+    // Answers r: from a cache, or by a query that answers it as soon as
+    // the row of its page arrives (take_row).
     void serve(request& r) {
-        r.ok = false;
         // The fetch before this one may have brought the page: into memory,
         // or (past the memory cache) into the file after its fault went on.
         if (store.cache_->find(r.page, r.image) ||
@@ -422,24 +437,36 @@ struct pg_store::fetcher {
                                 pg_cache_file::lookup::hit)) {
             if (r.around) store.around_.hit(r.page * page_size);
             r.ok = true;
+            answer(r);
             return;
         }
+        fetch_state f{store.cache_->epoch.load(std::memory_order_acquire), r.snapshot, &r};
+        std::memset(r.image, 0, page_size);  // a page never written reads as zeros
+        r.ok = true;
         try {
-            query(r);
+            query(f);
         } catch (const std::exception& e) {
-            copy_message(&r.why, errc::io, e.what());
+            if (f.r) {
+                f.r->ok = false;
+                copy_message(&f.r->why, errc::io, e.what());
+            }
         }
+        if (f.r) answer(*f.r);
     }
 
-    // Runs the prepared fetch `name`; a session the server ended is waited
-    // for (reconnecting every 100 ms, up to fault_wait) only if `wait`.
-    pg_result run(const char* name, std::initializer_list<std::string_view> params, bool wait) {
+    // Runs the prepared fetch `name`, each row to take_row as it arrives; a
+    // session the server ended is waited for (reconnecting every 100 ms, up
+    // to fault_wait) only while a request waits for its page.
+    void run(const char* name, std::initializer_list<std::string_view> params, fetch_state& f) {
+        const bool wait = f.r != nullptr;
         const auto deadline =
             std::chrono::steady_clock::now() + (wait ? store.address_.fault_wait : std::chrono::seconds(0));
-        PGresult* raw = nullptr;
         fetch_counters::add(store.counters_->server_fetches);
-        while (!(raw = conn->try_exec_prepared(name, params))) {
-            if (!conn->lost()) conn->fail_last("reading pages");  // the statement failed, not the session
+        unwritten_snapshot = f.snapshot;
+        while (!conn->try_stream_prepared(name, params, [&](pg_result row) { take_row(std::move(row), f); })) {
+            // The statement failed, not the session; or the request was
+            // answered before the session ended, and nothing waits for the rest.
+            if (!conn->lost() || (wait && !f.r)) conn->fail_last("reading pages");
             while (!(conn->reconnect() && prepare(*conn))) {
                 if (std::chrono::steady_clock::now() >= deadline)
                     throw error(errc::io, store.path_ + ": reading pages: the server did not answer for " +
@@ -447,14 +474,18 @@ struct pg_store::fetcher {
                                               " s (fault_wait_s=): " + conn->error());
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
             }
+            f.got = 0;
+            f.refused = false;
         }
-        return pg_result(raw);
     }
 
-    // Fetches r's cluster into the cache and r.page into r.image. The
-    // cluster is judged here, not by the faulting thread: a page the fetch
-    // before brought is a hit by now, not a miss.
-    void query(request& r) {
+    // Fetches the cluster of f.r's page into the caches. The cluster is
+    // judged here, not by the faulting thread: a page the fetch before
+    // brought is a hit by now, not a miss. Its page's row comes first (the
+    // range from it, then the one before it), so its fault goes on while
+    // the rest of the cluster still arrives.
+    void query(fetch_state& f) {
+        const request& r = *f.r;
         page_no first = r.page, last = r.page + 1;
         if (r.around) {
             const read_around::range cluster = store.around_.miss(r.page * page_size);
@@ -462,91 +493,117 @@ struct pg_store::fetcher {
             last = std::max(std::min(first + cluster.bytes / page_size, store.pages_.load(std::memory_order_relaxed)),
                             last);
         }
-        const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
-        unwritten_rows.emplace(run("steppe_fetch",
-                                   {store.address_.store, "{" + std::to_string(first) + "}",
-                                    "{" + std::to_string(last) + "}", std::to_string(r.snapshot),
-                                    std::to_string(store.reader_id_), std::to_string(store.fence_)},
-                                   true));
-        take(*unwritten_rows, epoch, r.snapshot, &r);
+        const std::string page = std::to_string(r.page);
+        const std::string firsts = first < r.page ? "{" + page + "," + std::to_string(first) + "}" : "{" + page + "}";
+        const std::string lasts = first < r.page ? "{" + std::to_string(last) + "," + page + "}"
+                                                 : "{" + std::to_string(last) + "}";
+        run("steppe_fetch",
+            {store.address_.store, firsts, lasts, std::to_string(r.snapshot), std::to_string(store.reader_id_),
+             std::to_string(store.fence_)},
+            f);
+        if (f.r && !f.refused && f.got == 0 && !store.named_version(f.r->page, 0, f.snapshot))
+            missing_version(*f.r, 0);
     }
 
-    // Writes what take() left for the cache file, whose images are in
-    // `rows` still (unwritten_rows, or the caller's).
+    // Writes what take_row() left for the cache file.
     void write_fetched() {
         if (!unwritten.empty()) {
+            for (std::size_t i = 0; i < unwritten.size(); ++i)
+                unwritten[i].image = unwritten_images.data() + i * page_size;
             const auto counts = store.file_->put_fetched(store.key_, unwritten, unwritten_snapshot);
             fetch_counters::add(store.counters_->file_writes, counts.written);
             fetch_counters::add(store.counters_->file_write_errors, counts.failed);
         }
         unwritten.clear();
-        unwritten_rows.reset();
+        unwritten_images.clear();
     }
 
-    // Caches every sound version a fetch at `snapshot` returned: in memory
-    // unless a commit ran since `epoch`, and for the cache file (C3: each is
-    // the page's newest through `snapshot`), which write_fetched() writes
-    // from `rows`; for a request, its page's image (zeros if it has no
-    // version) or why not.
-    void take(const pg_result& rows, std::uint64_t epoch, std::uint64_t snapshot, request* r) {
-        unwritten_snapshot = snapshot;
+    // Caches a sound version a fetch at f.snapshot returned: in memory
+    // unless a commit ran since f.epoch, and for the cache file (C3: it is
+    // the page's newest through the snapshot), which write_fetched()
+    // writes; for f's request, its page's image (answered at once) or why
+    // not; and any other fault whose page has come meanwhile.
+    void take_row(pg_result row, fetch_state& f) {
         // P3: a reader reads only while its registration (and so every
         // version its snapshot needs) is there, as of the same statement.
-        if (rows.binary_integer(0, 0) == 0) {
-            if (!r) return;
-            r->ok = false;
-            if (store.reader_id_ != 0)
-                copy_message(&r->why, errc::io,
-                             store.path_ + ": this reader's snapshot (commit " + std::to_string(r->snapshot) +
-                                 ") is no longer kept: its registration was dropped when its session to the server "
-                                 "ended, and the writer may have collected the versions it reads; open the store "
-                                 "again");
-            else
-                copy_message(&r->why, errc::locked,
-                             store.path_ + ": another writer took the store over (its fence is no longer this "
-                                           "handle's), so the versions of this handle's commit " +
-                                 std::to_string(r->snapshot) +
-                                 " may be collected; this handle can neither commit nor read: open the store again");
+        if (f.refused || row.binary_integer(0, 0) == 0) {
+            if (!f.refused) refuse(f);
             return;
         }
-        if (r) {
-            std::memset(r->image, 0, page_size);  // a page never written reads as zeros
-            r->ok = true;
-        }
-        std::uint64_t got = 0;  // the version of r's page the rows hold (0: none)
-        for (int i = 0; i < rows.rows(); ++i) {
-            if (rows.is_null(i, 1)) continue;  // no version in the range
-            const page_no page = page_no(rows.binary_integer(i, 1));
-            const auto txn = rows.binary_integer(i, 2);
-            const auto sum = std::uint32_t(rows.binary_integer(i, 3));
-            const bool zero = is_zero_version(rows.size(i, 4), sum);  // P7
-            const auto* image = zero ? zero_page : reinterpret_cast<const std::byte*>(rows.bytes(i, 4));
-            const bool sound = zero || (rows.size(i, 4) == page_size && page_checksum(image, page_size) == sum);
-            // P6: not the version the map names is not cached anywhere.
-            const bool named = store.named_version(page, std::uint64_t(txn), snapshot);
-            if (sound && named) {
-                fetch_counters::add(store.counters_->pages_fetched);
-                store.cache_->put(page, image, epoch);
-                // A zero version's slot would carry the zeros' sum, not the
-                // server's 0 (C2); it costs a query once per process.
-                if (store.file_ && !zero) unwritten.push_back({page, std::uint64_t(txn), image});
+        if (row.is_null(0, 1)) return;  // no version in the range
+        const page_no page = page_no(row.binary_integer(0, 1));
+        const auto txn = std::uint64_t(row.binary_integer(0, 2));
+        const auto sum = std::uint32_t(row.binary_integer(0, 3));
+        const std::size_t size = row.size(0, 4);
+        const bool zero = is_zero_version(size, sum);  // P7
+        const auto* image = zero ? zero_page : reinterpret_cast<const std::byte*>(row.bytes(0, 4));
+        const bool sound = zero || (size == page_size && page_checksum(image, page_size) == sum);
+        // P6: not the version the map names is not cached anywhere.
+        const bool named = store.named_version(page, txn, f.snapshot);
+        if (sound && named) {
+            fetch_counters::add(store.counters_->pages_fetched);
+            store.cache_->put(page, image, f.epoch);
+            // A zero version's slot would carry the zeros' sum, not the
+            // server's 0 (C2); it costs a query once per process.
+            if (store.file_ && !zero) {
+                // Copied, so the row is freed now and the next one reuses its
+                // memory: a cluster's rows kept until the file's write cost
+                // fresh pages from the kernel for every fetch.
+                unwritten.push_back({page, txn, nullptr});
+                unwritten_images.insert(unwritten_images.end(), image, image + page_size);
             }
-            if (!r || page != r->page) continue;
-            got = std::uint64_t(txn);
+        }
+        if (f.r && page == f.r->page) {
+            f.got = txn;
             if (!named) {
-                missing_version(*r, got);
+                missing_version(*f.r, txn);
             } else if (sound) {
-                std::memcpy(r->image, image, page_size);
+                std::memcpy(f.r->image, image, page_size);
+                answer(*f.r);
+                f.r = nullptr;
             } else {
-                r->ok = false;
-                copy_message(&r->why, errc::corrupt,
+                f.r->ok = false;
+                copy_message(&f.r->why, errc::corrupt,
                              store.path_ + ": page " + std::to_string(page) + " (version of commit " +
-                                 std::to_string(txn) + ", " + std::to_string(rows.size(i, 4)) +
+                                 std::to_string(txn) + ", " + std::to_string(size) +
                                  " bytes) fails its checksum in table steppe_page; run `steppe check " +
                                  store.path_ + "`");
             }
         }
-        if (r && got == 0 && !store.named_version(r->page, 0, snapshot)) missing_version(*r, 0);
+        answer_arrived(f);
+    }
+
+    // Other faults waiting for pages that the running fetch has brought:
+    // answered from the memory cache now, not after its last row.
+    void answer_arrived(const fetch_state& f) {
+        for (auto& q : requests) {
+            if (&q == f.r || q.state.load(std::memory_order_acquire) != asked || !store.cache_->find(q.page, q.image))
+                continue;
+            fetch_counters::add(store.counters_->memory_hits);
+            if (q.around) store.around_.hit(q.page * page_size);
+            q.ok = true;
+            answer(q);
+        }
+    }
+
+    // P2, P3: the fetch's statement found the reader's registration or the
+    // writer's fence gone; f's request is told why.
+    void refuse(fetch_state& f) const {
+        f.refused = true;
+        if (!f.r) return;
+        f.r->ok = false;
+        if (store.reader_id_ != 0)
+            copy_message(&f.r->why, errc::io,
+                         store.path_ + ": this reader's snapshot (commit " + std::to_string(f.r->snapshot) +
+                             ") is no longer kept: its registration was dropped when its session to the server "
+                             "ended, and the writer may have collected the versions it reads; open the store "
+                             "again");
+        else
+            copy_message(&f.r->why, errc::locked,
+                         store.path_ + ": another writer took the store over (its fence is no longer this "
+                                       "handle's), so the versions of this handle's commit " +
+                             std::to_string(f.r->snapshot) +
+                             " may be collected; this handle can neither commit nor read: open the store again");
     }
 
     // P6: the server holds another version of r's page at r's snapshot (`got`;
@@ -596,10 +653,11 @@ struct pg_store::fetcher {
     bool held_for_fork = false;   // pass taken by hold_for_fork
     std::thread thread;
     std::byte scratch[page_size];  // ahead_from_file's image, used by the fetch thread only
-    // What take() found for the cache file, in page order, and the rows that hold their images.
+    // What take_row() found for the cache file, and their images (the
+    // i-th at i * page_size; the pointers are set when they are written).
     std::vector<pg_cache_file::fetched_page> unwritten;
+    std::vector<std::byte> unwritten_images;
     std::uint64_t unwritten_snapshot = 0;
-    std::optional<pg_result> unwritten_rows;
 };
 
 void pg_store::hold_threads_for_fork() noexcept {

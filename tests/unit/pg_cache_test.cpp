@@ -155,9 +155,13 @@ TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
     {
         auto strided = open(true);
         for (storage::page_no p = 0; p < many; p += 64) read_around(*strided, p);
+        // A read goes on once its page's row has come, before the rest of
+        // its cluster: a page outside the clusters, read alone, is served
+        // after the last cluster's rows, so the counts below are whole.
+        strided->read_page(40, page.data());
         const auto c = strided->cache_counters();
-        EXPECT_EQ(c.server_fetches, many / 64) << "every read a fetch";
-        EXPECT_EQ(c.pages_fetched, c.server_fetches * pg_store::first_cluster) << "none used: none grew";
+        EXPECT_EQ(c.server_fetches, many / 64 + 1) << "every read a fetch";
+        EXPECT_EQ(c.pages_fetched, many / 64 * pg_store::first_cluster + 1) << "none used: none grew";
     }
     std::filesystem::remove(file);
     {

@@ -1,13 +1,16 @@
 // delay_proxy — a TCP proxy that delays every chunk by a fixed time in each
 // direction, for measuring a store in PostgreSQL behind network latency where
 // the kernel has no netem (this machine's has none). Order is kept and
-// throughput is not limited: each chunk is sent `delay` after it arrived.
+// throughput is not limited unless RATE_MBIT is given: each chunk is sent
+// `delay` after it arrived, and with a rate, not before the chunks ahead of
+// it have had their time on the link (each direction of each connection a
+// link of its own), plus its own.
 // Each direction of each connection has a reader thread (stamps chunks as
 // they arrive) and a sender thread (sleeps on an absolute CLOCK_MONOTONIC
 // deadline, then writes), so delays well under a millisecond hold (a
 // Python event loop's timers did not).
 //
-//   delay_proxy LISTEN_PORT TARGET_HOST TARGET_PORT ONE_WAY_DELAY_MS
+//   delay_proxy LISTEN_PORT TARGET_HOST TARGET_PORT ONE_WAY_DELAY_MS [RATE_MBIT]
 //
 // Its own cost is measured by running it with 0 ms.
 #include <arpa/inet.h>
@@ -39,7 +42,8 @@ struct chunk {
 // One direction: from `in` to `out`, each chunk `delay_ns` late.
 class direction {
 public:
-    direction(int in, int out, long delay_ns) : in_(in), out_(out), delay_ns_(delay_ns) {}
+    direction(int in, int out, long delay_ns, double ns_per_byte)
+        : in_(in), out_(out), delay_ns_(delay_ns), ns_per_byte_(ns_per_byte) {}
     void run() {
         std::thread sender([this] { send(); });
         receive();
@@ -61,6 +65,7 @@ private:
         }
     }
     void send() {
+        timespec link_free{};
         for (;;) {
             chunk c;
             {
@@ -68,6 +73,11 @@ private:
                 ready_.wait(hold, [this] { return !queue_.empty(); });
                 c = std::move(queue_.front());
                 queue_.pop_front();
+            }
+            if (ns_per_byte_ > 0) {
+                if (later(link_free, c.due)) c.due = link_free;
+                c.due = plus(c.due, long(double(c.bytes.size()) * ns_per_byte_));
+                link_free = c.due;
             }
             while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &c.due, nullptr) == EINTR) {
             }
@@ -85,14 +95,21 @@ private:
     timespec due_from_now() const {
         timespec t;
         ::clock_gettime(CLOCK_MONOTONIC, &t);
-        long ns = t.tv_nsec + delay_ns_;
+        return plus(t, delay_ns_);
+    }
+    static timespec plus(timespec t, long ns) {
+        ns += t.tv_nsec;
         t.tv_sec += ns / 1'000'000'000;
         t.tv_nsec = ns % 1'000'000'000;
         return t;
     }
+    static bool later(const timespec& a, const timespec& b) {
+        return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+    }
 
     int in_, out_;
     long delay_ns_;
+    double ns_per_byte_;  // 0: no rate limit
     std::mutex lock_;
     std::condition_variable ready_;
     std::deque<chunk> queue_;
@@ -119,11 +136,12 @@ void no_delay(int fd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 5) {
-        std::fprintf(stderr, "usage: delay_proxy LISTEN_PORT TARGET_HOST TARGET_PORT ONE_WAY_DELAY_MS\n");
+    if (argc != 5 && argc != 6) {
+        std::fprintf(stderr, "usage: delay_proxy LISTEN_PORT TARGET_HOST TARGET_PORT ONE_WAY_DELAY_MS [RATE_MBIT]\n");
         return 2;
     }
     const long delay_ns = long(std::atof(argv[4]) * 1e6);
+    const double ns_per_byte = argc == 6 ? 8e3 / std::atof(argv[5]) : 0;  // 8 bits at RATE_MBIT per microsecond
     int listener = ::socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -145,9 +163,9 @@ int main(int argc, char** argv) {
         }
         no_delay(client);
         no_delay(server);
-        std::thread([client, server, delay_ns] {
-            auto up = std::make_unique<direction>(client, server, delay_ns);
-            auto down = std::make_unique<direction>(server, client, delay_ns);
+        std::thread([client, server, delay_ns, ns_per_byte] {
+            auto up = std::make_unique<direction>(client, server, delay_ns, ns_per_byte);
+            auto down = std::make_unique<direction>(server, client, delay_ns, ns_per_byte);
             std::thread back([&] { down->run(); });
             up->run();
             back.join();
