@@ -40,6 +40,16 @@ struct Node {
     Node* next;
 };
 
+// Kills `c` (kill -9) `delay` after its `reports`-th report; the last
+// report (0 if it ended before giving them all).
+std::uint64_t kill_after(test::child& c, int reports, useconds_t delay) {
+    std::uint64_t last = 0;
+    for (int i = 0; i < reports; ++i) EXPECT_TRUE(c.receive(last)) << "report " << i;
+    ::usleep(delay);
+    c.kill();
+    return last;
+}
+
 class PgCacheTest : public test::pg_test {
 protected:
     void SetUp() override {
@@ -435,10 +445,7 @@ TEST_F(PgCacheTest, KillingAWriterMidSlotLeavesNothingWrong) {
             }
             return 0;
         });
-        std::uint64_t returned = 0;
-        for (int i = 0; i < 3 + round * 2; ++i) ASSERT_TRUE(writer.receive(returned));
-        ::usleep(useconds_t(round * 700));
-        writer.kill();
+        const std::uint64_t returned = kill_after(writer, 3 + round * 2, useconds_t(round * 700));
         auto r = open(true);
         ASSERT_GE(r->txn_seq(), returned);
         EXPECT_EQ(test::filled_problem(*r, std::uint8_t(r->txn_seq())), "");
@@ -468,10 +475,7 @@ TEST_F(PgCacheTest, KillingAReaderMidClusterLeavesNothingWrong) {
             }
             return 0;
         });
-        std::uint64_t at = 0;
-        for (int i = 0; i < 2 + round * 2; ++i) ASSERT_TRUE(reader.receive(at));
-        ::usleep(useconds_t(round * 300));
-        reader.kill();
+        kill_after(reader, 2 + round * 2, useconds_t(round * 300));
         auto r = open(true);
         EXPECT_EQ(test::filled_problem(*r, 1), "") << "round " << round;
         EXPECT_GT(r->cache_counters().file_hits, 0u) << "the killed reader's clusters serve";
