@@ -441,8 +441,6 @@ struct pg_store::fetcher {
             return;
         }
         fetch_state f{store.cache_->epoch.load(std::memory_order_acquire), r.snapshot, &r};
-        std::memset(r.image, 0, page_size);  // a page never written reads as zeros
-        r.ok = true;
         try {
             query(f);
         } catch (const std::exception& e) {
@@ -463,7 +461,15 @@ struct pg_store::fetcher {
             std::chrono::steady_clock::now() + (wait ? store.address_.fault_wait : std::chrono::seconds(0));
         fetch_counters::add(store.counters_->server_fetches);
         unwritten_snapshot = f.snapshot;
-        while (!conn->try_stream_prepared(name, params, [&](pg_result row) { take_row(std::move(row), f); })) {
+        for (;;) {
+            // Each try judges the rows afresh (a retry's are all there again).
+            f.got = 0;
+            f.refused = false;
+            if (f.r) {
+                std::memset(f.r->image, 0, page_size);  // a page never written reads as zeros
+                f.r->ok = true;
+            }
+            if (conn->try_stream_prepared(name, params, [&](pg_result row) { take_row(std::move(row), f); })) return;
             // The statement failed, not the session; or the request was
             // answered before the session ended, and nothing waits for the rest.
             if (!conn->lost() || (wait && !f.r)) conn->fail_last("reading pages");
@@ -474,8 +480,6 @@ struct pg_store::fetcher {
                                               " s (fault_wait_s=): " + conn->error());
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
             }
-            f.got = 0;
-            f.refused = false;
         }
     }
 
