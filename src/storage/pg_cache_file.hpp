@@ -161,12 +161,12 @@ public:
     // it (C1, C4); `out` may be overwritten on a miss. Async-signal-safe.
     lookup find(const pg_cache_key& key, page_no page, std::uint64_t snapshot, const pg_version_map& versions,
                 std::byte* out) const noexcept;
-    // Writes what a fetch at snapshot `newest_through` returned (C3),
-    // `fetched` sorted by page, except where a page's slot holds, soundly,
+    // Writes what a fetch at snapshot `newest_through` returned (C3), in
+    // any order (runs of consecutive pages go together), except where a page's slot holds, soundly,
     // a newer version or the same one known newest as far (an old
     // snapshot's fetch then leaves it: the newer serves more handles). One
-    // read and one write per run of consecutive slots, not two system
-    // calls a page: a fetched cluster is up to thousands of pages.
+    // read and one write per run of up to 256 consecutive slots, not two
+    // system calls a page: a fetched cluster is up to thousands of pages.
     struct fetched_page {
         page_no page;
         std::uint64_t version;

@@ -101,7 +101,9 @@ bool pg_connection::try_stream_prepared(const char* name, std::initializer_list<
     last_failure_.reset();
     bool ended = false;
     if (PQsendQueryPrepared(conn_, name, p.count(), p.values.data(), nullptr, nullptr, 1) == 1) {
-        PQsetSingleRowMode(conn_);  // fails only once results have come, which they have not
+        // It fails only once results have come, which they have not; if it
+        // did, the rows would come in one result, refused below.
+        const bool one_by_one = PQsetSingleRowMode(conn_) == 1;
         std::exception_ptr thrown;
         while (PGresult* r = PQgetResult(conn_)) {
             const ExecStatusType s = PQresultStatus(r);
@@ -114,7 +116,7 @@ bool pg_connection::try_stream_prepared(const char* name, std::initializer_list<
                     thrown = std::current_exception();
                 }
             } else if (s == PGRES_TUPLES_OK) {
-                ended = true;
+                ended = one_by_one && PQntuples(r) == 0;  // the end of the rows, not the rows
                 PQclear(r);
             } else {
                 last_failure_.reset(r);

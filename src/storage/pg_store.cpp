@@ -256,6 +256,7 @@ struct pg_store::fetcher {
         page_no page = 0;
         bool around = false;  // fetch the cluster around the page
         std::uint64_t snapshot = 0;
+        std::uint64_t epoch = 0;  // the cache's, taken before the snapshot (cache::put)
         bool ok = false;
         read_failure why{};
         std::byte image[page_size];
@@ -276,7 +277,8 @@ struct pg_store::fetcher {
     }
 
     // Async-signal-safe: atomics and futexes only.
-    bool fetch(page_no page, bool around, std::uint64_t snapshot, std::byte* out, read_failure* why) noexcept {
+    bool fetch(page_no page, bool around, std::uint64_t epoch, std::uint64_t snapshot, std::byte* out,
+               read_failure* why) noexcept {
         request* r = nullptr;
         while (!r) {
             for (auto& candidate : requests) {
@@ -291,6 +293,7 @@ struct pg_store::fetcher {
         r->page = page;
         r->around = around;
         r->snapshot = snapshot;
+        r->epoch = epoch;
         r->state.store(asked, std::memory_order_release);
         work.fetch_add(1, std::memory_order_acq_rel);
         common::futex_wake_all(common::futex_word(work));
@@ -412,19 +415,35 @@ struct pg_store::fetcher {
     // child forked meanwhile inherits no lock it took inside one (libpq's,
     // the allocator's). try_lock, bounded: a pass waiting for a server that
     // went away may take fault_wait; then the fork goes on without it.
+    // A fault answered at its row may fork while the rest of a cluster
+    // (up to 8 MiB) still streams in: the thread then stops between two
+    // rows, where it holds no lock (let_fork), and the fork goes on.
     void hold_for_fork() noexcept {
+        fork_wanted.store(1, std::memory_order_release);
         for (int waited_ms = 0; waited_ms < 1000; ++waited_ms) {
             if (pass.try_lock()) {
                 held_for_fork = true;
                 return;
             }
+            if (parked_for_fork.load(std::memory_order_acquire)) return;
             ::usleep(1000);
         }
     }
     void release_after_fork() noexcept {
-        if (!held_for_fork) return;
-        held_for_fork = false;
-        pass.unlock();
+        if (held_for_fork) {
+            held_for_fork = false;
+            pass.unlock();
+        }
+        fork_wanted.store(0, std::memory_order_release);
+        common::futex_wake_all(common::futex_word(fork_wanted));
+    }
+    // Between two rows of a fetch, or before its file writes: waits while
+    // a fork is under way.
+    void let_fork() noexcept {
+        if (fork_wanted.load(std::memory_order_acquire) == 0) return;
+        parked_for_fork.store(true, std::memory_order_release);
+        while (fork_wanted.load(std::memory_order_acquire) != 0) common::futex_wait(common::futex_word(fork_wanted), 1);
+        parked_for_fork.store(false, std::memory_order_release);
     }
 
     // Answers r: from a cache, or by a query that answers it as soon as
@@ -440,7 +459,7 @@ struct pg_store::fetcher {
             answer(r);
             return;
         }
-        fetch_state f{store.cache_->epoch.load(std::memory_order_acquire), r.snapshot, &r};
+        fetch_state f{r.epoch, r.snapshot, &r};
         try {
             query(f);
         } catch (const std::exception& e) {
@@ -509,14 +528,20 @@ struct pg_store::fetcher {
             missing_version(*f.r, 0);
     }
 
-    // Writes what take_row() left for the cache file.
-    void write_fetched() {
+    // Writes what take_row() left for the cache file. Always leaves none
+    // (the next fetch's snapshot must not be claimed for these).
+    void write_fetched() noexcept {
         if (!unwritten.empty()) {
+            let_fork();
             for (std::size_t i = 0; i < unwritten.size(); ++i)
                 unwritten[i].image = unwritten_images.data() + i * page_size;
-            const auto counts = store.file_->put_fetched(store.key_, unwritten, unwritten_snapshot);
-            fetch_counters::add(store.counters_->file_writes, counts.written);
-            fetch_counters::add(store.counters_->file_write_errors, counts.failed);
+            try {
+                const auto counts = store.file_->put_fetched(store.key_, unwritten, unwritten_snapshot);
+                fetch_counters::add(store.counters_->file_writes, counts.written);
+                fetch_counters::add(store.counters_->file_write_errors, counts.failed);
+            } catch (const std::bad_alloc&) {
+                fetch_counters::add(store.counters_->file_write_errors, unwritten.size());  // only later misses
+            }
         }
         unwritten.clear();
         unwritten_images.clear();
@@ -528,6 +553,7 @@ struct pg_store::fetcher {
     // writes; for f's request, its page's image (answered at once) or why
     // not; and any other fault whose page has come meanwhile.
     void take_row(pg_result row, fetch_state& f) {
+        let_fork();
         // P3: a reader reads only while its registration (and so every
         // version its snapshot needs) is there, as of the same statement.
         if (f.refused || row.binary_integer(0, 0) == 0) {
@@ -655,6 +681,8 @@ struct pg_store::fetcher {
     std::atomic<bool> stop{false};
     std::mutex pass;              // held by a pass of the thread, and across a fork
     bool held_for_fork = false;   // pass taken by hold_for_fork
+    std::atomic<std::uint32_t> fork_wanted{0};   // 1 from hold_for_fork to release_after_fork
+    std::atomic<bool> parked_for_fork{false};    // the thread waits in let_fork
     std::thread thread;
     std::byte scratch[page_size];  // ahead_from_file's image, used by the fetch thread only
     // What take_row() found for the cache file, and their images (the
@@ -732,7 +760,8 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     // A cluster lands in both caches, each direct-mapped by page. Without
     // the file, a larger one pushes out the clusters just before it from
     // the memory cache (16 MiB by default), which made warm OO1 2-6x slower:
-    // it stays at 128 KiB. With it, up to an eighth of the file.
+    // it stays at 128 KiB. With it, up to an eighth of the file: what a
+    // large cluster pushes out of the memory cache is read from the file.
     if (s->file_) s->around_.set_limit(s->file_->slot_count() * page_size / 8);
     connecting.join();
     if (fetch_failed) std::rethrow_exception(fetch_failed);
@@ -780,6 +809,10 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
             if (read_around) around_.hit(page * page_size);
             return true;
         }
+        // The epoch before the snapshot (cache::put): a commit between the
+        // two then keeps this fetch's images, which may be older than its
+        // own, out of the memory cache.
+        const std::uint64_t epoch = cache_->epoch.load(std::memory_order_acquire);
         const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
         if (file_) {
             switch (file_->find(key_, page, snapshot, *versions_, out)) {
@@ -799,7 +832,7 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
             std::memset(out, 0, page_size);
             return true;
         }
-        const bool ok = fetcher_->fetch(page, read_around, snapshot, out, why);
+        const bool ok = fetcher_->fetch(page, read_around, epoch, snapshot, out, why);
         // The writer read on another thread while a commit returned: the
         // collection after it may have dropped the versions of `snapshot`
         // before the fetch ran (it then found none: zeros, which the map,

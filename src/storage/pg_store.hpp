@@ -144,13 +144,13 @@ public:
     void read_page(page_no page, std::byte* out) const override;
     // With `read_around`, a page that is not cached comes with the aligned
     // cluster around it, in one query: 128 KiB, grown and shrunk by its
-    // use (read_around.hpp) up to an eighth of the caches.
+    // use (read_around.hpp) up to an eighth of the cache file.
     bool read_page_nothrow(page_no page, std::byte* out, read_failure* why,
                            bool read_around = false) const noexcept override;
     bool read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
                                      bool read_around = false) const noexcept override;
-    // Asks the fetch thread to bring `page`'s cluster into the cache when no
-    // fault waits. Async-signal-safe.
+    // Asks the fetch thread to bring `page` into the memory cache when no
+    // fault waits (batched with other hints). Async-signal-safe.
     void prefetch(page_no page) const noexcept override;
     void commit(std::span<const page_image> pages, const meta_bytes& meta) override;
     // The rewrite's pages are spilled as `fill` gives them, then committed
