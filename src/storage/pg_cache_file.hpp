@@ -41,7 +41,8 @@
 //
 // Two processes writing one file need no lock: each slot goes in one
 // pwritev (a run of a fetched cluster's slots in one together), and a
-// reader that sees a mix of two writes finds its check wrong (C1). Lookups are async-signal-safe (preadv, crc32c, no malloc).
+// reader that sees a mix of two writes finds its check wrong (C1).
+// Lookups are async-signal-safe (preadv, crc32c, no malloc).
 #pragma once
 
 #include <sys/types.h>
@@ -162,8 +163,9 @@ public:
     lookup find(const pg_cache_key& key, page_no page, std::uint64_t snapshot, const pg_version_map& versions,
                 std::byte* out) const noexcept;
     // Writes what a fetch at snapshot `newest_through` returned (C3), in
-    // any order (runs of consecutive pages go together), except where a page's slot holds, soundly,
-    // a newer version or the same one known newest as far (an old
+    // any order (runs of consecutive pages go together), except where a
+    // page's slot holds, soundly, a newer version or the same one known
+    // newest as far (an old
     // snapshot's fetch then leaves it: the newer serves more handles). One
     // read and one write per run of up to 256 consecutive slots, not two
     // system calls a page: a fetched cluster is up to thousands of pages.

@@ -451,10 +451,7 @@ struct pg_store::fetcher {
     void serve(request& r) {
         // The fetch before this one may have brought the page: into memory,
         // or (past the memory cache) into the file after its fault went on.
-        if (store.cache_->find(r.page, r.image) ||
-            (store.file_ && store.file_->find(store.key_, r.page, r.snapshot, *store.versions_, r.image) ==
-                                pg_cache_file::lookup::hit)) {
-            if (r.around) store.around_.hit(r.page * page_size);
+        if (store.from_caches(r.page, r.snapshot, r.image, r.around) == pg_cache_file::lookup::hit) {
             r.ok = true;
             answer(r);
             return;
@@ -804,28 +801,19 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
         return false;
     }
     for (int attempt = 0;; ++attempt) {
-        if (cache_->find(page, out)) {
-            fetch_counters::add(counters_->memory_hits);
-            if (read_around) around_.hit(page * page_size);
-            return true;
-        }
         // The epoch before the snapshot (cache::put): a commit between the
         // two then keeps this fetch's images, which may be older than its
         // own, out of the memory cache.
         const std::uint64_t epoch = cache_->epoch.load(std::memory_order_acquire);
         const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
-        if (file_) {
-            switch (file_->find(key_, page, snapshot, *versions_, out)) {
-            case pg_cache_file::lookup::hit:
-                fetch_counters::add(counters_->file_hits);
-                if (read_around) around_.hit(page * page_size);
-                return true;
-            case pg_cache_file::lookup::rejected:
-                fetch_counters::add(counters_->file_rejects);
-                break;
-            case pg_cache_file::lookup::absent:
-                break;
-            }
+        switch (from_caches(page, snapshot, out, read_around)) {
+        case pg_cache_file::lookup::hit:
+            return true;
+        case pg_cache_file::lookup::rejected:  // counted once a read (the fetch thread looks again)
+            fetch_counters::add(counters_->file_rejects);
+            break;
+        case pg_cache_file::lookup::absent:
+            break;
         }
         if (versions_->newest(page) == 0) {  // C4: no version at the snapshot, so zeros
             fetch_counters::add(counters_->zero_pages);
@@ -839,6 +827,22 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
         // moved past the snapshot, could not refuse). Read again at the new one.
         if (snapshot_.load(std::memory_order_acquire) == snapshot || attempt >= 100) return ok;
     }
+}
+
+pg_cache_file::lookup pg_store::from_caches(page_no page, std::uint64_t snapshot, std::byte* out,
+                                            bool around) const noexcept {
+    if (cache_->find(page, out)) {
+        fetch_counters::add(counters_->memory_hits);
+    } else if (!file_) {
+        return pg_cache_file::lookup::absent;
+    } else if (const auto found = file_->find(key_, page, snapshot, *versions_, out);
+               found != pg_cache_file::lookup::hit) {
+        return found;
+    } else {
+        fetch_counters::add(counters_->file_hits);
+    }
+    if (around) around_.hit(page * page_size);
+    return pg_cache_file::lookup::hit;
 }
 
 bool pg_store::named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept {

@@ -230,6 +230,11 @@ private:
     // P6: whether `txn` (0: none) is the version of `page` at `snapshot` the
     // version map names; true where it names none (not loaded, or moved
     // past the snapshot by a commit under way).
+    // `page` from the memory cache or the cache file (C4 at `snapshot`), a
+    // hit counted; with `around`, a use for the cluster's judgement
+    // (around_). Async-signal-safe.
+    pg_cache_file::lookup from_caches(page_no page, std::uint64_t snapshot, std::byte* out,
+                                      bool around) const noexcept;
     bool named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept;
     enum class spilled_read { absent, read, failed };
     spilled_read read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept;

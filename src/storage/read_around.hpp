@@ -19,7 +19,7 @@
 // once one in ~90 is used. Used at least one in 32, the cluster doubles, up
 // to the device's read-ahead (at most max_bytes); used less than one in
 // 256, it halves, down to min_bytes. Over a network the arithmetic is
-// alike: a round trip of 0.5 ms against some 10 µs a page fetched and
+// alike: a round trip of 0.5 ms against some 20 µs a page fetched and
 // cached (docs/benchmarks.md, "Fetched clusters sized by their use").
 // Lock-free, async-signal-safe;
 // concurrent faults may race on the counts and the ring, which only blurs

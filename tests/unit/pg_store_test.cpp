@@ -140,7 +140,12 @@ TEST_F(PgStoreTest, ThePageEngineStoresAListThere) {
 // budget that keeps evicting) inherits none of the locks it takes inside a
 // pass: under an allocator without fork handlers (GCC 12's ASan) it would
 // wait forever in its first allocation.
-TEST_F(PgStoreTest, ChildrenForkedWhileTheFetchThreadWorksCanAllocate) {
+// Children forked while a thread walks a list through faults (and so the
+// fetch thread works) can allocate: no lock of the fetch thread is held
+// across the fork. `params` name the caches: with a cache file the
+// clusters grow, and a fault answered at its own row may fork while the
+// rest of its cluster still streams in.
+void children_forked_while_fetching_can_allocate(const std::string& url, const std::string& params) {
     constexpr long nodes = 200000;  // ~800 pages: 3 times the budget
     {
         auto s = store::open(url);
@@ -151,7 +156,7 @@ TEST_F(PgStoreTest, ChildrenForkedWhileTheFetchThreadWorksCanAllocate) {
     open_options o;
     o.read_only = true;
     o.resident_budget = 1 << 20;
-    auto s = store::open(url + "&cache_mib=0&cache_file_mib=0", o);
+    auto s = store::open(url + params, o);
     Node* const head = *s.find_root<Node*>("list");
     std::atomic<bool> stop{false};
     std::atomic<long> walks{0}, wrong{0};
@@ -172,6 +177,15 @@ TEST_F(PgStoreTest, ChildrenForkedWhileTheFetchThreadWorksCanAllocate) {
     EXPECT_EQ(children.failed, 0);
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_GT(s.stats().faults, faults_before) << "no fetch while the children were forked: the test shows nothing";
+}
+
+TEST_F(PgStoreTest, ChildrenForkedWhileTheFetchThreadWorksCanAllocate) {
+    children_forked_while_fetching_can_allocate(url, "&cache_mib=0&cache_file_mib=0");
+}
+
+TEST_F(PgStoreTest, ChildrenForkedWhileGrownClustersStreamInCanAllocate) {
+    test::temp_dir dir;
+    children_forked_while_fetching_can_allocate(url, "&cache_mib=1&cache_file=" + dir.path("pg-pages"));
 }
 
 struct Item {
