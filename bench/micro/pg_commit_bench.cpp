@@ -134,9 +134,6 @@ int main(int argc, char** argv) {
     try {
         st::pg_connection raw(base, base);
         raw.exec("setup", "DROP TABLE IF EXISTS raw_page, raw_row");
-        raw.exec("setup", "CREATE TABLE raw_page (store text NOT NULL, page bigint NOT NULL, txn bigint NOT NULL, "
-                          "sum integer NOT NULL, image bytea NOT NULL, PRIMARY KEY (store, page, txn))");
-        raw.exec("setup", "ALTER TABLE raw_page ALTER COLUMN image SET STORAGE EXTERNAL");
         raw.exec("setup", "CREATE TABLE raw_row (name text PRIMARY KEY, txn bigint NOT NULL)");
         raw.exec("setup", "INSERT INTO raw_row VALUES ('raw', 0)");
         raw.exec("setup", "SET bytea_output = 'hex'");
@@ -146,6 +143,8 @@ int main(int argc, char** argv) {
         o.durable = durable;
         const std::string url = base + sep + "store=pg_commit_bench";
         st::pg_store::open(url, o).reset();  // made if new: the opens measured find it
+        // The same columns, key, storage and compression as steppe's table.
+        raw.exec("setup", "CREATE TABLE raw_page (LIKE steppe_page INCLUDING ALL)");
         measure_opens(url, o, reps);
         auto store = st::storage::open(url, o);
         std::mt19937_64 random(42);

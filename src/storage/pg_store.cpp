@@ -372,17 +372,15 @@ struct pg_store::fetcher {
         std::sort(pages.begin(), pages.end());
         pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
         for (std::size_t at = 0; at < pages.size(); at += pages_per_query) {
-            std::string firsts = "{", lasts = "{";  // runs of consecutive pages
+            page_ranges runs;  // of consecutive pages
             const std::size_t end = std::min(pages.size(), at + pages_per_query);
-            for (std::size_t i = at; i < end;) {
-                std::size_t j = i + 1;
-                while (j < end && pages[j] == pages[j - 1] + 1) ++j;
-                firsts += std::to_string(pages[i]) + ",";
-                lasts += std::to_string(pages[j - 1] + 1) + ",";
-                i = j;
+            for (std::size_t i = at; i < end; ++i) {
+                if (runs.empty() || runs.back().second != pages[i])
+                    runs.push_back({pages[i], pages[i] + 1});
+                else
+                    ++runs.back().second;
             }
-            firsts.back() = '}';
-            lasts.back() = '}';
+            const auto [firsts, lasts] = range_arrays(runs);
             try {
                 fetch_state f{epoch, snapshot, nullptr};
                 run("steppe_fetch",
@@ -499,10 +497,35 @@ struct pg_store::fetcher {
         }
     }
 
+    using page_ranges = std::vector<std::pair<page_no, page_no>>;  // [first, last)
+
+    // The fetch statement's $2 and $3 for `ranges`.
+    static std::pair<std::string, std::string> range_arrays(const page_ranges& ranges) {
+        std::string firsts = "{", lasts = "{";
+        for (const auto& [first, last] : ranges) {
+            firsts += std::to_string(first) + ",";
+            lasts += std::to_string(last) + ",";
+        }
+        firsts.back() = '}';
+        lasts.back() = '}';
+        return {firsts, lasts};
+    }
+
+    // Appends the runs of [from, to) that the memory cache does not hold.
+    void append_uncached(page_no from, page_no to, page_ranges& out) const {
+        for (page_no p = from; p < to; ++p) {
+            if (store.cache_->contains(p)) continue;
+            if (!out.empty() && out.back().second == p)
+                ++out.back().second;
+            else
+                out.push_back({p, p + 1});
+        }
+    }
+
     // Fetches the cluster of f.r's page into the caches. The cluster is
     // judged here, not by the faulting thread: a page the fetch before
     // brought is a hit by now, not a miss. Its page's row comes first (the
-    // range from it, then the one before it), so its fault goes on while
+    // ranges from it, then those before it), so its fault goes on while
     // the rest of the cluster still arrives.
     void query(fetch_state& f) {
         const request& r = *f.r;
@@ -513,10 +536,14 @@ struct pg_store::fetcher {
             last = std::max(std::min(first + cluster.bytes / page_size, store.pages_.load(std::memory_order_relaxed)),
                             last);
         }
-        const std::string page = std::to_string(r.page);
-        const std::string firsts = first < r.page ? "{" + page + "," + std::to_string(first) + "}" : "{" + page + "}";
-        const std::string lasts = first < r.page ? "{" + std::to_string(last) + "," + page + "}"
-                                                 : "{" + std::to_string(last) + "}";
+        // The page comes first, alone (each range streams from its last
+        // page down), and pages the memory cache holds are left out: a
+        // cluster grown around the last one holds it.
+        page_ranges ranges;
+        append_uncached(r.page + 1, last, ranges);
+        append_uncached(first, r.page, ranges);
+        ranges.insert(ranges.begin(), {r.page, r.page + 1});
+        const auto [firsts, lasts] = range_arrays(ranges);
         run("steppe_fetch",
             {store.address_.store, firsts, lasts, std::to_string(r.snapshot), std::to_string(store.reader_id_),
              std::to_string(store.fence_)},
@@ -652,6 +679,9 @@ struct pg_store::fetcher {
     // taken over must not read at its old commit, whose versions the new
     // writer may collect); and the newest version at or below the snapshot
     // of each page of the ranges [$2[i], $3[i]); one statement, so one snapshot.
+    // Pages come down from each range's last: a backward scan of the key,
+    // so rows stream from the first on (ascending, the server sorted the
+    // range first: 2.7 ms for 2,048 pages before the first row).
     static bool prepare(pg_connection& conn) {
         PGresult* r = conn.try_exec(
             "PREPARE steppe_fetch(text, bigint[], bigint[], bigint, integer, bigint) AS "
@@ -660,7 +690,7 @@ struct pg_store::fetcher {
             "ELSE (SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $5) END AS n) reg LEFT JOIN LATERAL "
             "(SELECT p.* FROM unnest($2, $3) AS c(first, last) CROSS JOIN LATERAL "
             "(SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
-            "WHERE store = $1 AND page >= c.first AND page < c.last AND txn <= $4 ORDER BY page, txn DESC) p) v ON true",
+            "WHERE store = $1 AND page >= c.first AND page < c.last AND txn <= $4 ORDER BY page DESC, txn DESC) p) v ON true",
             {}, false);
         const bool prepared = r != nullptr;
         PQclear(r);

@@ -200,6 +200,7 @@ private:
     void set_up_session();
     bool reconnect_control();
     void ensure_tables();
+    void set_image_storage(const char* what);
     // A commit; with `rewrite` the page count is `count` exactly (not at
     // least the old one) and the pages it leaves out get zero versions.
     void commit_pages(std::span<const page_image> pages, const meta_bytes& meta, std::optional<page_no> rewrite);

@@ -191,6 +191,31 @@ TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
     EXPECT_TRUE(next->check().empty());
 }
 
+// A cluster that grows holds the smaller one before it (clusters are
+// aligned): its pages still in the memory cache are not fetched again.
+TEST_F(PgCacheTest, AGrownClusterDoesNotFetchWhatTheClusterBeforeBrought) {
+    constexpr std::uint64_t many = 2048;
+    {
+        storage::options o;
+        auto w = pg_store::open(server->url(name), o);
+        test::commit_filled(*w, 1, many);
+    }
+    storage::options o;
+    o.read_only = true;
+    // 64 MiB of slots: clusters may grow to 2,048 pages.
+    auto scan = pg_store::open(server->url(name, "&cache_mib=16&cache_file_mib=64&cache_file=" + file), o);
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < many; ++p) {
+        storage::read_failure why;
+        ASSERT_TRUE(scan->read_page_nothrow(p, page.data(), &why, true)) << why.message;
+        ASSERT_EQ(page[100], std::byte{1}) << "page " << p;
+    }
+    const auto c = scan->cache_counters();
+    EXPECT_EQ(c.pages_fetched, many) << "no page twice";
+    // 32, 32, 32, 32, then doubling: fewer fetches than clusters of 64 take.
+    EXPECT_LT(c.server_fetches, 4 + (many - 4 * pg_store::first_cluster) / 64);
+}
+
 // C3, C4: a reader that cached every page at commit 1 keeps reading commit 1
 // after the writer's commit 2 rewrote the slots; a reader opened after it
 // reads commit 2; and one whose slots are older than a commit made by a
