@@ -536,13 +536,11 @@ struct pg_store::fetcher {
             last = std::max(std::min(first + cluster.bytes / page_size, store.pages_.load(std::memory_order_relaxed)),
                             last);
         }
-        // The page comes first, alone (each range streams from its last
-        // page down), and pages the memory cache holds are left out: a
-        // cluster grown around the last one holds it.
-        page_ranges ranges;
+        // The page's range comes first, and pages the memory cache holds
+        // are left out: a cluster grown around the last one holds it.
+        page_ranges ranges{{r.page, r.page + 1}};
         append_uncached(r.page + 1, last, ranges);
         append_uncached(first, r.page, ranges);
-        ranges.insert(ranges.begin(), {r.page, r.page + 1});
         const auto [firsts, lasts] = range_arrays(ranges);
         run("steppe_fetch",
             {store.address_.store, firsts, lasts, std::to_string(r.snapshot), std::to_string(store.reader_id_),
@@ -679,9 +677,9 @@ struct pg_store::fetcher {
     // taken over must not read at its old commit, whose versions the new
     // writer may collect); and the newest version at or below the snapshot
     // of each page of the ranges [$2[i], $3[i]); one statement, so one snapshot.
-    // Pages come down from each range's last: a backward scan of the key,
-    // so rows stream from the first on (ascending, the server sorted the
-    // range first: 2.7 ms for 2,048 pages before the first row).
+    // (Ranges streamed from their last page down, a backward scan of the
+    // key with no sort before the first row, made cold OO1 traversals
+    // slower: a fault's next page is more often after it than before.)
     static bool prepare(pg_connection& conn) {
         PGresult* r = conn.try_exec(
             "PREPARE steppe_fetch(text, bigint[], bigint[], bigint, integer, bigint) AS "
@@ -690,7 +688,7 @@ struct pg_store::fetcher {
             "ELSE (SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $5) END AS n) reg LEFT JOIN LATERAL "
             "(SELECT p.* FROM unnest($2, $3) AS c(first, last) CROSS JOIN LATERAL "
             "(SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
-            "WHERE store = $1 AND page >= c.first AND page < c.last AND txn <= $4 ORDER BY page DESC, txn DESC) p) v ON true",
+            "WHERE store = $1 AND page >= c.first AND page < c.last AND txn <= $4 ORDER BY page, txn DESC) p) v ON true",
             {}, false);
         const bool prepared = r != nullptr;
         PQclear(r);
