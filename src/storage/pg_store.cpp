@@ -336,10 +336,14 @@ struct pg_store::fetcher {
     // One fetch's progress: what its rows are judged by, and the request it
     // serves until it answers it (then null; null too for read-ahead).
     struct fetch_state {
+        using clock = std::chrono::steady_clock;
         std::uint64_t epoch, snapshot;
         request* r;
-        std::uint64_t got = 0;  // the version of r's page the rows held (0: none)
-        bool refused = false;   // P2, P3: the registration or the fence was gone
+        page_no around = ~page_no{0};  // a fault's fetch: its page (the rows beside it are judged)
+        std::uint64_t got = 0;         // the version of r's page the rows held (0: none)
+        bool refused = false;          // P2, P3: the registration or the fence was gone
+        std::uint64_t rows = 0;
+        clock::time_point sent{}, first_row{}, last_row{};
     };
 
     // Read-ahead from the cache file: a page it holds at the snapshot goes
@@ -449,7 +453,7 @@ struct pg_store::fetcher {
     void serve(request& r) {
         // The fetch before this one may have brought the page: into memory,
         // or (past the memory cache) into the file after its fault went on.
-        if (store.from_caches(r.page, r.snapshot, r.image, r.around) == pg_cache_file::lookup::hit) {
+        if (store.from_caches(r.page, r.snapshot, r.image) == pg_cache_file::lookup::hit) {
             r.ok = true;
             answer(r);
             return;
@@ -483,7 +487,14 @@ struct pg_store::fetcher {
                 std::memset(f.r->image, 0, page_size);  // a page never written reads as zeros
                 f.r->ok = true;
             }
-            if (conn->try_stream_prepared(name, params, [&](pg_result row) { take_row(std::move(row), f); })) return;
+            f.rows = 0;
+            f.sent = fetch_state::clock::now();
+            if (conn->try_stream_prepared(name, params, [&](pg_result row) { take_row(std::move(row), f); })) {
+                using ns = std::chrono::nanoseconds;
+                store.worth_.timed(f.rows, std::chrono::duration_cast<ns>(f.first_row - f.sent).count(),
+                                   std::chrono::duration_cast<ns>(f.last_row - f.first_row).count());
+                return;
+            }
             // The statement failed, not the session; or the request was
             // answered before the session ended, and nothing waits for the rest.
             if (!conn->lost() || (wait && !f.r)) conn->fail_last("reading pages");
@@ -531,10 +542,9 @@ struct pg_store::fetcher {
         const request& r = *f.r;
         page_no first = r.page, last = r.page + 1;
         if (r.around) {
-            const read_around::range cluster = store.around_.miss(r.page * page_size);
-            first = cluster.start / page_size;
-            last = std::max(std::min(first + cluster.bytes / page_size, store.pages_.load(std::memory_order_relaxed)),
-                            last);
+            f.around = r.page;
+            first = store.worth_.cluster_first(r.page);
+            last = std::max(std::min(first + store.worth_.pages(), store.pages_.load(std::memory_order_relaxed)), last);
         }
         // The page's range comes first, and pages the memory cache holds
         // are left out: a cluster grown around the last one holds it.
@@ -546,6 +556,7 @@ struct pg_store::fetcher {
             {store.address_.store, firsts, lasts, std::to_string(r.snapshot), std::to_string(store.reader_id_),
              std::to_string(store.fence_)},
             f);
+        if (f.around != ~page_no{0}) store.worth_.judge();
         if (f.r && !f.refused && f.got == 0 && !store.named_version(f.r->page, 0, f.snapshot))
             missing_version(*f.r, 0);
     }
@@ -576,6 +587,8 @@ struct pg_store::fetcher {
     // not; and any other fault whose page has come meanwhile.
     void take_row(pg_result row, fetch_state& f) {
         let_fork();
+        f.last_row = fetch_state::clock::now();
+        if (f.rows++ == 0) f.first_row = f.last_row;
         // P3: a reader reads only while its registration (and so every
         // version its snapshot needs) is there, as of the same statement.
         if (f.refused || row.binary_integer(0, 0) == 0) {
@@ -595,6 +608,7 @@ struct pg_store::fetcher {
         if (sound && named) {
             fetch_counters::add(store.counters_->pages_fetched);
             store.cache_->put(page, image, f.epoch);
+            if (f.around != ~page_no{0} && page != f.around) store.worth_.fetched(page);
             // A zero version's slot would carry the zeros' sum, not the
             // server's 0 (C2); it costs a query once per process.
             if (store.file_ && !zero) {
@@ -632,7 +646,7 @@ struct pg_store::fetcher {
             if (&q == f.r || q.state.load(std::memory_order_acquire) != asked || !store.cache_->find(q.page, q.image))
                 continue;
             fetch_counters::add(store.counters_->memory_hits);
-            if (q.around) store.around_.hit(q.page * page_size);
+            store.worth_.used(q.page);
             q.ok = true;
             answer(q);
         }
@@ -787,7 +801,7 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     // the memory cache (16 MiB by default), which made warm OO1 2-6x slower:
     // it stays at 128 KiB. With it, up to an eighth of the file: what a
     // large cluster pushes out of the memory cache is read from the file.
-    if (s->file_) s->around_.set_limit(s->file_->slot_count() * page_size / 8);
+    if (s->file_) s->worth_.set_limit(s->file_->slot_count() / 8);
     connecting.join();
     if (fetch_failed) std::rethrow_exception(fetch_failed);
     if (from_standby) s->wait_for_standby(*fetch);
@@ -834,7 +848,7 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
         // own, out of the memory cache.
         const std::uint64_t epoch = cache_->epoch.load(std::memory_order_acquire);
         const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
-        switch (from_caches(page, snapshot, out, read_around)) {
+        switch (from_caches(page, snapshot, out)) {
         case pg_cache_file::lookup::hit:
             return true;
         case pg_cache_file::lookup::rejected:  // counted once a read (the fetch thread looks again)
@@ -857,8 +871,7 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
     }
 }
 
-pg_cache_file::lookup pg_store::from_caches(page_no page, std::uint64_t snapshot, std::byte* out,
-                                            bool around) const noexcept {
+pg_cache_file::lookup pg_store::from_caches(page_no page, std::uint64_t snapshot, std::byte* out) const noexcept {
     if (cache_->find(page, out)) {
         fetch_counters::add(counters_->memory_hits);
     } else if (!file_) {
@@ -869,7 +882,7 @@ pg_cache_file::lookup pg_store::from_caches(page_no page, std::uint64_t snapshot
     } else {
         fetch_counters::add(counters_->file_hits);
     }
-    if (around) around_.hit(page * page_size);
+    worth_.used(page);
     return pg_cache_file::lookup::hit;
 }
 

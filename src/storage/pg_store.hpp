@@ -95,7 +95,7 @@
 
 #include "common/sigsafe.hpp"
 #include "storage/pg_cache_file.hpp"
-#include "storage/read_around.hpp"
+#include "storage/fetch_worth.hpp"
 #include "storage/storage.hpp"
 
 namespace steppe::storage {
@@ -143,8 +143,9 @@ public:
 
     void read_page(page_no page, std::byte* out) const override;
     // With `read_around`, a page that is not cached comes with the aligned
-    // cluster around it, in one query: 128 KiB, grown and shrunk by its
-    // use (read_around.hpp) up to an eighth of the cache file.
+    // cluster around it, in one query: 128 KiB, grown and shrunk by what
+    // the pages fetched were worth (fetch_worth.hpp), up to an eighth of
+    // the cache file.
     bool read_page_nothrow(page_no page, std::byte* out, read_failure* why,
                            bool read_around = false) const noexcept override;
     bool read_committed_page_nothrow(page_no page, std::byte* out, read_failure* why,
@@ -186,7 +187,7 @@ public:
     const pg_cache_key& cache_key() const noexcept { return key_; }
 
     // The pages a fault's first fetch brings (128 KiB); later ones grow and shrink by their use.
-    static constexpr page_no first_cluster = read_around::start_bytes / page_size;
+    static constexpr page_no first_cluster = fetch_worth::start_pages;
 
 private:
     pg_store(pg_address address, const options& opts);
@@ -232,10 +233,9 @@ private:
     // version map names; true where it names none (not loaded, or moved
     // past the snapshot by a commit under way).
     // `page` from the memory cache or the cache file (C4 at `snapshot`), a
-    // hit counted; with `around`, a use for the cluster's judgement
-    // (around_). Async-signal-safe.
-    pg_cache_file::lookup from_caches(page_no page, std::uint64_t snapshot, std::byte* out,
-                                      bool around) const noexcept;
+    // hit counted, and a use for the clusters' judgement (worth_).
+    // Async-signal-safe.
+    pg_cache_file::lookup from_caches(page_no page, std::uint64_t snapshot, std::byte* out) const noexcept;
     bool named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept;
     enum class spilled_read { absent, read, failed };
     spilled_read read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept;
@@ -253,8 +253,8 @@ private:
     options opts_;
     std::unique_ptr<pg_connection> control_;  // open, commit, collection; the writer's lock lives on it
     std::unique_ptr<cache> cache_;
-    // The cluster a fault's fetch brings, sized by its use.
-    mutable read_around around_;
+    // The cluster a fault's fetch brings, sized by what its pages were worth.
+    mutable fetch_worth worth_;
     std::unique_ptr<fetcher> fetcher_;
     std::unique_ptr<pg_cache_file> file_;       // null: none (cache_file_note_ says why)
     std::unique_ptr<pg_version_map> versions_;  // C4; loaded by the fetch thread's connection at open

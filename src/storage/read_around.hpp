@@ -1,7 +1,6 @@
 // How much a page read that misses the page cache brings in around the page
-// (file_store::read_main_page), or a page fetch that misses the caches of a
-// store in PostgreSQL (pg_store's fetcher), from what the reads so far were
-// worth.
+// (file_store::read_main_page), from what the reads so far were worth. (A
+// store in PostgreSQL judges its fetches otherwise: fetch_worth.hpp.)
 //
 // The kernel reads around a page fault of a mapped file by the device's
 // read-ahead (8 MiB on the development disk), which is why the mmap peers
@@ -18,9 +17,7 @@
 // and 8 MiB stream at ~440 MB/s (9 µs a page), so a page read around pays
 // once one in ~90 is used. Used at least one in 32, the cluster doubles, up
 // to the device's read-ahead (at most max_bytes); used less than one in
-// 256, it halves, down to min_bytes. Over a network the arithmetic is
-// alike: a round trip of 0.5 ms against some 20 µs a page fetched and
-// cached (docs/benchmarks.md, "Fetched clusters sized by their use").
+// 256, it halves, down to min_bytes.
 // Lock-free, async-signal-safe;
 // concurrent faults may race on the counts and the ring, which only blurs
 // one judgement.

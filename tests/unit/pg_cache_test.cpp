@@ -145,10 +145,10 @@ TEST_F(PgCacheTest, AColdOpenFillsTheFileForTheNext) {
     EXPECT_TRUE(r->check().empty());
 }
 
-// A fault's cluster grows while its pages are used (read_around.hpp) and
-// stays at 32 pages while they are not. 1,024 pages in a file of 1,008
-// slots: the clusters' writes wrap around the end of the file, and the
-// next open reads what they left, checked.
+// A fault's cluster grows while its pages are used (fetch_worth.hpp) and
+// shrinks while they are not. 1,024 pages in a file of 1,008 slots: the
+// clusters' writes wrap around the end of the file, and the next open reads
+// what they left, checked.
 TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
     constexpr std::uint64_t many = 1024;
     {  // a writer without the file: everything is cold
@@ -171,17 +171,19 @@ TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
         strided->read_page(40, page.data());
         const auto c = strided->cache_counters();
         EXPECT_EQ(c.server_fetches, many / 64 + 1) << "every read a fetch";
-        EXPECT_EQ(c.pages_fetched, many / 64 * pg_store::first_cluster + 1) << "none used: none grew";
+        EXPECT_LT(c.pages_fetched, many / 64 * pg_store::first_cluster + 1) << "none used: they shrank";
     }
     std::filesystem::remove(file);
     {
         auto scan = open(true);
         for (storage::page_no p = 0; p < many; ++p) read_around(*scan, p);
         const auto c = scan->cache_counters();
-        // 4 clusters of 32 pages, then of 64: the limit, an eighth of the
-        // file's 1,008 slots to a power of two. Clusters of 32 took 32.
-        EXPECT_LE(c.server_fetches, 4 + (many - 4 * pg_store::first_cluster) / 64);
-        EXPECT_EQ(c.pages_fetched, many) << "no page twice, none past the end";
+        // Every page used: clusters of 32 grow, up to 64 (the limit, an
+        // eighth of the file's 1,008 slots to a power of two). Clusters of
+        // 32 took 32 fetches. Without a memory cache (cache_mib=0) a grown
+        // cluster may bring a few pages again.
+        EXPECT_LT(c.server_fetches, many / pg_store::first_cluster);
+        EXPECT_LE(c.pages_fetched, many + many / 16) << "none past the end";
         EXPECT_EQ(c.file_write_errors, 0u);
         EXPECT_GT(c.file_writes, 0u);
     }
