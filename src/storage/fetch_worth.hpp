@@ -16,12 +16,13 @@
 //
 // Both costs are measured on the fetches themselves (moving averages); the
 // share over the last few thousand pages fetched. A fetched page is marked
-// in a hashed bitmap until its first use (two pages sharing a bit blur the
-// count a little). Judged after every fault's fetch: the cluster doubles
-// while the pages were worth twice their cost, halves below half of it,
-// between min_pages and the limit (powers of two; clusters are aligned).
-// used() is lock-free and async-signal-safe (faulting threads); the rest is
-// the fetch thread's.
+// until its first use, in a table of words of 32 marks tagged with which
+// pages they are for (a page whose word another page's marks hold is
+// forgotten: counted unused, never as another's use). Judged after every
+// fault's fetch: the cluster doubles while the pages were worth twice their
+// cost, halves below half of it, between min_pages and the limit (powers of
+// two; clusters are aligned). used() is lock-free and async-signal-safe
+// (faulting threads); the rest is the fetch thread's.
 #pragma once
 
 #include <algorithm>
@@ -52,14 +53,29 @@ public:
 
     // A page a fault's fetch brought beside the one it asked for.
     void fetched(page_no page) noexcept {
-        marks_[slot(page)].fetch_or(bit(page), std::memory_order_relaxed);
+        std::atomic<std::uint64_t>& w = marks_[slot(page)];
+        std::uint64_t seen = w.load(std::memory_order_relaxed);
+        std::uint64_t want;
+        do
+            want = (seen >> 32 == tag(page) ? seen : tag(page) << 32) | bit(page);
+        while (!w.compare_exchange_weak(seen, want, std::memory_order_relaxed));
         fetched_.fetch_add(1, std::memory_order_relaxed);
     }
     // A read found `page` in a cache: counted if it was fetched beside
     // another and not used before.
     void used(page_no page) noexcept {
-        if (marks_[slot(page)].fetch_and(~bit(page), std::memory_order_relaxed) & bit(page))
-            used_.fetch_add(1, std::memory_order_relaxed);
+        if (take(page)) used_.fetch_add(1, std::memory_order_relaxed);
+    }
+    // `page` came again, not beside a fault (its own fault's page, or a
+    // hint's): the earlier fetch's mark is not a use to come.
+    void forget(page_no page) noexcept { take(page); }
+
+    // Fixes both costs, which timed() then leaves (for tests: a judgement
+    // that does not depend on the machine's speed).
+    void pin(std::uint64_t trip_ns, std::uint64_t page_ns) noexcept {
+        pinned_.store(true, std::memory_order_relaxed);
+        trip_ns_.store(trip_ns, std::memory_order_relaxed);
+        page_ns_.store(page_ns, std::memory_order_relaxed);
     }
 
     // A fetch of `rows` rows: the first came `first_row_ns` after the
@@ -67,41 +83,57 @@ public:
     // taken from small fetches only: the server sorts a range before its
     // first row (~1.3 µs a page), which a large cluster would count as trip.
     void timed(std::uint64_t rows, std::uint64_t first_row_ns, std::uint64_t rest_ns) noexcept {
-        if (rows == 0) return;
-        if (rows <= 64) trip_ns_ = trip_ns_ ? (3 * trip_ns_ + first_row_ns) / 4 : first_row_ns;
-        if (rows >= 16) {
-            const std::uint64_t per_row = rest_ns / (rows - 1);
-            page_ns_ = page_ns_ ? (3 * page_ns_ + per_row) / 4 : per_row;
-        }
+        if (rows == 0 || pinned_.load(std::memory_order_relaxed)) return;
+        if (rows <= 64) average(trip_ns_, first_row_ns);
+        if (rows >= 16) average(page_ns_, rest_ns / (rows - 1));
     }
 
     // After a fault's fetch.
     void judge() noexcept {
         const std::uint64_t fetched = fetched_.load(std::memory_order_relaxed);
         const std::uint64_t used = used_.load(std::memory_order_relaxed);
-        if (limit_ == start_pages || fetched < judge_after || page_ns_ == 0 || trip_ns_ == 0) return;
-        const double worth_ns = double(used) / double(fetched) * double(trip_ns_);
-        if (worth_ns > 2.0 * double(page_ns_))
+        const double trip_ns = double(trip_ns_.load(std::memory_order_relaxed));
+        const double page_ns = double(page_ns_.load(std::memory_order_relaxed));
+        if (limit_ == start_pages || fetched < judge_after || page_ns == 0 || trip_ns == 0) return;
+        const double worth_ns = double(used) / double(fetched) * trip_ns;
+        if (worth_ns > 2.0 * page_ns)
             pages_ = std::min(pages_ * 2, limit_);
-        else if (2.0 * worth_ns < double(page_ns_))
+        else if (2.0 * worth_ns < page_ns)
             pages_ = std::max(pages_ / 2, min_pages);
         if (fetched > kept) {  // racing used() only blurs the share
             fetched_.fetch_sub(fetched / 2, std::memory_order_relaxed);
-            used_.fetch_sub(std::min(used / 2, used_.load(std::memory_order_relaxed)), std::memory_order_relaxed);
+            used_.fetch_sub(used / 2, std::memory_order_relaxed);  // used_ only grows meanwhile
         }
     }
 
-    std::uint64_t trip_ns() const noexcept { return trip_ns_; }
-    std::uint64_t page_ns() const noexcept { return page_ns_; }
+    std::uint64_t trip_ns() const noexcept { return trip_ns_.load(std::memory_order_relaxed); }
+    std::uint64_t page_ns() const noexcept { return page_ns_.load(std::memory_order_relaxed); }
 
 private:
-    static constexpr std::uint64_t mark_words = 4096;  // 262,144 bits: 1 GiB of store before pages share
-    static std::uint64_t slot(page_no page) noexcept { return (page / 64) % mark_words; }
-    static std::uint64_t bit(page_no page) noexcept { return std::uint64_t{1} << (page % 64); }
+    // 8,192 words of 32 marks: 1 GiB of store before pages share a word.
+    static constexpr std::uint64_t mark_words = 8192, per_word = 32;
+    static std::uint64_t slot(page_no page) noexcept { return (page / per_word) % mark_words; }
+    static std::uint64_t tag(page_no page) noexcept { return (page / per_word / mark_words) & 0xffffffff; }
+    static std::uint64_t bit(page_no page) noexcept { return std::uint64_t{1} << (page % per_word); }
+    // A moving average: a quarter of each new sample (not over a pin()
+    // made meanwhile: the exchange then fails).
+    static void average(std::atomic<std::uint64_t>& avg, std::uint64_t sample) noexcept {
+        std::uint64_t old = avg.load(std::memory_order_relaxed);
+        avg.compare_exchange_strong(old, old ? (3 * old + sample) / 4 : sample, std::memory_order_relaxed);
+    }
+    // Clears page's mark; whether it was set.
+    bool take(page_no page) noexcept {
+        std::atomic<std::uint64_t>& w = marks_[slot(page)];
+        std::uint64_t seen = w.load(std::memory_order_relaxed);
+        while (seen >> 32 == tag(page) && (seen & bit(page)))
+            if (w.compare_exchange_weak(seen, seen & ~bit(page), std::memory_order_relaxed)) return true;
+        return false;
+    }
 
     std::uint64_t limit_ = start_pages;
     std::uint64_t pages_ = start_pages;
-    std::uint64_t trip_ns_ = 0, page_ns_ = 0;
+    std::atomic<std::uint64_t> trip_ns_{0}, page_ns_{0};  // atomic only for pin(), from another thread
+    std::atomic<bool> pinned_{false};
     std::atomic<std::uint64_t> fetched_{0}, used_{0};
     std::atomic<std::uint64_t> marks_[mark_words] = {};
 };

@@ -608,7 +608,10 @@ struct pg_store::fetcher {
         if (sound && named) {
             fetch_counters::add(store.counters_->pages_fetched);
             store.cache_->put(page, image, f.epoch);
-            if (f.around != ~page_no{0} && page != f.around) store.worth_.fetched(page);
+            if (f.around != ~page_no{0} && page != f.around)
+                store.worth_.fetched(page);
+            else
+                store.worth_.forget(page);
             // A zero version's slot would carry the zeros' sum, not the
             // server's 0 (C2); it costs a query once per process.
             if (store.file_ && !zero) {
@@ -801,7 +804,12 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     // the memory cache (16 MiB by default), which made warm OO1 2-6x slower:
     // it stays at 128 KiB. With it, up to an eighth of the file: what a
     // large cluster pushes out of the memory cache is read from the file.
-    if (s->file_) s->worth_.set_limit(s->file_->slot_count() / 8);
+    // A cluster larger than the memory cache would push out pages of its
+    // own that query() left out as cached (with none, none are left out).
+    if (s->file_) {
+        const std::uint64_t cached = s->cache_->count ? s->cache_->count : ~std::uint64_t{0};
+        s->worth_.set_limit(std::min<std::uint64_t>(s->file_->slot_count() / 8, cached));
+    }
     connecting.join();
     if (fetch_failed) std::rethrow_exception(fetch_failed);
     if (from_standby) s->wait_for_standby(*fetch);

@@ -183,6 +183,9 @@ public:
     pg_cache_counters cache_counters() const noexcept;
     std::string cache_file_path() const { return file_ ? file_->path() : std::string(); }
     const std::string& cache_file_note() const noexcept { return cache_file_note_; }
+    // Fixes the costs that size fetched clusters (fetch_worth::pin; for
+    // tests whose counts must not depend on the machine's speed).
+    void pin_fetch_costs(std::uint64_t trip_ns, std::uint64_t page_ns) noexcept { worth_.pin(trip_ns, page_ns); }
     // Which store this handle's slots belong to (C2; for tests that forge slots).
     const pg_cache_key& cache_key() const noexcept { return key_; }
 

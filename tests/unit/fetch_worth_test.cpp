@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace {
 
 using steppe::storage::fetch_worth;
@@ -13,14 +15,14 @@ using steppe::storage::page_no;
 
 constexpr std::uint64_t us = 1000;
 
-// `fetches` fault fetches of whole clusters at fresh places, each taking a
+// `fetches` fault fetches of whole clusters at fresh places (from `next`,
+// 2,048 pages apart: 128 fetches before two share a mark word), each taking a
 // 0.5 ms trip and 20 µs a page; a share `used_per_32` / 32 of the pages
 // fetched beside the fault is used, `late` fetches after it came.
-std::uint64_t run(fetch_worth& w, int fetches, std::uint64_t used_per_32, int late = 0) {
-    static page_no next = 0;
+std::uint64_t run(fetch_worth& w, page_no& next, int fetches, std::uint64_t used_per_32, int late = 0) {
     std::vector<std::vector<page_no>> waiting;
     for (int i = 0; i < fetches; ++i) {
-        const page_no fault = (next++ << 16) + 5;
+        const page_no fault = (next++ << 11) + 5;
         const page_no first = w.cluster_first(fault);
         EXPECT_LE(first, fault);
         EXPECT_LT(fault, first + w.pages());
@@ -46,34 +48,38 @@ std::uint64_t run(fetch_worth& w, int fetches, std::uint64_t used_per_32, int la
 
 TEST(FetchWorthTest, GrowsWhilePagesAreUsedEvenLate) {
     fetch_worth w;
+    page_no next = 0;
     w.set_limit(256);
     EXPECT_EQ(w.pages(), fetch_worth::start_pages);
     // A sixth used, 12 fetches later (a file's read-around looks back 8):
     // worth 80 µs a page against 20, less while the uses are still to come.
-    EXPECT_EQ(run(w, 60, 5, 12), 256u);
+    EXPECT_EQ(run(w, next, 60, 5, 12), 256u);
     EXPECT_NEAR(double(w.trip_ns()), 500.0 * us, 1.0 * us) << "the trip from small fetches only";
     EXPECT_EQ(w.page_ns(), 20 * us);
 }
 
 TEST(FetchWorthTest, ShrinksWhereFetchedPagesAreNotUsed) {
     fetch_worth w;
+    page_no next = 0;
     w.set_limit(1024);
-    run(w, 40, 32);
+    run(w, next, 40, 32);
     EXPECT_GT(w.pages(), fetch_worth::start_pages);
-    EXPECT_EQ(run(w, 400, 0), fetch_worth::min_pages);
+    EXPECT_EQ(run(w, next, 400, 0), fetch_worth::min_pages);
 }
 
 TEST(FetchWorthTest, AShareNearItsCostKeepsTheCluster) {
     fetch_worth w;
+    page_no next = 0;
     w.set_limit(1024);
     // 1 in 31 used: worth 16 µs a page against 20.
-    EXPECT_EQ(run(w, 100, 1), fetch_worth::start_pages);
+    EXPECT_EQ(run(w, next, 100, 1), fetch_worth::start_pages);
 }
 
 TEST(FetchWorthTest, WithoutALimitAboveTheStartTheClusterStays) {
     fetch_worth w;  // no cache file
-    EXPECT_EQ(run(w, 60, 32), fetch_worth::start_pages);
-    EXPECT_EQ(run(w, 400, 0), fetch_worth::start_pages);
+    page_no next = 0;
+    EXPECT_EQ(run(w, next, 60, 32), fetch_worth::start_pages);
+    EXPECT_EQ(run(w, next, 400, 0), fetch_worth::start_pages);
     w.set_limit(100000);
     EXPECT_EQ(w.limit(), fetch_worth::max_pages);
     w.set_limit(100);
@@ -91,6 +97,29 @@ TEST(FetchWorthTest, APageCountsOnceAndOnlyIfFetchedBeside) {
     for (page_no p = 1000; p < 1100; ++p) w.used(p);  // never fetched: no use
     w.judge();  // 10 of 300: worth 17 µs, within [10, 40]: stays
     EXPECT_EQ(w.pages(), fetch_worth::start_pages);
+    for (page_no p = 10; p < 20; ++p) w.forget(p);  // fetched again, not beside a fault
+    for (page_no p = 10; p < 20; ++p) w.used(p);
+    // A page 2^18 on shares a word with page p: its use is not p's, and
+    // fetching it drops the word's older marks (counted unused).
+    const page_no alias = page_no{1} << 18;
+    w.used(alias + 25);
+    w.fetched(alias + 26);
+    w.used(25);
+    w.used(alias + 26);  // 11 uses of 301
+    for (int i = 0; i < 5; ++i) w.judge();
+    EXPECT_EQ(w.pages(), fetch_worth::start_pages) << "11 uses of 301: worth 18 µs";
+    for (page_no p = 30; p < 200; ++p) w.used(p);  // now worth enough
+    w.judge();
+    EXPECT_EQ(w.pages(), 64u);
+}
+
+TEST(FetchWorthTest, PinnedCostsAreKept) {
+    fetch_worth w;
+    w.pin(300 * us, 10 * us);
+    w.timed(8, 900 * us, 0);
+    w.timed(100, 900 * us, 99 * 50 * us);
+    EXPECT_EQ(w.trip_ns(), 300 * us);
+    EXPECT_EQ(w.page_ns(), 10 * us);
 }
 
 }  // namespace
