@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -339,7 +340,7 @@ struct pg_store::fetcher {
         using clock = std::chrono::steady_clock;
         std::uint64_t epoch, snapshot;
         request* r;
-        page_no around = ~page_no{0};  // a fault's fetch: its page (the rows beside it are judged)
+        std::optional<page_no> around{};  // a fault's fetch: its page (the rows beside it are judged)
         std::uint64_t got = 0;         // the version of r's page the rows held (0: none)
         bool refused = false;          // P2, P3: the registration or the fence was gone
         std::uint64_t rows = 0;
@@ -378,12 +379,7 @@ struct pg_store::fetcher {
         for (std::size_t at = 0; at < pages.size(); at += pages_per_query) {
             page_ranges runs;  // of consecutive pages
             const std::size_t end = std::min(pages.size(), at + pages_per_query);
-            for (std::size_t i = at; i < end; ++i) {
-                if (runs.empty() || runs.back().second != pages[i])
-                    runs.push_back({pages[i], pages[i] + 1});
-                else
-                    ++runs.back().second;
-            }
+            for (std::size_t i = at; i < end; ++i) append_page(pages[i], runs);
             const auto [firsts, lasts] = range_arrays(runs);
             try {
                 fetch_state f{epoch, snapshot, nullptr};
@@ -522,15 +518,19 @@ struct pg_store::fetcher {
         return {firsts, lasts};
     }
 
+    // Appends `page`, above every page in `out`: to its last range if it
+    // follows it.
+    static void append_page(page_no page, page_ranges& out) {
+        if (!out.empty() && out.back().second == page)
+            ++out.back().second;
+        else
+            out.push_back({page, page + 1});
+    }
+
     // Appends the runs of [from, to) that the memory cache does not hold.
     void append_uncached(page_no from, page_no to, page_ranges& out) const {
-        for (page_no p = from; p < to; ++p) {
-            if (store.cache_->contains(p)) continue;
-            if (!out.empty() && out.back().second == p)
-                ++out.back().second;
-            else
-                out.push_back({p, p + 1});
-        }
+        for (page_no p = from; p < to; ++p)
+            if (!store.cache_->contains(p)) append_page(p, out);
     }
 
     // Fetches the cluster of f.r's page into the caches. The cluster is
@@ -556,7 +556,7 @@ struct pg_store::fetcher {
             {store.address_.store, firsts, lasts, std::to_string(r.snapshot), std::to_string(store.reader_id_),
              std::to_string(store.fence_)},
             f);
-        if (f.around != ~page_no{0}) store.worth_.judge();
+        if (f.around) store.worth_.judge();
         if (f.r && !f.refused && f.got == 0 && !store.named_version(f.r->page, 0, f.snapshot))
             missing_version(*f.r, 0);
     }
@@ -608,7 +608,7 @@ struct pg_store::fetcher {
         if (sound && named) {
             fetch_counters::add(store.counters_->pages_fetched);
             store.cache_->put(page, image, f.epoch);
-            if (f.around != ~page_no{0} && page != f.around)
+            if (f.around && page != *f.around)
                 store.worth_.fetched(page);
             else
                 store.worth_.forget(page);
