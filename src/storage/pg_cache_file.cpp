@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <optional>
 
 #include "storage/checksum.hpp"
 #include "storage/pg_connection.hpp"
@@ -41,6 +42,7 @@ void pg_version_map::set(page_no page, std::uint64_t txn, std::uint32_t sum) {
     }
     c->txn[page % chunk_pages].store(txn, std::memory_order_relaxed);
     c->sum[page % chunk_pages].store(sum, std::memory_order_relaxed);
+    unfile(page, page + 1);
 }
 
 namespace {
@@ -230,16 +232,14 @@ pg_cache_file::lookup pg_cache_file::find(const pg_cache_key& key, page_no page,
 }
 
 namespace {
-// Whether `slot` (its header, then its image) holds page `page` of `key`
-// soundly at a newer version than `version`, or at the same one known
-// newest as far as `newest_through`.
-bool holds_newer(const std::byte* slot, const pg_cache_key& key, page_no page, std::uint64_t version,
-                 std::uint64_t newest_through) noexcept {
+// The header of `slot` (its header, then its image) if it holds page
+// `page` of `key` soundly (C1, C2).
+std::optional<pg_cache_slot_header> sound_slot_of(const std::byte* slot, const pg_cache_key& key, page_no page) noexcept {
     pg_cache_slot_header h;
     std::memcpy(&h, slot, sizeof h);
     if (h.page != page || !same_store(h, key) || h.check != slot_check(h, slot + pg_cache_slot_header_size))
-        return false;
-    return h.version > version || (h.version == version && h.newest_through >= newest_through);
+        return std::nullopt;
+    return h;
 }
 }  // namespace
 
@@ -266,7 +266,7 @@ bool pg_cache_file::put(const pg_cache_key& key, page_no page, std::uint64_t ver
     return ::pwritev(fd_, parts, 2, offset_of(key, page)) == ssize_t(pg_cache_slot_size);
 }
 
-pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, std::span<const fetched_page> fetched,
+pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, std::span<fetched_page> fetched,
                                                      std::uint64_t newest_through) const {
     put_counts counts;
     // Made once: a megabyte allocated per call was an mmap, its page
@@ -278,11 +278,13 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
     std::vector<iovec>& parts = run_parts_;
     parts.clear();
     off_t write_at = 0;
+    std::size_t parts_from = 0;  // the first of the fetched pages in `parts`
     auto write_parts = [&] {
         const std::size_t slots = parts.size() / 2;
         if (slots == 0) return;
         const bool ok = ::pwritev(fd_, parts.data(), int(parts.size()), write_at) == ssize_t(slots * pg_cache_slot_size);
         (ok ? counts.written : counts.failed) += slots;
+        for (std::size_t i = 0; i < slots; ++i) fetched[parts_from + i].held = ok;
         parts.clear();
     };
     for (std::size_t at = 0; at < fetched.size();) {
@@ -291,16 +293,25 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
         while (at + n < fetched.size() && n < max_run && fetched[at + n].page == fetched[at].page + n &&
                offset_of(key, fetched[at + n].page) == first + off_t(n * pg_cache_slot_size))
             ++n;
-        const ssize_t got = ::pread(fd_, old.data(), n * pg_cache_slot_size, first);  // short: past the end, nothing held
+        const ssize_t got = read_held(old.data(), n * pg_cache_slot_size, first);
         for (std::size_t i = 0; i < n; ++i) {
-            const fetched_page& f = fetched[at + i];
+            fetched_page& f = fetched[at + i];
             const off_t offset = first + off_t(i * pg_cache_slot_size);
-            if (got >= ssize_t((i + 1) * pg_cache_slot_size) &&
-                holds_newer(old.data() + i * pg_cache_slot_size, key, f.page, f.version, newest_through)) {
+            const auto held = got >= ssize_t((i + 1) * pg_cache_slot_size)
+                                  ? sound_slot_of(old.data() + i * pg_cache_slot_size, key, f.page)
+                                  : std::nullopt;
+            // A slot that holds a newer version, or this one known newest
+            // as far, is left: it serves more handles.
+            if (held && (held->version > f.version ||
+                         (held->version == f.version && held->newest_through >= newest_through))) {
                 write_parts();
+                f.held = held->version == f.version;
                 continue;
             }
-            if (parts.empty()) write_at = offset;
+            if (parts.empty()) {
+                write_at = offset;
+                parts_from = at + i;
+            }
             headers[i] = header_for(key, f.page, f.version, newest_through, f.image);
             // Slots written together may still interleave with another
             // process's write of one of them, which C1 turns into a miss.
@@ -311,6 +322,16 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
         at += n;
     }
     return counts;
+}
+
+// put_fetched's read of the slots a run will write: nothing (0) where the
+// file has a hole there (a new file is mostly holes, and reading one makes
+// the kernel zero page-cache pages for it: an eighth of a fetch's time),
+// short past the end, -1 on an error: each a slot that holds nothing.
+ssize_t pg_cache_file::read_held(std::byte* into, std::size_t size, off_t at) const noexcept {
+    const off_t data = ::lseek(fd_, at, SEEK_DATA);
+    if ((data < 0 && errno == ENXIO) || data >= at + off_t(size)) return 0;  // ENXIO: no data from `at` on
+    return ::pread(fd_, into, size, at);
 }
 
 std::vector<std::string> pg_cache_file::check_against(const pg_cache_key& key, pg_connection& conn,

@@ -86,7 +86,7 @@ static_assert(sizeof(pg_cache_slot_header) == pg_cache_slot_header_size, "slot h
 // The newest version of each page at the handle's snapshot and its sum
 // (C4): atomic words per page (0: no version, the page reads as zeros), in
 // chunks of chunk_pages made as pages get versions, so the map costs 12
-// bytes a page of the store, whatever it grows to, and covers every page.
+// bytes (and a bit) a page of the store, whatever it grows to, and covers every page.
 // The chunk table is calloc'd (fresh zero pages: touched only where chunks
 // are). newest() and sum() are async-signal-safe; set() runs on one thread
 // at a time (open, then the writer's commits) and may allocate.
@@ -110,6 +110,30 @@ public:
         return c ? c->sum[page % chunk_pages].load(std::memory_order_relaxed) : 0;
     }
     void set(page_no page, std::uint64_t txn, std::uint32_t sum);
+    // A hint for the fetch thread's clusters (pg_store): this process saw
+    // the newest version of `page` land in the cache file, so a cluster
+    // need not fetch it again. Marked after a write (or a slot found
+    // holding it), cleared by set() and by a fetch that finds the marks
+    // stale. A wrong mark (the slot overwritten since, by a page that maps
+    // there or another process, or the file cut short) costs a fetch,
+    // never a wrong read: the file is read, and checked, when the page is.
+    void mark_filed(page_no page, std::uint64_t txn) noexcept {
+        chunk* c = const_cast<chunk*>(chunk_of(page));
+        if (c && c->txn[page % chunk_pages].load(std::memory_order_relaxed) == txn)
+            c->filed[page % chunk_pages / 32].fetch_or(filed_bit(page), std::memory_order_relaxed);
+    }
+    bool filed(page_no page) const noexcept {
+        const chunk* c = chunk_of(page);
+        return c && (c->filed[page % chunk_pages / 32].load(std::memory_order_relaxed) & filed_bit(page));
+    }
+    // Clears the marks of [from, to).
+    void unfile(page_no from, page_no to) noexcept {
+        for (page_no p = from; p < to; ++p)
+            if (filed(p)) {
+                chunk* c = const_cast<chunk*>(chunk_of(p));
+                c->filed[p % chunk_pages / 32].fetch_and(~filed_bit(p), std::memory_order_relaxed);
+            }
+    }
     void publish() noexcept { loaded_.store(true, std::memory_order_release); }
     bool loaded() const noexcept { return loaded_.load(std::memory_order_acquire); }
     std::uint64_t bytes() const noexcept { return chunks_.load(std::memory_order_relaxed) * sizeof(chunk); }
@@ -118,7 +142,9 @@ private:
     struct chunk {
         std::atomic<std::uint64_t> txn[chunk_pages]{};
         std::atomic<std::uint32_t> sum[chunk_pages]{};
+        std::atomic<std::uint32_t> filed[chunk_pages / 32]{};
     };
+    static std::uint32_t filed_bit(page_no page) noexcept { return std::uint32_t{1} << (page % 32); }
     static constexpr std::size_t table_size = max_pages / chunk_pages;
     const chunk* chunk_of(page_no page) const noexcept {
         return page < max_pages ? std::atomic_ref(table_[page / chunk_pages]).load(std::memory_order_acquire)
@@ -173,12 +199,13 @@ public:
         page_no page;
         std::uint64_t version;
         const std::byte* image;
+        bool held = false;  // set by put_fetched: the page's slot holds this version now
     };
     struct put_counts {
         std::uint64_t written = 0, failed = 0;
     };
     // One caller at a time (a store's fetch thread): it reuses one buffer.
-    put_counts put_fetched(const pg_cache_key& key, std::span<const fetched_page> fetched,
+    put_counts put_fetched(const pg_cache_key& key, std::span<fetched_page> fetched,
                            std::uint64_t newest_through) const;
     // Writes one slot (C3): false if the write failed (the slot is then a miss).
     bool put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
@@ -194,6 +221,7 @@ public:
 private:
     pg_cache_file(int fd, std::string path, std::uint64_t slots) : fd_(fd), path_(std::move(path)), slots_(slots) {}
     off_t offset_of(const pg_cache_key& key, page_no page) const noexcept;
+    ssize_t read_held(std::byte* into, std::size_t size, off_t at) const noexcept;
     static pg_cache_slot_header header_for(const pg_cache_key& key, page_no page, std::uint64_t version,
                                            std::uint64_t newest_through, const std::byte* image) noexcept;
 

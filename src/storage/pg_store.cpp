@@ -527,10 +527,11 @@ struct pg_store::fetcher {
             out.push_back({page, page + 1});
     }
 
-    // Appends the runs of [from, to) that the memory cache does not hold.
-    void append_uncached(page_no from, page_no to, page_ranges& out) const {
+    // Appends the runs of [from, to) that neither cache holds: the memory
+    // cache, or, if `marks`, the file as this process put pages there.
+    void append_uncached(page_no from, page_no to, bool marks, page_ranges& out) const {
         for (page_no p = from; p < to; ++p)
-            if (!store.cache_->contains(p)) append_page(p, out);
+            if (!store.cache_->contains(p) && !(marks && store.versions_->filed(p))) append_page(p, out);
     }
 
     // Fetches the cluster of f.r's page into the caches. The cluster is
@@ -546,11 +547,18 @@ struct pg_store::fetcher {
             first = store.worth_.cluster_first(r.page);
             last = std::max(std::min(first + store.worth_.pages(), store.pages_.load(std::memory_order_relaxed)), last);
         }
-        // The page's range comes first, and pages the memory cache holds
-        // are left out: a cluster grown around the last one holds it.
+        // The page's range comes first, and pages the caches hold are left
+        // out: a cluster grown around the last one holds it, and pages
+        // pushed out of memory are in the file. The file's marks are
+        // trusted while no two pages of the store share a slot, and not
+        // around a page marked but missed there (the file was cut short,
+        // or its slots taken by another store's pages): those are cleared.
+        const bool marks = store.file_ && !store.versions_->filed(r.page) &&
+                           store.file_->slot_count() >= store.pages_.load(std::memory_order_relaxed);
+        if (store.file_ && !marks) store.versions_->unfile(first, last);
         page_ranges ranges{{r.page, r.page + 1}};
-        append_uncached(r.page + 1, last, ranges);
-        append_uncached(first, r.page, ranges);
+        append_uncached(r.page + 1, last, marks, ranges);
+        append_uncached(first, r.page, marks, ranges);
         const auto [firsts, lasts] = range_arrays(ranges);
         run("steppe_fetch",
             {store.address_.store, firsts, lasts, std::to_string(r.snapshot), std::to_string(store.reader_id_),
@@ -570,6 +578,8 @@ struct pg_store::fetcher {
                 unwritten[i].image = unwritten_images.data() + i * page_size;
             try {
                 const auto counts = store.file_->put_fetched(store.key_, unwritten, unwritten_snapshot);
+                for (const auto& u : unwritten)
+                    if (u.held) store.versions_->mark_filed(u.page, u.version);
                 fetch_counters::add(store.counters_->file_writes, counts.written);
                 fetch_counters::add(store.counters_->file_write_errors, counts.failed);
             } catch (const std::bad_alloc&) {
@@ -946,8 +956,12 @@ void pg_store::open_cache_file() {
 void pg_store::write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
                           const std::byte* image) const noexcept {
     if (!file_) return;
-    if (file_->put(key_, page, version, newest_through, image)) fetch_counters::add(counters_->file_writes);
-    else fetch_counters::add(counters_->file_write_errors);
+    if (file_->put(key_, page, version, newest_through, image)) {
+        fetch_counters::add(counters_->file_writes);
+        versions_->mark_filed(page, version);
+    } else {
+        fetch_counters::add(counters_->file_write_errors);
+    }
 }
 
 // After commit `txn` returned (so its versions are durable and newest, C3):

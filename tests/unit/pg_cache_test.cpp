@@ -15,9 +15,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -222,6 +225,64 @@ TEST_F(PgCacheTest, AGrownClusterDoesNotFetchWhatTheClusterBeforeBrought) {
     // 9 clusters of 32, then 64, 128, 256, 512 and 1,024 pages, each but
     // the last aligned over the one before.
     EXPECT_LE(c.server_fetches, 14u);
+}
+
+// Reads every page of `many` once, in an order shuffled by `seed` (as
+// lookups go), checking each; the cache counters after.
+storage::pg_cache_counters read_shuffled(pg_store& s, storage::page_no many, std::byte fill, unsigned seed) {
+    std::vector<storage::page_no> order(many);
+    std::iota(order.begin(), order.end(), storage::page_no{0});
+    std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p : order) {
+        storage::read_failure why;
+        EXPECT_TRUE(s.read_page_nothrow(p, page.data(), &why, true)) << why.message;
+        EXPECT_EQ(page[100], fill) << "page " << p;
+    }
+    return s.cache_counters();
+}
+
+// Pages pushed out of a small memory cache are in the file: a cluster that
+// covers them again (a later fault near them, the cluster grown since)
+// reads them there, it does not fetch them again.
+TEST_F(PgCacheTest, PagesPushedOutOfMemoryAreNotFetchedAgain) {
+    constexpr std::uint64_t many = 2048;
+    {
+        storage::options o;
+        auto w = pg_store::open(server->url(name), o);
+        test::commit_filled(*w, 1, many);
+    }
+    storage::options o;
+    o.read_only = true;
+    // 256 pages in memory, and so clusters of up to 256.
+    auto scan = pg_store::open(server->url(name, "&cache_mib=1&cache_file_mib=64&cache_file=" + file), o);
+    scan->pin_fetch_costs(500'000, 20'000);
+    const auto c = read_shuffled(*scan, many, std::byte{1}, 7);
+    EXPECT_EQ(c.pages_fetched, many) << "no page twice";
+    EXPECT_GT(c.file_hits, 0u);
+    EXPECT_TRUE(scan->check().empty());
+}
+
+// The marks that keep those pages out of a cluster are hints: with the file
+// cut short under them, every page still reads right, and the clusters
+// fetch what the file lost (a round trip a cluster, not one a page).
+TEST_F(PgCacheTest, AFileCutShortUnderItsMarksCostsFetchesNotWrongPages) {
+    constexpr std::uint64_t many = 2048;
+    {
+        storage::options o;
+        auto w = pg_store::open(server->url(name), o);
+        test::commit_filled(*w, 1, many);
+    }
+    storage::options o;
+    o.read_only = true;
+    auto scan = pg_store::open(server->url(name, "&cache_mib=1&cache_file_mib=64&cache_file=" + file), o);
+    scan->pin_fetch_costs(500'000, 20'000);
+    const auto first = read_shuffled(*scan, many, std::byte{1}, 7);
+    ASSERT_EQ(::truncate(file.c_str(), 4096), 0);  // the header alone
+    const auto second = read_shuffled(*scan, many, std::byte{1}, 8);
+    EXPECT_GE(second.pages_fetched - first.pages_fetched, many - 256) << "all but what memory held";
+    EXPECT_LE(second.server_fetches - first.server_fetches, 2 * first.server_fetches);
+    EXPECT_TRUE(scan->check().empty());
 }
 
 // C3, C4: a reader that cached every page at commit 1 keeps reading commit 1
