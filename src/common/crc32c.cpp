@@ -28,7 +28,7 @@ std::uint32_t crc32c_software(std::uint32_t crc, const unsigned char* p, std::si
 
 // The crc32 instruction takes 3 cycles before the next can use its result,
 // but the CPU starts one every cycle: a page is summed as three interleaved
-// stripes, joined by shifting (stripe_shift). A page checksum runs twice per
+// stripes, joined by shifting (shifted). A page checksum runs twice per
 // fault (the read's check, the fault space's clean sum), so this is worth
 // about three times less of each fault.
 constexpr std::size_t stripe = 1360;  // 3 stripes + 16 bytes = a 4 KiB page
@@ -43,17 +43,17 @@ std::uint64_t crc32c_words(std::uint64_t c, const unsigned char* p, std::size_t 
     return c;
 }
 
-// The crc register after `stripe` more zero bytes is a linear function of
-// the register before: the xor of one table entry per byte of it. Built from
-// the 32 single-bit registers (a dozen microseconds at load time).
+// The crc register after n more zero bytes is a linear function of the
+// register before: the xor of one table entry per byte of it. Built from
+// the 32 single-bit registers (a dozen microseconds at load time for a
+// stripe; the software loop takes a page's in about a millisecond).
 using shift_table = std::array<std::array<std::uint32_t, 256>, 4>;
 
-__attribute__((target("sse4.2")))
-shift_table make_stripe_shift() noexcept {
-    static constexpr unsigned char zeros[stripe] = {};
+template <std::size_t n>
+shift_table make_shift(std::uint32_t (*extend_by_zeros)(std::uint32_t, const unsigned char*, std::size_t)) noexcept {
+    static constexpr unsigned char zeros[n] = {};
     std::uint32_t bit[32];
-    for (int i = 0; i < 32; ++i)
-        bit[i] = static_cast<std::uint32_t>(crc32c_words(std::uint32_t{1} << i, zeros, stripe / 8));
+    for (int i = 0; i < 32; ++i) bit[i] = extend_by_zeros(std::uint32_t{1} << i, zeros, n);
     shift_table t{};
     for (int k = 0; k < 4; ++k)
         for (std::uint32_t b = 0; b < 256; ++b)
@@ -62,7 +62,12 @@ shift_table make_stripe_shift() noexcept {
     return t;
 }
 
-std::uint32_t stripe_shift(const shift_table& t, std::uint32_t c) noexcept {
+__attribute__((target("sse4.2")))
+std::uint32_t crc32c_hardware_words(std::uint32_t c, const unsigned char* p, std::size_t n) noexcept {
+    return static_cast<std::uint32_t>(crc32c_words(c, p, n / 8));
+}
+
+std::uint32_t shifted(const shift_table& t, std::uint32_t c) noexcept {
     return t[0][c & 0xFF] ^ t[1][c >> 8 & 0xFF] ^ t[2][c >> 16 & 0xFF] ^ t[3][c >> 24];
 }
 
@@ -81,8 +86,8 @@ std::uint32_t crc32c_hardware(const shift_table& shift, std::uint32_t crc, const
             c1 = _mm_crc32_u64(c1, w1);
             c2 = _mm_crc32_u64(c2, w2);
         }
-        c = stripe_shift(shift, static_cast<std::uint32_t>(c)) ^ c1;
-        c = stripe_shift(shift, static_cast<std::uint32_t>(c)) ^ c2;
+        c = shifted(shift, static_cast<std::uint32_t>(c)) ^ c1;
+        c = shifted(shift, static_cast<std::uint32_t>(c)) ^ c2;
     }
     c = crc32c_words(c, p, n / 8);
     p += n / 8 * 8;
@@ -93,7 +98,9 @@ std::uint32_t crc32c_hardware(const shift_table& shift, std::uint32_t crc, const
 
 // Resolved once at load time, so the signal-context path never runs cpuid.
 const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
-const shift_table kStripeShift = kHaveSse42 ? make_stripe_shift() : shift_table{};
+const shift_table kStripeShift = kHaveSse42 ? make_shift<stripe>(crc32c_hardware_words) : shift_table{};
+constexpr std::size_t page_bytes = 4096;
+const shift_table kPageShift = make_shift<page_bytes>(kHaveSse42 ? crc32c_hardware_words : crc32c_software);
 
 }  // namespace
 
@@ -102,6 +109,12 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t size) noex
     crc = ~crc;
     crc = kHaveSse42 ? crc32c_hardware(kStripeShift, crc, p, size) : crc32c_software(crc, p, size);
     return ~crc;
+}
+
+// crc32c(c, B) = crc32c(0, B) ^ S(c), S the register's shift through |B|
+// zero bytes: the inversions at both ends cancel in the xor.
+std::uint32_t crc32c_extend_by_page(std::uint32_t crc, std::uint32_t page_crc) noexcept {
+    return page_crc ^ shifted(kPageShift, crc);
 }
 
 }  // namespace steppe::common

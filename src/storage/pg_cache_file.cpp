@@ -199,9 +199,23 @@ off_t pg_cache_file::offset_of(const pg_cache_key& key, page_no page) const noex
 }
 
 namespace {
-std::uint32_t slot_check(const pg_cache_slot_header& h, const std::byte* image) noexcept {
+// A slot's check from its image's crc32c(0, image): one pass over the
+// image serves both the check and the sum (C1).
+std::uint32_t slot_check(const pg_cache_slot_header& h, std::uint32_t image_crc) noexcept {
     const auto* bytes = reinterpret_cast<const std::byte*>(&h);
-    return crc32c(crc32c(0, bytes + 4, pg_cache_slot_header_size - 4), image, page_size);
+    return common::crc32c_extend_by_page(crc32c(0, bytes + 4, pg_cache_slot_header_size - 4), image_crc);
+}
+
+// The image's crc32c(0, image) from its page_checksum, which maps 0 to 1:
+// read again only for a sum of 1.
+std::uint32_t image_crc_of(std::uint32_t sum, const std::byte* image) noexcept {
+    return sum != 1 ? sum : crc32c(0, image, page_size);
+}
+
+// Whether `image` is the one h's check and sum were made over (C1).
+bool slot_matches(const pg_cache_slot_header& h, const std::byte* image) noexcept {
+    const std::uint32_t crc = crc32c(0, image, page_size);
+    return h.sum == (crc != 0 ? crc : 1) && h.check == slot_check(h, crc);
 }
 
 bool same_store(const pg_cache_slot_header& h, const pg_cache_key& key) noexcept {
@@ -219,7 +233,7 @@ pg_cache_file::lookup pg_cache_file::find(const pg_cache_key& key, page_no page,
     if (::preadv(fd_, parts, 2, offset_of(key, page)) != ssize_t(pg_cache_slot_size)) return lookup::absent;
     if (h.page != page || !same_store(h, key)) return lookup::absent;  // a filter; only the check below is trusted
     // C1: torn, damaged or mixed, it is a miss.
-    if (h.check != slot_check(h, out) || h.sum != page_checksum(out, page_size) || h.version == 0)
+    if (!slot_matches(h, out) || h.version == 0)
         return lookup::rejected;
     // C4: the newest version at this snapshot, by the handle's map (the
     // server's word, sum included: C2) where it knows the page, else by the
@@ -237,29 +251,30 @@ namespace {
 std::optional<pg_cache_slot_header> sound_slot_of(const std::byte* slot, const pg_cache_key& key, page_no page) noexcept {
     pg_cache_slot_header h;
     std::memcpy(&h, slot, sizeof h);
-    if (h.page != page || !same_store(h, key) || h.check != slot_check(h, slot + pg_cache_slot_header_size))
+    if (h.page != page || !same_store(h, key) || !slot_matches(h, slot + pg_cache_slot_header_size))
         return std::nullopt;
     return h;
 }
 }  // namespace
 
 pg_cache_slot_header pg_cache_file::header_for(const pg_cache_key& key, page_no page, std::uint64_t version,
-                                               std::uint64_t newest_through, const std::byte* image) noexcept {
+                                               std::uint64_t newest_through, std::uint32_t sum,
+                                               const std::byte* image) noexcept {
     pg_cache_slot_header h{};
-    h.sum = page_checksum(image, page_size);
+    h.sum = sum;
     std::memcpy(h.store_id, key.store_id, sizeof h.store_id);
     h.server = key.server;
     h.row = key.row;
     h.page = page;
     h.version = version;
     h.newest_through = newest_through;
-    h.check = slot_check(h, image);
+    h.check = slot_check(h, image_crc_of(sum, image));
     return h;
 }
 
 bool pg_cache_file::put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
                         const std::byte* image) const noexcept {
-    pg_cache_slot_header h = header_for(key, page, version, newest_through, image);
+    pg_cache_slot_header h = header_for(key, page, version, newest_through, page_checksum(image, page_size), image);
     iovec parts[2] = {{&h, sizeof h}, {const_cast<std::byte*>(image), page_size}};
     // One call per slot: another process's write of the same slot may still
     // interleave with it, which C1 turns into a miss.
@@ -312,7 +327,7 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
                 write_at = offset;
                 parts_from = at + i;
             }
-            headers[i] = header_for(key, f.page, f.version, newest_through, f.image);
+            headers[i] = header_for(key, f.page, f.version, newest_through, f.sum, f.image);
             // Slots written together may still interleave with another
             // process's write of one of them, which C1 turns into a miss.
             parts.push_back({&headers[i], sizeof headers[i]});
@@ -358,7 +373,7 @@ std::vector<std::string> pg_cache_file::check_against(const pg_cache_key& key, p
             pg_cache_slot_header h;
             std::memcpy(&h, buf.data() + o, sizeof h);
             const std::byte* image = buf.data() + o + pg_cache_slot_header_size;
-            if (same_store(h, key) && h.check == slot_check(h, image) && h.sum == page_checksum(image, page_size))
+            if (same_store(h, key) && slot_matches(h, image))
                 ours[h.page] = {h.version, h.newest_through, h.sum};
         }
         if (std::size_t(n) < buf.size()) break;

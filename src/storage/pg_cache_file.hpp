@@ -198,6 +198,7 @@ public:
     struct fetched_page {
         page_no page;
         std::uint64_t version;
+        std::uint32_t sum;  // page_checksum(image), as checked against the server's
         const std::byte* image;
         bool held = false;  // set by put_fetched: the page's slot holds this version now
     };
@@ -223,7 +224,8 @@ private:
     off_t offset_of(const pg_cache_key& key, page_no page) const noexcept;
     ssize_t read_held(std::byte* into, std::size_t size, off_t at) const noexcept;
     static pg_cache_slot_header header_for(const pg_cache_key& key, page_no page, std::uint64_t version,
-                                           std::uint64_t newest_through, const std::byte* image) noexcept;
+                                           std::uint64_t newest_through, std::uint32_t sum,
+                                           const std::byte* image) noexcept;
 
     int fd_;
     std::string path_;

@@ -628,7 +628,7 @@ struct pg_store::fetcher {
                 // Copied, so the row is freed now and the next one reuses its
                 // memory: a cluster's rows kept until the file's write cost
                 // fresh pages from the kernel for every fetch.
-                unwritten.push_back({page, txn, nullptr});
+                unwritten.push_back({page, txn, sum, nullptr});
                 unwritten_images.insert(unwritten_images.end(), image, image + page_size);
             }
         }

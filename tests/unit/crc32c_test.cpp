@@ -53,6 +53,27 @@ TEST(Crc32c, ChainsAcrossPieces) {
     }
 }
 
+// A checksum over some bytes and then a page, from the page's own
+// checksum (the PostgreSQL cache file's slot checks): the same as reading
+// both, for any seed, the seeds 0 and ~0 and pages of zeros included.
+TEST(Crc32c, ExtendsOverAPageFromThePagesOwnChecksum) {
+    using steppe::common::crc32c_extend_by_page;
+    std::mt19937 rng(13);
+    const std::vector<unsigned char> zeros(4096);
+    for (int round = 0; round < 100; ++round) {
+        const auto page = round % 10 == 0 ? zeros : random_bytes(4096, unsigned(round));
+        const auto head = random_bytes(rng() % 100, unsigned(round) + 1000);
+        std::uint32_t seed = crc32c(0, head.data(), head.size());
+        if (round == 1) seed = 0;
+        if (round == 2) seed = ~0u;
+        ASSERT_EQ(crc32c_extend_by_page(seed, crc32c(0, page.data(), page.size())), crc32c(seed, page.data(), 4096))
+            << "round " << round;
+        ASSERT_EQ(crc32c_extend_by_page(seed, crc32c(0, page.data(), page.size())),
+                  reference_crc32c(seed, page.data(), 4096))
+            << "round " << round;
+    }
+}
+
 TEST(Crc32c, SeesEveryFlippedBitOfAPage) {
     auto page = random_bytes(4096, 5);
     const std::uint32_t sum = crc32c(0, page.data(), page.size());
