@@ -343,9 +343,13 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
 // file has a hole there (a new file is mostly holes, and reading one makes
 // the kernel zero page-cache pages for it: an eighth of a fetch's time),
 // short past the end, -1 on an error: each a slot that holds nothing.
+// Slots are not block-aligned, so the block the run starts in may hold the
+// slot before it; every slot of the run has bytes past that block, so data
+// in none of them means no slot of the run was written.
 ssize_t pg_cache_file::read_held(std::byte* into, std::size_t size, off_t at) const noexcept {
-    const off_t data = ::lseek(fd_, at, SEEK_DATA);
-    if ((data < 0 && errno == ENXIO) || data >= at + off_t(size)) return 0;  // ENXIO: no data from `at` on
+    const off_t past_first_block = (at + off_t(page_size) - 1) / off_t(page_size) * off_t(page_size);
+    const off_t data = ::lseek(fd_, past_first_block, SEEK_DATA);
+    if ((data < 0 && errno == ENXIO) || data >= at + off_t(size)) return 0;  // ENXIO: no data from there on
     return ::pread(fd_, into, size, at);
 }
 

@@ -299,6 +299,8 @@ TEST_F(PgCacheTest, AnOldSnapshotKeepsItsVersionsAndANewOneGetsTheNew) {
     EXPECT_GT(old_reader->cache_counters().file_rejects, 0u);
     auto new_reader = open(true);
     EXPECT_EQ(test::filled_problem(*new_reader, 2), "");
+    // The old reader's fetches at 1 left the slots of 2: all read there.
+    EXPECT_EQ(new_reader->cache_counters().server_fetches, 0u);
     EXPECT_EQ(test::filled_problem(*old_reader, 1), "");
     w.reset();
 
