@@ -86,10 +86,11 @@ static_assert(sizeof(pg_cache_slot_header) == pg_cache_slot_header_size, "slot h
 // The newest version of each page at the handle's snapshot and its sum
 // (C4): atomic words per page (0: no version, the page reads as zeros), in
 // chunks of chunk_pages made as pages get versions, so the map costs 12
-// bytes (and a bit) a page of the store, whatever it grows to, and covers every page.
-// The chunk table is calloc'd (fresh zero pages: touched only where chunks
-// are). newest() and sum() are async-signal-safe; set() runs on one thread
-// at a time (open, then the writer's commits) and may allocate.
+// bytes and a bit (mark_filed) a page of the store, whatever it grows to,
+// and covers every page. The chunk table is calloc'd (fresh zero pages:
+// touched only where chunks are). newest(), sum() and the marks are
+// async-signal-safe; set() runs on one thread at a time (open, then the
+// writer's commits) and may allocate.
 class pg_version_map {
 public:
     static constexpr std::uint64_t unknown = ~std::uint64_t{0};
