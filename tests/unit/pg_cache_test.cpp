@@ -72,6 +72,21 @@ protected:
         return pg_store::open(url(store.empty() ? name : store, cache_file), o);
     }
     std::unique_ptr<pg_store> open(bool read_only = false) const { return open(read_only, file); }
+    // `many` pages filled with 1 by a writer without the file (all cold);
+    // then a reader with the file and `caches` (URL parameters), the costs
+    // its clusters are judged by pinned (counts are exact).
+    std::unique_ptr<pg_store> filled_then_reader(std::uint64_t many, const std::string& caches) const {
+        {
+            storage::options o;
+            auto w = pg_store::open(server->url(name), o);
+            test::commit_filled(*w, 1, many);
+        }
+        storage::options o;
+        o.read_only = true;
+        auto r = pg_store::open(server->url(name, caches + "&cache_file=" + file), o);
+        r->pin_fetch_costs(500'000, 20'000);
+        return r;
+    }
     // A page of the file's slot area, flipped.
     void damage(off_t offset) const {
         const int fd = ::open(file.c_str(), O_RDWR);
@@ -204,16 +219,8 @@ TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
 // aligned): its pages still in the memory cache are not fetched again.
 TEST_F(PgCacheTest, AGrownClusterDoesNotFetchWhatTheClusterBeforeBrought) {
     constexpr std::uint64_t many = 2048;
-    {
-        storage::options o;
-        auto w = pg_store::open(server->url(name), o);
-        test::commit_filled(*w, 1, many);
-    }
-    storage::options o;
-    o.read_only = true;
     // 64 MiB of slots: clusters may grow to 1,024 pages.
-    auto scan = pg_store::open(server->url(name, "&cache_mib=16&cache_file_mib=64&cache_file=" + file), o);
-    scan->pin_fetch_costs(500'000, 20'000);
+    auto scan = filled_then_reader(many, "&cache_mib=16&cache_file_mib=64");
     std::vector<std::byte> page(storage::page_size);
     for (storage::page_no p = 0; p < many; ++p) {
         storage::read_failure why;
@@ -247,16 +254,8 @@ storage::pg_cache_counters read_shuffled(pg_store& s, storage::page_no many, std
 // reads them there, it does not fetch them again.
 TEST_F(PgCacheTest, PagesPushedOutOfMemoryAreNotFetchedAgain) {
     constexpr std::uint64_t many = 2048;
-    {
-        storage::options o;
-        auto w = pg_store::open(server->url(name), o);
-        test::commit_filled(*w, 1, many);
-    }
-    storage::options o;
-    o.read_only = true;
     // 256 pages in memory, and so clusters of up to 256.
-    auto scan = pg_store::open(server->url(name, "&cache_mib=1&cache_file_mib=64&cache_file=" + file), o);
-    scan->pin_fetch_costs(500'000, 20'000);
+    auto scan = filled_then_reader(many, "&cache_mib=1&cache_file_mib=64");
     const auto c = read_shuffled(*scan, many, std::byte{1}, 7);
     EXPECT_EQ(c.pages_fetched, many) << "no page twice";
     EXPECT_GT(c.file_hits, 0u);
@@ -268,15 +267,7 @@ TEST_F(PgCacheTest, PagesPushedOutOfMemoryAreNotFetchedAgain) {
 // fetch what the file lost (a round trip a cluster, not one a page).
 TEST_F(PgCacheTest, AFileCutShortUnderItsMarksCostsFetchesNotWrongPages) {
     constexpr std::uint64_t many = 2048;
-    {
-        storage::options o;
-        auto w = pg_store::open(server->url(name), o);
-        test::commit_filled(*w, 1, many);
-    }
-    storage::options o;
-    o.read_only = true;
-    auto scan = pg_store::open(server->url(name, "&cache_mib=1&cache_file_mib=64&cache_file=" + file), o);
-    scan->pin_fetch_costs(500'000, 20'000);
+    auto scan = filled_then_reader(many, "&cache_mib=1&cache_file_mib=64");
     const auto first = read_shuffled(*scan, many, std::byte{1}, 7);
     ASSERT_EQ(::truncate(file.c_str(), 4096), 0);  // the header alone
     const auto second = read_shuffled(*scan, many, std::byte{1}, 8);
