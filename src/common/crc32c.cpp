@@ -44,27 +44,19 @@ std::uint64_t crc32c_words(std::uint64_t c, const unsigned char* p, std::size_t 
 }
 
 // The crc register after n more zero bytes is a linear function of the
-// register before: the xor of one table entry per byte of it. Built from
-// the 32 single-bit registers (a dozen microseconds at load time for a
-// stripe; the software loop takes a page's in about a millisecond).
+// register before: the xor of one table entry per byte of it, built from
+// the 32 single-bit registers shifted (a stripe's: a dozen microseconds at
+// load time).
 using shift_table = std::array<std::array<std::uint32_t, 256>, 4>;
 
-template <std::size_t n>
-shift_table make_shift(std::uint32_t (*extend_by_zeros)(std::uint32_t, const unsigned char*, std::size_t)) noexcept {
-    static constexpr unsigned char zeros[n] = {};
-    std::uint32_t bit[32];
-    for (int i = 0; i < 32; ++i) bit[i] = extend_by_zeros(std::uint32_t{1} << i, zeros, n);
+// The table from the 32 single-bit registers shifted.
+constexpr shift_table table_from_bits(const std::uint32_t (&bit)[32]) noexcept {
     shift_table t{};
     for (int k = 0; k < 4; ++k)
         for (std::uint32_t b = 0; b < 256; ++b)
             for (int i = 0; i < 8; ++i)
                 if (b >> i & 1) t[k][b] ^= bit[8 * k + i];
     return t;
-}
-
-__attribute__((target("sse4.2")))
-std::uint32_t crc32c_hardware_words(std::uint32_t c, const unsigned char* p, std::size_t n) noexcept {
-    return static_cast<std::uint32_t>(crc32c_words(c, p, n / 8));
 }
 
 std::uint32_t shifted(const shift_table& t, std::uint32_t c) noexcept {
@@ -98,9 +90,29 @@ std::uint32_t crc32c_hardware(const shift_table& shift, std::uint32_t crc, const
 
 // Resolved once at load time, so the signal-context path never runs cpuid.
 const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
-const shift_table kStripeShift = kHaveSse42 ? make_shift<stripe>(crc32c_hardware_words) : shift_table{};
-constexpr std::size_t page_bytes = 4096;
-const shift_table kPageShift = make_shift<page_bytes>(kHaveSse42 ? crc32c_hardware_words : crc32c_software);
+
+__attribute__((target("sse4.2")))
+shift_table make_stripe_shift() noexcept {
+    static constexpr unsigned char zeros[stripe] = {};
+    std::uint32_t bit[32];
+    for (int i = 0; i < 32; ++i)
+        bit[i] = static_cast<std::uint32_t>(crc32c_words(std::uint32_t{1} << i, zeros, stripe / 8));
+    return table_from_bits(bit);
+}
+const shift_table kStripeShift = kHaveSse42 ? make_stripe_shift() : shift_table{};
+
+// A page's shift, made by the compiler (bit by bit, the register alone):
+// crc32c_extend_by_page may run before this file's initializers would.
+constexpr shift_table make_page_shift() noexcept {
+    std::uint32_t bit[32] = {};
+    for (int i = 0; i < 32; ++i) {
+        std::uint32_t c = std::uint32_t{1} << i;
+        for (int step = 0; step < 4096 * 8; ++step) c = (c >> 1) ^ (kPolynomial & (0u - (c & 1u)));
+        bit[i] = c;
+    }
+    return table_from_bits(bit);
+}
+constexpr shift_table kPageShift = make_page_shift();
 
 }  // namespace
 

@@ -42,7 +42,7 @@ void pg_version_map::set(page_no page, std::uint64_t txn, std::uint32_t sum) {
     }
     c->txn[page % chunk_pages].store(txn, std::memory_order_relaxed);
     c->sum[page % chunk_pages].store(sum, std::memory_order_relaxed);
-    unfile(page, page + 1);
+    c->filed[page % chunk_pages / 32].fetch_and(~filed_bit(page), std::memory_order_acq_rel);
 }
 
 namespace {
@@ -309,6 +309,7 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
                offset_of(key, fetched[at + n].page) == first + off_t(n * pg_cache_slot_size))
             ++n;
         const ssize_t got = read_held(old.data(), n * pg_cache_slot_size, first);
+        if (got > 0) ++counts.runs_read;
         for (std::size_t i = 0; i < n; ++i) {
             fetched_page& f = fetched[at + i];
             const off_t offset = first + off_t(i * pg_cache_slot_size);
@@ -317,10 +318,12 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
                                   : std::nullopt;
             // A slot that holds a newer version, or this one known newest
             // as far, is left: it serves more handles.
-            if (held && (held->version > f.version ||
-                         (held->version == f.version && held->newest_through >= newest_through))) {
+            // (The same version with another sum is a database restored to
+            // an earlier point that committed the number again: replaced, C2.)
+            const bool same = held && held->version == f.version && held->sum == f.sum;
+            if (held && (held->version > f.version || (same && held->newest_through >= newest_through))) {
                 write_parts();
-                f.held = held->version == f.version;
+                f.held = same;
                 continue;
             }
             if (parts.empty()) {

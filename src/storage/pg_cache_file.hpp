@@ -120,8 +120,12 @@ public:
     // never a wrong read: the file is read, and checked, when the page is.
     void mark_filed(page_no page, std::uint64_t txn) noexcept {
         chunk* c = const_cast<chunk*>(chunk_of(page));
-        if (c && c->txn[page % chunk_pages].load(std::memory_order_relaxed) == txn)
-            c->filed[page % chunk_pages / 32].fetch_or(filed_bit(page), std::memory_order_relaxed);
+        if (!c || c->txn[page % chunk_pages].load(std::memory_order_acquire) != txn) return;
+        std::atomic<std::uint32_t>& word = c->filed[page % chunk_pages / 32];
+        word.fetch_or(filed_bit(page), std::memory_order_acq_rel);
+        // A commit's set() between the load and the mark: taken back.
+        if (c->txn[page % chunk_pages].load(std::memory_order_acquire) != txn)
+            word.fetch_and(~filed_bit(page), std::memory_order_acq_rel);
     }
     bool filed(page_no page) const noexcept {
         const chunk* c = chunk_of(page);
@@ -166,6 +170,7 @@ struct pg_cache_counters {
     std::uint64_t file_rejects = 0;    // slots of this store's page that failed C1 or C4
     std::uint64_t file_writes = 0;     // slots written
     std::uint64_t file_write_errors = 0;  // slots not written (disk full, I/O error): only a later miss
+    std::uint64_t file_runs_read = 0;     // runs of slots read before a fetch's were written (not where holes)
     std::uint64_t zero_pages = 0;      // pages the version map showed never written: zeros, no query
     std::uint64_t round_trips = 0;     // statements sent on both connections since open (the open's own included)
 };
@@ -205,6 +210,7 @@ public:
     };
     struct put_counts {
         std::uint64_t written = 0, failed = 0;
+        std::uint64_t runs_read = 0;  // runs whose old slots were read (none where the file has holes)
     };
     // One caller at a time (a store's fetch thread): it reuses one buffer.
     put_counts put_fetched(const pg_cache_key& key, std::span<fetched_page> fetched,

@@ -241,7 +241,7 @@ private:
 // What pg_cache_counters reports, counted from any thread (fault handlers too).
 struct pg_store::fetch_counters {
     std::atomic<std::uint64_t> server_fetches{0}, pages_fetched{0}, memory_hits{0}, file_hits{0}, file_rejects{0},
-        file_writes{0}, file_write_errors{0}, zero_pages{0};
+        file_writes{0}, file_write_errors{0}, file_runs_read{0}, zero_pages{0};
     static void add(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
         c.fetch_add(n, std::memory_order_relaxed);
     }
@@ -582,6 +582,7 @@ struct pg_store::fetcher {
                     if (u.held) store.versions_->mark_filed(u.page, u.version);
                 fetch_counters::add(store.counters_->file_writes, counts.written);
                 fetch_counters::add(store.counters_->file_write_errors, counts.failed);
+                fetch_counters::add(store.counters_->file_runs_read, counts.runs_read);
             } catch (const std::bad_alloc&) {
                 fetch_counters::add(store.counters_->file_write_errors, unwritten.size());  // only later misses
             }
@@ -1005,7 +1006,8 @@ pg_cache_counters pg_store::cache_counters() const noexcept {
     const fetch_counters& c = *counters_;
     auto get = [](const std::atomic<std::uint64_t>& v) { return v.load(std::memory_order_relaxed); };
     return {get(c.server_fetches), get(c.pages_fetched), get(c.memory_hits),       get(c.file_hits),
-            get(c.file_rejects),   get(c.file_writes),   get(c.file_write_errors), get(c.zero_pages),
+            get(c.file_rejects),   get(c.file_writes),   get(c.file_write_errors), get(c.file_runs_read),
+            get(c.zero_pages),
             control_->round_trips() + (fetcher_ ? fetcher_->conn->round_trips() : 0)};
 }
 
