@@ -49,8 +49,12 @@ std::uint64_t crc32c_words(std::uint64_t c, const unsigned char* p, std::size_t 
 // load time).
 using shift_table = std::array<std::array<std::uint32_t, 256>, 4>;
 
+// The 32 single-bit registers shifted; as a matrix over GF(2), column i is
+// where bit i goes.
+using gf2_matrix = std::array<std::uint32_t, 32>;
+
 // The table from the 32 single-bit registers shifted.
-constexpr shift_table table_from_bits(const std::uint32_t (&bit)[32]) noexcept {
+constexpr shift_table table_from_bits(const gf2_matrix& bit) noexcept {
     shift_table t{};
     for (int k = 0; k < 4; ++k)
         for (std::uint32_t b = 0; b < 256; ++b)
@@ -94,23 +98,37 @@ const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
 __attribute__((target("sse4.2")))
 shift_table make_stripe_shift() noexcept {
     static constexpr unsigned char zeros[stripe] = {};
-    std::uint32_t bit[32];
+    gf2_matrix bit;
     for (int i = 0; i < 32; ++i)
         bit[i] = static_cast<std::uint32_t>(crc32c_words(std::uint32_t{1} << i, zeros, stripe / 8));
     return table_from_bits(bit);
 }
 const shift_table kStripeShift = kHaveSse42 ? make_stripe_shift() : shift_table{};
 
-// A page's shift, made by the compiler (bit by bit, the register alone):
-// crc32c_extend_by_page may run before this file's initializers would.
+// A page's shift, made by the compiler (crc32c_extend_by_page may run
+// before this file's initializers would): one zero byte's shift, squared
+// 12 times for 4,096 bytes (a loop over every bit of the page passes
+// clang's constexpr step limit). m times v:
+constexpr std::uint32_t times(const gf2_matrix& m, std::uint32_t v) noexcept {
+    std::uint32_t r = 0;
+    for (int i = 0; i < 32; ++i)
+        if (v >> i & 1) r ^= m[i];
+    return r;
+}
+
 constexpr shift_table make_page_shift() noexcept {
-    std::uint32_t bit[32] = {};
+    gf2_matrix m{};
     for (int i = 0; i < 32; ++i) {
         std::uint32_t c = std::uint32_t{1} << i;
-        for (int step = 0; step < 4096 * 8; ++step) c = (c >> 1) ^ (kPolynomial & (0u - (c & 1u)));
-        bit[i] = c;
+        for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (kPolynomial & (0u - (c & 1u)));
+        m[i] = c;
     }
-    return table_from_bits(bit);
+    for (int doubled = 0; doubled < 12; ++doubled) {  // 1 byte, 2, 4, ..., 4,096
+        gf2_matrix twice{};
+        for (int i = 0; i < 32; ++i) twice[i] = times(m, m[i]);
+        m = twice;
+    }
+    return table_from_bits(m);
 }
 constexpr shift_table kPageShift = make_page_shift();
 
