@@ -274,7 +274,12 @@ pg_cache_slot_header pg_cache_file::header_for(const pg_cache_key& key, page_no 
 
 bool pg_cache_file::put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
                         const std::byte* image) const noexcept {
-    pg_cache_slot_header h = header_for(key, page, version, newest_through, page_checksum(image, page_size), image);
+    return put(key, page, version, newest_through, page_checksum(image, page_size), image);
+}
+
+bool pg_cache_file::put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
+                        std::uint32_t sum, const std::byte* image) const noexcept {
+    pg_cache_slot_header h = header_for(key, page, version, newest_through, sum, image);
     iovec parts[2] = {{&h, sizeof h}, {const_cast<std::byte*>(image), page_size}};
     // One call per slot: another process's write of the same slot may still
     // interleave with it, which C1 turns into a miss.

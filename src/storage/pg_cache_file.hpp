@@ -218,6 +218,9 @@ public:
     // Writes one slot (C3): false if the write failed (the slot is then a miss).
     bool put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
              const std::byte* image) const noexcept;
+    // The same, for an image whose page_checksum is known (`sum`): no pass over it.
+    bool put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
+             std::uint32_t sum, const std::byte* image) const noexcept;
     // Every slot of store `key` against the server's versions of store
     // `name` (C2, C3): one line per finding.
     std::vector<std::string> check_against(const pg_cache_key& key, pg_connection& conn, const std::string& name,

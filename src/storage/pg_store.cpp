@@ -954,10 +954,10 @@ void pg_store::open_cache_file() {
     key_.row = std::uint64_t(store_key_);
 }
 
-void pg_store::write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
+void pg_store::write_slot(page_no page, std::uint64_t version, std::uint32_t sum,
                           const std::byte* image) const noexcept {
     if (!file_) return;
-    if (file_->put(key_, page, version, newest_through, image)) {
+    if (file_->put(key_, page, version, version, sum, image)) {
         fetch_counters::add(counters_->file_writes);
         versions_->mark_filed(page, version);
     } else {
@@ -986,14 +986,16 @@ void pg_store::remember_images(std::span<const page_image> pages, std::span<cons
     for (const auto& p : pages) {
         std::memcpy(copy.data(), p.data, page_size);  // outside the slot's lock: p.data may be a store page
         cache_->replace(p.page, copy.data());
-        versions_->set(p.page, txn, page_checksum(copy.data(), page_size));
-        write_slot(p.page, txn, txn, copy.data());
+        const std::uint32_t sum = page_checksum(copy.data(), page_size);
+        versions_->set(p.page, txn, sum);
+        write_slot(p.page, txn, sum, copy.data());
     }
     for (page_no page : spilled_only) {
         read_failure why;
         const bool read = read_spilled(page, copy.data(), &why) == spilled_read::read;
-        versions_->set(page, txn, read ? page_checksum(copy.data(), page_size) : 0);  // 0: no slot matches
-        if (read) write_slot(page, txn, txn, copy.data());
+        const std::uint32_t sum = read ? page_checksum(copy.data(), page_size) : 0;  // 0: no slot matches
+        versions_->set(page, txn, sum);
+        if (read) write_slot(page, txn, sum, copy.data());
     }
 }
 

@@ -249,8 +249,8 @@ private:
     void remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only, std::uint64_t txn);
     std::vector<std::string> check_cache_file() const;
     std::vector<std::string> check_rows() const;  // check()'s, in its one-snapshot transaction
-    void write_slot(page_no page, std::uint64_t version, std::uint64_t newest_through,
-                    const std::byte* image) const noexcept;
+    // A committed image (`sum` its page_checksum) into the cache file, as newest through its commit.
+    void write_slot(page_no page, std::uint64_t version, std::uint32_t sum, const std::byte* image) const noexcept;
 
     pg_address address_;
     options opts_;

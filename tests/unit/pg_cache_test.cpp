@@ -493,6 +493,15 @@ TEST_F(PgCacheTest, AStoreTakenBackInTimeIsNotServedItsOldFuture) {
     }
     EXPECT_EQ(r->cache_counters().file_hits, 0u);
     EXPECT_EQ(r->cache_counters().file_rejects, pages);
+    // Its fetches replaced the slots of the old commit 2 (same number,
+    // another sum: C2), so the next reader finds the new ones there.
+    wait_for_file_writes(*r);
+    auto next = open(true);
+    for (storage::page_no p = 0; p < pages; ++p) {
+        next->read_page(p, page.data());
+        EXPECT_EQ(page[0], std::byte{9}) << "page " << p;
+    }
+    EXPECT_EQ(next->cache_counters().file_hits, pages);
 }
 
 // A cache file that cannot be one: /dev/null behind a symlink serves nothing
