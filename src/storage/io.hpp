@@ -91,4 +91,9 @@ std::string resolve_store_path(const std::string& path);
 // The real file system. Lives for the whole process.
 env& posix_env();
 
+// The read-ahead of the block device that holds the file open as `fd`, in
+// bytes: /sys/dev/block/MAJOR:MINOR/queue/read_ahead_kb, or its parent's for
+// a partition; 0 where there is none (overlay and network file systems).
+std::uint64_t device_read_ahead_of(int fd) noexcept;
+
 }  // namespace steppe::storage

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "storage/checksum.hpp"
+#include "storage/io.hpp"
 #include "storage/pg_connection.hpp"
 
 namespace steppe::storage {
@@ -175,7 +176,7 @@ std::unique_ptr<pg_cache_file> pg_cache_file::open(const std::string& path, std:
             // of the slots after each (zeros, in a file still mostly holes)
             // was a fifth of a cold fetch thread's time. Only advice: no error.
             ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-            return std::unique_ptr<pg_cache_file>(new pg_cache_file(fd, path, slots));
+            return std::unique_ptr<pg_cache_file>(new pg_cache_file(fd, path, slots, device_read_ahead_of(fd)));
         case header_state::foreign:
             ::close(fd);
             why = path + " is not a steppe page cache file (it does not begin with \"steppe pgcache\"); it is left "
@@ -225,12 +226,16 @@ bool same_store(const pg_cache_slot_header& h, const pg_cache_key& key) noexcept
 }  // namespace
 
 pg_cache_file::lookup pg_cache_file::find(const pg_cache_key& key, page_no page, std::uint64_t snapshot,
-                                          const pg_version_map& versions, std::byte* out) const noexcept {
+                                          const pg_version_map& versions, std::byte* out,
+                                          bool read_around) const noexcept {
     pg_cache_slot_header h;
     iovec parts[2] = {{&h, sizeof h}, {out, page_size}};
+    const off_t at = offset_of(key, page);
     // preadv is a plain system call (no allocation, no lock): as safe in a
     // fault handler as pread. A short read is a slot past a truncated end.
-    if (::preadv(fd_, parts, 2, offset_of(key, page)) != ssize_t(pg_cache_slot_size)) return lookup::absent;
+    const slot_read r = read_around ? read_cached(parts, at) : slot_read::uncached;
+    if (r == slot_read::hole || (r == slot_read::uncached && ::preadv(fd_, parts, 2, at) != ssize_t(pg_cache_slot_size)))
+        return lookup::absent;
     if (h.page != page || !same_store(h, key)) return lookup::absent;  // a filter; only the check below is trusted
     // C1: torn, damaged or mixed, it is a miss.
     if (!slot_matches(h, out) || h.version == 0)
@@ -359,6 +364,36 @@ ssize_t pg_cache_file::read_held(std::byte* into, std::size_t size, off_t at) co
     const off_t data = ::lseek(fd_, past_first_block, SEEK_DATA);
     if ((data < 0 && errno == ENXIO) || data >= at + off_t(size)) return 0;  // ENXIO: no data from there on
     return ::pread(fd_, into, size, at);
+}
+
+// find()'s read with read-around: `cached` if the slot was in the page
+// cache (read into `parts`); `hole` if the file holds no data there (a file
+// still mostly holes: not read, which would make the kernel zero
+// page-cache pages for it, nor read around); else `uncached`, and the
+// kernel is asked for the cluster around the slot (read_around.hpp: sized
+// by how much of the clusters before was used), as file_store's
+// read_main_page does for the main file. A cold process that finds its
+// pages in the file then waits for the disk once a cluster, not once a
+// page (with POSIX_FADV_RANDOM, the kernel reads nothing around a page).
+pg_cache_file::slot_read pg_cache_file::read_cached(iovec* parts, off_t at) const noexcept {
+    const ssize_t n = ::preadv2(fd_, parts, 2, at, RWF_NOWAIT);
+    if (n == ssize_t(pg_cache_slot_size)) {
+        around_.hit(std::uint64_t(at));
+        return slot_read::cached;
+    }
+    if (n < 0 && errno != EAGAIN) return slot_read::uncached;  // no RWF_NOWAIT here: a plain read
+    // Every slot has bytes past the block it starts in (read_held).
+    const off_t past_first_block = (at + off_t(page_size) - 1) / off_t(page_size) * off_t(page_size);
+    const off_t data = ::lseek(fd_, past_first_block, SEEK_DATA);
+    if ((data < 0 && errno == ENXIO) || data >= at + off_t(pg_cache_slot_size)) return slot_read::hole;
+    const auto cluster = around_.miss(std::uint64_t(at));
+    (void)::posix_fadvise(fd_, off_t(cluster.start), off_t(cluster.bytes), POSIX_FADV_WILLNEED);
+    return slot_read::uncached;
+}
+
+void pg_cache_file::will_need(const pg_cache_key& key, std::span<const page_no> pages) const noexcept {
+    for (page_no page : pages)
+        (void)::posix_fadvise(fd_, offset_of(key, page), off_t(pg_cache_slot_size), POSIX_FADV_WILLNEED);
 }
 
 std::vector<std::string> pg_cache_file::check_against(const pg_cache_key& key, pg_connection& conn,

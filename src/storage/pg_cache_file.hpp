@@ -56,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/read_around.hpp"
 #include "storage/storage.hpp"
 
 namespace steppe::storage {
@@ -191,9 +192,14 @@ public:
 
     enum class lookup { hit, absent, rejected };
     // Page `page` of store `key` at `snapshot` into `out`, if a slot holds
-    // it (C1, C4); `out` may be overwritten on a miss. Async-signal-safe.
+    // it (C1, C4); `out` may be overwritten on a miss. With `read_around`, a
+    // slot not in the page cache brings the slots around it in (a fault's
+    // read; read_cached). Async-signal-safe.
     lookup find(const pg_cache_key& key, page_no page, std::uint64_t snapshot, const pg_version_map& versions,
-                std::byte* out) const noexcept;
+                std::byte* out, bool read_around = false) const noexcept;
+    // Asks the kernel for the slots of `pages` of store `key`, to be read
+    // by find() soon (read-ahead's hints, many at once). Only advice.
+    void will_need(const pg_cache_key& key, std::span<const page_no> pages) const noexcept;
     // Writes what a fetch at snapshot `newest_through` returned (C3), in
     // any order (runs of consecutive pages go together), except where a
     // page's slot holds, soundly, a newer version or the same one known
@@ -230,8 +236,11 @@ public:
     std::uint64_t slot_count() const noexcept { return slots_; }
 
 private:
-    pg_cache_file(int fd, std::string path, std::uint64_t slots) : fd_(fd), path_(std::move(path)), slots_(slots) {}
+    pg_cache_file(int fd, std::string path, std::uint64_t slots, std::uint64_t device_read_ahead)
+        : fd_(fd), path_(std::move(path)), slots_(slots), around_(device_read_ahead) {}
     off_t offset_of(const pg_cache_key& key, page_no page) const noexcept;
+    enum class slot_read { cached, hole, uncached };
+    slot_read read_cached(iovec* parts, off_t at) const noexcept;
     ssize_t read_held(std::byte* into, std::size_t size, off_t at) const noexcept;
     static pg_cache_slot_header header_for(const pg_cache_key& key, page_no page, std::uint64_t version,
                                            std::uint64_t newest_through, std::uint32_t sum,
@@ -240,6 +249,7 @@ private:
     int fd_;
     std::string path_;
     std::uint64_t slots_;
+    mutable read_around around_;  // find()'s clusters, judged by their use
     // put_fetched's: a run's slots are read whole and written in one
     // pwritev, two parts a slot, so at most IOV_MAX (1024) parts.
     static constexpr std::size_t max_run = 256;

@@ -364,16 +364,20 @@ struct pg_store::fetcher {
     // might save (a fault still brings its own cluster). Up to
     // pages_per_query a query: one round trip for a fault's worth of hints.
     bool serve_ahead() {
-        std::vector<page_no> pages;
+        std::vector<page_no> asked, pages;
         // The epoch before the snapshot (see cache::put).
         const std::uint64_t epoch = store.cache_->epoch.load(std::memory_order_acquire);
         const std::uint64_t snapshot = store.snapshot_.load(std::memory_order_acquire);
         for (auto& slot : ahead) {
             const std::uint64_t v = slot.exchange(0, std::memory_order_acq_rel);
-            if (v != 0 && v - 1 < store.pages_.load(std::memory_order_relaxed) && !store.cache_->contains(v - 1) &&
-                !ahead_from_file(v - 1, epoch, snapshot))
-                pages.push_back(v - 1);
+            if (v != 0 && v - 1 < store.pages_.load(std::memory_order_relaxed) && !store.cache_->contains(v - 1))
+                asked.push_back(v - 1);
         }
+        // The file's slots are all asked for before the first is read: the
+        // disk reads them together, not one after another.
+        if (store.file_) store.file_->will_need(store.key_, asked);
+        for (page_no page : asked)
+            if (!ahead_from_file(page, epoch, snapshot)) pages.push_back(page);
         std::sort(pages.begin(), pages.end());
         pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
         for (std::size_t at = 0; at < pages.size(); at += pages_per_query) {
@@ -867,7 +871,7 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
         // own, out of the memory cache.
         const std::uint64_t epoch = cache_->epoch.load(std::memory_order_acquire);
         const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
-        switch (from_caches(page, snapshot, out)) {
+        switch (from_caches(page, snapshot, out, read_around)) {
         case pg_cache_file::lookup::hit:
             return true;
         case pg_cache_file::lookup::rejected:  // counted once a read (the fetch thread looks again)
@@ -890,12 +894,13 @@ bool pg_store::read_version(page_no page, std::byte* out, read_failure* why, boo
     }
 }
 
-pg_cache_file::lookup pg_store::from_caches(page_no page, std::uint64_t snapshot, std::byte* out) const noexcept {
+pg_cache_file::lookup pg_store::from_caches(page_no page, std::uint64_t snapshot, std::byte* out,
+                                            bool read_around) const noexcept {
     if (cache_->find(page, out)) {
         fetch_counters::add(counters_->memory_hits);
     } else if (!file_) {
         return pg_cache_file::lookup::absent;
-    } else if (const auto found = file_->find(key_, page, snapshot, *versions_, out);
+    } else if (const auto found = file_->find(key_, page, snapshot, *versions_, out, read_around);
                found != pg_cache_file::lookup::hit) {
         return found;
     } else {

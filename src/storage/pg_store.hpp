@@ -238,7 +238,8 @@ private:
     // `page` from the memory cache or the cache file (C4 at `snapshot`), a
     // hit counted, and a use for the clusters' judgement (worth_).
     // Async-signal-safe.
-    pg_cache_file::lookup from_caches(page_no page, std::uint64_t snapshot, std::byte* out) const noexcept;
+    pg_cache_file::lookup from_caches(page_no page, std::uint64_t snapshot, std::byte* out,
+                                      bool read_around = false) const noexcept;
     bool named_version(page_no page, std::uint64_t txn, std::uint64_t snapshot) const noexcept;
     enum class spilled_read { absent, read, failed };
     spilled_read read_spilled(page_no page, std::byte* out, read_failure* why) const noexcept;

@@ -29,6 +29,19 @@
 
 namespace steppe::storage {
 
+std::uint64_t device_read_ahead_of(int fd) noexcept {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return 0;
+    const std::string dev =
+        "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+    for (const char* tail : {"/queue/read_ahead_kb", "/../queue/read_ahead_kb"}) {
+        std::ifstream f(dev + tail);
+        std::uint64_t kib = 0;
+        if (f >> kib) return kib << 10;
+    }
+    return 0;
+}
+
 namespace {
 
 class posix_file final : public file {
@@ -111,20 +124,7 @@ public:
         (void)::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_WILLNEED);
     }
 
-    // /sys/dev/block/MAJOR:MINOR/queue/read_ahead_kb, or its parent's for a
-    // partition; 0 where there is none (overlay and network file systems).
-    std::uint64_t device_read_ahead() const noexcept override {
-        struct stat st;
-        if (::fstat(fd_, &st) != 0) return 0;
-        const std::string dev = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                                std::to_string(minor(st.st_dev));
-        for (const char* tail : {"/queue/read_ahead_kb", "/../queue/read_ahead_kb"}) {
-            std::ifstream f(dev + tail);
-            std::uint64_t kib = 0;
-            if (f >> kib) return kib << 10;
-        }
-        return 0;
-    }
+    std::uint64_t device_read_ahead() const noexcept override { return device_read_ahead_of(fd_); }
 
     std::uint64_t size() override {
         struct stat st;

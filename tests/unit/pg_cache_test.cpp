@@ -12,6 +12,7 @@
 #include <steppe/steppe.hpp>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -680,6 +681,105 @@ TEST_F(PgCacheTest, FaultsAreServedFromTheFileWhileTheServerIsDown) {
     const int code = walker.exit_code();
     server->start();
     EXPECT_EQ(code, 0);
+}
+
+// The cache file's read-around (pg_cache_file::find): a fault's read of a
+// slot that is not in the page cache asks the kernel for the cluster of
+// slots around it, so a cold process waits for the disk once a cluster;
+// a read without read-around (open's, the fetch thread's) brings only its
+// slot; a slot never written (a hole) is not read around. What the kernel
+// holds is seen with mincore. No server: the file alone.
+class PgCacheFileTest : public ::testing::Test {
+protected:
+    static constexpr std::uint64_t slots = 1024;
+    void SetUp() override {
+        std::string why;
+        bool unusable = false;
+        file = storage::pg_cache_file::open(path, slots, why, unusable);
+        ASSERT_TRUE(file) << why;
+        key.server = 1;
+        key.row = 1;
+    }
+    // Every page's slot written (version 1), made durable and dropped from
+    // the page cache, as after a reboot.
+    void fill_and_drop() {
+        std::vector<std::byte> image(storage::page_size);
+        for (storage::page_no p = 0; p < slots; ++p) {
+            std::memset(image.data(), int(p % 251) + 1, image.size());
+            ASSERT_TRUE(file->put(key, p, 1, 1, image.data()));
+        }
+        drop();
+    }
+    void drop() const {
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        ASSERT_GE(fd, 0);
+        ASSERT_EQ(::fdatasync(fd), 0);
+        ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+        ::close(fd);
+    }
+    // The file's pages the page cache holds.
+    std::size_t cached() const {
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        EXPECT_GE(fd, 0);
+        struct stat st {};
+        EXPECT_EQ(::fstat(fd, &st), 0);
+        void* at = ::mmap(nullptr, std::size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+        ::close(fd);
+        EXPECT_NE(at, MAP_FAILED);
+        std::vector<unsigned char> in((std::size_t(st.st_size) + storage::page_size - 1) / storage::page_size);
+        EXPECT_EQ(::mincore(at, std::size_t(st.st_size), in.data()), 0);
+        ::munmap(at, std::size_t(st.st_size));
+        return std::size_t(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+    }
+    // The page cache's count once it has stopped growing (read-ahead is
+    // asynchronous): up to 2 s.
+    std::size_t cached_settled() const {
+        std::size_t before = cached();
+        for (int i = 0; i < 40; ++i) {
+            ::usleep(50'000);
+            const std::size_t now = cached();
+            if (now == before && i >= 3) return now;
+            before = now;
+        }
+        return before;
+    }
+    storage::pg_cache_file::lookup find(storage::page_no page, bool read_around) {
+        return file->find(key, page, 1, versions, image.data(), read_around);
+    }
+
+    test::temp_dir dir;
+    std::string path = dir.path("pg-pages");
+    std::unique_ptr<storage::pg_cache_file> file;
+    storage::pg_cache_key key{};
+    storage::pg_version_map versions;  // never loaded: slots are judged by their claims (C4)
+    std::vector<std::byte> image = std::vector<std::byte>(storage::page_size);
+};
+
+TEST_F(PgCacheFileTest, AFaultsMissBringsTheSlotsAroundItIn) {
+    fill_and_drop();
+    const std::size_t before = cached_settled();
+    ASSERT_EQ(find(900, false), storage::pg_cache_file::lookup::hit);
+    EXPECT_EQ(image[0], std::byte(900 % 251 + 1));
+    const std::size_t one = cached_settled();
+    EXPECT_LE(one - before, 3u) << "a read without read-around brings its slot (two blocks) alone";
+    ASSERT_EQ(find(300, true), storage::pg_cache_file::lookup::hit);
+    EXPECT_EQ(image[0], std::byte(300 % 251 + 1));
+    const std::size_t around = cached_settled();
+    EXPECT_GE(around - one, 30u) << "a fault's miss brings the 128 KiB cluster around its slot";
+    // The slots brought in read right, from the page cache.
+    for (storage::page_no p = 295; p < 305; ++p) {
+        ASSERT_EQ(find(p, true), storage::pg_cache_file::lookup::hit) << "page " << p;
+        EXPECT_EQ(image[100], std::byte(p % 251 + 1)) << "page " << p;
+    }
+}
+
+TEST_F(PgCacheFileTest, ASlotNeverWrittenIsNotReadAround) {
+    drop();
+    const std::size_t before = cached_settled();
+    for (storage::page_no p : {10, 500, 1000}) EXPECT_EQ(find(p, true), storage::pg_cache_file::lookup::absent);
+    // The kernel may make a hole's own two blocks zero pages while it
+    // answers RWF_NOWAIT; the 32 of a cluster around it, never.
+    EXPECT_LE(cached_settled() - before, 2u * 3) << "holes are not read around";
 }
 
 }  // namespace
