@@ -293,6 +293,28 @@ TEST_F(PgCacheTest, AFileCutShortUnderItsMarksCostsFetchesNotWrongPages) {
     EXPECT_TRUE(scan->check().empty());
 }
 
+// The same with the slots taken by another store's pages (two stores share
+// the file, and the other's commit covers every slot): the marks are stale,
+// every page still reads right, and the clusters fetch what the file lost
+// (a fault whose page is marked but not in the file clears its cluster's
+// marks).
+TEST_F(PgCacheTest, AnotherStoresPagesUnderOurMarksCostFetchesNotWrongPages) {
+    constexpr std::uint64_t many = 512;
+    auto a = filled_then_reader(many, "&cache_mib=1&cache_file_mib=3");  // 756 slots; 256 pages in memory
+    const auto first = read_shuffled(*a, many, std::byte{1}, 7);
+    wait_for_file_writes(*a);
+    {
+        auto b = open(false, file, name + "_b");
+        test::commit_filled(*b, 1, 800);
+        test::commit_filled(*b, 2, 800);  // 800 pages in 756 slots: every slot is b's now, other bytes
+    }
+    const auto second = read_shuffled(*a, many, std::byte{1}, 8);
+    EXPECT_GE(second.pages_fetched - first.pages_fetched, many - 256) << "all but what memory held";
+    EXPECT_LE(second.server_fetches - first.server_fetches, 2 * first.server_fetches);
+    EXPECT_TRUE(a->check().empty());
+    EXPECT_EQ(test::filled_problem(*open(true, file, name + "_b"), 2), "");
+}
+
 // C3, C4: a reader that cached every page at commit 1 keeps reading commit 1
 // after the writer's commit 2 rewrote the slots; a reader opened after it
 // reads commit 2; and one whose slots are older than a commit made by a
