@@ -352,24 +352,31 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
     return counts;
 }
 
-// put_fetched's read of the slots a run will write: nothing (0) where the
-// file has a hole there (a new file is mostly holes, and reading one makes
-// the kernel zero page-cache pages for it: an eighth of a fetch's time),
-// short past the end, -1 on an error: each a slot that holds nothing.
-// Slots are not block-aligned, so the block the run starts in may hold the
-// slot before it; every slot of the run has bytes past that block, so data
-// in none of them means no slot of the run was written.
-ssize_t pg_cache_file::read_held(std::byte* into, std::size_t size, off_t at) const noexcept {
+// Whether the slots in [at, at + size) may hold data: false where the file
+// has a hole there (a new file is mostly holes, and reading one makes the
+// kernel zero page-cache pages for it: an eighth of a fetch's time) or
+// ends before. Slots are not block-aligned, so the block the first starts
+// in may hold the slot before it; every slot has bytes past that block, so
+// data in none of them means none was written. An lseek error other than
+// "no data from there on" says nothing: the slots are read.
+bool pg_cache_file::may_hold_data(off_t at, std::size_t size) const noexcept {
     const off_t past_first_block = (at + off_t(page_size) - 1) / off_t(page_size) * off_t(page_size);
     const off_t data = ::lseek(fd_, past_first_block, SEEK_DATA);
-    if ((data < 0 && errno == ENXIO) || data >= at + off_t(size)) return 0;  // ENXIO: no data from there on
-    return ::pread(fd_, into, size, at);
+    return !((data < 0 && errno == ENXIO) || data >= at + off_t(size));
+}
+
+// put_fetched's read of the slots a run will write: nothing (0) where they
+// hold no data, short past the end, -1 on an error: each a slot that holds
+// nothing.
+ssize_t pg_cache_file::read_held(std::byte* into, std::size_t size, off_t at) const noexcept {
+    return may_hold_data(at, size) ? ::pread(fd_, into, size, at) : 0;
 }
 
 // find()'s read with read-around: `cached` if the slot was in the page
 // cache (read into `parts`); `hole` if the file holds no data there (a file
-// still mostly holes: not read, which would make the kernel zero
-// page-cache pages for it, nor read around); else `uncached`, and the
+// still mostly holes: neither read nor read around; the kernel may still
+// make the slot's own two blocks zero pages while it answers RWF_NOWAIT);
+// else `uncached`, and the
 // kernel is asked for the cluster around the slot (read_around.hpp: sized
 // by how much of the clusters before was used), as file_store's
 // read_main_page does for the main file. A cold process that finds its
@@ -382,10 +389,7 @@ pg_cache_file::slot_read pg_cache_file::read_cached(iovec* parts, off_t at) cons
         return slot_read::cached;
     }
     if (n < 0 && errno != EAGAIN) return slot_read::uncached;  // no RWF_NOWAIT here: a plain read
-    // Every slot has bytes past the block it starts in (read_held).
-    const off_t past_first_block = (at + off_t(page_size) - 1) / off_t(page_size) * off_t(page_size);
-    const off_t data = ::lseek(fd_, past_first_block, SEEK_DATA);
-    if ((data < 0 && errno == ENXIO) || data >= at + off_t(pg_cache_slot_size)) return slot_read::hole;
+    if (!may_hold_data(at, pg_cache_slot_size)) return slot_read::hole;
     const auto cluster = around_.miss(std::uint64_t(at));
     (void)::posix_fadvise(fd_, off_t(cluster.start), off_t(cluster.bytes), POSIX_FADV_WILLNEED);
     return slot_read::uncached;

@@ -241,6 +241,7 @@ private:
     off_t offset_of(const pg_cache_key& key, page_no page) const noexcept;
     enum class slot_read { cached, hole, uncached };
     slot_read read_cached(iovec* parts, off_t at) const noexcept;
+    bool may_hold_data(off_t at, std::size_t size) const noexcept;
     ssize_t read_held(std::byte* into, std::size_t size, off_t at) const noexcept;
     static pg_cache_slot_header header_for(const pg_cache_key& key, page_no page, std::uint64_t version,
                                            std::uint64_t newest_through, std::uint32_t sum,

@@ -795,6 +795,48 @@ TEST_F(PgCacheFileTest, AFaultsMissBringsTheSlotsAroundItIn) {
     }
 }
 
+// From outside, under read-around: a byte flipped in one slot's image
+// makes that page a rejected slot and no other; a file cut short in the
+// middle of a slot leaves the slots before the cut hits and every other a
+// miss; nothing read is another page's image.
+TEST_F(PgCacheFileTest, DamagedOrCutShortUnderReadAroundAreMissesOnly) {
+    fill_and_drop();
+    const off_t slot_at = off_t(storage::pg_cache_header_size + 100 * storage::pg_cache_slot_size);
+    {
+        const int fd = ::open(path.c_str(), O_RDWR);
+        ASSERT_GE(fd, 0);
+        unsigned char b = 0;
+        ASSERT_EQ(::pread(fd, &b, 1, slot_at + 1000), 1);
+        b ^= 0x5a;
+        ASSERT_EQ(::pwrite(fd, &b, 1, slot_at + 1000), 1);
+        ::close(fd);
+    }
+    drop();
+    std::uint64_t hits = 0, rejected = 0;
+    for (storage::page_no p = 0; p < slots; ++p) {
+        const auto found = find(p, true);
+        if (found == storage::pg_cache_file::lookup::hit) {
+            ++hits;
+            EXPECT_EQ(image[4000], std::byte(p % 251 + 1)) << "page " << p;
+        }
+        if (found == storage::pg_cache_file::lookup::rejected) ++rejected;
+    }
+    EXPECT_EQ(rejected, 1u);
+    EXPECT_EQ(hits, slots - 1);
+    ASSERT_EQ(::truncate(path.c_str(), slot_at + off_t(storage::pg_cache_slot_size / 2)), 0);  // slot 100 cut
+    drop();
+    hits = 0;
+    for (storage::page_no p = 0; p < slots; ++p) {
+        const auto found = find(p, true);
+        EXPECT_NE(found, storage::pg_cache_file::lookup::rejected) << "page " << p << ": a cut slot is absent";
+        if (found == storage::pg_cache_file::lookup::hit) {
+            ++hits;
+            EXPECT_EQ(image[4000], std::byte(p % 251 + 1)) << "page " << p;
+        }
+    }
+    EXPECT_EQ(hits, 100u) << "the slots before the cut";
+}
+
 TEST_F(PgCacheFileTest, ASlotNeverWrittenIsNotReadAround) {
     drop();
     const std::size_t before = cached_settled();
