@@ -230,6 +230,7 @@ private:
     loaded_versions load_versions(pg_connection& conn);
     void verify_versions(const loaded_versions& loaded);
     void collect();
+    void vacuum_after_bulk_load() noexcept;
     bool read_version(page_no page, std::byte* out, read_failure* why, bool read_around,
                       bool with_pending) const noexcept;
     // P6: whether `txn` (0: none) is the version of `page` at `snapshot` the
