@@ -18,14 +18,49 @@
 // make an arena); refuse_mapping_lock is not, and runs only at open.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <string>
+#include <utility>
 
 namespace steppe::common {
 
 // mmap(nullptr, bytes, prot, flags, fd, offset), then munlock of the result;
 // MAP_FAILED (errno set) when the mmap fails.
 void* map_sparse(std::size_t bytes, int prot, int flags, int fd = -1, long offset = 0) noexcept;
+
+// `count` T's in a sparse mapping (map_sparse, NORESERVE), each all zero
+// bytes until written: memory only for the pages touched, and none zeroed
+// at construction (a table as large as the resident budget would be a
+// memset of megabytes at every open). T's all-zero bytes must be its empty
+// value (integers, std::atomic of them). mapped() is false when the mmap
+// failed.
+template <class T>
+class sparse_array {
+public:
+    sparse_array() = default;
+    explicit sparse_array(std::size_t count) noexcept : bytes_(count * sizeof(T)) {
+        void* p = map_sparse(bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+        if (p != MAP_FAILED) items_ = static_cast<T*>(p);
+    }
+    ~sparse_array() {
+        if (items_) ::munmap(items_, bytes_);
+    }
+    sparse_array(sparse_array&& other) noexcept
+        : items_(std::exchange(other.items_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+    sparse_array& operator=(sparse_array&& other) noexcept {
+        std::swap(items_, other.items_);
+        std::swap(bytes_, other.bytes_);
+        return *this;
+    }
+    bool mapped() const noexcept { return items_ != nullptr; }
+    T& operator[](std::size_t i) const noexcept { return items_[i]; }
+
+private:
+    T* items_ = nullptr;
+    std::size_t bytes_ = 0;
+};
 
 // Throws errc::unsupported naming `path` when a new mapping of this process
 // is made resident by the mmap (mlockall with MCL_FUTURE and without

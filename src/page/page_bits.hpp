@@ -8,11 +8,8 @@
 
 #include "common/sparse_mapping.hpp"
 
-#include <sys/mman.h>
-
 #include <atomic>
 #include <cstdint>
-#include <utility>
 
 namespace steppe::page {
 
@@ -20,22 +17,9 @@ class page_bits {
 public:
     page_bits() = default;
     // Maps room for `pages` bits; mapped() is false when the mmap failed.
-    explicit page_bits(std::uint64_t pages) noexcept : bytes_(bytes_for(pages)) {
-        void* p = common::map_sparse(bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p != MAP_FAILED) words_ = static_cast<std::atomic<std::uint64_t>*>(p);
-    }
-    ~page_bits() {
-        if (words_) ::munmap(words_, bytes_);
-    }
-    page_bits(page_bits&& other) noexcept
-        : words_(std::exchange(other.words_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-    page_bits& operator=(page_bits&& other) noexcept {
-        std::swap(words_, other.words_);
-        std::swap(bytes_, other.bytes_);
-        return *this;
-    }
+    explicit page_bits(std::uint64_t pages) noexcept : words_(bytes_for(pages) / 8) {}
 
-    bool mapped() const noexcept { return words_ != nullptr; }
+    bool mapped() const noexcept { return words_.mapped(); }
     bool test(std::uint64_t page, std::memory_order order) const noexcept {
         return (words_[page / 64].load(order) & bit(page)) != 0;
     }
@@ -50,8 +34,7 @@ public:
 
 private:
     static std::uint64_t bit(std::uint64_t page) noexcept { return std::uint64_t{1} << (page % 64); }
-    std::atomic<std::uint64_t>* words_ = nullptr;
-    std::uint64_t bytes_ = 0;
+    common::sparse_array<std::atomic<std::uint64_t>> words_;
 };
 
 }  // namespace steppe::page

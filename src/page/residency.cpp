@@ -1,9 +1,6 @@
 #include "page/residency.hpp"
 
-#include "common/sparse_mapping.hpp"
-
 #include <steppe/error.hpp>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,16 +9,13 @@
 
 namespace steppe::page {
 
-residency::residency(std::uint64_t capacity) : capacity_(capacity) {
-    void* p = common::map_sparse(capacity * sizeof(std::uintptr_t), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
+residency::residency(std::uint64_t capacity) : slots_(capacity), capacity_(capacity) {
+    if (!slots_.mapped())
         throw error(errc::io, "mmap of the residency ring (" + std::to_string(capacity) + " entries) failed: " +
                                   std::strerror(errno));
-    slots_ = static_cast<std::atomic<std::uintptr_t>*>(p);
 }
 
-residency::~residency() { ::munmap(slots_, capacity_ * sizeof(std::uintptr_t)); }
+residency::~residency() = default;
 
 std::uint64_t residency::memory_bytes() const noexcept {
     const std::uint64_t written = std::min(head_.load(std::memory_order_relaxed), capacity_) * sizeof(std::uintptr_t);

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "common/sparse_mapping.hpp"
+
 namespace steppe::page {
 
 class residency {
@@ -66,7 +68,7 @@ private:
         return page;
     }
 
-    std::atomic<std::uintptr_t>* slots_;
+    common::sparse_array<std::atomic<std::uintptr_t>> slots_;
     std::uint64_t capacity_;
     std::atomic<std::uint64_t> head_{0}, tail_{0};
     std::atomic<std::uint64_t> unrecorded_{0};

@@ -20,9 +20,9 @@
 // first entry is overwritten: a lost mark, no harm.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <memory>
 
 #include "page/page_bits.hpp"
 
@@ -34,10 +34,12 @@ public:
     // persistent page number + 1. mapped() is false when an mmap failed.
     reuse_history(std::uint64_t capacity, std::uint64_t pages)
         : in_history_(pages), first_chance_(pages), second_chance_(pages), capacity_(capacity ? capacity : 1),
-          slots_(new std::atomic<std::uint64_t>[capacity_]()) {}
+          slots_(capacity_) {}
 
     static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "the fault path uses it");
-    bool mapped() const noexcept { return in_history_.mapped() && first_chance_.mapped() && second_chance_.mapped(); }
+    bool mapped() const noexcept {
+        return in_history_.mapped() && first_chance_.mapped() && second_chance_.mapped() && slots_.mapped();
+    }
     // The page left memory (dropped, or spilled and dropped): it has no
     // chance left (an evictor may drop a page without asking), and earns two
     // by coming back.
@@ -68,15 +70,18 @@ public:
                first_chance_.exchange(page, false, std::memory_order_relaxed);
     }
 
-    // The history ring's bytes (the bits are counted by the pager, as its
-    // other per-page bits: bits_per_page of them).
+    // The history ring's bytes, those written (the bits are counted by the
+    // pager, as its other per-page bits: bits_per_page of them).
     static constexpr int bits_per_page = 3;
-    std::uint64_t memory_bytes() const noexcept { return capacity_ * sizeof(std::uint64_t); }
+    std::uint64_t memory_bytes() const noexcept {
+        const std::uint64_t written = std::min(hand_.load(std::memory_order_relaxed), capacity_) * sizeof(std::uint64_t);
+        return (written + 4095) / 4096 * 4096;
+    }
 
 private:
     page_bits in_history_, first_chance_, second_chance_;
     std::uint64_t capacity_;
-    std::unique_ptr<std::atomic<std::uint64_t>[]> slots_;  // page + 1, 0: empty
+    common::sparse_array<std::atomic<std::uint64_t>> slots_;  // page + 1, 0: empty
     std::atomic<std::uint64_t> hand_{0};
 };
 

@@ -114,6 +114,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
     s->main_ = s->io_->open(s->path_, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
     s->around_.set_limit(s->main_->device_read_ahead());
+    s->read_small_file_whole();
     s->load_header();
     s->load_checksums();
     s->load_mark();
@@ -134,6 +135,17 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     return s;
 }
 
+// A main file no larger than the device's read-ahead is asked for whole at
+// open (posix_fadvise WILLNEED: the kernel reads it while the open goes
+// on), as the kernel reads around a mapped file's first fault: OO1 small's
+// cold traversal read 3 MB in 374 faults, a cluster at a time, in 8.4 ms;
+// 3.8 ms once the file was asked for at open. A larger file is read around its
+// faults by what they were worth (read_around.hpp).
+void file_store::read_small_file_whole() {
+    const std::uint64_t bytes = main_->size();
+    if (bytes <= main_->device_read_ahead()) main_->will_need(0, bytes);
+}
+
 // A reader beside a writer (or after one): the snapshot the reader table
 // publishes, registered in a slot before any file is read (invariant 5).
 // false when there is no usable table or its snapshot does not fit the
@@ -148,6 +160,7 @@ bool file_store::open_beside_writer() {
         lock_->lock_store_file();
         main_ = io_->open(path_, open_mode::read_only, opts_.file_mode);
         around_.set_limit(main_->device_read_ahead());
+        read_small_file_whole();
         for (int attempt = 0; attempt < 100; ++attempt) {
             snapshot_ = readers_->register_snapshot();
             snapshot_fit fit = load_snapshot();

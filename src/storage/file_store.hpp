@@ -150,9 +150,11 @@ private:
     void wait_for_readers_and_checkpoint();
     void reset_wal(std::uint64_t generation, std::uint64_t salt);
     void shrink_log();
-    // A reset log keeps this many log_growth steps of zeros (a few commits'
-    // worth) and gives the rest back.
-    static constexpr std::uint64_t retained_log_units = 4;
+    void read_small_file_whole();
+    // A reset log keeps this many log_growth steps (a session of small
+    // commits) and gives the rest back: every open reads all of the log
+    // (examine_tail), and 4 steps were most of a small store's cold open.
+    static constexpr std::uint64_t retained_log_units = 1;
     // What a page read that misses the page cache brings in around it
     // (read_around.hpp): sized by what it was worth so far.
     mutable read_around around_;

@@ -29,6 +29,7 @@
 #include "support/child.hpp"
 #include "support/expect_error.hpp"
 #include "support/filled_commits.hpp"
+#include "support/page_cache.hpp"
 #include "support/pg_fixture.hpp"
 #include "support/temp_dir.hpp"
 
@@ -732,39 +733,9 @@ protected:
         }
         drop();
     }
-    void drop() const {
-        const int fd = ::open(path.c_str(), O_RDONLY);
-        ASSERT_GE(fd, 0);
-        ASSERT_EQ(::fdatasync(fd), 0);
-        ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-        ::close(fd);
-    }
-    // The file's pages the page cache holds.
-    std::size_t cached() const {
-        const int fd = ::open(path.c_str(), O_RDONLY);
-        EXPECT_GE(fd, 0);
-        struct stat st {};
-        EXPECT_EQ(::fstat(fd, &st), 0);
-        void* at = ::mmap(nullptr, std::size_t(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
-        ::close(fd);
-        EXPECT_NE(at, MAP_FAILED);
-        std::vector<unsigned char> in((std::size_t(st.st_size) + storage::page_size - 1) / storage::page_size);
-        EXPECT_EQ(::mincore(at, std::size_t(st.st_size), in.data()), 0);
-        ::munmap(at, std::size_t(st.st_size));
-        return std::size_t(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
-    }
-    // The page cache's count once it has stopped growing (read-ahead is
-    // asynchronous): up to 2 s.
-    std::size_t cached_settled() const {
-        std::size_t before = cached();
-        for (int i = 0; i < 40; ++i) {
-            ::usleep(50'000);
-            const std::size_t now = cached();
-            if (now == before && i >= 3) return now;
-            before = now;
-        }
-        return before;
-    }
+    void drop() const { test::drop_from_page_cache(path); }
+    std::size_t cached() const { return test::cached_pages(path); }
+    std::size_t cached_settled() const { return test::cached_pages_settled(path); }
     storage::pg_cache_file::lookup find(storage::page_no page, bool read_around) {
         return file->find(key, page, 1, versions, image.data(), read_around);
     }

@@ -2,6 +2,7 @@
 // damaged files, each named after what it checks. The tests of what every
 // page store promises (AnyStoreTest) run on a file store and on a store in
 // a PostgreSQL server the test process starts (support/pg_server.hpp).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include "storage/storage.hpp"
 #include "storage/wal_format.hpp"
 #include "support/fault_env.hpp"
+#include "support/page_cache.hpp"
 #include "support/pg_server.hpp"
 #include "support/store_model.hpp"
 #include "support/temp_dir.hpp"
@@ -175,17 +177,55 @@ TEST_F(StorageTest, CheckpointCutsALogGrownByABigTransactionBackSoOpenReadsLittl
     s->commit(w, {});
     EXPECT_GE(s->describe().wal_file_bytes, 16u << 20);
     s->checkpoint();
-    EXPECT_LE(s->describe().wal_file_bytes, 4u << 20);
-    s->commit({w.data(), 1}, {});  // the cut log takes commits again
+    const std::uint64_t step = options{}.log_growth;  // 1 MiB: what every open reads of the log
+    EXPECT_EQ(s->describe().wal_file_bytes, step);
+    // The cut log takes a session of small commits without growing.
+    for (int i = 0; i < 20; ++i) s->commit({w.data() + 8 * i, 8}, {});
+    EXPECT_EQ(s->describe().wal_file_bytes, step);
     s.reset();
     s = open();
-    EXPECT_LE(s->describe().wal_file_bytes, 4u << 20);
+    EXPECT_EQ(s->describe().wal_file_bytes, step);
     std::vector<std::byte> out(page_size);
     for (page_no p : {page_no{1}, page_no{2000}, page_no{4000}}) {
         s->read_page(p, out.data());
         EXPECT_EQ(out, images[p - 1]) << "page " << p;
     }
     EXPECT_TRUE(s->check().empty());
+}
+
+// A main file no larger than the device's read-ahead is asked for whole at
+// open, so the first operation's faults find its pages in the page cache,
+// as a mapped file's first fault brings them for the mmap peers; the
+// kernel reads it while the open goes on. Seen from outside with mincore,
+// the file dropped from the page cache first, as after a reboot.
+TEST_F(StorageTest, AStoreSmallerThanTheDevicesReadAheadIsReadWholeAtOpen) {
+    constexpr page_no pages = 512;  // 2 MiB
+    {
+        auto s = open();
+        std::vector<std::byte> image = page_of('x');
+        std::vector<page_image> w;
+        for (page_no p = 0; p < pages; ++p) w.push_back({p, image.data()});
+        s->commit(w, {});
+        s->checkpoint();  // the pages in the main file
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    const std::uint64_t read_ahead = device_read_ahead_of(fd);
+    struct stat st {};
+    ASSERT_EQ(::fstat(fd, &st), 0);
+    ::close(fd);
+    if (read_ahead < std::uint64_t(st.st_size))
+        GTEST_SKIP() << "the device's read-ahead here is " << read_ahead << " bytes, under the store's " << st.st_size;
+    test::drop_from_page_cache(path);
+    const std::size_t file_pages = std::size_t(st.st_size) / page_size;
+    ASSERT_LT(test::cached_pages(path), file_pages / 4) << "dropped";
+    options o;
+    o.read_only = true;
+    auto s = open(o);
+    EXPECT_GE(test::cached_pages_settled(path), file_pages * 9 / 10) << "of " << file_pages;
+    std::vector<std::byte> out(page_size);
+    s->read_page(pages - 1, out.data());
+    EXPECT_EQ(out, page_of('x'));
 }
 
 TEST_P(AnyStoreTest, StoresSpanningManyChecksumGroups) {

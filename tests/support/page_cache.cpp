@@ -1,0 +1,53 @@
+#include "support/page_cache.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace steppe::test {
+
+void drop_from_page_cache(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0) << path;
+    EXPECT_EQ(::fdatasync(fd), 0);
+    EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    ::close(fd);
+}
+
+std::size_t cached_pages(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    EXPECT_GE(fd, 0) << path;
+    struct stat st {};
+    EXPECT_EQ(::fstat(fd, &st), 0);
+    const auto bytes = std::size_t(st.st_size);
+    if (bytes == 0) {
+        ::close(fd);
+        return 0;
+    }
+    void* at = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    EXPECT_NE(at, MAP_FAILED);
+    const auto page = std::size_t(::sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> in((bytes + page - 1) / page);
+    EXPECT_EQ(::mincore(at, bytes, in.data()), 0);
+    ::munmap(at, bytes);
+    return std::size_t(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+}
+
+std::size_t cached_pages_settled(const std::string& path) {
+    std::size_t before = cached_pages(path);
+    for (int i = 0; i < 40; ++i) {
+        ::usleep(50'000);
+        const std::size_t now = cached_pages(path);
+        if (now == before && i >= 3) return now;
+        before = now;
+    }
+    return before;
+}
+
+}  // namespace steppe::test
