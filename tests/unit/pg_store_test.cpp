@@ -133,6 +133,55 @@ TEST_F(PgStoreTest, PageImagesAreCompressedInTheirRowsWhereTheServerCan) {
     EXPECT_TRUE(s->check().empty());
 }
 
+// On a server without lz4 (built without it, or before PostgreSQL 14)
+// steppe's tables keep page images out of line, uncompressed, and a store
+// there works alike. Such a server is made here from this one: an event
+// trigger refuses "SET COMPRESSION lz4" with the error a server without
+// lz4 gives (0A000, "compression method lz4 not supported"). The tables are
+// made again, the usual way, by the next open after this test.
+TEST_F(PgStoreTest, OnAServerWithoutLz4ImagesStayOutOfLineAndServeAlike) {
+    server->sql("DROP TABLE IF EXISTS steppe_page, steppe_store, steppe_reader");
+    server->sql(
+        "CREATE OR REPLACE FUNCTION steppe_test_no_lz4() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF current_query() ILIKE '%COMPRESSION lz4%' THEN RAISE EXCEPTION 'compression method lz4 not supported' "
+        "USING ERRCODE = 'feature_not_supported'; END IF; END $$; "
+        "CREATE EVENT TRIGGER steppe_test_no_lz4 ON ddl_command_start WHEN TAG IN ('ALTER TABLE') "
+        "EXECUTE FUNCTION steppe_test_no_lz4()");
+    struct tables_back {
+        const test::pg_server& server;
+        ~tables_back() {
+            server.sql("DROP EVENT TRIGGER IF EXISTS steppe_test_no_lz4; DROP FUNCTION IF EXISTS steppe_test_no_lz4(); "
+                       "DROP TABLE IF EXISTS steppe_page, steppe_store, steppe_reader");
+        }
+    } back{*server};
+    std::vector<std::byte> noise(pages * storage::page_size);
+    std::uint64_t x = 0x2545f4914f6cdd1d;
+    for (auto& b : noise) b = std::byte((x = x * 6364136223846793005 + 1442695040888963407) >> 56);
+    {
+        auto s = open();
+        test::commit_filled(*s, 1, pages);
+        std::vector<storage::page_image> images;
+        for (std::uint64_t p = pages / 2; p < pages; ++p) images.push_back({p, noise.data() + p * storage::page_size});
+        s->commit(images, s->meta());
+    }
+    std::string column = server->sql(
+        "SELECT coalesce(to_jsonb(a) ->> 'attcompression', '') || attstorage::text FROM pg_attribute a "
+        "WHERE attrelid = 'steppe_page'::regclass AND attname = 'image'");
+    column.erase(column.find_last_not_of('\n') + 1);
+    EXPECT_EQ(column, "e") << "out of line, uncompressed";
+    auto s = open(true);
+    std::vector<std::byte> page(storage::page_size);
+    for (std::uint64_t p = 0; p < pages; ++p) {
+        s->read_page(p, page.data());
+        if (p < pages / 2)
+            EXPECT_EQ(page[100], std::byte{1}) << "page " << p;
+        else
+            EXPECT_EQ(std::memcmp(page.data(), noise.data() + p * storage::page_size, storage::page_size), 0)
+                << "page " << p;
+    }
+    EXPECT_TRUE(s->check().empty());
+}
+
 // A collection whose store the table's statistics have not seen (a bulk
 // load before autoanalyze ran; here autovacuum is off and the statistics
 // are of another store) ends at once. The planner took the store for one
