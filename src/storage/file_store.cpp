@@ -9,6 +9,8 @@
 //   6. describe and check
 #include "storage/file_store.hpp"
 
+#include "common/memory_limit.hpp"
+
 #include <steppe/error.hpp>
 
 #include <algorithm>
@@ -114,7 +116,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
     s->main_ = s->io_->open(s->path_, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
     s->around_.set_limit(s->main_->device_read_ahead());
-    s->read_small_file_whole();
+    s->plan_main_file_reads();
     s->load_header();
     s->load_checksums();
     s->load_mark();
@@ -135,15 +137,25 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     return s;
 }
 
-// A main file no larger than the device's read-ahead is asked for whole at
-// open (posix_fadvise WILLNEED: the kernel reads it while the open goes
-// on), as the kernel reads around a mapped file's first fault: OO1 small's
-// cold traversal read 3 MB in 374 faults, a cluster at a time, in 8.4 ms;
-// 3.8 ms once the file was asked for at open. A larger file is read around its
-// faults by what they were worth (read_around.hpp).
-void file_store::read_small_file_whole() {
+// How the main file is read, decided at open from its size:
+// - no larger than the device's read-ahead: asked for whole now
+//   (posix_fadvise WILLNEED; the kernel reads it while the open goes on),
+//   as a mapped file's first fault brings it for the mmap peers. OO1
+//   small's cold traversal read 3 MB in 374 faults, a cluster at a time,
+//   in 7.9 ms; 3.6 ms once the file was asked for at open;
+// - no larger than a sixteenth of the memory available: a miss's clusters
+//   start at the device's read-ahead, as the kernel reads around a mapped
+//   file's faults, and shrink if what they bring goes unused
+//   (read_around.hpp). OO1 large (38 MB): cold lookup 68 -> 52 ms, warm
+//   insert + commit 4.6 -> 2.2 ms (its pages came from the disk 128 KiB at
+//   a time); cold insert 28 -> 37 ms (its first faults wait for 8 MiB);
+// - larger: clusters start at 128 KiB and grow by use, since read-ahead
+//   past memory costs random reads their throughput (the CIDR 2022 mmap
+//   study).
+void file_store::plan_main_file_reads() {
     const std::uint64_t bytes = main_->size();
     if (bytes <= main_->device_read_ahead()) main_->will_need(0, bytes);
+    else if (bytes <= common::available_memory().available / 16) around_.start_at_limit();
 }
 
 // A reader beside a writer (or after one): the snapshot the reader table
@@ -160,7 +172,7 @@ bool file_store::open_beside_writer() {
         lock_->lock_store_file();
         main_ = io_->open(path_, open_mode::read_only, opts_.file_mode);
         around_.set_limit(main_->device_read_ahead());
-        read_small_file_whole();
+        plan_main_file_reads();
         for (int attempt = 0; attempt < 100; ++attempt) {
             snapshot_ = readers_->register_snapshot();
             snapshot_fit fit = load_snapshot();

@@ -150,7 +150,7 @@ private:
     void wait_for_readers_and_checkpoint();
     void reset_wal(std::uint64_t generation, std::uint64_t salt);
     void shrink_log();
-    void read_small_file_whole();
+    void plan_main_file_reads();
     // A reset log keeps this many log_growth steps (a session of small
     // commits) and gives the rest back: every open reads all of the log
     // (examine_tail), and 4 steps were most of a small store's cold open.

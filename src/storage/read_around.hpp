@@ -46,6 +46,10 @@ public:
         limit_ = std::bit_floor(std::clamp(bytes ? bytes : start_bytes, start_bytes, max_bytes));
     }
 
+    // Before the first miss: clusters start at the limit (a file that fits
+    // in memory, read around as the kernel reads around a mapped file).
+    void start_at_limit() noexcept { bytes_.store(limit_, std::memory_order_relaxed); }
+
     // A page read found the page at file offset `offset` in the page cache.
     void hit(std::uint64_t offset) noexcept {
         for (const cluster& c : recent_) {

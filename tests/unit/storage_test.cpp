@@ -193,6 +193,43 @@ TEST_F(StorageTest, CheckpointCutsALogGrownByABigTransactionBackSoOpenReadsLittl
     EXPECT_TRUE(s->check().empty());
 }
 
+// A main file larger than the device's read-ahead but well within the
+// memory available is read around a miss by the device's read-ahead from
+// the first miss on, as the kernel reads around a mapped file's faults;
+// before, the first clusters were 128 KiB, and a cold process waited for
+// the disk once for each. Seen with mincore after one page read.
+TEST_F(StorageTest, AStoreThatFitsInMemoryIsReadAroundByTheDevicesReadAhead) {
+    constexpr page_no pages = 4096;  // 16 MiB
+    {
+        auto s = open();
+        std::vector<std::byte> image = page_of('y');
+        std::vector<page_image> w;
+        for (page_no p = 0; p < pages; ++p) w.push_back({p, image.data()});
+        s->commit(w, {});
+        s->checkpoint();
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    const std::uint64_t read_ahead = std::min<std::uint64_t>(device_read_ahead_of(fd), 8 << 20);
+    struct stat st {};
+    ASSERT_EQ(::fstat(fd, &st), 0);
+    ::close(fd);
+    if (read_ahead < (1u << 20) || read_ahead >= std::uint64_t(st.st_size))
+        GTEST_SKIP() << "the device's read-ahead here is " << read_ahead << " bytes; this needs 1 MiB to "
+                     << st.st_size << " bytes";
+    test::drop_from_page_cache(path);
+    options o;
+    o.read_only = true;
+    auto s = open(o);
+    const std::size_t before = test::cached_pages_settled(path);
+    std::vector<std::byte> out(page_size);
+    read_failure why{};
+    ASSERT_TRUE(s->read_page_nothrow(pages / 2, out.data(), &why, true)) << why.message;
+    EXPECT_EQ(out, page_of('y'));
+    EXPECT_GE(test::cached_pages_settled(path) - before, read_ahead / page_size * 9 / 10)
+        << "one miss brings the device's read-ahead around it (" << read_ahead << " bytes)";
+}
+
 // A main file no larger than the device's read-ahead is asked for whole at
 // open, so the first operation's faults find its pages in the page cache,
 // as a mapped file's first fault brings them for the mmap peers; the
