@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace steppe::common {
@@ -38,6 +39,8 @@ void* map_sparse(std::size_t bytes, int prot, int flags, int fd = -1, long offse
 // failed.
 template <class T>
 class sparse_array {
+    static_assert(std::is_trivially_destructible_v<T>, "unmapped, never destroyed");
+
 public:
     sparse_array() = default;
     explicit sparse_array(std::size_t count) noexcept : bytes_(count * sizeof(T)) {

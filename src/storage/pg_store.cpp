@@ -44,8 +44,8 @@ namespace {
 constexpr std::byte zero_page[page_size]{};
 bool is_zero_version(std::size_t image_bytes, std::uint32_t sum) { return image_bytes == 0 && sum == 0; }
 
-// A commit of at least this many pages, and half the store or more, is a
-// bulk load: VACUUM follows it (vacuum_after_bulk_load).
+// Commits of at least this many pages, and half the store or more, since
+// the last VACUUM are a bulk load: VACUUM follows (vacuum_after_bulk_load).
 constexpr std::uint64_t bulk_load_pages = 1024;
 
 void copy_message(read_failure* why, errc code, const std::string& text) noexcept {
@@ -1277,7 +1277,8 @@ void pg_store::commit_pages(std::span<const page_image> pages, const meta_bytes&
     stats_.syncs++;
     collect_due_ += committed * page_size;
     if (collect_due_ >= opts_.checkpoint_bytes) try_checkpoint();
-    if (committed >= bulk_load_pages && committed * 2 >= count) vacuum_after_bulk_load();
+    vacuum_due_ += committed;
+    if (vacuum_due_ >= bulk_load_pages && vacuum_due_ * 2 >= count) vacuum_after_bulk_load();
 }
 
 void pg_store::spill(std::span<const page_image> pages) {
@@ -1367,17 +1368,21 @@ void pg_store::collect() {
     stats_.checkpoints++;
 }
 
-// A commit of half the store or more (an import, a first load, a
-// compaction's rewrite) leaves rows no VACUUM has seen: until autovacuum
-// comes (a minute or more after), every open's version map, an index-only
-// scan, fetches each row's heap tuple to learn it is visible. On OO1 huge
-// (93,717 pages) that query took 1,036 ms before VACUUM and 79 ms after.
-// VACUUM reads only the heap pages that are not all-visible yet, and
-// ANALYZE gives the planner the store's rows. Best effort: one that
-// fails (statement_timeout, the server gone; a role that does not own the
+// Commits of half the store or more since the last VACUUM (an import, a
+// first load, a load in chunks, a compaction's rewrite) leave rows no
+// VACUUM has seen: until autovacuum comes (a minute or more after), every
+// open's version map, an index-only scan, fetches each row's heap tuple to
+// learn it is visible. On OO1 huge (93,717 pages) that query took 1,036 ms
+// before VACUUM and 79 ms after. VACUUM reads only the heap pages that are
+// not all-visible yet. Best effort, and never a wait: SKIP_LOCKED passes
+// over a table another VACUUM or ANALYZE holds (another store's writer,
+// an autovacuum), TRUNCATE false takes no lock that would stop the
+// readers; one that fails (statement_timeout, the server gone, a server
+// before PostgreSQL 12 without the options; a role that does not own the
 // table gets a warning only) leaves it to autovacuum, as before.
 void pg_store::vacuum_after_bulk_load() noexcept {
-    if (PGresult* r = control_->try_exec("VACUUM (ANALYZE) steppe_page", {}, false)) PQclear(r);
+    vacuum_due_ = 0;
+    if (PGresult* r = control_->try_exec("VACUUM (SKIP_LOCKED, TRUNCATE false) steppe_page", {}, false)) PQclear(r);
 }
 
 void pg_store::checkpoint() {
@@ -1386,8 +1391,15 @@ void pg_store::checkpoint() {
     collect();
 }
 
+// A close's (and a rewrite's) collection: none when this handle committed
+// nothing since the last one. The DELETE reads every version of the store
+// to find the old ones (0.25-0.7 s on OO1 huge), which made every close of
+// a writer that only read cost that much. What an earlier handle left (it
+// crashed before collecting) goes with the next collection after a commit,
+// or an explicit checkpoint().
 bool pg_store::try_checkpoint() {
     if (opts_.read_only || poisoned_) return false;
+    if (collect_due_ == 0) return true;
     try {
         collect();
         return true;

@@ -285,6 +285,7 @@ private:
     std::atomic<page_no> pages_{0};
     mutable std::uint64_t newest_heard_ = 0;  // the newest commit a notification named (wait_for_commit)
     std::uint64_t collect_due_ = 0;           // bytes committed since the last collection
+    std::uint64_t vacuum_due_ = 0;            // pages committed since the last VACUUM (vacuum_after_bulk_load)
     bool poisoned_ = false;
     bool lock_lost_ = false;  // reconnected: the new session must take the writer's lock again
     bool session_ready_ = false;  // the control session has its settings and the commit statement

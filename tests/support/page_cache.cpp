@@ -19,6 +19,8 @@ void drop_from_page_cache(const std::string& path) {
     ::close(fd);
 }
 
+std::size_t system_page_size() { return std::size_t(::sysconf(_SC_PAGESIZE)); }
+
 std::size_t cached_pages(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY);
     EXPECT_GE(fd, 0) << path;
@@ -32,7 +34,7 @@ std::size_t cached_pages(const std::string& path) {
     void* at = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
     ::close(fd);
     EXPECT_NE(at, MAP_FAILED);
-    const auto page = std::size_t(::sysconf(_SC_PAGESIZE));
+    const std::size_t page = system_page_size();
     std::vector<unsigned char> in((bytes + page - 1) / page);
     EXPECT_EQ(::mincore(at, bytes, in.data()), 0);
     ::munmap(at, bytes);

@@ -11,6 +11,8 @@ namespace steppe::test {
 // fdatasync, then POSIX_FADV_DONTNEED: the file's clean pages leave the
 // page cache (fails the test if the file cannot be opened).
 void drop_from_page_cache(const std::string& path);
+// The kernel's page size: what cached_pages counts in.
+std::size_t system_page_size();
 // The file's pages the page cache holds now.
 std::size_t cached_pages(const std::string& path);
 // The same once the count has stopped growing (read-ahead is

@@ -10,7 +10,8 @@
 set -euo pipefail
 old=$1 new=$2 parts=${3:-20000} rounds=${4:-5} ops=${5:-traversal lookup}
 dir=${DIR:-/var/tmp/steppe-cold}
-rm -rf "$dir" && mkdir -p "$dir"
+mkdir -p "$dir" && rm -rf "$dir"/old.db* "$dir"/new.db* "$dir"/lmdb.db*
+[ "$(id -u)" = 0 ] || echo "not root: the page cache is not dropped, so these runs are warm, not cold" >&2
 "$old" generate --system steppe-uffd --parts "$parts" --path "$dir/old.db" > /dev/null
 "$new" generate --system steppe-uffd --parts "$parts" --path "$dir/new.db" > /dev/null
 "$new" generate --system lmdb --parts "$parts" --path "$dir/lmdb.db" > /dev/null
