@@ -66,6 +66,42 @@ protected:
         }
         ~no_autovacuum() { server.sql("ALTER TABLE steppe_page RESET (autovacuum_enabled)"); }
     };
+    // Commits pages 0..pages-1 filled with 1, then the second half again as
+    // bytes that do not compress; returns those bytes (page p at p x 4 KiB).
+    std::vector<std::byte> commit_half_as_noise(std::uint64_t seed) {
+        std::vector<std::byte> noise(pages * storage::page_size);
+        for (auto& b : noise) b = std::byte((seed = seed * 6364136223846793005 + 1442695040888963407) >> 56);
+        auto s = open();
+        test::commit_filled(*s, 1, pages);
+        std::vector<storage::page_image> images;
+        for (std::uint64_t p = pages / 2; p < pages; ++p) images.push_back({p, noise.data() + p * storage::page_size});
+        s->commit(images, s->meta());
+        return noise;
+    }
+    // A reader sees what commit_half_as_noise committed, and the store checks clean.
+    void expect_half_as_noise(const std::vector<std::byte>& noise) {
+        auto s = open(true);
+        std::vector<std::byte> page(storage::page_size);
+        for (std::uint64_t p = 0; p < pages; ++p) {
+            s->read_page(p, page.data());
+            if (p < pages / 2)
+                EXPECT_EQ(page[100], std::byte{1}) << "page " << p;
+            else
+                EXPECT_EQ(std::memcmp(page.data(), noise.data() + p * storage::page_size, storage::page_size), 0)
+                    << "page " << p;
+        }
+        EXPECT_TRUE(s->check().empty());
+    }
+    // How the image column is kept: attcompression (from PostgreSQL 14 on;
+    // read through to_jsonb, so the statement parses on any version) and
+    // attstorage, e.g. "lm" (lz4, in the row) or "e" (out of line).
+    std::string image_column() {
+        std::string column = server->sql(
+            "SELECT coalesce(to_jsonb(a) ->> 'attcompression', '') || attstorage::text FROM pg_attribute a "
+            "WHERE attrelid = 'steppe_page'::regclass AND attname = 'image'");
+        column.erase(column.find_last_not_of('\n') + 1);
+        return column;
+    }
     // The plan of an index-only scan of this store's rows, as run.
     std::string index_only_scan_of_store() {
         return server->sql("SET enable_seqscan = off; SET enable_bitmapscan = off; EXPLAIN (ANALYZE, COSTS OFF, "
@@ -98,39 +134,15 @@ TEST_F(PgStoreTest, PagesAndMetaSurviveReopening) {
 // has lz4; elsewhere out of line, uncompressed. Either way an image that
 // does not compress (random bytes) reads back as well as one that does.
 TEST_F(PgStoreTest, PageImagesAreCompressedInTheirRowsWhereTheServerCan) {
-    std::vector<std::byte> noise(pages * storage::page_size);
-    std::uint64_t x = 0x9e3779b97f4a7c15;
-    for (auto& b : noise) b = std::byte((x = x * 6364136223846793005 + 1442695040888963407) >> 56);
-    {
-        auto s = open();
-        test::commit_filled(*s, 1, pages);
-        std::vector<storage::page_image> images;
-        for (std::uint64_t p = pages / 2; p < pages; ++p) images.push_back({p, noise.data() + p * storage::page_size});
-        s->commit(images, s->meta());
-    }
-    // attcompression is there from PostgreSQL 14 on (before it, no lz4):
-    // read through to_jsonb, so the statement parses on any version.
-    std::string column = server->sql(
-        "SELECT coalesce(to_jsonb(a) ->> 'attcompression', '') || attstorage::text FROM pg_attribute a "
-        "WHERE attrelid = 'steppe_page'::regclass AND attname = 'image'");
-    column.erase(column.find_last_not_of('\n') + 1);
+    const std::vector<std::byte> noise = commit_half_as_noise(0x9e3779b97f4a7c15);
+    const std::string column = image_column();
     ASSERT_TRUE(column == "lm" || column == "e") << column;
     if (column == "lm") {
         EXPECT_LT(std::stoul(server->sql("SELECT max(pg_column_size(image)) FROM steppe_page WHERE store = '" + name +
                                          "' AND page < " + std::to_string(pages / 2))),
                   512u);
     }
-    auto s = open(true);
-    std::vector<std::byte> page(storage::page_size);
-    for (std::uint64_t p = 0; p < pages; ++p) {
-        s->read_page(p, page.data());
-        if (p < pages / 2)
-            EXPECT_EQ(page[100], std::byte{1}) << "page " << p;
-        else
-            EXPECT_EQ(std::memcmp(page.data(), noise.data() + p * storage::page_size, storage::page_size), 0)
-                << "page " << p;
-    }
-    EXPECT_TRUE(s->check().empty());
+    expect_half_as_noise(noise);
 }
 
 // On a server without lz4 (built without it, or before PostgreSQL 14)
@@ -154,32 +166,9 @@ TEST_F(PgStoreTest, OnAServerWithoutLz4ImagesStayOutOfLineAndServeAlike) {
                        "DROP TABLE IF EXISTS steppe_page, steppe_store, steppe_reader");
         }
     } back{*server};
-    std::vector<std::byte> noise(pages * storage::page_size);
-    std::uint64_t x = 0x2545f4914f6cdd1d;
-    for (auto& b : noise) b = std::byte((x = x * 6364136223846793005 + 1442695040888963407) >> 56);
-    {
-        auto s = open();
-        test::commit_filled(*s, 1, pages);
-        std::vector<storage::page_image> images;
-        for (std::uint64_t p = pages / 2; p < pages; ++p) images.push_back({p, noise.data() + p * storage::page_size});
-        s->commit(images, s->meta());
-    }
-    std::string column = server->sql(
-        "SELECT coalesce(to_jsonb(a) ->> 'attcompression', '') || attstorage::text FROM pg_attribute a "
-        "WHERE attrelid = 'steppe_page'::regclass AND attname = 'image'");
-    column.erase(column.find_last_not_of('\n') + 1);
-    EXPECT_EQ(column, "e") << "out of line, uncompressed";
-    auto s = open(true);
-    std::vector<std::byte> page(storage::page_size);
-    for (std::uint64_t p = 0; p < pages; ++p) {
-        s->read_page(p, page.data());
-        if (p < pages / 2)
-            EXPECT_EQ(page[100], std::byte{1}) << "page " << p;
-        else
-            EXPECT_EQ(std::memcmp(page.data(), noise.data() + p * storage::page_size, storage::page_size), 0)
-                << "page " << p;
-    }
-    EXPECT_TRUE(s->check().empty());
+    const std::vector<std::byte> noise = commit_half_as_noise(0x2545f4914f6cdd1d);
+    EXPECT_EQ(image_column(), "e") << "out of line, uncompressed";
+    expect_half_as_noise(noise);
 }
 
 // A collection whose store the table's statistics have not seen (a bulk

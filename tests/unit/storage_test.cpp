@@ -30,6 +30,8 @@ using steppe::test::workload;
 
 namespace {
 
+std::vector<std::byte> page_of(char c) { return std::vector<std::byte>(page_size, std::byte(c)); }
+
 class StorageTest : public ::testing::Test {
 protected:
     test::temp_dir dir;
@@ -64,6 +66,30 @@ protected:
         return errc::unsupported;  // "no error" is never the expected code
     }
     std::string last_message;
+
+    // A store of `pages` pages filled with `fill`, checkpointed (the pages
+    // in the main file), and what reading it depends on: the device's
+    // read-ahead for its file and the file's size.
+    struct main_file {
+        std::uint64_t read_ahead, bytes;
+    };
+    main_file make_filled_store(page_no pages, char fill) {
+        {
+            auto s = open();
+            std::vector<std::byte> image = page_of(fill);
+            std::vector<page_image> w;
+            for (page_no p = 0; p < pages; ++p) w.push_back({p, image.data()});
+            s->commit(w, {});
+            s->checkpoint();
+        }
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        EXPECT_GE(fd, 0) << path;
+        struct stat st {};
+        EXPECT_EQ(::fstat(fd, &st), 0);
+        const main_file f{device_read_ahead_of(fd), std::uint64_t(st.st_size)};
+        ::close(fd);
+        return f;
+    }
 };
 
 // The same tests on each kind of store: "file" (a path) and "pg" (a
@@ -83,8 +109,6 @@ protected:
 };
 INSTANTIATE_TEST_SUITE_P(Kinds, AnyStoreTest, ::testing::Values("file", "pg"),
                          [](const ::testing::TestParamInfo<const char*>& i) { return std::string(i.param); });
-
-std::vector<std::byte> page_of(char c) { return std::vector<std::byte>(page_size, std::byte(c)); }
 
 TEST_F(StorageTest, CreatesAStoreWithHeaderAndLog) {
     auto s = open();
@@ -200,23 +224,11 @@ TEST_F(StorageTest, CheckpointCutsALogGrownByABigTransactionBackSoOpenReadsLittl
 // the disk once for each. Seen with mincore after one page read.
 TEST_F(StorageTest, AStoreThatFitsInMemoryIsReadAroundByTheDevicesReadAhead) {
     constexpr page_no pages = 4096;  // 16 MiB
-    {
-        auto s = open();
-        std::vector<std::byte> image = page_of('y');
-        std::vector<page_image> w;
-        for (page_no p = 0; p < pages; ++p) w.push_back({p, image.data()});
-        s->commit(w, {});
-        s->checkpoint();
-    }
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    ASSERT_GE(fd, 0);
-    const std::uint64_t read_ahead = std::min<std::uint64_t>(device_read_ahead_of(fd), 8 << 20);
-    struct stat st {};
-    ASSERT_EQ(::fstat(fd, &st), 0);
-    ::close(fd);
-    if (read_ahead < (1u << 20) || read_ahead >= std::uint64_t(st.st_size))
+    const main_file file = make_filled_store(pages, 'y');
+    const std::uint64_t read_ahead = std::min<std::uint64_t>(file.read_ahead, 8 << 20);
+    if (read_ahead < (1u << 20) || read_ahead >= file.bytes)
         GTEST_SKIP() << "the device's read-ahead here is " << read_ahead << " bytes; this needs 1 MiB to "
-                     << st.st_size << " bytes";
+                     << file.bytes << " bytes";
     test::drop_from_page_cache(path);
     options o;
     o.read_only = true;
@@ -236,24 +248,11 @@ TEST_F(StorageTest, AStoreThatFitsInMemoryIsReadAroundByTheDevicesReadAhead) {
 // kernel reads it while the open goes on. Seen from outside with mincore,
 // the file dropped from the page cache first, as after a reboot.
 TEST_F(StorageTest, AStoreSmallerThanTheDevicesReadAheadIsReadWholeAtOpen) {
-    constexpr page_no pages = 512;  // 2 MiB
-    {
-        auto s = open();
-        std::vector<std::byte> image = page_of('x');
-        std::vector<page_image> w;
-        for (page_no p = 0; p < pages; ++p) w.push_back({p, image.data()});
-        s->commit(w, {});
-        s->checkpoint();  // the pages in the main file
-    }
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    ASSERT_GE(fd, 0);
-    const std::uint64_t read_ahead = device_read_ahead_of(fd);
-    struct stat st {};
-    ASSERT_EQ(::fstat(fd, &st), 0);
-    ::close(fd);
-    if (read_ahead < std::uint64_t(st.st_size))
-        GTEST_SKIP() << "the device's read-ahead here is " << read_ahead << " bytes, under the store's " << st.st_size;
-    const std::size_t file_pages = std::size_t(st.st_size) / test::system_page_size();
+    const main_file file = make_filled_store(512, 'x');  // 2 MiB
+    if (file.read_ahead < file.bytes)
+        GTEST_SKIP() << "the device's read-ahead here is " << file.read_ahead << " bytes, under the store's "
+                     << file.bytes;
+    const std::size_t file_pages = std::size_t(file.bytes) / test::system_page_size();
     for (bool read_only : {true, false}) {  // a reader (beside the table a writer left) and a writer
         test::drop_from_page_cache(path);
         ASSERT_LT(test::cached_pages(path), file_pages / 4) << "dropped";
@@ -263,7 +262,7 @@ TEST_F(StorageTest, AStoreSmallerThanTheDevicesReadAheadIsReadWholeAtOpen) {
         EXPECT_GE(test::cached_pages_settled(path), file_pages * 9 / 10)
             << "of " << file_pages << (read_only ? ", read-only" : ", writer");
         std::vector<std::byte> out(page_size);
-        s->read_page(pages - 1, out.data());
+        s->read_page(511, out.data());
         EXPECT_EQ(out, page_of('x'));
     }
 }
