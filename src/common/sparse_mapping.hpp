@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -59,6 +60,10 @@ public:
     }
     bool mapped() const noexcept { return items_ != nullptr; }
     T& operator[](std::size_t i) const noexcept { return items_[i]; }
+    // The memory the first `written` items take once written: whole pages.
+    static std::uint64_t memory_bytes(std::uint64_t written) noexcept {
+        return (written * sizeof(T) + 4095) / 4096 * 4096;
+    }
 
 private:
     T* items_ = nullptr;

@@ -18,8 +18,7 @@ residency::residency(std::uint64_t capacity) : slots_(capacity), capacity_(capac
 residency::~residency() = default;
 
 std::uint64_t residency::memory_bytes() const noexcept {
-    const std::uint64_t written = std::min(head_.load(std::memory_order_relaxed), capacity_) * sizeof(std::uintptr_t);
-    return (written + 4095) / 4096 * 4096;
+    return decltype(slots_)::memory_bytes(std::min(head_.load(std::memory_order_relaxed), capacity_));
 }
 
 // A slot is claimed only while the ring has room (Q1): two producers that

@@ -74,8 +74,7 @@ public:
     // pager, as its other per-page bits: bits_per_page of them).
     static constexpr int bits_per_page = 3;
     std::uint64_t memory_bytes() const noexcept {
-        const std::uint64_t written = std::min(hand_.load(std::memory_order_relaxed), capacity_) * sizeof(std::uint64_t);
-        return (written + 4095) / 4096 * 4096;
+        return decltype(slots_)::memory_bytes(std::min(hand_.load(std::memory_order_relaxed), capacity_));
     }
 
 private:

@@ -1373,8 +1373,8 @@ void pg_store::collect() {
 // VACUUM has seen: until autovacuum comes (a minute or more after), every
 // open's version map, an index-only scan, fetches each row's heap tuple to
 // learn it is visible. On OO1 huge (93,717 pages) that query took 1,036 ms
-// before VACUUM and 79 ms after. VACUUM reads only the heap pages that are
-// not all-visible yet. Best effort, and never a wait: SKIP_LOCKED passes
+// before VACUUM and 79 ms after. VACUUM reads the heap pages that are not
+// all-visible yet and, where versions were deleted, the indexes. Best effort, and never a wait: SKIP_LOCKED passes
 // over a table another VACUUM or ANALYZE holds (another store's writer,
 // an autovacuum), TRUNCATE false takes no lock that would stop the
 // readers; one that fails (statement_timeout, the server gone, a server

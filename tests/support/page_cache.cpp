@@ -14,9 +14,10 @@ namespace steppe::test {
 void drop_from_page_cache(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY);
     ASSERT_GE(fd, 0) << path;
-    EXPECT_EQ(::fdatasync(fd), 0);
-    EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    const bool synced = ::fdatasync(fd) == 0, dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
     ::close(fd);
+    ASSERT_TRUE(synced) << path;
+    ASSERT_TRUE(dropped) << path;
 }
 
 std::size_t system_page_size() { return std::size_t(::sysconf(_SC_PAGESIZE)); }

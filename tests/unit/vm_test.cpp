@@ -760,15 +760,16 @@ TEST_P(VmTest, ChunksAreGivenBackWhileOtherThreadsFaultInThem) {
     for (std::size_t i = 0; i < p.npages; ++i) pages.push_back(p.page(i));
     std::vector<held> how(fault_space::max_held);
     std::vector<const std::byte*> contents(fault_space::max_held);
-    // A second at least, and until the readers read 100 times and 100 pages
-    // were evicted under them (a loaded machine may starve them, and a page
-    // no reader faulted back is no eviction): rounds alone prove nothing.
-    const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + std::chrono::seconds(1), give_up = start + std::chrono::seconds(30);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     std::uint64_t rounds = 0;
-    while ((std::chrono::steady_clock::now() < deadline || rounds < 100 || reads.load() < 100 ||
-            space->stats().evictions < 100) &&
-           std::chrono::steady_clock::now() < give_up) {
+    while (std::chrono::steady_clock::now() < deadline || rounds < 100) {
+        // Each round after a new read of the readers' (waiting up to 1 s):
+        // a loaded machine may starve them, and rounds that outran their
+        // faults found nothing to evict, which proves nothing (4 of 6
+        // backends failed "evictions >= rounds" under ctest -j2 beside a build).
+        const std::uint64_t seen = reads.load();
+        for (int waited_ms = 0; waited_ms < 1000 && reads.load() == seen; ++waited_ms)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
         for (std::size_t c = 0; c < chunks; ++c) {
             const std::span<const std::uintptr_t> chunk(pages.data() + c * chunk_pages, chunk_pages);
             space->hold(chunk, how, contents);
@@ -782,8 +783,8 @@ TEST_P(VmTest, ChunksAreGivenBackWhileOtherThreadsFaultInThem) {
     }
     stop = true;
     for (std::thread& t : readers) t.join();
-    EXPECT_GE(reads.load(), 100u);
-    EXPECT_GE(space->stats().evictions, 100u);
+    EXPECT_GT(reads.load(), rounds);
+    EXPECT_GE(space->stats().evictions, rounds);
     EXPECT_EQ(space->check_invariants(), std::vector<std::string>{});
     for (std::size_t c = 0; c < chunks; ++c)
         for (std::size_t i = 0; i < 8; ++i) expect_contents(p, c * chunk_pages + i);
