@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <new>
 #include <optional>
 
+#include "common/memory_limit.hpp"
 #include "storage/checksum.hpp"
 #include "storage/io.hpp"
 #include "storage/pg_connection.hpp"
@@ -393,6 +395,26 @@ pg_cache_file::slot_read pg_cache_file::read_cached(iovec* parts, off_t at) cons
     const auto cluster = around_.miss(std::uint64_t(at));
     (void)::posix_fadvise(fd_, off_t(cluster.start), off_t(cluster.bytes), POSIX_FADV_WILLNEED);
     return slot_read::uncached;
+}
+
+// A store's slots are consecutive, from its page 0's, wrapping at the end.
+// Without this, a process whose store fits in memory read its slots 128 KiB
+// at a time, and OO1 large's warm iterations still waited for the disk
+// (8.5 MB over 30 of them) where the file store's read the same pages in
+// its cold one.
+void pg_cache_file::plan_reads(const pg_cache_key& key, std::uint64_t pages) const noexcept {
+    const std::uint64_t slots = std::min(pages, slots_);
+    const std::uint64_t bytes = slots * pg_cache_slot_size;
+    if (bytes > around_.limit()) {
+        if (bytes <= common::available_memory().available / 16) around_.start_at_limit();
+        return;
+    }
+    const std::uint64_t first = (std::uint64_t(offset_of(key, 0)) - pg_cache_header_size) / pg_cache_slot_size;
+    const std::uint64_t before_end = std::min(slots, slots_ - first);
+    (void)::posix_fadvise(fd_, offset_of(key, 0), off_t(before_end * pg_cache_slot_size), POSIX_FADV_WILLNEED);
+    if (slots > before_end)
+        (void)::posix_fadvise(fd_, off_t(pg_cache_header_size), off_t((slots - before_end) * pg_cache_slot_size),
+                              POSIX_FADV_WILLNEED);
 }
 
 void pg_cache_file::will_need(const pg_cache_key& key, std::span<const page_no> pages) const noexcept {

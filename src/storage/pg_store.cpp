@@ -150,16 +150,25 @@ pg_address parse_pg_address(const std::string& url) {
 // are fault handlers, which never hold it when they interrupt). Slots come
 // in chunks made by the first put into them: an open (and so a refresh)
 // does not pay for initializing the whole cache (16 MiB by default took
-// 10-16 ms an open).
+// 10-16 ms an open). A chunk keeps its slots' locks and pages apart from
+// their images, which are page-aligned and left untouched until a put: making
+// a chunk writes one page of headers, not all 65 pages (open's read-ahead
+// makes a chunk for nearly every page it puts, and first touches of chunks
+// were 46% of a warm open's CPU), and a copy in or out touches one page.
 struct pg_store::cache {
-    struct slot {
+    struct header {
         common::spin_lock held;
         page_no page = ~page_no{0};
-        std::byte data[page_size];
     };
-    static constexpr std::uint64_t chunk_slots = 64;  // 256 KiB
+    static constexpr std::uint64_t chunk_slots = 64;  // 256 KiB of images
     struct chunk {
-        slot slots[chunk_slots];
+        header headers[chunk_slots];
+        alignas(page_size) std::byte images[chunk_slots][page_size];  // not initialized: untouched until a put
+    };
+    static constexpr std::uint64_t bytes_per_slot = sizeof(chunk) / chunk_slots;
+    struct slot {
+        header& h;
+        std::byte* image;
     };
     explicit cache(std::uint64_t bytes)
         : count(bytes / page_size), chunks(new std::atomic<chunk*>[(count + chunk_slots - 1) / chunk_slots]()) {}
@@ -168,18 +177,18 @@ struct pg_store::cache {
     }
 
     bool find(page_no page, std::byte* out) const noexcept {
-        slot* s = existing(page);
+        const std::optional<slot> s = existing(page);
         if (!s) return false;
-        std::lock_guard<const common::spin_lock> h(s->held);
-        if (s->page != page) return false;
-        std::memcpy(out, s->data, page_size);
+        std::lock_guard<const common::spin_lock> h(s->h.held);
+        if (s->h.page != page) return false;
+        std::memcpy(out, s->image, page_size);
         return true;
     }
     bool contains(page_no page) const noexcept {
-        slot* s = existing(page);
+        const std::optional<slot> s = existing(page);
         if (!s) return false;
-        std::lock_guard<const common::spin_lock> h(s->held);
-        return s->page == page;
+        std::lock_guard<const common::spin_lock> h(s->h.held);
+        return s->h.page == page;
     }
     // A fetched image, unless a commit ran, or was running, since the
     // fetch took its epoch and then its snapshot (its image may be older
@@ -187,27 +196,27 @@ struct pg_store::cache {
     // newest (remember_committed), so an even epoch taken before the
     // snapshot means the snapshot is the one that epoch ends with.
     void put(page_no page, const std::byte* image, std::uint64_t epoch_at_fetch) noexcept {
-        slot* s = epoch_at_fetch % 2 ? nullptr : made(page);
+        const std::optional<slot> s = epoch_at_fetch % 2 ? std::nullopt : made(page);
         if (!s) return;
-        std::lock_guard<const common::spin_lock> h(s->held);
+        std::lock_guard<const common::spin_lock> h(s->h.held);
         if (epoch.load(std::memory_order_acquire) != epoch_at_fetch) return;
-        s->page = page;
-        std::memcpy(s->data, image, page_size);
+        s->h.page = page;
+        std::memcpy(s->image, image, page_size);
     }
     // A committed image, while the epoch is odd (see put).
     void replace(page_no page, const std::byte* image) noexcept {
-        slot* s = made(page);
+        const std::optional<slot> s = made(page);
         if (!s) return;
-        std::lock_guard<const common::spin_lock> h(s->held);
-        s->page = page;
-        std::memcpy(s->data, image, page_size);
+        std::lock_guard<const common::spin_lock> h(s->h.held);
+        s->h.page = page;
+        std::memcpy(s->image, image, page_size);
     }
     void forget_all() noexcept {
         for (std::uint64_t i = 0; i < chunk_count(); ++i)
             if (chunk* c = chunks[i].load(std::memory_order_acquire))
-                for (slot& s : c->slots) {
-                    std::lock_guard<const common::spin_lock> h(s.held);
-                    s.page = ~page_no{0};
+                for (header& h : c->headers) {
+                    std::lock_guard<const common::spin_lock> held(h.held);
+                    h.page = ~page_no{0};
                 }
     }
 
@@ -216,28 +225,32 @@ struct pg_store::cache {
 
 private:
     std::uint64_t chunk_count() const noexcept { return (count + chunk_slots - 1) / chunk_slots; }
+    static slot slot_in(chunk& c, std::uint64_t i) noexcept {
+        return slot{c.headers[i % chunk_slots], c.images[i % chunk_slots]};
+    }
     // Async-signal-safe: the slot of `page` if its chunk was made.
-    slot* existing(page_no page) const noexcept {
-        if (count == 0) return nullptr;
+    std::optional<slot> existing(page_no page) const noexcept {
+        if (count == 0) return std::nullopt;
         const std::uint64_t i = page % count;
         chunk* c = chunks[i / chunk_slots].load(std::memory_order_acquire);
-        return c ? &c->slots[i % chunk_slots] : nullptr;
+        if (!c) return std::nullopt;
+        return slot_in(*c, i);
     }
     // Normal context (the fetch thread, a commit): the slot, its chunk made
-    // if needed; null without a cache, or memory for the chunk (the image
+    // if needed; none without a cache, or memory for the chunk (the image
     // is then not kept, as with no cache).
-    slot* made(page_no page) noexcept {
-        if (count == 0) return nullptr;
+    std::optional<slot> made(page_no page) noexcept {
+        if (count == 0) return std::nullopt;
         const std::uint64_t i = page % count;
         std::atomic<chunk*>& at = chunks[i / chunk_slots];
         chunk* c = at.load(std::memory_order_acquire);
         if (!c) {
             chunk* fresh = new (std::nothrow) chunk;
-            if (!fresh) return nullptr;
+            if (!fresh) return std::nullopt;
             if (at.compare_exchange_strong(c, fresh, std::memory_order_acq_rel)) c = fresh;
             else delete fresh;  // another thread made it: c is that one
         }
-        return &c->slots[i % chunk_slots];
+        return slot_in(*c, i);
     }
     std::unique_ptr<std::atomic<chunk*>[]> chunks;
 };
@@ -833,6 +846,7 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     if (fetch_failed) std::rethrow_exception(fetch_failed);
     if (from_standby) s->wait_for_standby(*fetch);
     const loaded_versions loaded = s->load_versions(*fetch);
+    if (s->file_) s->file_->plan_reads(s->key_, s->pages_.load(std::memory_order_relaxed));  // key_ is whole now
     s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch), fetch_prepared);
     s->verify_versions(loaded);
     return s;
@@ -1461,7 +1475,7 @@ info pg_store::describe() const {
 
 storage::memory pg_store::memory_bytes() const noexcept {
     return {pending_count() * 48 + (versions_ ? versions_->bytes() : 0),
-            cache_->count * sizeof(cache::slot) + sizeof(fetcher::request) * fetcher::request_slots};
+            cache_->count * cache::bytes_per_slot + sizeof(fetcher::request) * fetcher::request_slots};
 }
 
 std::vector<std::string> pg_store::check() const {

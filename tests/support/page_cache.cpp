@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "storage/io.hpp"
+
 namespace steppe::test {
 
 void drop_from_page_cache(const std::string& path) {
@@ -18,6 +20,14 @@ void drop_from_page_cache(const std::string& path) {
     ::close(fd);
     ASSERT_TRUE(synced) << path;
     ASSERT_TRUE(dropped) << path;
+}
+
+std::uint64_t device_read_ahead(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    EXPECT_GE(fd, 0) << path;
+    const std::uint64_t bytes = fd < 0 ? 0 : storage::device_read_ahead_of(fd);
+    if (fd >= 0) ::close(fd);
+    return bytes;
 }
 
 std::size_t system_page_size() { return std::size_t(::sysconf(_SC_PAGESIZE)); }

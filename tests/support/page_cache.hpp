@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace steppe::test {
@@ -11,6 +12,9 @@ namespace steppe::test {
 // fdatasync, then POSIX_FADV_DONTNEED: the file's clean pages leave the
 // page cache (fails the test if the file cannot be opened).
 void drop_from_page_cache(const std::string& path);
+// The read-ahead of the device the file is on, in bytes (0: unknown; fails
+// the test if the file cannot be opened).
+std::uint64_t device_read_ahead(const std::string& path);
 // The kernel's page size: what cached_pages counts in.
 std::size_t system_page_size();
 // The file's pages the page cache holds now.

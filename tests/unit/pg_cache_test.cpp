@@ -165,6 +165,28 @@ TEST_F(PgCacheTest, AColdOpenFillsTheFileForTheNext) {
     EXPECT_TRUE(r->check().empty());
 }
 
+// A store whose slots are no more than the device's read-ahead has them
+// asked for whole at open (pg_cache_file::plan_reads), as a file store's
+// main file is: the first operation's faults find them in the page cache.
+// Seen from outside with mincore, the file dropped first as after a reboot.
+TEST_F(PgCacheTest, AStoreSmallerThanTheReadAheadHasItsSlotsReadWholeAtOpen) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+    }
+    if (test::device_read_ahead(file) < pages * storage::pg_cache_slot_size)
+        GTEST_SKIP() << "the device's read-ahead here is under the store's " << pages << " slots";
+    const std::size_t store_pages = pages * storage::pg_cache_slot_size / test::system_page_size();
+    for (bool read_only : {true, false}) {
+        test::drop_from_page_cache(file);
+        ASSERT_LT(test::cached_pages(file), store_pages / 4) << "dropped";
+        auto s = open(read_only);
+        EXPECT_GE(test::cached_pages_settled(file), store_pages * 9 / 10) << (read_only ? "a reader" : "a writer");
+        EXPECT_EQ(test::filled_problem(*s, 1), "");
+        EXPECT_EQ(s->cache_counters().server_fetches, 0u);
+    }
+}
+
 // A fault's cluster grows while its pages are used (fetch_worth.hpp) and
 // shrinks while they are not; the costs it weighs are pinned (a round trip
 // of 0.5 ms, 20 µs a page), so the counts do not depend on this machine. 1,024 pages in a file of 1,008 slots: the
@@ -806,6 +828,39 @@ TEST_F(PgCacheFileTest, DamagedOrCutShortUnderReadAroundAreMissesOnly) {
         }
     }
     EXPECT_EQ(hits, 100u) << "the slots before the cut";
+}
+
+// plan_reads, from the store's page count: slots no more than the
+// device's read-ahead are asked for whole, wrapping at the file's end (the
+// key puts page 0's slot in the middle); a store larger, that fits in
+// memory, has a miss bring the read-ahead around it, not 128 KiB.
+TEST_F(PgCacheFileTest, OpenPlansReadsByTheStoresSize) {
+    fill_and_drop();
+    const std::uint64_t read_ahead = std::min<std::uint64_t>(test::device_read_ahead(path), 8 << 20);
+    if (read_ahead < slots * storage::pg_cache_slot_size)
+        GTEST_SKIP() << "the device's read-ahead here is " << read_ahead << " bytes, under " << slots << " slots";
+    file->plan_reads(key, slots);
+    EXPECT_GE(cached_settled(), slots * storage::pg_cache_slot_size / test::system_page_size() * 9 / 10);
+    for (storage::page_no p : {0, 1, 511, 1023}) {
+        ASSERT_EQ(find(p, true), storage::pg_cache_file::lookup::hit) << "page " << p;
+        EXPECT_EQ(image[100], std::byte(p % 251 + 1)) << "page " << p;
+    }
+    // A store of 4 x the read-ahead in a file of its own: clusters start at the read-ahead.
+    const std::string big_path = dir.path("big-pages");
+    const std::uint64_t big = 4 * read_ahead / storage::pg_cache_slot_size;
+    std::string why;
+    bool unusable = false;
+    auto big_file = storage::pg_cache_file::open(big_path, big, why, unusable);
+    ASSERT_TRUE(big_file) << why;
+    std::vector<std::byte> fill(storage::page_size, std::byte{7});
+    for (storage::page_no p = 0; p < big; ++p) ASSERT_TRUE(big_file->put(key, p, 1, 1, fill.data()));
+    test::drop_from_page_cache(big_path);
+    big_file->plan_reads(key, big);
+    const std::size_t before = test::cached_pages_settled(big_path);
+    EXPECT_LE(before, 8u) << "a store larger than the read-ahead is not asked for whole";
+    ASSERT_EQ(big_file->find(key, big / 2, 1, versions, image.data(), true), storage::pg_cache_file::lookup::hit);
+    EXPECT_GE(test::cached_pages_settled(big_path) - before, read_ahead / test::system_page_size() * 9 / 10)
+        << "one miss brings the device's read-ahead around it (" << read_ahead << " bytes)";
 }
 
 TEST_F(PgCacheFileTest, ASlotNeverWrittenIsNotReadAround) {
