@@ -417,9 +417,16 @@ void pg_cache_file::plan_reads(const pg_cache_key& key, std::uint64_t pages) con
                               POSIX_FADV_WILLNEED);
 }
 
+// One request per run of pages whose slots are consecutive (a hint's pages
+// often are: a page's targets sit together), not one system call a page.
 void pg_cache_file::will_need(const pg_cache_key& key, std::span<const page_no> pages) const noexcept {
-    for (page_no page : pages)
-        (void)::posix_fadvise(fd_, offset_of(key, page), off_t(pg_cache_slot_size), POSIX_FADV_WILLNEED);
+    for (std::size_t i = 0; i < pages.size();) {
+        const off_t at = offset_of(key, pages[i]);
+        std::size_t n = 1;
+        while (i + n < pages.size() && offset_of(key, pages[i + n]) == at + off_t(n * pg_cache_slot_size)) ++n;
+        (void)::posix_fadvise(fd_, at, off_t(n * pg_cache_slot_size), POSIX_FADV_WILLNEED);
+        i += n;
+    }
 }
 
 std::vector<std::string> pg_cache_file::check_against(const pg_cache_key& key, pg_connection& conn,

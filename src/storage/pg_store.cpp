@@ -391,7 +391,10 @@ struct pg_store::fetcher {
                 asked.push_back(v - 1);
         }
         // The file's slots are all asked for before the first is read: the
-        // disk reads them together, not one after another.
+        // disk reads them together, not one after another; in page order,
+        // so a run of consecutive pages is one request.
+        std::sort(asked.begin(), asked.end());
+        asked.erase(std::unique(asked.begin(), asked.end()), asked.end());
         if (store.file_) store.file_->will_need(store.key_, asked);
         for (page_no page : asked)
             if (!ahead_from_file(page, epoch, snapshot)) pages.push_back(page);
