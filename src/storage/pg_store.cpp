@@ -289,8 +289,7 @@ struct pg_store::fetcher {
 
     ~fetcher() {
         stop.store(true, std::memory_order_release);
-        work.fetch_add(1, std::memory_order_acq_rel);
-        common::futex_wake_all(common::futex_word(work));
+        signal_work();
         thread.join();
     }
 
@@ -313,8 +312,7 @@ struct pg_store::fetcher {
         r->snapshot = snapshot;
         r->epoch = epoch;
         r->state.store(asked, std::memory_order_release);
-        work.fetch_add(1, std::memory_order_acq_rel);
-        common::futex_wake_all(common::futex_word(work));
+        signal_work();
         while (r->state.load(std::memory_order_acquire) != served) common::futex_wait(common::futex_word(r->state), asked);
         const bool ok = r->ok;
         if (ok) std::memcpy(out, r->image, page_size);
@@ -329,8 +327,17 @@ struct pg_store::fetcher {
     void ask_ahead(page_no page) noexcept {
         const std::uint64_t at = ahead_head.fetch_add(1, std::memory_order_acq_rel) % ahead_slots;
         ahead[at].store(page + 1, std::memory_order_release);
-        work.fetch_add(1, std::memory_order_acq_rel);
-        common::futex_wake_all(common::futex_word(work));
+        signal_work();
+    }
+
+    // Async-signal-safe. Wakes the thread only if it sleeps or is about to
+    // (run): a fault pushes up to eight hints, and a futex wake each was a
+    // system call on the faulting thread while the thread was busy anyway.
+    // Sequentially consistent both sides (as Dekker's): either run() sees
+    // the new work before it sleeps, or this sees it sleeping.
+    void signal_work() noexcept {
+        work.fetch_add(1, std::memory_order_seq_cst);
+        if (sleeping.load(std::memory_order_seq_cst)) common::futex_wake_all(common::futex_word(work));
     }
 
     bool serve_asked() {
@@ -429,7 +436,10 @@ struct pg_store::fetcher {
                 any = serve_asked();
                 any = serve_ahead() || any;
             }
-            if (!any) common::futex_wait(common::futex_word(work), seen);
+            if (any) continue;
+            sleeping.store(true, std::memory_order_seq_cst);
+            if (work.load(std::memory_order_seq_cst) == seen) common::futex_wait(common::futex_word(work), seen);
+            sleeping.store(false, std::memory_order_relaxed);
         }
     }
 
@@ -755,6 +765,7 @@ struct pg_store::fetcher {
     std::atomic<std::uint64_t> ahead[ahead_slots] = {};  // page + 1; 0: empty
     std::atomic<std::uint64_t> ahead_head{0};
     std::atomic<std::uint32_t> work{0};
+    std::atomic<bool> sleeping{false};  // run() waits, or is about to, for work to change (signal_work)
     std::atomic<bool> stop{false};
     std::mutex pass;              // held by a pass of the thread, and across a fork
     bool held_for_fork = false;   // pass taken by hold_for_fork
