@@ -320,9 +320,49 @@ pg_store::loaded_versions pg_store::load_versions(pg_connection& conn) {
         "ORDER BY page DESC, txn DESC) v ON true",
         {address_.store, writer ? std::to_string(INT64_MAX) : std::to_string(snapshot), std::to_string(reader_id_)},
         true);
+    return take_versions(rows, !writer);
+}
+
+// The version map read ahead of the store row (open, on the fetch
+// connection while the control connection registers or takes the lock):
+// every page's newest version and, from the same statement's snapshot, the
+// store row's newest commit. No rows if it failed (no tables yet, say):
+// open then reads the map the usual way.
+pg_result pg_store::speculate_versions(pg_connection& conn, const std::string& store) {
+    return pg_result(conn.try_exec(
+        "SELECT (SELECT system_identifier FROM pg_control_system()), s.txn, v.page, v.txn, v.sum FROM "
+        "(SELECT txn FROM steppe_store WHERE name = $1) s LEFT JOIN LATERAL "
+        "(SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 "
+        "ORDER BY page DESC, txn DESC) v ON true",
+        {store}, true));
+}
+
+// Whether the map read ahead is the one load_versions would read now: the
+// store row's commit was the one the registration or the lock returned, so
+// no commit came between (each moves it), and the newest versions then are
+// the newest at this snapshot; none of them is past it (a writer's map
+// keeps such a version for verify_versions to refuse, as load_versions'
+// does; a reader's would lack the older version its snapshot reads, so it
+// reads the map the usual way). A version newest at this snapshot is never
+// collected (P3), so the registration coming after the read loses nothing.
+bool pg_store::take_speculated_versions(const pg_result& rows, loaded_versions& loaded) {
+    const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
+    if (rows.rows() == 0 || rows.is_null(0, 1) || std::uint64_t(rows.binary_integer(0, 1)) != snapshot) return false;
+    if (reader_id_ != 0)
+        for (int i = 0; i < rows.rows(); ++i)
+            if (!rows.is_null(i, 2) && std::uint64_t(rows.binary_integer(i, 3)) > snapshot) return false;
+    loaded = take_versions(rows, false);
+    return true;
+}
+
+// The rows of either query into the map, added up for the digest.
+// `registered_column`: column 1 counts the reader's registration, and with
+// none the map stays unloaded (the first fetch says why).
+pg_store::loaded_versions pg_store::take_versions(const pg_result& rows, bool registered_column) {
+    const std::uint64_t snapshot = snapshot_.load(std::memory_order_acquire);
     key_.server = std::uint64_t(rows.binary_integer(0, 0));  // before the fetch thread starts
     loaded_versions loaded;
-    if (!writer && rows.binary_integer(0, 1) == 0) return loaded;  // the fetch will say why
+    if (registered_column && rows.binary_integer(0, 1) == 0) return loaded;
     for (int i = 0; i < rows.rows(); ++i) {
         if (rows.is_null(i, 2)) continue;
         const auto txn = std::uint64_t(rows.binary_integer(i, 3));

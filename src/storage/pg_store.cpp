@@ -820,14 +820,20 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     // Its fetch statement is prepared there too, in the time of the control
     // connection's first round trip; again later if that found no tables
     // (a first open makes them) or a standby that has not caught up.
+    // Then, on the primary, it reads the version map ahead of the store row
+    // the control connection is about to return (take_speculated_versions
+    // says whether it may stand; else it is read again after): the query
+    // was most of an open's time after the registration, each in turn.
     std::unique_ptr<pg_connection> fetch;
     bool fetch_prepared = false;
+    pg_result speculated(nullptr);  // declared before the thread: it outlives the join on every way out
     std::exception_ptr fetch_failed;
     std::thread connecting([&] {
         try {
             fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
                                                     s->address_.shown);
             fetch_prepared = !from_standby && fetcher::prepare(*fetch);
+            if (fetch_prepared) speculated = speculate_versions(*fetch, s->address_.store);
         } catch (...) {
             fetch_failed = std::current_exception();
         }
@@ -859,7 +865,8 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     connecting.join();
     if (fetch_failed) std::rethrow_exception(fetch_failed);
     if (from_standby) s->wait_for_standby(*fetch);
-    const loaded_versions loaded = s->load_versions(*fetch);
+    loaded_versions loaded;
+    if (!s->take_speculated_versions(speculated, loaded)) loaded = s->load_versions(*fetch);
     if (s->file_) s->file_->plan_reads(s->key_, s->pages_.load(std::memory_order_relaxed));  // key_ is whole now
     s->fetcher_ = std::make_unique<fetcher>(*s, std::move(fetch), fetch_prepared);
     s->verify_versions(loaded);

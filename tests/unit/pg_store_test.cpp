@@ -463,6 +463,48 @@ TEST_F(PgStoreTest, OnlyAWriterThatCommittedCollectsWhenItCloses) {
     EXPECT_EQ(test::filled_problem(*w, 3), "");
 }
 
+// Open reads the version map on the fetch connection while the control
+// connection registers (or takes the lock), and keeps it only if no commit
+// came between (pg_store::take_speculated_versions); else it reads the map
+// again at its snapshot, one round trip more. Readers opened while a writer
+// commits at random instants take both ways (seen in their round trips),
+// and every one of them opens (no digest refused) and reads one whole
+// commit, checked.
+TEST_F(PgStoreTest, AVersionMapReadAheadOfTheSnapshotIsKeptOnlyIfNoCommitCameBetween) {
+    test::commit_filled(*open(), 1, pages);
+    std::atomic<bool> done{false};
+    std::thread writer([&] {
+        auto w = open();
+        std::uint8_t txn = 1;
+        for (unsigned seed = 1; !done.load();) {
+            test::commit_filled(*w, ++txn, pages);
+            seed = seed * 1103515245 + 12345;
+            std::this_thread::sleep_for(std::chrono::microseconds((seed >> 16) % 8000));
+        }
+    });
+    storage::options o;
+    o.read_only = true;
+    int kept = 0, read_again = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while ((kept < 3 || read_again < 3) && std::chrono::steady_clock::now() < deadline) {
+        try {
+            auto r = storage::pg_store::open(url, o);
+            const std::uint64_t trips = r->cache_counters().round_trips;
+            EXPECT_TRUE(trips == 3 || trips == 4) << trips;
+            (trips == 3 ? kept : read_again)++;
+            EXPECT_EQ(test::filled_problem(*r, std::uint8_t(r->meta()[0])), "");
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "a reader's open failed: " << e.what();
+            break;
+        }
+    }
+    done = true;
+    writer.join();
+    EXPECT_GE(kept, 3) << "opens that kept the map read ahead";
+    EXPECT_GE(read_again, 3) << "opens that read it again after a commit came between";
+    EXPECT_TRUE(open(true)->check().empty());
+}
+
 // Open's round trips after the connections: for a store that exists, one
 // on the control connection (settings, the commit statement, P2's lock and
 // fence, or a reader's registration) and two on the fetch connection (its
