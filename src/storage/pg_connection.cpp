@@ -72,6 +72,46 @@ PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::st
     return nullptr;
 }
 
+std::pair<bool, PGresult*> pg_connection::try_exec_pair(const char* first, const char* second,
+                                                        std::initializer_list<std::string_view> params,
+                                                        bool binary_result) {
+    text_params p(params);
+    count_trip();
+    last_failure_.reset();
+    std::unique_ptr<PGresult, clear> results[2];
+    bool sent = PQenterPipelineMode(conn_) == 1;
+    if (sent)
+        sent = PQsendQueryParams(conn_, first, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1 &&
+               PQsendQueryParams(conn_, second, p.count(), nullptr, p.values.data(), nullptr, nullptr,
+                                 binary_result ? 1 : 0) == 1 &&
+               PQpipelineSync(conn_) == 1;
+    if (sent) {
+        // Each statement's result, then a null that ends it; then the sync's.
+        // A connection lost on the way answers null or a fatal result.
+        for (auto& result : results) {
+            result.reset(PQgetResult(conn_));
+            if (!result) break;
+            while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+        }
+        while (PGresult* r = PQgetResult(conn_)) {
+            const bool synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+            PQclear(r);
+            if (synced) break;
+        }
+    }
+    (void)PQexitPipelineMode(conn_);
+    auto ok = [](const PGresult* r) {
+        return r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
+    };
+    const bool first_ok = ok(results[0].get());
+    if (!first_ok) last_failure_ = std::move(results[0]);
+    if (!ok(results[1].get())) {
+        if (first_ok) last_failure_ = std::move(results[1]);
+        return {first_ok, nullptr};
+    }
+    return {first_ok, results[1].release()};
+}
+
 PGresult* pg_connection::try_exec_script(const std::string& sql, int* completed) {
     count_trip();
     last_failure_.reset();

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace steppe::storage {
 
@@ -54,6 +55,12 @@ public:
                    bool binary_result = false);
     // The same, without throwing: null when it failed (fail() says why).
     PGresult* try_exec(const char* sql, std::initializer_list<std::string_view> params, bool binary_result);
+    // Two statements in one round trip (libpq's pipeline mode): `first`
+    // without parameters, then `second` with `params`. Whether `first`
+    // succeeded (if not, fail_last() says why and `second` did not run), and
+    // `second`'s result, null when it failed or did not run.
+    std::pair<bool, PGresult*> try_exec_pair(const char* first, const char* second,
+                                             std::initializer_list<std::string_view> params, bool binary_result);
     // Several statements without parameters in one round trip (one
     // implicit transaction unless they say otherwise): the last one's
     // text-format result; null when one failed (fail_last() says why, and

@@ -324,17 +324,22 @@ pg_store::loaded_versions pg_store::load_versions(pg_connection& conn) {
 }
 
 // The version map read ahead of the store row (open, on the fetch
-// connection while the control connection registers or takes the lock):
-// every page's newest version and, from the same statement's snapshot, the
-// store row's newest commit. No rows if it failed (no tables yet, say):
-// open then reads the map the usual way.
-pg_result pg_store::speculate_versions(pg_connection& conn, const std::string& store) {
-    return pg_result(conn.try_exec(
+// connection while the control connection registers or takes the lock),
+// in the round trip that prepares the fetch statement (`prepare_fetch`;
+// `prepared` says whether it was): every page's newest version and, from
+// the same statement's snapshot, the store row's newest commit. No rows if
+// it failed (no tables yet, say): open then reads the map the usual way.
+pg_result pg_store::speculate_versions(pg_connection& conn, const char* prepare_fetch, const std::string& store,
+                                       bool& prepared) {
+    const auto [first_ok, rows] = conn.try_exec_pair(
+        prepare_fetch,
         "SELECT (SELECT system_identifier FROM pg_control_system()), s.txn, v.page, v.txn, v.sum FROM "
         "(SELECT txn FROM steppe_store WHERE name = $1) s LEFT JOIN LATERAL "
         "(SELECT DISTINCT ON (page) page, txn, sum FROM steppe_page WHERE store = $1 "
         "ORDER BY page DESC, txn DESC) v ON true",
-        {store}, true));
+        {store}, true);
+    prepared = first_ok;
+    return pg_result(rows);
 }
 
 // Whether the map read ahead is the one load_versions would read now: the

@@ -742,16 +742,16 @@ struct pg_store::fetcher {
     // (Ranges streamed from their last page down, a backward scan of the
     // key with no sort before the first row, made cold OO1 traversals
     // slower: a fault's next page is more often after it than before.)
+    static constexpr const char* prepare_sql =
+        "PREPARE steppe_fetch(text, bigint[], bigint[], bigint, integer, bigint) AS "
+        "SELECT reg.n, v.page, v.txn, v.sum, v.image FROM "
+        "(SELECT CASE WHEN $5 = 0 THEN (SELECT count(*) FROM steppe_store WHERE name = $1 AND fence = $6) "
+        "ELSE (SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $5) END AS n) reg LEFT JOIN LATERAL "
+        "(SELECT p.* FROM unnest($2, $3) AS c(first, last) CROSS JOIN LATERAL "
+        "(SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
+        "WHERE store = $1 AND page >= c.first AND page < c.last AND txn <= $4 ORDER BY page, txn DESC) p) v ON true";
     static bool prepare(pg_connection& conn) {
-        PGresult* r = conn.try_exec(
-            "PREPARE steppe_fetch(text, bigint[], bigint[], bigint, integer, bigint) AS "
-            "SELECT reg.n, v.page, v.txn, v.sum, v.image FROM "
-            "(SELECT CASE WHEN $5 = 0 THEN (SELECT count(*) FROM steppe_store WHERE name = $1 AND fence = $6) "
-            "ELSE (SELECT count(*) FROM steppe_reader WHERE store = $1 AND id = $5) END AS n) reg LEFT JOIN LATERAL "
-            "(SELECT p.* FROM unnest($2, $3) AS c(first, last) CROSS JOIN LATERAL "
-            "(SELECT DISTINCT ON (page) page, txn, sum, image FROM steppe_page "
-            "WHERE store = $1 AND page >= c.first AND page < c.last AND txn <= $4 ORDER BY page, txn DESC) p) v ON true",
-            {}, false);
+        PGresult* r = conn.try_exec(prepare_sql, {}, false);
         const bool prepared = r != nullptr;
         PQclear(r);
         return prepared;
@@ -820,10 +820,11 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
     // Its fetch statement is prepared there too, in the time of the control
     // connection's first round trip; again later if that found no tables
     // (a first open makes them) or a standby that has not caught up.
-    // Then, on the primary, it reads the version map ahead of the store row
-    // the control connection is about to return (take_speculated_versions
-    // says whether it may stand; else it is read again after): the query
-    // was most of an open's time after the registration, each in turn.
+    // On the primary, the same round trip reads the version map ahead of
+    // the store row the control connection is about to return
+    // (take_speculated_versions says whether it may stand; else it is read
+    // again after): the query was most of an open's time after the
+    // registration, each in turn.
     std::unique_ptr<pg_connection> fetch;
     bool fetch_prepared = false;
     pg_result speculated(nullptr);  // declared before the thread: it outlives the join on every way out
@@ -832,8 +833,7 @@ std::unique_ptr<pg_store> pg_store::open(const std::string& url, const options& 
         try {
             fetch = std::make_unique<pg_connection>(from_standby ? s->address_.fetch_conninfo : s->address_.conninfo,
                                                     s->address_.shown);
-            fetch_prepared = !from_standby && fetcher::prepare(*fetch);
-            if (fetch_prepared) speculated = speculate_versions(*fetch, s->address_.store);
+            if (!from_standby) speculated = speculate_versions(*fetch, fetcher::prepare_sql, s->address_.store, fetch_prepared);
         } catch (...) {
             fetch_failed = std::current_exception();
         }

@@ -228,7 +228,8 @@ private:
         std::uint64_t past_txn = 0;  // 0: none
     };
     loaded_versions load_versions(pg_connection& conn);
-    static pg_result speculate_versions(pg_connection& conn, const std::string& store);
+    static pg_result speculate_versions(pg_connection& conn, const char* prepare_fetch, const std::string& store,
+                                        bool& prepared);
     bool take_speculated_versions(const pg_result& rows, loaded_versions& loaded);
     loaded_versions take_versions(const pg_result& rows, bool registered_column);
     void verify_versions(const loaded_versions& loaded);
