@@ -37,7 +37,7 @@ done
 psql() { "$bin/psql" -X -q -At -h "$dir" -p "$port" -U steppe -d postgres -c "$1"; }
 # Inserts change the store: each measures a pristine copy (a file copy; rows
 # copied in SQL, under a new store_id: a copy is another store, and its pages
-# are not in the cache file).
+# are not in the cache file; vacuumed, as the original was).
 pristine() {
   if [ "$1" = file ]; then
     rm -f "$dir/ins.db" "$dir/ins.db-wal"; cp "$file" "$dir/ins.db"; echo "$dir/ins.db"
@@ -47,6 +47,7 @@ pristine() {
           INSERT INTO steppe_store (name, store_id, format, txn, page_count, meta, fence, digest)
             SELECT 'ins', md5(random()::text), format, txn, page_count, meta, fence, digest FROM steppe_store
             WHERE name = 'oo1'"
+    psql "VACUUM steppe_page"  # as the original's rows were (by generate's bulk load): the open's scan reads the index alone
     echo "${url/store=oo1/store=ins}"
   fi
 }
