@@ -402,8 +402,9 @@ pg_cache_file::slot_read pg_cache_file::read_cached(iovec* parts, off_t at) cons
 // at a time, and OO1 large's warm iterations still waited for the disk
 // (8.5 MB over 30 of them) where the file store's read the same pages in
 // its cold one.
-void pg_cache_file::plan_reads(const pg_cache_key& key, std::uint64_t pages) const noexcept {
+void pg_cache_file::plan_reads(const pg_cache_key& key, std::uint64_t pages) const {
     const std::uint64_t slots = std::min(pages, slots_);
+    if (slots == 0) return;  // a length of 0 would ask for the rest of the file
     const std::uint64_t bytes = slots * pg_cache_slot_size;
     if (bytes > around_.limit()) {
         if (bytes <= common::available_memory().available / 16) around_.start_at_limit();

@@ -201,8 +201,9 @@ public:
     // count, as file_store::plan_main_file_reads decides for a main file:
     // no more than the device's read-ahead, asked for whole now; no more
     // than a sixteenth of the memory available, a miss's clusters start at
-    // the read-ahead; larger, at 128 KiB. Only advice.
-    void plan_reads(const pg_cache_key& key, std::uint64_t pages) const noexcept;
+    // the read-ahead; larger, at 128 KiB. Only advice (it may throw
+    // bad_alloc, reading the memory available).
+    void plan_reads(const pg_cache_key& key, std::uint64_t pages) const;
     // Asks the kernel for the slots of `pages` of store `key`, to be read
     // by find() soon (read-ahead's hints, many at once). Only advice.
     void will_need(const pg_cache_key& key, std::span<const page_no> pages) const noexcept;

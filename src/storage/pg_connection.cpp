@@ -99,10 +99,17 @@ std::pair<bool, PGresult*> pg_connection::try_exec_pair(const char* first, const
             if (synced) break;
         }
     }
-    (void)PQexitPipelineMode(conn_);
     auto ok = [](const PGresult* r) {
         return r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
     };
+    if (PQexitPipelineMode(conn_) != 1) {
+        // Results still queued (a send that failed half way): no statement
+        // could run on this session again, so it starts afresh, and neither
+        // statement counts as done (a PREPARE is gone with the session).
+        PQreset(conn_);
+        last_failure_.reset();
+        return {false, nullptr};
+    }
     const bool first_ok = ok(results[0].get());
     if (!first_ok) last_failure_ = std::move(results[0]);
     if (!ok(results[1].get())) {

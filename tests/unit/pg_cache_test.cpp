@@ -830,8 +830,8 @@ TEST_F(PgCacheFileTest, DamagedOrCutShortUnderReadAroundAreMissesOnly) {
     EXPECT_EQ(hits, 100u) << "the slots before the cut";
 }
 
-// plan_reads, from the store's page count: slots no more than the
-// device's read-ahead are asked for whole, wrapping at the file's end (the
+// plan_reads, from the store's page count: none for an empty store; slots
+// no more than the device's read-ahead are asked for whole, wrapping at the file's end (the
 // key puts page 0's slot in the middle); a store larger, that fits in
 // memory, has a miss bring the read-ahead around it, not 128 KiB.
 TEST_F(PgCacheFileTest, OpenPlansReadsByTheStoresSize) {
@@ -839,6 +839,8 @@ TEST_F(PgCacheFileTest, OpenPlansReadsByTheStoresSize) {
     const std::uint64_t read_ahead = std::min<std::uint64_t>(test::device_read_ahead(path), 8 << 20);
     if (read_ahead < slots * storage::pg_cache_slot_size)
         GTEST_SKIP() << "the device's read-ahead here is " << read_ahead << " bytes, under " << slots << " slots";
+    file->plan_reads(key, 0);  // an empty store (a new one) asks for nothing of the others' slots
+    EXPECT_LE(cached_settled(), 2u);
     file->plan_reads(key, slots);
     EXPECT_GE(cached_settled(), slots * storage::pg_cache_slot_size / test::system_page_size() * 9 / 10);
     for (storage::page_no p : {0, 1, 511, 1023}) {
