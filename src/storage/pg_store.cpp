@@ -156,7 +156,7 @@ pg_address parse_pg_address(const std::string& url) {
 // makes a chunk for nearly every page it puts, and first touches of chunks
 // were 46% of a warm open's CPU), and a copy in or out touches one page.
 struct pg_store::cache {
-    struct header {
+    struct alignas(64) header {  // a cache line each: neighbours' locks do not contend (64 fill one page)
         common::spin_lock held;
         page_no page = ~page_no{0};
     };
@@ -165,6 +165,7 @@ struct pg_store::cache {
         header headers[chunk_slots];
         alignas(page_size) std::byte images[chunk_slots][page_size];  // not initialized: untouched until a put
     };
+    static_assert(sizeof(chunk) == (chunk_slots + 1) * page_size, "one page of headers, then the images");
     static constexpr std::uint64_t bytes_per_slot = sizeof(chunk) / chunk_slots;
     struct slot {
         header& h;
