@@ -145,6 +145,36 @@ TEST_F(PgCacheTest, SpilledPagesOfACommitAreInTheFile) {
     EXPECT_EQ(r->cache_counters().server_fetches, 0u);
 }
 
+// A commit's pages go to the file: 1,024 pages in a file of 1,008 slots
+// wrap around its end (page p and p + 1,008 share a slot, and the later
+// page holds it), and a second commit of every third page rewrites theirs. A reader then finds every page in the file, each right,
+// but the 16 displaced ones and, since a fetched page takes its slot
+// back, the 16 that had displaced them.
+TEST_F(PgCacheTest, ACommitsPagesGoToTheFileWrappingAtItsEnd) {
+    constexpr std::uint64_t many = 1024, slots = (4 << 20) / storage::pg_cache_slot_size;
+    static_assert(slots == 1008);
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, many);
+        std::vector<std::byte> two(storage::page_size, std::byte{2});
+        std::vector<storage::page_image> every_third;
+        for (storage::page_no p = 0; p < many; p += 3) every_third.push_back({p, two.data()});
+        storage::meta_bytes meta{};
+        meta[0] = std::byte{2};
+        w->commit(every_third, meta);
+        EXPECT_EQ(w->cache_counters().file_writes, many + every_third.size());
+    }
+    auto r = open(true);
+    std::vector<std::byte> page(storage::page_size);
+    for (storage::page_no p = 0; p < many; ++p) {
+        r->read_page(p, page.data());
+        ASSERT_EQ(page[storage::page_size - 1], std::byte(p % 3 == 0 ? 2 : 1)) << "page " << p;
+    }
+    EXPECT_EQ(r->cache_counters().file_hits, many - 2 * (many - slots));
+    EXPECT_EQ(r->cache_counters().server_fetches, 2 * (many - slots));
+    EXPECT_TRUE(r->check().empty());
+}
+
 // Pages the file has not seen are fetched once (a cluster a query), then
 // served from the file by the next open.
 TEST_F(PgCacheTest, AColdOpenFillsTheFileForTheNext) {
