@@ -9,7 +9,6 @@
 //   6. describe and check
 #include "storage/file_store.hpp"
 
-#include "common/memory_limit.hpp"
 
 #include <steppe/error.hpp>
 
@@ -137,25 +136,11 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     return s;
 }
 
-// How the main file is read, decided at open from its size:
-// - no larger than the device's read-ahead: asked for whole now
-//   (posix_fadvise WILLNEED; the kernel reads it while the open goes on),
-//   as a mapped file's first fault brings it for the mmap peers. OO1
-//   small's cold traversal read 3 MB in 374 faults, a cluster at a time,
-//   in 7.9 ms; 3.6 ms once the file was asked for at open;
-// - no larger than a sixteenth of the memory available: a miss's clusters
-//   start at the device's read-ahead, as the kernel reads around a mapped
-//   file's faults, and shrink if what they bring goes unused
-//   (read_around.hpp). OO1 large (38 MB): cold lookup 68 -> 52 ms, warm
-//   insert + commit 4.6 -> 2.2 ms (its pages came from the disk 128 KiB at
-//   a time); cold insert 28 -> 37 ms (its first faults wait for 8 MiB);
-// - larger: clusters start at 128 KiB and grow by use, since read-ahead
-//   past memory costs random reads their throughput (the CIDR 2022 mmap
-//   study).
+// How the main file is read, decided at open from its size
+// (read_around::plan): small enough, asked for whole now.
 void file_store::plan_main_file_reads() {
     const std::uint64_t bytes = main_->size();
-    if (bytes <= main_->device_read_ahead()) main_->will_need(0, bytes);
-    else if (bytes <= common::available_memory().available / 16) around_.start_at_limit();
+    if (around_.plan(bytes, main_->device_read_ahead())) main_->will_need(0, bytes);
 }
 
 // A reader beside a writer (or after one): the snapshot the reader table

@@ -14,7 +14,6 @@
 #include <new>
 #include <optional>
 
-#include "common/memory_limit.hpp"
 #include "storage/checksum.hpp"
 #include "storage/io.hpp"
 #include "storage/pg_connection.hpp"
@@ -405,11 +404,7 @@ pg_cache_file::slot_read pg_cache_file::read_cached(iovec* parts, off_t at) cons
 void pg_cache_file::plan_reads(const pg_cache_key& key, std::uint64_t pages) const {
     const std::uint64_t slots = std::min(pages, slots_);
     if (slots == 0) return;  // a length of 0 would ask for the rest of the file
-    const std::uint64_t bytes = slots * pg_cache_slot_size;
-    if (bytes > around_.limit()) {
-        if (bytes <= common::available_memory().available / 16) around_.start_at_limit();
-        return;
-    }
+    if (!around_.plan(slots * pg_cache_slot_size, around_.limit())) return;
     const std::uint64_t first = (std::uint64_t(offset_of(key, 0)) - pg_cache_header_size) / pg_cache_slot_size;
     const std::uint64_t before_end = std::min(slots, slots_ - first);
     (void)::posix_fadvise(fd_, offset_of(key, 0), off_t(before_end * pg_cache_slot_size), POSIX_FADV_WILLNEED);

@@ -198,11 +198,8 @@ public:
     lookup find(const pg_cache_key& key, page_no page, std::uint64_t snapshot, const pg_version_map& versions,
                 std::byte* out, bool read_around = false) const noexcept;
     // How store `key`'s slots are read, decided at open from its page
-    // count, as file_store::plan_main_file_reads decides for a main file:
-    // no more than the device's read-ahead, asked for whole now; no more
-    // than a sixteenth of the memory available, a miss's clusters start at
-    // the read-ahead; larger, at 128 KiB. Only advice (it may throw
-    // bad_alloc, reading the memory available).
+    // count (read_around::plan, as for a main file): small enough, asked
+    // for whole now. Only advice (it may throw bad_alloc).
     void plan_reads(const pg_cache_key& key, std::uint64_t pages) const;
     // Asks the kernel for the slots of `pages` of store `key`, to be read
     // by find() soon (read-ahead's hints, many at once). Only advice.
