@@ -26,6 +26,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "common/page_size.hpp"
+
 namespace steppe::common {
 
 // mmap(nullptr, bytes, prot, flags, fd, offset), then munlock of the result;
@@ -62,7 +64,7 @@ public:
     T& operator[](std::size_t i) const noexcept { return items_[i]; }
     // The memory the first `written` items take once written: whole pages.
     static std::uint64_t memory_bytes(std::uint64_t written) noexcept {
-        return (written * sizeof(T) + 4095) / 4096 * 4096;
+        return (written * sizeof(T) + page_size - 1) / page_size * page_size;
     }
 
 private:
