@@ -5,23 +5,33 @@
 // stores at once; it is only ever a cache: whatever is in it, a read is
 // right or a miss.
 //
-// Layout: a 4 KiB header, then `slot_count` slots of 64 + 4096 bytes. Page
-// `p` of a store lives in slot (p + key hash) % slot_count (direct-mapped,
-// so a fetched cluster lands in consecutive slots); a newer image of any
-// page that maps there replaces it. Fields in host byte order.
+// Layout: a 4 KiB header, then the slots' 64-byte headers, then their
+// 4 KiB images, page-aligned (format 2; format 1 put each header just
+// before its image in 4160-byte slots, and reading one cost the kernel
+// twice the copy of an aligned page: such a file is made again). Page `p`
+// of a store lives in slot (p + key hash) %
+// slot_count (direct-mapped, so a fetched cluster lands in consecutive
+// slots); a newer image of any page that maps there replaces it. Fields in
+// host byte order.
 //
-//   header  0 magic "steppe pgcache\n\0"   16 format (1)   20 slot_size (4160)
-//           24 slot_count                  32 crc32c of bytes 0..31
-//   slot    0 check: crc32c of slot bytes 4..63, then of the image
+//   header  0 magic "steppe pgcache\n\0"   16 format (2)   20 slot_size (4096)
+//           24 slot_count (a multiple of 64)  32 crc32c of bytes 0..31
+//   slot s's header at 4096 + s * 64, its image at 4096 + slot_count * 64 + s * 4096
+//   slot header  0 check: crc32c of header bytes 4..63, then of the image
 //           4 sum: page_checksum(image), as in the server's row
 //           8 store_id (16 bytes)  24 server (system identifier)  32 row (steppe_store.id)
 //          40 page  48 version (the commit that wrote it)  56 newest_through
-//          64 the image (4096 bytes)
 //
 // Invariants (check_against() checks C2 and C3 against the server):
-//  (C1) a slot is used only if its check and its sum match its bytes;
-//       anything else (torn by kill -9 or by two processes writing it at
-//       once, damaged, zeros, past the end of a truncated file) is a miss;
+//  (C1) a slot is used only if its check and its sum match its header and
+//       the image read now; anything else (torn by kill -9 or by two
+//       processes writing it at once, damaged, zeros, past the end of a
+//       truncated file) is a miss. A process keeps a copy of the headers
+//       it has read, a page of 64 at a time (one read a group of slots,
+//       not one a slot): a copy is only a guess at the file's, and an
+//       image that does not match it, or a header that names another
+//       page, has the header read again from the file before the slot is
+//       judged (another process may have written the slot since);
 //  (C2) a slot names one version of one page of one store: a store is the
 //       triple (store_id, server, row), which a drop and re-creation of the
 //       same name (a new row) or a copy on another server (another system
@@ -39,10 +49,10 @@
 //       slot's version and sum; with no map (a reader whose registration
 //       was gone at open), only if version ≤ S ≤ newest_through.
 //
-// Two processes writing one file need no lock: each slot goes in one
-// pwritev (a run of a fetched cluster's slots in one together), and a
-// reader that sees a mix of two writes finds its check wrong (C1).
-// Lookups are async-signal-safe (preadv, crc32c, no malloc).
+// Two processes writing one file need no lock: a slot's image is written,
+// then its header (a run of a fetched cluster's slots two calls together),
+// and a reader that sees a mix of two writes finds its check wrong (C1).
+// Lookups are async-signal-safe (pread, crc32c, atomics, no malloc).
 #pragma once
 
 #include <sys/types.h>
@@ -72,9 +82,13 @@ struct pg_cache_key {
 
 inline constexpr std::size_t pg_cache_header_size = 4096;
 inline constexpr std::size_t pg_cache_slot_header_size = 64;
-inline constexpr std::size_t pg_cache_slot_size = pg_cache_slot_header_size + page_size;
+// The slots whose headers share a page: a process copies them together,
+// and a file's slot count is a multiple.
+inline constexpr std::size_t pg_cache_group_slots = page_size / pg_cache_slot_header_size;  // 64
+// What a slot costs in the file, its header and its image (4160).
+inline constexpr std::size_t pg_cache_bytes_per_slot = pg_cache_slot_header_size + page_size;
 inline constexpr char pg_cache_magic[16] = "steppe pgcache\n";
-inline constexpr std::uint32_t pg_cache_format = 1;
+inline constexpr std::uint32_t pg_cache_format = 2;
 
 struct pg_cache_slot_header {
     std::uint32_t check;
@@ -179,8 +193,9 @@ struct pg_cache_counters {
 class pg_cache_file {
 public:
     // Opens `path`, making it (and its directory) if missing, with
-    // `slot_count` slots; an existing file keeps its own size. Returns null
-    // and says why in `why` when the file cannot serve: `unusable` when it
+    // `slot_count` slots (rounded down to whole groups of 64, one group at
+    // least); an existing file keeps its own size. Returns null and says
+    // why in `why` when the file cannot serve: `unusable` when it
     // cannot be made or opened or is another program's file (the caller
     // decides whether that is an error: not for the default path), and not
     // when it is no regular file (/dev/null: a way to say "none").
@@ -209,8 +224,9 @@ public:
     // page's slot holds, soundly, a newer version or the same one known
     // newest as far (an old
     // snapshot's fetch then leaves it: the newer serves more handles). One
-    // read and one write per run of up to 256 consecutive slots, not two
-    // system calls a page: a fetched cluster is up to thousands of pages.
+    // read of the old headers and two writes per run of up to 256
+    // consecutive slots, not calls a page: a fetched cluster is up to
+    // thousands of pages.
     struct fetched_page {
         page_no page;
         std::uint64_t version;
@@ -238,15 +254,32 @@ public:
 
     const std::string& path() const noexcept { return path_; }
     std::uint64_t slot_count() const noexcept { return slots_; }
+    // The memory this process's copy of the slot headers holds (C1): a page
+    // for each group read so far.
+    std::uint64_t header_copy_bytes() const noexcept {
+        return groups_copied_.load(std::memory_order_relaxed) * page_size;
+    }
+
+    // Where page `page` of store `key` lives, and where a slot's header and
+    // image are in the file (tests damage them from outside).
+    std::uint64_t slot_of(const pg_cache_key& key, page_no page) const noexcept;
+    static off_t header_at(std::uint64_t slot) noexcept;
+    off_t image_at(std::uint64_t slot) const noexcept;
 
 private:
-    pg_cache_file(int fd, std::string path, std::uint64_t slots, std::uint64_t device_read_ahead)
-        : fd_(fd), path_(std::move(path)), slots_(slots), around_(device_read_ahead) {}
-    off_t offset_of(const pg_cache_key& key, page_no page) const noexcept;
+    pg_cache_file(int fd, std::string path, std::uint64_t slots, std::uint64_t device_read_ahead,
+                  std::uint64_t* copies);
+    // The slot's header as this process's copy has it, the group's header
+    // page read first if it was not yet (into `scratch`, a page): true if
+    // what `h` holds was read from the file just now.
+    bool copied_header(std::uint64_t slot, pg_cache_slot_header& h, std::byte* scratch) const noexcept;
+    void reread_header(std::uint64_t slot, pg_cache_slot_header& h) const noexcept;
+    void remember_header(std::uint64_t slot, const pg_cache_slot_header& h) const noexcept;
     enum class slot_read { cached, hole, uncached };
-    slot_read read_cached(iovec* parts, off_t at) const noexcept;
+    slot_read read_cached(std::byte* image, off_t at) const noexcept;
+    bool read_image(std::byte* image, off_t at, bool read_around) const noexcept;
+    void advise(std::uint64_t first_slot, std::uint64_t slots, bool headers) const noexcept;
     bool may_hold_data(off_t at, std::size_t size) const noexcept;
-    ssize_t read_held(std::byte* into, std::size_t size, off_t at) const noexcept;
     static pg_cache_slot_header header_for(const pg_cache_key& key, page_no page, std::uint64_t version,
                                            std::uint64_t newest_through, std::uint32_t sum,
                                            const std::byte* image) noexcept;
@@ -255,12 +288,19 @@ private:
     std::string path_;
     std::uint64_t slots_;
     mutable read_around around_;  // find()'s clusters, judged by their use
-    // put_fetched's: a run's slots are read whole and written in one
-    // pwritev, two parts a slot, so at most IOV_MAX (1024) parts.
+    // The copy of the slot headers (C1): 8 words a slot, mapped without
+    // reserve and touched a page a group as groups are read; a group's
+    // state says whether it was read (not_copied, copying, copied).
+    std::uint64_t* copies_;
+    std::unique_ptr<std::atomic<std::uint8_t>[]> group_state_;
+    mutable std::atomic<std::uint64_t> groups_copied_{0};
+    // put_fetched's runs: consecutive slots, their old headers read in one
+    // call and their new images and headers written in two (so at most
+    // IOV_MAX, 1024, images).
     static constexpr std::size_t max_run = 256;
-    mutable std::vector<std::byte> run_buffer_;
-    mutable std::vector<pg_cache_slot_header> run_headers_;
-    mutable std::vector<iovec> run_parts_;
+    mutable std::vector<pg_cache_slot_header> run_old_, run_headers_;
+    mutable std::vector<iovec> run_images_;
+    mutable std::vector<std::byte> held_image_;
 };
 
 // Where a cache file goes when the URL names none:

@@ -984,7 +984,7 @@ void pg_store::open_cache_file() {
     }
     std::string why;
     bool unusable = false;
-    const std::uint64_t slots = std::max<std::uint64_t>(address_.cache_file_bytes / pg_cache_slot_size, 1);
+    const std::uint64_t slots = std::max<std::uint64_t>(address_.cache_file_bytes / pg_cache_bytes_per_slot, 1);
     file_ = pg_cache_file::open(address_.cache_file, slots, why, unusable);
     if (!file_) {
         // Only a file the user named is worth an error; the default one is a convenience.
@@ -1496,7 +1496,7 @@ info pg_store::describe() const {
 }
 
 storage::memory pg_store::memory_bytes() const noexcept {
-    return {pending_count() * 48 + (versions_ ? versions_->bytes() : 0),
+    return {pending_count() * 48 + (versions_ ? versions_->bytes() : 0) + (file_ ? file_->header_copy_bytes() : 0),
             cache_->count * cache::bytes_per_slot + sizeof(fetcher::request) * fetcher::request_slots};
 }
 

@@ -23,6 +23,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "storage/pg_store.hpp"
@@ -44,6 +45,16 @@ struct Node {
     long value;
     Node* next;
 };
+
+// The slot count a cache file's header gives (docs/format.md), read as
+// an outsider would.
+std::uint64_t slot_count_of(const std::string& file) {
+    std::uint64_t slots = 0;
+    const int fd = ::open(file.c_str(), O_RDONLY);
+    EXPECT_EQ(::pread(fd, &slots, sizeof slots, 24), ssize_t(sizeof slots)) << file;
+    ::close(fd);
+    return slots;
+}
 
 // Kills `c` (kill -9) `delay` after its `reports`-th report; the last
 // report (0 if it ended before giving them all).
@@ -145,14 +156,16 @@ TEST_F(PgCacheTest, SpilledPagesOfACommitAreInTheFile) {
     EXPECT_EQ(r->cache_counters().server_fetches, 0u);
 }
 
-// A commit's pages go to the file: 1,024 pages in a file of 1,008 slots
-// wrap around its end (page p and p + 1,008 share a slot, and the later
-// page holds it), and a second commit of every third page rewrites theirs. A reader then finds every page in the file, each right,
-// but the 16 displaced ones and, since a fetched page takes its slot
-// back, the 16 that had displaced them.
+// A commit's pages go to the file: 1,024 pages in a file of 960 slots (4
+// MiB, in whole groups of 64) wrap around its end (page p and p + 960
+// share a slot, and the later page holds it), and a second commit of every
+// third page rewrites theirs. A reader then finds every page in the file,
+// each right, but the 64 displaced ones and, since a fetched page takes
+// its slot back, the 64 that had displaced them.
 TEST_F(PgCacheTest, ACommitsPagesGoToTheFileWrappingAtItsEnd) {
-    constexpr std::uint64_t many = 1024, slots = (4 << 20) / storage::pg_cache_slot_size;
-    static_assert(slots == 1008);
+    constexpr std::uint64_t many = 1024, slots = (4 << 20) / storage::pg_cache_bytes_per_slot /
+                                                 storage::pg_cache_group_slots * storage::pg_cache_group_slots;
+    static_assert(slots == 960);
     {
         auto w = open();
         test::commit_filled(*w, 1, many);
@@ -204,9 +217,9 @@ TEST_F(PgCacheTest, AStoreSmallerThanTheReadAheadHasItsSlotsReadWholeAtOpen) {
         auto w = open();
         test::commit_filled(*w, 1, pages);
     }
-    if (test::device_read_ahead(file) < pages * storage::pg_cache_slot_size)
+    if (test::device_read_ahead(file) < pages * storage::pg_cache_bytes_per_slot)
         GTEST_SKIP() << "the device's read-ahead here is under the store's " << pages << " slots";
-    const std::size_t store_pages = pages * storage::pg_cache_slot_size / test::system_page_size();
+    const std::size_t store_pages = pages * storage::pg_cache_bytes_per_slot / test::system_page_size();
     for (bool read_only : {true, false}) {
         test::drop_from_page_cache(file);
         ASSERT_LT(test::cached_pages(file), store_pages / 4) << "dropped";
@@ -265,7 +278,8 @@ TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
     }
     auto next = open(true);
     EXPECT_EQ(test::filled_problem(*next, 1), "");
-    EXPECT_GE(next->cache_counters().file_hits, many - (many - 1008) * 2) << "all but the slots the wrap reused";
+    const std::uint64_t slots = slot_count_of(file);
+    EXPECT_GE(next->cache_counters().file_hits, many - (many - slots) * 2) << "all but the slots the wrap reused";
     EXPECT_TRUE(next->check().empty());
 }
 
@@ -413,8 +427,11 @@ TEST_F(PgCacheTest, DamagedSlotsAreMissesNeverHandedOut) {
         test::commit_filled(*w, 1, pages);
     }
     // Every slot, each at another byte: the check, the key, the claim, the image.
-    const off_t slots = 4096, slot = 64 + 4096, count = (4 << 20) / slot;
-    for (off_t i = 0; i < count; ++i) damage(slots + i * slot + (i * 97) % slot);
+    const std::uint64_t slots = slot_count_of(file);
+    for (std::uint64_t i = 0; i < slots; ++i) {
+        const off_t at = off_t(i * 97 % storage::pg_cache_bytes_per_slot);  // in the header, then the image
+        damage(at < 64 ? off_t(4096 + i * 64) + at : off_t(4096 + slots * 64 + i * 4096) + at - 64);
+    }
     auto r = open(true);
     EXPECT_EQ(test::filled_problem(*r, 1), "");
     EXPECT_EQ(r->cache_counters().file_hits, 0u);
@@ -453,31 +470,35 @@ TEST_F(PgCacheTest, TheCheckerNamesAFalseClaim) {
     EXPECT_EQ(r->cache_counters().file_rejects, 1u);
 }
 
-// A torn slot, as kill -9 mid-pwritev or two processes writing it at once
-// leave it: the first half of commit 1's slot over commit 2's. Each half is
-// sound bytes of a real slot; together they are a miss (C1), and the page
-// read is commit 2's.
+// A torn slot, as kill -9 between a slot's two writes or two processes
+// writing it at once leave it: commit 1's header and the first half of its
+// image over commit 2's. Each part is sound bytes of a real slot; together
+// they are a miss (C1), and the page read is commit 2's.
 TEST_F(PgCacheTest, ATornSlotIsAMiss) {
     auto w = open();
     test::commit_filled(*w, 1, pages);
-    auto slot_of_page_7 = [&] {
-        std::vector<char> bytes(4096 + (4 << 20));
+    const std::uint64_t slots = slot_count_of(file);
+    auto slot_of_page_7 = [&] {  // its header and its image
+        std::vector<char> bytes(4096 + slots * storage::pg_cache_bytes_per_slot);
         FILE* f = std::fopen(file.c_str(), "r");
         bytes.resize(std::fread(bytes.data(), 1, bytes.size(), f));
         std::fclose(f);
-        for (std::size_t at = 4096; at + 4160 <= bytes.size(); at += 4160) {
+        for (std::uint64_t s = 0; s < slots; ++s) {
+            const std::size_t header = 4096 + s * 64, image = 4096 + slots * 64 + s * 4096;
             std::uint64_t page = 0;
-            std::memcpy(&page, bytes.data() + at + 40, 8);
-            if (page == 7 && bytes[at + 64] != 0)
-                return std::pair(off_t(at), std::vector<char>(bytes.begin() + at, bytes.begin() + at + 4160));
+            std::memcpy(&page, bytes.data() + header + 40, 8);
+            if (page == 7 && image + 4096 <= bytes.size() && bytes[image] != 0)
+                return std::tuple(s, std::vector<char>(bytes.begin() + header, bytes.begin() + header + 64),
+                                  std::vector<char>(bytes.begin() + image, bytes.begin() + image + 4096));
         }
-        return std::pair(off_t(0), std::vector<char>());
+        return std::tuple(slots, std::vector<char>(), std::vector<char>());
     };
-    const auto [at, first] = slot_of_page_7();
-    ASSERT_NE(at, 0);
+    const auto [slot, header, image] = slot_of_page_7();
+    ASSERT_LT(slot, slots);
     test::commit_filled(*w, 2, pages);
     const int fd = ::open(file.c_str(), O_RDWR);
-    ASSERT_EQ(::pwrite(fd, first.data(), 2048, at), 2048);
+    ASSERT_EQ(::pwrite(fd, image.data(), 2048, off_t(4096 + slots * 64 + slot * 4096)), 2048);
+    ASSERT_EQ(::pwrite(fd, header.data(), 64, off_t(4096 + slot * 64)), 64);
     ::close(fd);
     auto r = open(true);
     EXPECT_EQ(test::filled_problem(*r, 2), "");
@@ -485,14 +506,15 @@ TEST_F(PgCacheTest, ATornSlotIsAMiss) {
     EXPECT_EQ(r->cache_counters().server_fetches, 1u);
 }
 
-// A file cut short (in its slots, in its header, to nothing) serves what is
-// left and is made again when its header is gone.
+// A file cut short (in its images, in its slot headers, in its header, to
+// nothing) serves what is left and is made again when its header is gone.
 TEST_F(PgCacheTest, ATruncatedFileIsMissesNotErrors) {
     {
         auto w = open();
         test::commit_filled(*w, 1, pages);
     }
-    for (off_t size : {off_t(4096 + 10 * 4160 + 100), off_t(20), off_t(0)}) {
+    const std::uint64_t slots = slot_count_of(file);
+    for (off_t size : {off_t(4096 + slots * 64 + 10 * 4096 + 100), off_t(4096 + 10 * 64 + 10), off_t(20), off_t(0)}) {
         ASSERT_EQ(::truncate(file.c_str(), size), 0);
         auto r = open(true);
         EXPECT_EQ(test::filled_problem(*r, 1), "") << "cut to " << size;
@@ -824,7 +846,7 @@ TEST_F(PgCacheFileTest, AFaultsMissBringsTheSlotsAroundItIn) {
 // miss; nothing read is another page's image.
 TEST_F(PgCacheFileTest, DamagedOrCutShortUnderReadAroundAreMissesOnly) {
     fill_and_drop();
-    const off_t slot_at = off_t(storage::pg_cache_header_size + 100 * storage::pg_cache_slot_size);
+    const off_t slot_at = file->image_at(100);
     {
         const int fd = ::open(path.c_str(), O_RDWR);
         ASSERT_GE(fd, 0);
@@ -846,7 +868,7 @@ TEST_F(PgCacheFileTest, DamagedOrCutShortUnderReadAroundAreMissesOnly) {
     }
     EXPECT_EQ(rejected, 1u);
     EXPECT_EQ(hits, slots - 1);
-    ASSERT_EQ(::truncate(path.c_str(), slot_at + off_t(storage::pg_cache_slot_size / 2)), 0);  // slot 100 cut
+    ASSERT_EQ(::truncate(path.c_str(), slot_at + off_t(storage::page_size / 2)), 0);  // slot 100's image cut
     drop();
     hits = 0;
     for (storage::page_no p = 0; p < slots; ++p) {
@@ -867,19 +889,20 @@ TEST_F(PgCacheFileTest, DamagedOrCutShortUnderReadAroundAreMissesOnly) {
 TEST_F(PgCacheFileTest, OpenPlansReadsByTheStoresSize) {
     fill_and_drop();
     const std::uint64_t read_ahead = std::min<std::uint64_t>(test::device_read_ahead(path), 8 << 20);
-    if (read_ahead < slots * storage::pg_cache_slot_size)
+    if (read_ahead < slots * storage::pg_cache_bytes_per_slot)
         GTEST_SKIP() << "the device's read-ahead here is " << read_ahead << " bytes, under " << slots << " slots";
     file->plan_reads(key, 0);  // an empty store (a new one) asks for nothing of the others' slots
     EXPECT_LE(cached_settled(), 2u);
     file->plan_reads(key, slots);
-    EXPECT_GE(cached_settled(), slots * storage::pg_cache_slot_size / test::system_page_size() * 9 / 10);
+    EXPECT_GE(cached_settled(), slots * storage::pg_cache_bytes_per_slot / test::system_page_size() * 9 / 10);
     for (storage::page_no p : {0, 1, 511, 1023}) {
         ASSERT_EQ(find(p, true), storage::pg_cache_file::lookup::hit) << "page " << p;
         EXPECT_EQ(image[100], std::byte(p % 251 + 1)) << "page " << p;
     }
     // A store of 4 x the read-ahead in a file of its own: clusters start at the read-ahead.
     const std::string big_path = dir.path("big-pages");
-    const std::uint64_t big = 4 * read_ahead / storage::pg_cache_slot_size;
+    const std::uint64_t big = 4 * read_ahead / storage::pg_cache_bytes_per_slot / storage::pg_cache_group_slots *
+                              storage::pg_cache_group_slots;
     std::string why;
     bool unusable = false;
     auto big_file = storage::pg_cache_file::open(big_path, big, why, unusable);
@@ -889,10 +912,52 @@ TEST_F(PgCacheFileTest, OpenPlansReadsByTheStoresSize) {
     test::drop_from_page_cache(big_path);
     big_file->plan_reads(key, big);
     const std::size_t before = test::cached_pages_settled(big_path);
-    EXPECT_LE(before, 8u) << "a store larger than the read-ahead is not asked for whole";
+    const std::size_t header_pages = big * storage::pg_cache_slot_header_size / test::system_page_size();
+    EXPECT_LE(before, header_pages + 8) << "a store larger than the read-ahead is not asked for whole (its "
+                                           "headers are)";
     ASSERT_EQ(big_file->find(key, big / 2, 1, versions, image.data(), true), storage::pg_cache_file::lookup::hit);
     EXPECT_GE(test::cached_pages_settled(big_path) - before, read_ahead / test::system_page_size() * 9 / 10)
         << "one miss brings the device's read-ahead around it (" << read_ahead << " bytes)";
+}
+
+// C1's copy of the headers, attacked by a second opener of the file (as
+// another process): a slot it rewrites after this one copied the header
+// is judged by the file's header, never the copy's; a slot it fills is
+// found. The copy costs a page for each group of 64 slots looked in.
+TEST_F(PgCacheFileTest, AHeaderCopiedBeforeAnotherWriterChangedTheSlotIsNeverTrusted) {
+    fill_and_drop();
+    std::string why;
+    bool unusable = false;
+    auto other = storage::pg_cache_file::open(path, slots, why, unusable);
+    ASSERT_TRUE(other) << why;
+    EXPECT_EQ(file->header_copy_bytes(), 0u);
+    ASSERT_EQ(find(5, false), storage::pg_cache_file::lookup::hit);
+    EXPECT_EQ(file->header_copy_bytes(), storage::page_size) << "page 5's group copied";
+    std::vector<std::byte> two(storage::page_size, std::byte{0xee});
+    ASSERT_TRUE(other->put(key, 5, 2, 2, two.data()));  // a newer version over the copied slot
+    EXPECT_EQ(find(5, false), storage::pg_cache_file::lookup::rejected) << "version 2 is not the newest at 1";
+    EXPECT_EQ(file->find(key, 5, 2, versions, image.data(), false), storage::pg_cache_file::lookup::hit);
+    EXPECT_EQ(image[0], std::byte{0xee});
+    // Another page takes the slot. (With the same bytes, the copy's header
+    // would be as good: its check is over the image's bytes, which would be
+    // version 2's.)
+    std::vector<std::byte> four(storage::page_size, std::byte{0x44});
+    ASSERT_TRUE(other->put(key, 5 + slots, 1, 1, four.data()));
+    EXPECT_EQ(file->find(key, 5, 2, versions, image.data(), false), storage::pg_cache_file::lookup::absent);
+    // Another store's page, found; then page 5 again, and its image alone
+    // changed from outside: a mix, never handed out.
+    storage::pg_cache_key their = key;
+    their.row = 2;
+    ASSERT_TRUE(other->put(their, 7, 1, 1, four.data()));
+    EXPECT_EQ(file->find(their, 7, 1, versions, image.data(), false), storage::pg_cache_file::lookup::hit);
+    ASSERT_TRUE(other->put(key, 5, 2, 2, two.data()));
+    ASSERT_EQ(file->find(key, 5, 2, versions, image.data(), false), storage::pg_cache_file::lookup::hit);
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    std::vector<std::byte> three(storage::page_size, std::byte{0x33});
+    ASSERT_EQ(::pwrite(fd, three.data(), three.size(), file->image_at(file->slot_of(key, 5))), ssize_t(three.size()));
+    ::close(fd);
+    EXPECT_EQ(file->find(key, 5, 2, versions, image.data(), false), storage::pg_cache_file::lookup::rejected);
+    EXPECT_EQ(file->header_copy_bytes(), 2 * storage::page_size) << "page 5's group, and their page 7's";
 }
 
 TEST_F(PgCacheFileTest, ASlotNeverWrittenIsNotReadAround) {
