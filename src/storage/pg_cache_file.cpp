@@ -134,7 +134,8 @@ header_state judge_header(int fd, std::uint64_t& slots) {
     if (std::memcmp(h.magic, pg_cache_magic, std::min<std::size_t>(std::size_t(n), sizeof h.magic)) != 0)
         return header_state::foreign;
     if (n < ssize_t(sizeof h) || h.check != header_check(h) || h.format != pg_cache_format ||
-        h.slot_size != page_size || h.slot_count == 0 || h.slot_count % pg_cache_group_slots != 0)
+        h.slot_size != page_size || h.slot_count == 0 || h.slot_count % pg_cache_group_slots != 0 ||
+        h.slot_count > pg_cache_max_slots)
         return header_state::replaceable;
     slots = h.slot_count;
     return header_state::sound;
@@ -180,15 +181,19 @@ std::unique_ptr<pg_cache_file> pg_cache_file::open(const std::string& path, std:
             // of the slots after each (zeros, in a file still mostly holes)
             // was a fifth of a cold fetch thread's time. Only advice: no error.
             ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+            std::unique_ptr<std::atomic<std::uint8_t>[]> states(
+                new (std::nothrow) std::atomic<std::uint8_t>[slots / pg_cache_group_slots]());
             void* copies = ::mmap(nullptr, slots * pg_cache_slot_header_size, PROT_READ | PROT_WRITE,
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (copies == MAP_FAILED) {
-                why = failed("mmap (the copy of its slot headers)", path);
+            if (!states || copies == MAP_FAILED) {
+                why = states ? failed("mmap (the copy of its slot headers)", path)
+                             : path + ": no memory for the copy of its slot headers";
+                if (copies != MAP_FAILED) ::munmap(copies, slots * pg_cache_slot_header_size);
                 ::close(fd);
                 return nullptr;
             }
-            return std::unique_ptr<pg_cache_file>(new pg_cache_file(fd, path, slots, device_read_ahead_of(fd),
-                                                                    static_cast<std::uint64_t*>(copies)));
+            return std::unique_ptr<pg_cache_file>(new pg_cache_file(
+                fd, path, slots, device_read_ahead_of(fd), static_cast<std::uint64_t*>(copies), std::move(states)));
         }
         case header_state::foreign:
             ::close(fd);
@@ -206,13 +211,13 @@ std::unique_ptr<pg_cache_file> pg_cache_file::open(const std::string& path, std:
 }
 
 pg_cache_file::pg_cache_file(int fd, std::string path, std::uint64_t slots, std::uint64_t device_read_ahead,
-                             std::uint64_t* copies)
+                             std::uint64_t* copies, std::unique_ptr<std::atomic<std::uint8_t>[]> group_state)
     : fd_(fd),
       path_(std::move(path)),
       slots_(slots),
       around_(device_read_ahead),
       copies_(copies),
-      group_state_(std::make_unique<std::atomic<std::uint8_t>[]>(slots / pg_cache_group_slots)) {}
+      group_state_(std::move(group_state)) {}
 
 pg_cache_file::~pg_cache_file() {
     ::munmap(copies_, slots_ * pg_cache_slot_header_size);
@@ -261,7 +266,16 @@ bool names(const pg_cache_slot_header& h, const pg_cache_key& key, page_no page)
     return h.page == page && same_store(h, key);
 }
 
+// Whether h's version is the page's newest at `snapshot` (C4).
+bool newest_at(const pg_cache_slot_header& h, page_no page, std::uint64_t snapshot,
+               const pg_version_map& versions) noexcept {
+    const std::uint64_t newest = versions.newest(page);
+    return newest != pg_version_map::unknown ? newest == h.version && versions.sum(page) == h.sum
+                                             : h.version <= snapshot && snapshot <= h.newest_through;
+}
+
 constexpr std::size_t header_words = pg_cache_slot_header_size / sizeof(std::uint64_t);
+static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free, "the copy is read in signal handlers");
 enum : std::uint8_t { not_copied, copying, copied };
 }  // namespace
 
@@ -318,26 +332,26 @@ pg_cache_file::lookup pg_cache_file::find(const pg_cache_key& key, page_no page,
     const std::uint64_t slot = slot_of(key, page);
     pg_cache_slot_header h;
     // One system call a hit (the image's pread), the header from the copy;
-    // the file's header is read again where the copy does not match.
+    // the file's header is read again where the copy does not serve (it
+    // names another page, fails the image, or is not the newest), and
+    // judged against the image read before it (a slot written in between,
+    // image then header, fails the check: a miss).
+    bool image_read = false;
     for (bool from_file = copied_header(slot, h, out);; from_file = true) {
         if (names(h, key, page)) {  // a filter; only the check below is trusted
             // pread is a plain system call (no allocation, no lock): as safe
             // in a fault handler as any. A short read is past a truncated end.
-            if (!read_image(out, image_at(slot), read_around)) return lookup::absent;
-            if (slot_matches(h, out) && h.version != 0) break;
+            if (!image_read && !read_image(out, image_at(slot), read_around)) return lookup::absent;
+            image_read = true;
+            // C1: torn, damaged or mixed, it is a miss. C4: the newest
+            // version at this snapshot, by the handle's map (the server's
+            // word, sum included: C2) where it knows the page, else by the
+            // slot's claim (C3).
+            if (slot_matches(h, out) && h.version != 0 && newest_at(h, page, snapshot, versions)) return lookup::hit;
         }
-        // C1: torn, damaged or mixed, it is a miss.
         if (from_file) return names(h, key, page) ? lookup::rejected : lookup::absent;
         reread_header(slot, h);
     }
-    // C4: the newest version at this snapshot, by the handle's map (the
-    // server's word, sum included: C2) where it knows the page, else by the
-    // slot's claim (C3).
-    const std::uint64_t newest = versions.newest(page);
-    const bool newest_at_snapshot = newest != pg_version_map::unknown
-                                        ? newest == h.version && versions.sum(page) == h.sum
-                                        : h.version <= snapshot && snapshot <= h.newest_through;
-    return newest_at_snapshot ? lookup::hit : lookup::rejected;
 }
 
 pg_cache_slot_header pg_cache_file::header_for(const pg_cache_key& key, page_no page, std::uint64_t version,
@@ -427,6 +441,7 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
             if (held && (held->version > f.version || (same && held->newest_through >= newest_through)) &&
                 ::pread(fd_, held_image_.data(), page_size, image_at(first + i)) == ssize_t(page_size) &&
                 slot_matches(*held, held_image_.data())) {
+                remember_header(first + i, *held);  // a copy taken before it was written would not serve
                 write_images();
                 f.held = same;
                 continue;

@@ -87,6 +87,9 @@ inline constexpr std::size_t pg_cache_slot_header_size = 64;
 inline constexpr std::size_t pg_cache_group_slots = page_size / pg_cache_slot_header_size;  // 64
 // What a slot costs in the file, its header and its image (4160).
 inline constexpr std::size_t pg_cache_bytes_per_slot = pg_cache_slot_header_size + page_size;
+// At most 2^32 slots (17.9 TB): a header that says more is damage, and the
+// file is made again.
+inline constexpr std::uint64_t pg_cache_max_slots = std::uint64_t{1} << 32;
 inline constexpr char pg_cache_magic[16] = "steppe pgcache\n";
 inline constexpr std::uint32_t pg_cache_format = 2;
 
@@ -255,9 +258,9 @@ public:
     const std::string& path() const noexcept { return path_; }
     std::uint64_t slot_count() const noexcept { return slots_; }
     // The memory this process's copy of the slot headers holds (C1): a page
-    // for each group read so far.
+    // for each group read so far, and a byte a group for their states.
     std::uint64_t header_copy_bytes() const noexcept {
-        return groups_copied_.load(std::memory_order_relaxed) * page_size;
+        return groups_copied_.load(std::memory_order_relaxed) * page_size + slots_ / pg_cache_group_slots;
     }
 
     // Where page `page` of store `key` lives, and where a slot's header and
@@ -268,7 +271,7 @@ public:
 
 private:
     pg_cache_file(int fd, std::string path, std::uint64_t slots, std::uint64_t device_read_ahead,
-                  std::uint64_t* copies);
+                  std::uint64_t* copies, std::unique_ptr<std::atomic<std::uint8_t>[]> group_state);
     // The slot's header as this process's copy has it, the group's header
     // page read first if it was not yet (into `scratch`, a page): true if
     // what `h` holds was read from the file just now.

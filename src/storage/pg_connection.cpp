@@ -63,6 +63,7 @@ void pg_connection::fail(const char* what, const PGresult* r) const {
 
 PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::string_view> params,
                                   bool binary_result) {
+    settle();
     text_params p(params);
     count_trip();
     PGresult* r = PQexecParams(conn_, sql, p.count(), nullptr, p.values.data(), nullptr, nullptr, binary_result ? 1 : 0);
@@ -75,6 +76,7 @@ PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::st
 std::pair<bool, PGresult*> pg_connection::try_exec_pair(const char* first, const char* second,
                                                         std::initializer_list<std::string_view> params,
                                                         bool binary_result) {
+    settle();
     text_params p(params);
     count_trip();
     last_failure_.reset();
@@ -120,6 +122,7 @@ std::pair<bool, PGresult*> pg_connection::try_exec_pair(const char* first, const
 }
 
 PGresult* pg_connection::try_exec_script(const std::string& sql, int* completed) {
+    settle();
     count_trip();
     last_failure_.reset();
     int done = 0;
@@ -143,6 +146,7 @@ PGresult* pg_connection::try_exec_script(const std::string& sql, int* completed)
 
 bool pg_connection::try_stream_prepared(const char* name, std::initializer_list<std::string_view> params,
                                         const std::function<void(pg_result)>& row) {
+    settle();
     text_params p(params);
     count_trip();
     last_failure_.reset();
@@ -181,6 +185,7 @@ pg_result pg_connection::exec(const char* what, const char* sql, std::initialize
 }
 
 void pg_connection::begin_copy(const char* what, const char* sql) {
+    settle();
     count_trip();
     last_failure_.reset(PQexec(conn_, sql));
     if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COPY_IN) fail(what, last_failure_.get());
@@ -203,6 +208,7 @@ void pg_connection::end_copy(const char* what) {
 std::optional<std::string> pg_connection::wait_for_notification(const char* what, std::string_view channel,
                                                                 std::string_view prefix,
                                                                 std::chrono::milliseconds timeout) {
+    settle();
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
         // What earlier statements brought in is queued already; then the socket.
@@ -223,6 +229,7 @@ std::optional<std::string> pg_connection::wait_for_notification(const char* what
 }
 
 void pg_connection::rollback() noexcept {
+    settle();
     if (in_copy_) {  // a COPY cut short: end it as failed first
         in_copy_ = false;
         if (PQputCopyEnd(conn_, "abandoned by steppe") == 1)
@@ -250,8 +257,22 @@ bool pg_connection::last_failed_with(const char* sqlstate) const noexcept {
 }
 
 bool pg_connection::reconnect() noexcept {
+    detached_ = false;  // the reset drops it
     PQreset(conn_);
     return ok();
+}
+
+bool pg_connection::send_detached(const char* sql) noexcept {
+    settle();
+    count_trip();
+    detached_ = PQsendQuery(conn_, sql) == 1;
+    return detached_;
+}
+
+void pg_connection::settle() noexcept {
+    if (!detached_) return;
+    detached_ = false;
+    while (PGresult* r = PQgetResult(conn_)) PQclear(r);
 }
 
 }  // namespace steppe::storage

@@ -84,6 +84,11 @@ public:
     // when none came. Throws io when the connection is lost.
     std::optional<std::string> wait_for_notification(const char* what, std::string_view channel,
                                                      std::string_view prefix, std::chrono::milliseconds timeout);
+    // Sends `sql` (no parameters) and returns at once: the next statement
+    // on this connection first waits for it to end, and its outcome is
+    // dropped. For work nobody waits on (the VACUUM after a bulk load);
+    // false if it could not be sent.
+    bool send_detached(const char* sql) noexcept;
     // A best-effort ROLLBACK after a failed statement inside a transaction.
     void rollback() noexcept;
     // Reconnects a connection the server dropped; false if it cannot.
@@ -108,6 +113,7 @@ public:
 
 private:
     [[noreturn]] void fail(const char* what, const PGresult* r) const;
+    void settle() noexcept;  // waits for a detached statement to end, dropping its results
     const char* last_state() const noexcept;  // the last failure's SQLSTATE; null: none, or libpq's own
 
     struct clear {
@@ -117,6 +123,7 @@ private:
     std::string shown_;
     std::unique_ptr<PGresult, clear> last_failure_;  // what the last failed statement said
     bool in_copy_ = false;
+    bool detached_ = false;  // send_detached's statement may still run
     // Written by the thread that owns the connection, read by any (stats).
     std::atomic<std::uint64_t> round_trips_{0};
     void count_trip() noexcept { round_trips_.fetch_add(1, std::memory_order_relaxed); }

@@ -60,14 +60,12 @@ tables tables_in(pg_connection& c) {
 
 namespace {
 // A commit's last statement (commit_transaction), prepared once a session
-// (the tables exist by then): planned once, not at every commit.
+// (the tables exist by then): planned once, not at every commit. $6 and $7
+// are the digest's terms the commit adds and those it takes away (P6).
 constexpr const char* prepare_move_row =
-    "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, bigint[], numeric) AS "
-    "WITH superseded AS (SELECT coalesce(sum(o.txn::numeric * (n.page + 1) * CASE WHEN o.sum = 0 THEN 2 "
-    "ELSE 1 END), 0) AS d FROM "
-    "unnest($6) AS n(page) CROSS JOIN LATERAL (SELECT txn, sum FROM steppe_page WHERE store = $1 AND page = n.page AND "
-    "txn < $2 ORDER BY txn DESC LIMIT 1) o), row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, "
-    "digest = digest + $7 - (SELECT d FROM superseded) WHERE name = $1 RETURNING name) "
+    "PREPARE steppe_move_row(text, bigint, bigint, bytea, text, numeric, numeric) AS "
+    "WITH row AS (UPDATE steppe_store SET txn = $2, page_count = $3, meta = $4, "
+    "digest = digest + $6 - $7 WHERE name = $1 RETURNING name) "
     "SELECT pg_notify('steppe', $5) FROM row";
 }  // namespace
 

@@ -53,8 +53,8 @@
 //       newest such version times (page + 1), twice that for a zero
 //       version (pg_digest_term); a commit
 //       adds its terms for the pages it writes and takes away those of the
-//       versions they supersede (read from the rows as stored), in the
-//       statement that moves the store row (P1). Collection drops
+//       versions they supersede (the writer's version map names them), in
+//       the statement that moves the store row (P1). Collection drops
 //       no newest version, so leaves it as it is. A newest version deleted
 //       (by hand, or lost in a restore of steppe_page older than
 //       steppe_store) leaves an older one or none, of a smaller number (a

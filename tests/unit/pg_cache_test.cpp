@@ -232,7 +232,7 @@ TEST_F(PgCacheTest, AStoreSmallerThanTheReadAheadHasItsSlotsReadWholeAtOpen) {
 
 // A fault's cluster grows while its pages are used (fetch_worth.hpp) and
 // shrinks while they are not; the costs it weighs are pinned (a round trip
-// of 0.5 ms, 20 µs a page), so the counts do not depend on this machine. 1,024 pages in a file of 1,008 slots: the
+// of 0.5 ms, 20 µs a page), so the counts do not depend on this machine. 1,024 pages in a file of 960 slots: the
 // clusters' writes wrap around the end of the file, and the next open reads
 // what they left, checked.
 TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
@@ -268,7 +268,7 @@ TEST_F(PgCacheTest, AFetchedClusterGrowsWhereItsPagesAreUsed) {
         const auto c = scan->cache_counters();
         // Every page used: 9 clusters of 32 (the first judgement waits for
         // 256 pages fetched beside faults), then of 64 (the limit, an eighth
-        // of the file's 1,008 slots to a power of two): 21 fetches, where
+        // of the file's 960 slots to a power of two): 21 fetches, where
         // clusters of 32 took 32. Without a memory cache (cache_mib=0) the
         // first cluster of 64 brings the last one of 32 again.
         EXPECT_LE(c.server_fetches, 21u);
@@ -367,13 +367,13 @@ TEST_F(PgCacheTest, AFileCutShortUnderItsMarksCostsFetchesNotWrongPages) {
 // marks).
 TEST_F(PgCacheTest, AnotherStoresPagesUnderOurMarksCostFetchesNotWrongPages) {
     constexpr std::uint64_t many = 512;
-    auto a = filled_then_reader(many, "&cache_mib=1&cache_file_mib=3");  // 756 slots; 256 pages in memory
+    auto a = filled_then_reader(many, "&cache_mib=1&cache_file_mib=3");  // 704 slots; 256 pages in memory
     const auto first = read_shuffled(*a, many, std::byte{1}, 7);
     wait_for_file_writes(*a);
     {
         auto b = open(false, file, name + "_b");
         test::commit_filled(*b, 1, 800);
-        test::commit_filled(*b, 2, 800);  // 800 pages in 756 slots: every slot is b's now, other bytes
+        test::commit_filled(*b, 2, 800);  // 800 pages in 704 slots: every slot is b's now, other bytes
     }
     const auto second = read_shuffled(*a, many, std::byte{1}, 8);
     EXPECT_GE(second.pages_fetched - first.pages_fetched, many - 256) << "all but what memory held";
@@ -470,10 +470,10 @@ TEST_F(PgCacheTest, TheCheckerNamesAFalseClaim) {
     EXPECT_EQ(r->cache_counters().file_rejects, 1u);
 }
 
-// A torn slot, as kill -9 between a slot's two writes or two processes
-// writing it at once leave it: commit 1's header and the first half of its
-// image over commit 2's. Each part is sound bytes of a real slot; together
-// they are a miss (C1), and the page read is commit 2's.
+// A torn slot, as kill -9 while a slot is rewritten leaves it: commit 2's
+// image half written over commit 1's, commit 1's header not yet rewritten.
+// Each part is sound bytes of a real slot; together they are a miss (C1),
+// and the page read is commit 2's.
 TEST_F(PgCacheTest, ATornSlotIsAMiss) {
     auto w = open();
     test::commit_filled(*w, 1, pages);
@@ -497,7 +497,7 @@ TEST_F(PgCacheTest, ATornSlotIsAMiss) {
     ASSERT_LT(slot, slots);
     test::commit_filled(*w, 2, pages);
     const int fd = ::open(file.c_str(), O_RDWR);
-    ASSERT_EQ(::pwrite(fd, image.data(), 2048, off_t(4096 + slots * 64 + slot * 4096)), 2048);
+    ASSERT_EQ(::pwrite(fd, image.data() + 2048, 2048, off_t(4096 + slots * 64 + slot * 4096 + 2048)), 2048);
     ASSERT_EQ(::pwrite(fd, header.data(), 64, off_t(4096 + slot * 64)), 64);
     ::close(fd);
     auto r = open(true);
@@ -828,7 +828,7 @@ TEST_F(PgCacheFileTest, AFaultsMissBringsTheSlotsAroundItIn) {
     ASSERT_EQ(find(900, false), storage::pg_cache_file::lookup::hit);
     EXPECT_EQ(image[0], std::byte(900 % 251 + 1));
     const std::size_t one = cached_settled();
-    EXPECT_LE(one - before, 3u) << "a read without read-around brings its slot (two blocks) alone";
+    EXPECT_LE(one - before, 3u) << "a read without read-around brings its image and its headers' page alone";
     ASSERT_EQ(find(300, true), storage::pg_cache_file::lookup::hit);
     EXPECT_EQ(image[0], std::byte(300 % 251 + 1));
     const std::size_t around = cached_settled();
@@ -930,9 +930,15 @@ TEST_F(PgCacheFileTest, AHeaderCopiedBeforeAnotherWriterChangedTheSlotIsNeverTru
     bool unusable = false;
     auto other = storage::pg_cache_file::open(path, slots, why, unusable);
     ASSERT_TRUE(other) << why;
-    EXPECT_EQ(file->header_copy_bytes(), 0u);
+    EXPECT_EQ(file->header_copy_bytes(), slots / storage::pg_cache_group_slots) << "a byte a group, no page";
     ASSERT_EQ(find(5, false), storage::pg_cache_file::lookup::hit);
-    EXPECT_EQ(file->header_copy_bytes(), storage::page_size) << "page 5's group copied";
+    EXPECT_EQ(file->header_copy_bytes(), storage::page_size + slots / storage::pg_cache_group_slots)
+        << "page 5's group copied";
+    // The same image, now known newest through commit 9: the copy's claim
+    // (through 1) does not serve snapshot 7, the file's does.
+    ASSERT_TRUE(other->put(key, 5, 1, 9, image.data()));
+    EXPECT_EQ(file->find(key, 5, 7, versions, image.data(), false), storage::pg_cache_file::lookup::hit);
+    EXPECT_EQ(image[0], std::byte(5 % 251 + 1));
     std::vector<std::byte> two(storage::page_size, std::byte{0xee});
     ASSERT_TRUE(other->put(key, 5, 2, 2, two.data()));  // a newer version over the copied slot
     EXPECT_EQ(find(5, false), storage::pg_cache_file::lookup::rejected) << "version 2 is not the newest at 1";
@@ -957,14 +963,15 @@ TEST_F(PgCacheFileTest, AHeaderCopiedBeforeAnotherWriterChangedTheSlotIsNeverTru
     ASSERT_EQ(::pwrite(fd, three.data(), three.size(), file->image_at(file->slot_of(key, 5))), ssize_t(three.size()));
     ::close(fd);
     EXPECT_EQ(file->find(key, 5, 2, versions, image.data(), false), storage::pg_cache_file::lookup::rejected);
-    EXPECT_EQ(file->header_copy_bytes(), 2 * storage::page_size) << "page 5's group, and their page 7's";
+    EXPECT_EQ(file->header_copy_bytes(), 2 * storage::page_size + slots / storage::pg_cache_group_slots)
+        << "page 5's group, and their page 7's";
 }
 
 TEST_F(PgCacheFileTest, ASlotNeverWrittenIsNotReadAround) {
     drop();
     const std::size_t before = cached_settled();
     for (storage::page_no p : {10, 500, 1000}) EXPECT_EQ(find(p, true), storage::pg_cache_file::lookup::absent);
-    // The kernel may make a hole's own two blocks zero pages while it
+    // The kernel may make a hole's image block and its headers' page zero pages while it
     // answers RWF_NOWAIT; the 32 of a cluster around it, never.
     EXPECT_LE(cached_settled() - before, 2u * 3) << "holes are not read around";
 }
