@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "storage/backup.hpp"
+#include "storage/pg_connection.hpp"
 #include "storage/pg_store.hpp"
 #include "support/child.hpp"
 #include "support/cli.hpp"
@@ -203,9 +204,11 @@ TEST_F(PgStoreTest, ACollectionUnderStatisticsThatNeverSawItsStoreEnds) {
 // until autovacuum came: 1 s against 79 ms on OO1 huge. Autovacuum is off
 // here: only the store can have vacuumed. A small commit leaves its rows
 // to autovacuum (no VACUUM in its latency); a load in chunks is vacuumed
-// once its chunks add up to half the store. And the VACUUM never waits: a
-// session holding the table's VACUUM lock (another writer's VACUUM, an
-// ANALYZE) is passed over, and the commit returns at once.
+// once its chunks add up to half the store. The commit does not wait for
+// its VACUUM (the writer's next statement does, if it still runs), and the
+// VACUUM never waits: a session holding the table's VACUUM lock (another
+// writer's VACUUM, an ANALYZE) is passed over, and the commit returns at
+// once.
 TEST_F(PgStoreTest, ABulkLoadLeavesItsRowsVisibleToIndexOnlyScans) {
     auto w = open();  // makes the tables
     no_autovacuum off(*server);
@@ -230,7 +233,9 @@ TEST_F(PgStoreTest, ABulkLoadLeavesItsRowsVisibleToIndexOnlyScans) {
         for (std::uint64_t p = 0; p < 700; ++p) pages_.push_back({(chunk - 3) * 700 + p, image.data()});
         w->commit(pages_, w->meta());
     }
-    plan = index_only_scan_of_store();
+    // The writer still open: its VACUUM ends on its own, up to 10 s.
+    for (int i = 0; i < 100 && (plan = index_only_scan_of_store()).find("Heap Fetches: 0") == std::string::npos; ++i)
+        ::usleep(100'000);
     EXPECT_NE(plan.find("Heap Fetches: 0"), std::string::npos) << plan;
     // Another session holds the table's VACUUM lock (SHARE UPDATE
     // EXCLUSIVE, as a VACUUM or ANALYZE does) for 3 s: a bulk commit
@@ -247,6 +252,30 @@ TEST_F(PgStoreTest, ABulkLoadLeavesItsRowsVisibleToIndexOnlyScans) {
     w.reset();
     auto r = open(true);
     EXPECT_TRUE(r->check().empty());
+}
+
+// A statement sent without waiting (the VACUUM after a bulk load): the
+// next statement on the connection, of any kind, waits for it and then
+// runs as if it had not been there, whether it succeeded or failed.
+TEST_F(PgStoreTest, AStatementSentWithoutWaitingIsWaitedForByTheNext) {
+    auto w = open();  // makes the tables
+    const storage::pg_address address = storage::parse_pg_address(server->url(name));
+    storage::pg_connection c(address.conninfo, address.shown);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(c.send_detached("SELECT pg_sleep(0.3)"));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250)) << "it did not wait";
+    EXPECT_EQ(c.exec("after", "SELECT 1 + 1").text(0, 0), "2");
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300)) << "the next waited";
+    ASSERT_TRUE(c.send_detached("SELECT 1 / 0"));  // fails: dropped
+    PGresult* r = c.try_exec_script("SELECT 3; SELECT 4");
+    ASSERT_NE(r, nullptr) << c.error();
+    EXPECT_EQ(storage::pg_result(r).text(0, 0), "4");
+    ASSERT_TRUE(c.send_detached("VACUUM (SKIP_LOCKED, TRUNCATE false) steppe_page"));
+    c.begin_copy("copy", "COPY steppe_reader (store, id) FROM STDIN");
+    c.end_copy("copy");
+    ASSERT_TRUE(c.send_detached("SELECT pg_sleep(0.1)"));
+    EXPECT_TRUE(c.reconnect());  // a reset drops it
+    EXPECT_EQ(c.exec("after a reset", "SELECT 5").text(0, 0), "5");
 }
 
 // A store in tables an earlier steppe made (images out of line and
