@@ -391,6 +391,7 @@ bool pg_cache_file::put(const pg_cache_key& key, page_no page, std::uint64_t ver
 
 pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, std::span<fetched_page> fetched,
                                                      std::uint64_t newest_through) const {
+    std::lock_guard<std::mutex> taking_turns(run_lock_);
     put_counts counts;
     // Made once: a megabyte allocated per call was an mmap, its page
     // faults and an munmap each time.

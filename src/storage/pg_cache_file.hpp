@@ -62,6 +62,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -241,7 +242,8 @@ public:
         std::uint64_t written = 0, failed = 0;
         std::uint64_t runs_read = 0;  // runs whose old slots were read (none where the file has holes)
     };
-    // One caller at a time (a store's fetch thread): it reuses one buffer.
+    // Callers take turns (a store's fetch thread and its commits): it
+    // reuses one set of buffers.
     put_counts put_fetched(const pg_cache_key& key, std::span<fetched_page> fetched,
                            std::uint64_t newest_through) const;
     // Writes one slot (C3): false if the write failed (the slot is then a miss).
@@ -304,6 +306,7 @@ private:
     mutable std::vector<pg_cache_slot_header> run_old_, run_headers_;
     mutable std::vector<iovec> run_images_;
     mutable std::vector<std::byte> held_image_;
+    mutable std::mutex run_lock_;  // put_fetched's buffers
 };
 
 // Where a cache file goes when the URL names none:

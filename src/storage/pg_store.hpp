@@ -252,11 +252,12 @@ private:
     void open_cache_file();
     void remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
                             std::span<const zeroed_page> zeroed, std::uint64_t txn);
-    void remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only, std::uint64_t txn);
+    void remember_images(std::span<const page_image> pages, std::span<const page_no> spilled_only,
+                         std::uint64_t txn);
     std::vector<std::string> check_cache_file() const;
     std::vector<std::string> check_rows() const;  // check()'s, in its one-snapshot transaction
     // A committed image (`sum` its page_checksum) into the cache file, as newest through its commit.
-    void write_slot(page_no page, std::uint64_t version, std::uint32_t sum, const std::byte* image) const noexcept;
+    void write_slots(std::span<pg_cache_file::fetched_page> pages) const noexcept;
 
     pg_address address_;
     options opts_;
@@ -290,6 +291,11 @@ private:
     mutable std::uint64_t newest_heard_ = 0;  // the newest commit a notification named (wait_for_commit)
     std::uint64_t collect_due_ = 0;           // bytes committed since the last collection
     std::uint64_t vacuum_due_ = 0;            // pages committed since the last VACUUM (vacuum_after_bulk_load)
+    // remember_images' copies of a commit's pages, into the memory cache and
+    // the cache file filing_batch at a time (write_slots).
+    static constexpr std::size_t filing_batch = 256;
+    std::vector<std::byte> filing_images_;
+    std::vector<pg_cache_file::fetched_page> filing_;
     bool poisoned_ = false;
     bool lock_lost_ = false;  // reconnected: the new session must take the writer's lock again
     bool session_ready_ = false;  // the control session has its settings and the commit statement
