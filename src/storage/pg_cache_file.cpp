@@ -390,7 +390,7 @@ bool pg_cache_file::put(const pg_cache_key& key, page_no page, std::uint64_t ver
 }
 
 pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, std::span<fetched_page> fetched,
-                                                     std::uint64_t newest_through) const {
+                                                     std::uint64_t newest_through, bool committed) const {
     std::lock_guard<std::mutex> taking_turns(run_lock_);
     put_counts counts;
     // Made once: a megabyte allocated per call was an mmap, its page
@@ -439,7 +439,8 @@ pg_cache_file::put_counts pg_cache_file::put_fetched(const pg_cache_key& key, st
             // point that committed the number again: replaced, C2.) Its
             // image is read only then, to see that it is sound.
             const bool same = held && held->version == f.version && held->sum == f.sum;
-            if (held && (held->version > f.version || (same && held->newest_through >= newest_through)) &&
+            const bool newer = held && held->version > f.version && !committed;
+            if (held && (newer || (same && held->newest_through >= newest_through)) &&
                 ::pread(fd_, held_image_.data(), page_size, image_at(first + i)) == ssize_t(page_size) &&
                 slot_matches(*held, held_image_.data())) {
                 remember_header(first + i, *held);  // a copy taken before it was written would not serve

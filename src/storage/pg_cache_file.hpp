@@ -242,10 +242,12 @@ public:
         std::uint64_t written = 0, failed = 0;
         std::uint64_t runs_read = 0;  // runs whose old slots were read (none where the file has holes)
     };
-    // Callers take turns (a store's fetch thread and its commits): it
-    // reuses one set of buffers.
-    put_counts put_fetched(const pg_cache_key& key, std::span<fetched_page> fetched,
-                           std::uint64_t newest_through) const;
+    // `committed`: the versions are a commit's, the newest there are, so a
+    // slot claiming a newer one (a database restored to an earlier point)
+    // is replaced. Callers take turns (a store's fetch thread and its
+    // commits): it reuses one set of buffers.
+    put_counts put_fetched(const pg_cache_key& key, std::span<fetched_page> fetched, std::uint64_t newest_through,
+                           bool committed = false) const;
     // Writes one slot (C3): false if the write failed (the slot is then a miss).
     bool put(const pg_cache_key& key, page_no page, std::uint64_t version, std::uint64_t newest_through,
              const std::byte* image) const noexcept;

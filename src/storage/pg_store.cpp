@@ -618,8 +618,8 @@ struct pg_store::fetcher {
                 fetch_counters::add(store.counters_->file_writes, counts.written);
                 fetch_counters::add(store.counters_->file_write_errors, counts.failed);
                 fetch_counters::add(store.counters_->file_runs_read, counts.runs_read);
-            } catch (const std::bad_alloc&) {
-                fetch_counters::add(store.counters_->file_write_errors, unwritten.size());  // only later misses
+            } catch (const std::exception&) {  // memory for its buffers, or its lock: only later misses
+                fetch_counters::add(store.counters_->file_write_errors, unwritten.size());
             }
         }
         unwritten.clear();
@@ -1004,7 +1004,7 @@ void pg_store::open_cache_file() {
 void pg_store::write_slots(std::span<pg_cache_file::fetched_page> pages) const noexcept {
     if (!file_ || pages.empty()) return;
     try {
-        const auto counts = file_->put_fetched(key_, pages, pages.front().version);
+        const auto counts = file_->put_fetched(key_, pages, pages.front().version, true);
         for (const auto& p : pages)
             if (p.held) versions_->mark_filed(p.page, p.version);
         fetch_counters::add(counters_->file_writes, counts.written);
@@ -1048,13 +1048,16 @@ void pg_store::remember_images(std::span<const page_image> pages, std::span<cons
         versions_->set(p.page, txn, sum);
         take(p.page, sum);
     }
-    for (page_no page : spilled_only) {
+    // A spilled page's sum is the one its row got (copy_rows): the map's
+    // must be the server's (C4, and P6's terms of the next commit), even
+    // if the page cannot be read back for the cache file now.
+    for (std::size_t i = 0; i < spilled_only.size(); ++i) {
         read_failure why;
         std::byte* copy = filing_images_.data() + filing_.size() * page_size;
-        const bool read = read_spilled(page, copy, &why) == spilled_read::read;
-        const std::uint32_t sum = read ? page_checksum(copy, page_size) : 0;  // 0: no slot matches
-        versions_->set(page, txn, sum);
-        if (read) take(page, sum);
+        const std::uint32_t sum = spilled_sums_[i];
+        versions_->set(spilled_only[i], txn, sum);
+        if (read_spilled(spilled_only[i], copy, &why) == spilled_read::read && page_checksum(copy, page_size) == sum)
+            take(spilled_only[i], sum);
     }
     write_slots(filing_);
 }
@@ -1089,17 +1092,21 @@ void pg_store::ensure_usable() const {
 
 namespace {
 // One COPY text line: store, page, txn, sum, image as bytea hex.
-void copy_line(std::string& out, const std::string& store, page_no page, std::uint64_t txn, const std::byte* image) {
+// Returns the image's sum, as the row holds it.
+std::uint32_t copy_line(std::string& out, const std::string& store, page_no page, std::uint64_t txn,
+                        const std::byte* image) {
+    const std::uint32_t sum = page_checksum(image, page_size);
     out += store;
     out += '\t';
     out += std::to_string(page);
     out += '\t';
     out += std::to_string(txn);
     out += '\t';
-    out += std::to_string(std::int32_t(page_checksum(image, page_size)));
+    out += std::to_string(std::int32_t(sum));
     out += "\t\\\\x";  // COPY's text format escapes the backslash of bytea's "\x"
     append_hex(out, image, page_size);
     out += '\n';
+    return sum;
 }
 }  // namespace
 
@@ -1150,10 +1157,11 @@ std::uint64_t pg_store::copy_rows(std::span<const page_image> pages, std::span<c
         flush(false);
     }
     std::vector<std::byte> image(page_size);
+    spilled_sums_.clear();
     for (page_no page : spilled_only) {
         read_failure why;
         if (read_spilled(page, image.data(), &why) != spilled_read::read) throw error(why.code, why.message);
-        copy_line(rows, address_.store, page, txn, image.data());
+        spilled_sums_.push_back(copy_line(rows, address_.store, page, txn, image.data()));
         flush(false);
     }
     flush(true);

@@ -440,6 +440,27 @@ TEST_F(PgCacheTest, DamagedSlotsAreMissesNeverHandedOut) {
     EXPECT_EQ(test::filled_problem(*open(true), 1), "");  // the refetch rewrote them
 }
 
+// A commit's versions are the newest there are: a slot that claims a newer
+// version of one of its pages (a database restored to an earlier point,
+// its commit numbers used again) is replaced by the commit, and the next
+// reader finds every page in the file.
+TEST_F(PgCacheTest, ACommitReplacesASlotClaimingANewerVersion) {
+    auto w = open();
+    test::commit_filled(*w, 1, pages);
+    std::string why;
+    bool unusable = false;
+    auto forged = storage::pg_cache_file::open(file, 1, why, unusable);
+    ASSERT_TRUE(forged) << why;
+    std::vector<std::byte> image(storage::page_size, std::byte{9});
+    ASSERT_TRUE(forged->put(w->cache_key(), 3, 99, 99, image.data()));
+    test::commit_filled(*w, 2, pages);
+    EXPECT_TRUE(w->check().empty());
+    auto r = open(true);
+    EXPECT_EQ(test::filled_problem(*r, 2), "");
+    EXPECT_EQ(r->cache_counters().file_hits, pages);
+    EXPECT_EQ(r->cache_counters().server_fetches, 0u);
+}
+
 // The checker (C2, C3): a slot that claims too much, or holds other bytes
 // than its version, is named; and a handle whose version map knows the page
 // does not believe the false claim (C4).
