@@ -1019,7 +1019,9 @@ void pg_store::write_slots(std::span<pg_cache_file::fetched_page> pages) const n
 // the in-memory cache and the cache file take its images, the version map
 // its versions. Spilled pages are read back from the spill file for the
 // cache file (a big transaction's pages are most of a new store's); if one
-// cannot be, the map alone says that its older slot no longer serves (C4).
+// cannot be, the map still names its version and its row's sum, so its
+// older slot no longer serves (C4) and the next commit's digest terms are
+// right (P6).
 void pg_store::remember_committed(std::span<const page_image> pages, std::span<const page_no> spilled_only,
                                   std::span<const zeroed_page> zeroed, std::uint64_t txn) {
     cache_->epoch.fetch_add(1, std::memory_order_acq_rel);  // odd: no read-ahead lands until it is even again
