@@ -100,6 +100,14 @@ protected:
         r->pin_fetch_costs(500'000, 20'000);
         return r;
     }
+    // The cache file opened again, as another process (a forger) would.
+    std::unique_ptr<storage::pg_cache_file> open_file_again() const {
+        std::string why;
+        bool unusable = false;
+        auto again = storage::pg_cache_file::open(file, 1, why, unusable);
+        EXPECT_TRUE(again) << why;
+        return again;
+    }
     // A page of the file's slot area, flipped.
     void damage(off_t offset) const {
         const int fd = ::open(file.c_str(), O_RDWR);
@@ -447,10 +455,8 @@ TEST_F(PgCacheTest, DamagedSlotsAreMissesNeverHandedOut) {
 TEST_F(PgCacheTest, ACommitReplacesASlotClaimingANewerVersion) {
     auto w = open();
     test::commit_filled(*w, 1, pages);
-    std::string why;
-    bool unusable = false;
-    auto forged = storage::pg_cache_file::open(file, 1, why, unusable);
-    ASSERT_TRUE(forged) << why;
+    auto forged = open_file_again();
+    ASSERT_TRUE(forged);
     std::vector<std::byte> image(storage::page_size, std::byte{9});
     ASSERT_TRUE(forged->put(w->cache_key(), 3, 99, 99, image.data()));
     test::commit_filled(*w, 2, pages);
@@ -468,10 +474,8 @@ TEST_F(PgCacheTest, TheCheckerNamesAFalseClaim) {
     auto w = open();
     test::commit_filled(*w, 1, pages);
     test::commit_filled(*w, 2, pages);
-    std::string why;
-    bool unusable = false;
-    auto forged = storage::pg_cache_file::open(file, 1, why, unusable);
-    ASSERT_TRUE(forged) << why;
+    auto forged = open_file_again();
+    ASSERT_TRUE(forged);
     std::vector<std::byte> image(storage::page_size, std::byte{1});
     ASSERT_TRUE(forged->put(w->cache_key(), 3, 1, 2, image.data()));  // commit 2 wrote page 3: a false claim
     image[0] = std::byte{9};
