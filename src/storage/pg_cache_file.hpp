@@ -9,10 +9,9 @@
 // 4 KiB images, page-aligned (format 2; format 1 put each header just
 // before its image in 4160-byte slots, and reading one cost the kernel
 // twice the copy of an aligned page: such a file is made again). Page `p`
-// of a store lives in slot (p + key hash) %
-// slot_count (direct-mapped, so a fetched cluster lands in consecutive
-// slots); a newer image of any page that maps there replaces it. Fields in
-// host byte order.
+// of a store lives in slot (p + key hash) % slot_count (direct-mapped, so
+// a fetched cluster lands in consecutive slots); a newer image of any page
+// that maps there replaces it. Fields in host byte order.
 //
 //   header  0 magic "steppe pgcache\n\0"   16 format (2)   20 slot_size (4096)
 //           24 slot_count (a multiple of 64)  32 crc32c of bytes 0..31

@@ -1042,21 +1042,21 @@ void pg_store::remember_images(std::span<const page_image> pages, std::span<cons
             filing_.clear();
         }
     };
-    for (const auto& p : pages) {
+    // Each page's sum is the one its row got (copy_rows made it: no second
+    // pass over the page): the map's must be the server's (C4, and P6's
+    // terms of the next commit), even for a spilled page that cannot be
+    // read back for the cache file now.
+    for (std::size_t i = 0; i < pages.size(); ++i) {
         std::byte* copy = filing_images_.data() + filing_.size() * page_size;
-        std::memcpy(copy, p.data, page_size);  // outside the slot's lock: p.data may be a store page
-        cache_->replace(p.page, copy);
-        const std::uint32_t sum = page_checksum(copy, page_size);
-        versions_->set(p.page, txn, sum);
-        take(p.page, sum);
+        std::memcpy(copy, pages[i].data, page_size);  // outside the slot's lock: it may be a store page
+        cache_->replace(pages[i].page, copy);
+        versions_->set(pages[i].page, txn, row_sums_[i]);
+        take(pages[i].page, row_sums_[i]);
     }
-    // A spilled page's sum is the one its row got (copy_rows): the map's
-    // must be the server's (C4, and P6's terms of the next commit), even
-    // if the page cannot be read back for the cache file now.
     for (std::size_t i = 0; i < spilled_only.size(); ++i) {
         read_failure why;
         std::byte* copy = filing_images_.data() + filing_.size() * page_size;
-        const std::uint32_t sum = spilled_sums_[i];
+        const std::uint32_t sum = row_sums_[pages.size() + i];
         versions_->set(spilled_only[i], txn, sum);
         if (read_spilled(spilled_only[i], copy, &why) == spilled_read::read && page_checksum(copy, page_size) == sum)
             take(spilled_only[i], sum);
@@ -1147,6 +1147,7 @@ std::uint64_t pg_store::copy_rows(std::span<const page_image> pages, std::span<c
     constexpr std::size_t chunk = 1u << 20;
     std::uint64_t sent = 0;
     std::string rows;
+    row_sums_.clear();
     auto flush = [&](bool last) {
         if (rows.size() < chunk && !last) return;
         control_->put_copy(what, rows);
@@ -1155,15 +1156,14 @@ std::uint64_t pg_store::copy_rows(std::span<const page_image> pages, std::span<c
     };
     control_->begin_copy(what, "COPY steppe_page (store, page, txn, sum, image) FROM STDIN");
     for (const auto& p : pages) {
-        copy_line(rows, address_.store, p.page, txn, p.data);
+        row_sums_.push_back(copy_line(rows, address_.store, p.page, txn, p.data));
         flush(false);
     }
     std::vector<std::byte> image(page_size);
-    spilled_sums_.clear();
     for (page_no page : spilled_only) {
         read_failure why;
         if (read_spilled(page, image.data(), &why) != spilled_read::read) throw error(why.code, why.message);
-        spilled_sums_.push_back(copy_line(rows, address_.store, page, txn, image.data()));
+        row_sums_.push_back(copy_line(rows, address_.store, page, txn, image.data()));
         flush(false);
     }
     flush(true);
@@ -1526,7 +1526,8 @@ info pg_store::describe() const {
 
 storage::memory pg_store::memory_bytes() const noexcept {
     return {pending_count() * 48 + (versions_ ? versions_->bytes() : 0) + (file_ ? file_->header_copy_bytes() : 0),
-            cache_->count * cache::bytes_per_slot + sizeof(fetcher::request) * fetcher::request_slots};
+            cache_->count * cache::bytes_per_slot + sizeof(fetcher::request) * fetcher::request_slots +
+                filing_images_.capacity()};
 }
 
 std::vector<std::string> pg_store::check() const {

@@ -296,7 +296,7 @@ private:
     static constexpr std::size_t filing_batch = 256;
     std::vector<std::byte> filing_images_;
     std::vector<pg_cache_file::fetched_page> filing_;
-    std::vector<std::uint32_t> spilled_sums_;  // copy_rows': the sums of the spilled pages' rows, in order
+    std::vector<std::uint32_t> row_sums_;  // copy_rows': each row's sum, the given pages' then the spilled
     bool poisoned_ = false;
     bool lock_lost_ = false;  // reconnected: the new session must take the writer's lock again
     bool session_ready_ = false;  // the control session has its settings and the commit statement
