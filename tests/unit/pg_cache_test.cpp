@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "storage/checksum.hpp"
 #include "storage/pg_store.hpp"
 #include "support/child.hpp"
 #include "support/expect_error.hpp"
@@ -631,6 +632,33 @@ TEST_F(PgCacheTest, AStoreTakenBackInTimeIsNotServedItsOldFuture) {
 // and breaks nothing; another program's file is left alone with a clear
 // error; a directory that cannot hold the file is a clear error when named
 // and no cache file when it is only the default.
+// A crafted header, sound by its own check, that claims more slots than
+// any file may have (2^40, whose copy of headers would be 64 TiB) or a
+// count that is not whole groups: the file is made again at the size the
+// URL asks for, and every page reads right.
+TEST_F(PgCacheTest, AHeaderClaimingImpossibleSlotsIsMadeAgain) {
+    {
+        auto w = open();
+        test::commit_filled(*w, 1, pages);
+    }
+    const std::uint64_t made = slot_count_of(file);
+    for (std::uint64_t claimed : {std::uint64_t{1} << 40, made + 1}) {
+        const int fd = ::open(file.c_str(), O_RDWR);
+        ASSERT_GE(fd, 0);
+        std::byte header[36];
+        ASSERT_EQ(::pread(fd, header, sizeof header, 0), ssize_t(sizeof header));
+        std::memcpy(header + 24, &claimed, sizeof claimed);
+        const std::uint32_t check = storage::crc32c(0, header, 32);
+        std::memcpy(header + 32, &check, sizeof check);
+        ASSERT_EQ(::pwrite(fd, header, sizeof header, 0), ssize_t(sizeof header));
+        ::close(fd);
+        auto r = open(true);
+        EXPECT_EQ(test::filled_problem(*r, 1), "") << claimed << " slots";
+        EXPECT_EQ(r->cache_file_path(), file);
+        EXPECT_EQ(slot_count_of(file), made) << claimed << " slots";
+    }
+}
+
 TEST_F(PgCacheTest, UnusableFilesAreNoCacheOrClearErrors) {
     {
         auto w = open();
