@@ -31,10 +31,8 @@ bulk_writer::~bulk_writer() = default;
 
 void bulk_writer::write(std::span<const page_image> pages) {
     if (finished_) throw error(errc::invalid_argument, file_->path() + ": bulk_writer::write after finish");
+    check_page_numbers(pages, file_->path());
     for (const page_image& p : pages) {
-        if (p.page >= max_pages)
-            throw error(errc::invalid_argument, file_->path() + ": page " + std::to_string(p.page) +
-                                                    " is beyond any store");
         // (B1) the sum of the last image given; 0 stays "never given".
         const std::uint64_t g = group_of(p.page);
         if (g >= sums_.size()) sums_.resize(g + 1, checksum_page{});

@@ -886,10 +886,7 @@ file_store::log_tail file_store::append(std::span<const page_image> pages, const
         std::memset(buf.data() + at + sizeof h + n, 0, padded_to_frame(n) - n);
         at += sizeof h + padded_to_frame(n);
     };
-    for (const auto& p : pages)
-        if (p.page >= max_pages)
-            throw error(errc::invalid_argument, path_ + ": page " + std::to_string(p.page) + " is beyond the " +
-                                                    std::to_string(max_pages) + " pages a store can hold");
+    check_page_numbers(pages, path_);
     std::byte diff[max_diff_bytes];
     const std::uint64_t main_bytes = opts_.log_diffs ? main_->size() : 0;
     // A difference costs a read of the main file's copy (from the page

@@ -1293,11 +1293,9 @@ void pg_store::commit_pages(std::span<const page_image> pages, const meta_bytes&
     ensure_usable();
     const std::uint64_t txn = txn_seq_ + 1;
     page_no count = rewrite ? *rewrite : page_count_;
+    check_page_numbers(pages, path_);
     std::vector<page_no> given;
     for (const auto& p : pages) {
-        if (p.page >= max_pages)
-            throw error(errc::invalid_argument, path_ + ": page " + std::to_string(p.page) + " is past the most a "
-                                                                                            "store holds");
         given.push_back(p.page);
         count = std::max(count, p.page + 1);
     }
@@ -1348,6 +1346,7 @@ void pg_store::commit_pages(std::span<const page_image> pages, const meta_bytes&
 
 void pg_store::spill(std::span<const page_image> pages) {
     ensure_usable();
+    check_page_numbers(pages, path_);
     if (spill_fd_ < 0) {
         const char* dir = std::getenv("TMPDIR");
         spill_fd_ = ::open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);

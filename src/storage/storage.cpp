@@ -20,4 +20,11 @@ void storage::commit_rewrite(const page_fill&) {
 
 std::optional<std::vector<page_no>> storage::changed_since(const storage&) const { return std::nullopt; }
 
+void check_page_numbers(std::span<const page_image> pages, const std::string& path) {
+    for (const page_image& p : pages)
+        if (p.page >= max_pages)
+            throw error(errc::invalid_argument, path + ": page " + std::to_string(p.page) + " is beyond the " +
+                                                    std::to_string(max_pages) + " pages a store can hold");
+}
+
 }  // namespace steppe::storage

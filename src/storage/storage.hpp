@@ -83,6 +83,11 @@ struct page_image {
     const std::byte* data;  // page_size bytes
 };
 
+// Throws invalid_argument, naming `path`, for the first page numbered
+// max_pages or more: every way pages enter a store (commit, spill, bulk
+// write) checks them here, before anything is written.
+void check_page_numbers(std::span<const page_image> pages, const std::string& path);
+
 // Where a rewrite (compaction, migration, backup) writes a whole store's
 // pages: a new main file (bulk_writer) or a PostgreSQL store's next commit
 // (storage::commit_rewrite). Pages it is not given read as zeros.

@@ -466,16 +466,22 @@ TEST_F(StorageTest, TruncatedAtAGroupBoundaryIsCorruptNotZeros) {
     EXPECT_NE(last_message.find("truncated"), std::string::npos) << last_message;
 }
 
-TEST_P(AnyStoreTest, CommitOfAPageBeyondTheLimitIsRefused) {
+TEST_P(AnyStoreTest, CommitOrSpillOfAPageBeyondTheLimitIsRefused) {
     auto s = open();
     std::vector<std::byte> img(page_size);
     page_image w[] = {{max_pages, img.data()}};
-    try {
-        s->commit(w, {});
-        FAIL();
-    } catch (const error& e) {
-        EXPECT_EQ(e.code(), errc::invalid_argument);
-    }
+    auto expect_refused = [&](auto&& give, const char* what) {
+        try {
+            give();
+            ADD_FAILURE() << what << " of page " << max_pages << " was taken";
+        } catch (const error& e) {
+            EXPECT_EQ(e.code(), errc::invalid_argument) << what;
+            EXPECT_NE(std::string(e.what()).find(std::to_string(max_pages)), std::string::npos) << e.what();
+        }
+    };
+    expect_refused([&] { s->commit(w, {}); }, "commit");
+    expect_refused([&] { s->spill(w); }, "spill");
+    EXPECT_EQ(s->pending_count(), 0u);
     workload::run(*s, 1, 2);  // the store goes on
     s.reset();
     EXPECT_EQ(workload::committed_txn(*open()), 2u);
