@@ -184,42 +184,52 @@ TEST(PageBits, ThreadsChangingBitsOfTheSameWordsLoseNothing) {
 
 // What eviction learns of pages that come back (page/reuse_history.hpp): a
 // page read in again while it is still among the last pages that left gets
-// two more turns of the ring; one that left longer ago, or never, gets none;
-// a touch while cooling counts as coming back.
-TEST(ReuseHistory, APageThatComesBackSoonGetsTwoMoreTurnsAndOneThatComesBackLateNone) {
+// four more turns of the ring a level, and a level more each time it comes
+// back in time (three at most); one that left longer ago, or never, gets
+// none; a touch while cooling counts as coming back.
+TEST(ReuseHistory, APageGetsMoreTurnsEachTimeItComesBackSoonAndNoneWhenLate) {
     constexpr std::uint64_t capacity = 4;
+    constexpr unsigned per_level = steppe::page::reuse_history::chances_per_level;
     steppe::page::reuse_history history(capacity, 1u << 20);
     ASSERT_TRUE(history.mapped());
+    const auto chances = [&history](std::uint64_t page) {
+        unsigned n = 0;
+        while (history.take_chance(page)) ++n;
+        return n;
+    };
     EXPECT_FALSE(history.take_chance(7)) << "never left";
     history.came_back(7);
-    EXPECT_FALSE(history.take_chance(7)) << "read for the first time";
+    EXPECT_EQ(chances(7), 0u) << "read for the first time";
 
-    history.left(7);
+    for (unsigned level = 1; level <= 4; ++level) {
+        history.left(7);
+        history.came_back(7);
+        EXPECT_EQ(chances(7), std::min(level, steppe::page::reuse_history::max_level) * per_level) << level;
+    }
     history.came_back(7);
-    EXPECT_TRUE(history.take_chance(7));
-    EXPECT_TRUE(history.take_chance(7));
-    EXPECT_FALSE(history.take_chance(7)) << "two chances, not three";
-    history.came_back(7);
-    EXPECT_FALSE(history.take_chance(7)) << "coming back again without leaving";
+    EXPECT_EQ(chances(7), 0u) << "coming back again without leaving";
 
     history.left(9);
     for (std::uint64_t other = 100; other < 100 + capacity; ++other) history.left(other);
     history.came_back(9);
-    EXPECT_FALSE(history.take_chance(9)) << capacity << " pages left after it: out of the history";
+    EXPECT_EQ(chances(9), 0u) << capacity << " pages left after it: out of the history";
     history.came_back(100 + capacity - 1);
-    EXPECT_TRUE(history.take_chance(100 + capacity - 1)) << "the newest of the history";
+    EXPECT_EQ(chances(100 + capacity - 1), per_level) << "the newest of the history";
+    history.left(9);
+    history.came_back(9);
+    EXPECT_EQ(chances(9), per_level) << "back in time now: its first level";
 
     history.touched(11);
     EXPECT_TRUE(history.take_chance(11)) << "touched while cooling";
     history.left(11);
-    EXPECT_FALSE(history.take_chance(11)) << "a page that leaves loses the chance it had left";
+    EXPECT_FALSE(history.take_chance(11)) << "a page that leaves loses the chances it had left";
     history.came_back(11);
-    EXPECT_TRUE(history.take_chance(11)) << "and earns two by coming back";
+    EXPECT_EQ(chances(11), 2 * per_level) << "and earns its next level's by coming back";
 }
 
 // Faulting threads and the eviction thread use it at once: every page that
 // left and came back before the history turned over is marked, whatever
-// other threads do to pages whose bits share its words.
+// other threads do to its neighbours and to the history's ring at once.
 TEST(ReuseHistory, ThreadsLeavingAndComingBackLoseNoMarkWithinTheHistory) {
     constexpr int threads = 4;
     constexpr std::uint64_t pages = 1u << 14;
@@ -234,8 +244,8 @@ TEST(ReuseHistory, ThreadsLeavingAndComingBackLoseNoMarkWithinTheHistory) {
         });
     for (std::thread& w : workers) w.join();
     for (std::uint64_t p = 0; p < pages; ++p) {
-        ASSERT_TRUE(history.take_chance(p)) << p;
-        ASSERT_TRUE(history.take_chance(p)) << p;
+        for (unsigned i = 0; i < steppe::page::reuse_history::chances_per_level; ++i)
+            ASSERT_TRUE(history.take_chance(p)) << p;
         ASSERT_FALSE(history.take_chance(p)) << p;
     }
 }
