@@ -837,6 +837,45 @@ TEST_F(PgStoreTest, ImportAndBackupCarryAStoreThereAndBack) {
     EXPECT_ERROR(errc::unsupported, "lives in PostgreSQL", storage::backup(back, server->url("other")));
 }
 
+// Passwords are never printed, however the URL spells them. libpq
+// percent-decodes query keywords ("%70assword=" is password=), sslpassword
+// is one too, and a '?' before the '@' is in the user part ("u:pa?ss@h":
+// password pa?ss). Each of these was printed. No server is needed: the
+// address is parsed, then a connection to a closed port fails.
+TEST(PgUrlTest, PasswordsAreNeverShownHoweverTheyAreSpelled) {
+    EXPECT_EQ(storage::pg_shown_url("postgresql://h/db?store=s&%70assword=SECRET&%73slpassword=SECRET"),
+              "postgresql://h/db?store=s&%70assword=***&%73slpassword=***");
+    EXPECT_EQ(storage::pg_shown_url("postgresql://h/db?sslpassword=SECRET&store=s&PASSWORD=SECRET&p%61ssword=SECRET"),
+              "postgresql://h/db?sslpassword=***&store=s&PASSWORD=***&p%61ssword=***");
+    EXPECT_EQ(storage::pg_shown_url("postgresql://u:pa?ss=SECRET@h/db?store=s"), "postgresql://u@h/db?store=s");
+    EXPECT_EQ(storage::pg_shown_url("postgresql://u:SECRET@h/db?store=s&application_name=a@b"),
+              "postgresql://u@h/db?store=s&application_name=a@b");
+    EXPECT_EQ(storage::pg_shown_url("postgresql://h/db?store=s&%zzpassword=SECRET"),
+              "postgresql://h/db?store=s&%zzpassword=***")
+        << "a keyword libpq cannot decode may be any; its value stays hidden";
+    EXPECT_EQ(storage::pg_shown_url("postgresql://h/db?store=s&user=password"), "postgresql://h/db?store=s&user=password");
+    storage::options o;
+    o.create = true;
+    for (const std::string url : {"postgresql://127.0.0.1:1/db?store=s&%70assword=SECRET&connect_timeout=2",
+                                  "postgresql://127.0.0.1:1/db?store=s&sslpassword=SECRET&connect_timeout=2",
+                                  "postgresql://u:pa?SECRET@127.0.0.1:1/db?store=s&connect_timeout=2",
+                                  // libpq quotes a part it cannot decode whole: refused before it sees one
+                                  "postgresql://127.0.0.1:1/db?store=s&password=SECRET%zz&connect_timeout=2",
+                                  "postgresql://u:SECRET%0@127.0.0.1:1/db?store=s&connect_timeout=2"}) {
+        SCOPED_TRACE(url);
+        try {
+            storage::storage::open(url, o);
+            ADD_FAILURE() << "opened";
+        } catch (const error& e) {
+            EXPECT_TRUE(e.code() == errc::io || e.code() == errc::invalid_argument) << e.what();
+            EXPECT_EQ(std::string(e.what()).find("SECRET"), std::string::npos) << e.what();
+        }
+        auto cli = test::run_cli("info '" + url + "'");
+        EXPECT_NE(cli.exit_code, 0);
+        EXPECT_EQ(cli.out.find("SECRET"), std::string::npos) << cli.out;
+    }
+}
+
 TEST_F(PgStoreTest, BadURLsAndMissingStoresAreClearErrors) {
     storage::options o;
     o.create = false;
