@@ -12,13 +12,17 @@
 
 #include <steppe/error.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <new>
 #include <thread>
+#include <vector>
 
 #include "common/hex.hpp"
 #include "common/sigsafe.hpp"
@@ -72,6 +76,37 @@ bool checksum_page_valid(const checksum_page& p, std::uint64_t group) {
     return p.magic == checksum_page_magic && p.group == group && p.crc == struct_crc(p);
 }
 
+// The longest name a writable open may give a file: the reader table's
+// temporary (reader_table.cpp; the same length as compaction's NAME.compact).
+constexpr std::string_view longest_suffix = "-shm-new";
+
+// A writable open makes files named NAME plus a suffix. A NAME with room
+// for the shorter suffixes but not the longest failed with ENAMETOOLONG at
+// NAME-shm-new, after NAME and NAME-wal were made, and so did every
+// writable open after it: refused here, before anything is made.
+void check_name_fits(const std::string& path) {
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    const std::size_t name_bytes = slash == std::string::npos ? path.size() : path.size() - slash - 1;
+    errno = 0;
+    long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);  // a missing directory: open says so
+    if (name_max <= 0) name_max = NAME_MAX;
+    if (name_bytes + longest_suffix.size() > static_cast<std::size_t>(name_max))
+        throw error(errc::invalid_argument,
+                    "store " + path + ": its file name is " + std::to_string(name_bytes) +
+                        " bytes, but the store's files are named after it with up to " +
+                        std::to_string(longest_suffix.size()) + " bytes more (NAME" + std::string(longest_suffix) +
+                        ") and this file system allows " + std::to_string(name_max) +
+                        " bytes a name: name the store with at most " +
+                        std::to_string(static_cast<std::size_t>(name_max) - longest_suffix.size()) +
+                        " bytes (nothing was made)");
+    if (path.size() + longest_suffix.size() >= PATH_MAX)
+        throw error(errc::invalid_argument, "store " + path + ": its path is " + std::to_string(path.size()) +
+                                                " bytes, and the store's files need up to " +
+                                                std::to_string(longest_suffix.size()) + " more within the system's " +
+                                                std::to_string(PATH_MAX) + " (nothing was made)");
+}
+
 }  // namespace
 
 // 2. Open ------------------------------------------------------------------
@@ -90,6 +125,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     // By the real file's name, so that the log and the lock file are the real
     // store's whichever symlink it is opened by.
     std::unique_ptr<file_store> s(new file_store(resolve_store_path(path), opts));
+    if (!opts.read_only) check_name_fits(s->path_);
     if (opts.read_only && s->open_beside_writer()) {
         s->opts_.after = nullptr;  // used by the open only
         return s;
@@ -105,34 +141,60 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
         return s;
     }
     // Under the writer's lock, so the test and the creation are one step.
-    if (!s->io_->exists(s->path_)) {
-        if (!opts.create || opts.read_only) throw error(errc::not_found, "store " + path + " does not exist");
-        s->create_files();
-    } else if (opts.exclusive_create) {
+    const bool create = !s->io_->exists(s->path_);
+    if (create && (!opts.create || opts.read_only)) throw error(errc::not_found, "store " + path + " does not exist");
+    if (!create && opts.exclusive_create)
         throw error(errc::exists, "store " + path + " exists already (exclusive_create was asked for; nothing was "
                                                     "changed)");
+    // What a creation finds there already is not its own to remove (as posix_lock leaves a log it found).
+    std::vector<std::string> made;
+    if (create)
+        for (const std::string& f : {s->path_, s->wal_path_, s->path_ + "-shm"})
+            if (!s->io_->exists(f)) made.push_back(f);
+    auto open_locked = [&] {
+        if (create) s->create_files();
+        s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
+        s->main_ = s->io_->open(s->path_, opts.read_only ? open_mode::read_only : open_mode::read_write,
+                                opts.file_mode);
+        s->around_.set_limit(s->main_->device_read_ahead());
+        s->plan_main_file_reads();
+        s->load_header();
+        s->load_checksums();
+        s->load_mark();
+        s->open_wal();  // writes only a log that was missing (no reader reads one)
+        // Before recovery may reset the log. A missing table is made only once
+        // the log is judged sound (no reader can be registered in a table that
+        // is not there, and a refused open leaves no file behind), before the
+        // checkpoint, which must see readers by other names (a hard link).
+        if (!opts.read_only) s->adopt_reader_table(false);
+        s->replay_wal();
+        if (opts.read_only) return;
+        if (!s->readers_) s->adopt_reader_table(true);
+        s->publish();
+        // A crash mid-checkpoint can leave a torn alternate header or checksum
+        // slot; those are rewritten only by the next checkpoint, so do it now
+        // (unless a reader holds an older snapshot: then the next one does).
+        s->try_checkpoint();
+    };
+    try {
+        open_locked();
+    } catch (const error&) {
+        // An open that made the store and then failed leaves no file (the
+        // directory's sync after the rename, the reader table's temporary,
+        // the checkpoint at open failed). The lock is still held, so no other
+        // writer has seen the new store (a reader could only since its
+        // first snapshot was published, and keeps its open files). Not on
+        // a test's simulated crash, which is no steppe::error: a process
+        // that dies cleans nothing up.
+        s->readers_.reset();
+        for (const std::string& f : made) {
+            try {
+                s->io_->remove(f);
+            } catch (const error&) {  // the open's own error says more; nothing better to do here
+            }
+        }
+        throw;
     }
-    s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
-    s->main_ = s->io_->open(s->path_, opts.read_only ? open_mode::read_only : open_mode::read_write, opts.file_mode);
-    s->around_.set_limit(s->main_->device_read_ahead());
-    s->plan_main_file_reads();
-    s->load_header();
-    s->load_checksums();
-    s->load_mark();
-    s->open_wal();  // writes only a log that was missing (no reader reads one)
-    // Before recovery may reset the log. A missing table is made only once
-    // the log is judged sound (no reader can be registered in a table that
-    // is not there, and a refused open leaves no file behind), before the
-    // checkpoint, which must see readers by other names (a hard link).
-    if (!opts.read_only) s->adopt_reader_table(false);
-    s->replay_wal();
-    if (opts.read_only) return s;
-    if (!s->readers_) s->adopt_reader_table(true);
-    s->publish();
-    // A crash mid-checkpoint can leave a torn alternate header or checksum
-    // slot; those are rewritten only by the next checkpoint, so do it now
-    // (unless a reader holds an older snapshot: then the next one does).
-    s->try_checkpoint();
     return s;
 }
 

@@ -91,6 +91,14 @@ std::string resolve_store_path(const std::string& path);
 // The real file system. Lives for the whole process.
 env& posix_env();
 
+// ::open(path, flags | O_CLOEXEC, mode) for one of a store's files (NAME,
+// NAME-wal, NAME-lock, NAME-shm and their temporaries). Anything but a
+// regular file there (a FIFO, a device, a directory) is errc::version
+// naming the path and what it is, at once: the open itself never waits
+// (O_NONBLOCK: reading a FIFO would wait for a writer that never comes).
+// Returns the descriptor, or -1 with errno for the caller to judge.
+int open_regular(const std::string& path, int flags, mode_t mode = 0);
+
 // The read-ahead of the block device that holds the file open as `fd`, in
 // bytes: /sys/dev/block/MAJOR:MINOR/queue/read_ahead_kb, or its parent's for
 // a partition; 0 where there is none (overlay and network file systems).

@@ -44,6 +44,54 @@ std::uint64_t device_read_ahead_of(int fd) noexcept {
 
 namespace {
 
+const char* kind_of(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "of an unknown kind";
+}
+
+// What a file named after the store would be, for the message.
+std::string role_of(const std::string& path) {
+    for (auto [suffix, role] : {std::pair{"-wal", "a steppe store's log"}, {"-lock", "a steppe store's lock file"},
+                                {"-shm", "a steppe store's reader table"}})
+        if (path.ends_with(suffix)) return role;
+    return "a steppe store";
+}
+
+}  // namespace
+
+int open_regular(const std::string& path, int flags, mode_t mode) {
+    int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+        const int err = errno;
+        ::close(fd);
+        common::throw_system_error("fstat", err, path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        const std::string role = role_of(path);
+        throw error(errc::version, path + " is " + kind_of(st.st_mode) + ", not a regular file, so not " + role +
+                                       "; nothing was read from it or written to it (" +
+                                       (role == "a steppe store" ? "name the store's own file" : "move it away") +
+                                       ")");
+    }
+    // Only the open was to be spared a wait; reads and writes of a regular
+    // file ignore the flag, but nothing should depend on that.
+    if (::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        const int err = errno;
+        ::close(fd);
+        common::throw_system_error("fcntl(F_SETFL)", err, path);
+    }
+    return fd;
+}
+
+namespace {
+
 class posix_file final : public file {
     // Written pages wait in the page cache for writeback, and in a memory
     // cgroup they are charged to the program: a log grown by 64 MiB of
@@ -367,10 +415,18 @@ public:
         struct stat st;
         if (::stat(store_path_.c_str(), &st) == 0) held().check(id_of(st), exclusive_, store_path_);
         for (int attempt = 0; lock_fd_ < 0; ++attempt) {
-            if (attempt == 100)
+            // A lock file gone or replaced once this process holds its flock
+            // is another opener's turn ending (it removes the file as it
+            // lets go): contention, like a held flock, so a wait goes on to
+            // its deadline. Each attempt waits in flock_until, so this does
+            // not spin; without a wait, 100 in a row mean something odd.
+            if (attempt >= 100 && lock_clock::now() >= deadline_)
                 throw error(errc::locked, "store " + store_path_ + ": its lock file " + lock_path_ +
-                                              " keeps being removed or replaced while this process takes it");
-            int fd = ::open(lock_path_.c_str(), (exclusive_ ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC, create_mode);
+                                              " kept being removed or replaced while this process took it" +
+                                              (wait_.count() > 0 ? " (for " + std::to_string(wait_.count()) +
+                                                                       " ms, open_options::lock_timeout)"
+                                                                 : ""));
+            int fd = open_regular(lock_path_, exclusive_ ? O_RDWR | O_CREAT : O_RDONLY, create_mode);
             if (fd < 0 && !exclusive_ && errno == ENOENT) break;  // no writer since: nothing to share
             if (fd < 0) {
                 const int err = errno;
@@ -414,7 +470,7 @@ public:
     }
 
     void lock_store_file() override {
-        int fd = ::open(store_path_.c_str(), O_RDONLY | O_CLOEXEC);
+        int fd = open_regular(store_path_, O_RDONLY);
         if (fd < 0) common::throw_system_error("open", errno, store_path_, "to lock the store");
         closing guard{fd};
         struct stat st;
@@ -481,13 +537,13 @@ private:
 class posix_env_impl final : public env {
 public:
     std::unique_ptr<file> open(const std::string& path, open_mode mode, mode_t create_mode) override {
-        int flags = O_CLOEXEC;
+        int flags = 0;
         switch (mode) {
-        case open_mode::read_only: flags |= O_RDONLY; break;
-        case open_mode::read_write: flags |= O_RDWR; break;
-        case open_mode::create_new: flags |= O_RDWR | O_CREAT | O_EXCL; break;
+        case open_mode::read_only: flags = O_RDONLY; break;
+        case open_mode::read_write: flags = O_RDWR; break;
+        case open_mode::create_new: flags = O_RDWR | O_CREAT | O_EXCL; break;
         }
-        int fd = ::open(path.c_str(), flags, create_mode);
+        int fd = open_regular(path, flags, create_mode);
         if (fd < 0) common::throw_system_error("open", errno, path);
         return std::make_unique<posix_file>(fd, path);
     }

@@ -21,6 +21,7 @@
 
 #include "common/sigsafe.hpp"
 #include "common/system_error.hpp"
+#include "storage/io.hpp"
 
 namespace steppe::storage {
 
@@ -99,7 +100,7 @@ reader_table::~reader_table() {
 }
 
 void reader_table::open_store_file(const std::string& store_path) {
-    store_fd_ = ::open(store_path.c_str(), O_RDONLY | O_CLOEXEC);
+    store_fd_ = open_regular(store_path, O_RDONLY);
     if (store_fd_ < 0) common::throw_system_error("open", errno, store_path, "for the reader table's locks");
 }
 
@@ -144,7 +145,7 @@ std::unique_ptr<reader_table> reader_table::map(const std::string& path, int fd)
 
 std::unique_ptr<reader_table> reader_table::for_writer(const std::string& store_path, mode_t mode, bool make) {
     std::string path = store_path + "-shm";
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    int fd = open_regular(path, O_RDWR);
     if (fd < 0 && errno != ENOENT) common::throw_system_error("open", errno, path, "the store's reader table");
     if (fd >= 0 && !usable(fd)) {
         ::close(fd);
@@ -159,7 +160,7 @@ std::unique_ptr<reader_table> reader_table::for_writer(const std::string& store_
 
 std::unique_ptr<reader_table> reader_table::for_reader(const std::string& store_path) {
     std::string path = store_path + "-shm";
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    int fd = open_regular(path, O_RDWR);
     if (fd < 0) {
         // No table, or one this reader may not write its slot in: it reads
         // the way readers did before tables (shared flocks).

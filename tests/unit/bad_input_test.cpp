@@ -29,6 +29,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "storage/checksum.hpp"
 #include "storage/file_format.hpp"
 #include "storage/storage.hpp"
+#include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "support/temp_dir.hpp"
 
@@ -217,6 +219,64 @@ TEST_F(BadInput, StorageLevelStoreWithoutPageEngineDataIsAVersionError) {
     auto e = open_error(path);
     EXPECT_EQ(e.code(), steppe::errc::version);
     EXPECT_CONTAINS(e.what(), "no page-engine data");
+}
+
+// A FIFO where one of a store's files should be. Opening one to read waits
+// for a writer that never comes: every open, the CLI's too, blocked for
+// good. Each open runs in a child with an alarm, so a regression fails
+// (SIGALRM) rather than hanging the suite.
+TEST_F(BadInput, AFifoInPlaceOfTheStoreOrAnyOfItsFilesIsAVersionErrorAtOnce) {
+    auto refused_at_once = [&](const std::string& fifo, bool read_only) {
+        SCOPED_TRACE(fifo + (read_only ? ", read-only" : ", writable"));
+        RUN_IN_CHILD([&] {
+            ::alarm(10);
+            auto e = open_error(path, opts(read_only));
+            EXPECT_EQ(e.code(), steppe::errc::version) << e.what();
+            EXPECT_CONTAINS(e.what(), fifo + " is a FIFO");
+        });
+    };
+    auto files = [&] {
+        std::set<std::string> names;
+        for (const auto& e : fs::directory_iterator(dir.dir())) names.insert(e.path().filename().string());
+        return names;
+    };
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+    refused_at_once(path, false);
+    refused_at_once(path, true);
+    EXPECT_EQ(files(), std::set<std::string>{"s.db"}) << "a refused open makes nothing";
+
+    fs::remove(path);
+    make_store_in_log(path);  // a log with a commit the main file lacks
+    for (const char* suffix : {"-wal", "-shm"}) {
+        const std::string fifo = path + suffix;
+        fs::rename(fifo, fifo + ".real");
+        ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+        refused_at_once(fifo, false);
+        refused_at_once(fifo, true);
+        fs::remove(fifo);
+        fs::rename(fifo + ".real", fifo);
+    }
+    // The lock file: a writer makes it, a reader without a reader table opens it.
+    ASSERT_EQ(::mkfifo((path + "-lock").c_str(), 0600), 0);
+    refused_at_once(path + "-lock", false);
+    fs::rename(path + "-shm", path + "-shm.real");
+    refused_at_once(path + "-lock", true);
+    fs::rename(path + "-shm.real", path + "-shm");
+    fs::remove(path + "-lock");
+    ASSERT_FALSE(HasFailure()) << "the CLI would block as the library did";
+
+    // The commands that read: the same error, never a wait.
+    fs::rename(path + "-wal", path + "-wal.real");
+    ASSERT_EQ(::mkfifo((path + "-wal").c_str(), 0600), 0);
+    for (const char* command : {"info", "check"}) {
+        auto r = steppe::test::run_cli(std::string(command) + " " + path);
+        EXPECT_NE(r.exit_code, 0) << command << ": " << r.out;
+        EXPECT_CONTAINS(r.out, path + "-wal is a FIFO");
+    }
+    fs::remove(path + "-wal");
+    fs::rename(path + "-wal.real", path + "-wal");
+    auto s = steppe::store::open(path, opts());
+    EXPECT_EQ(count_parts(s), 3) << "the store and its log, put back, are whole";
 }
 
 // ---- Damaged or incomplete stores ---------------------------------------------

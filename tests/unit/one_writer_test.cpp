@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <steppe/containers.hpp>
 #include <steppe/steppe.hpp>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/io.hpp"
 #include "storage/storage.hpp"
 #include "support/cli.hpp"
 #include "support/fault_env.hpp"
@@ -541,6 +543,81 @@ TEST_F(OneWriter, LockTimeoutWaitsForTheWriterToLetGo) {
     EXPECT_EQ(count_parts(s), 3) << "the killed writer's commit";
 }
 
+// Writers taking turns: each lets go by removing the lock file, so one that
+// waits finds the file it waited on gone or replaced, again and again while
+// others keep taking it. That is contention, like a held lock, but the wait
+// gave up after 100 such turns: of 12 processes opening as writers with a
+// 20 s lock_timeout, some got locked ("keeps being removed or replaced")
+// within a second. Here one process holds the lock for a second while it
+// replaces its file every 3 ms (each new file locked before it takes the
+// name, so the lock is never free), then 8 processes that waited all along
+// take it 5 times each (env::lock, the lock alone). A counter in a file,
+// read and written under the lock, shows that every turn was taken and none
+// two at once.
+TEST_F(OneWriter, ManyProcessesWaitingWithALockTimeoutAllTakeTheirTurns) {
+    constexpr int waiters = 8, turns = 5;
+    const std::string counter = dir.path("counter"), lock_file = path + "-lock";
+    { std::ofstream f(counter); }
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    std::fflush(nullptr);
+    const auto started = std::chrono::steady_clock::now();
+    pid_t replacer = ::fork();
+    ASSERT_GE(replacer, 0);
+    if (replacer == 0) {
+        int held = -1;
+        for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+             std::chrono::steady_clock::now() < until;) {
+            const std::string next = lock_file + ".next";
+            int fd = ::open(next.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || ::flock(fd, LOCK_EX) != 0 || ::rename(next.c_str(), lock_file.c_str()) != 0) ::_exit(3);
+            if (held >= 0) ::close(held);
+            else (void)!::write(ready[1], "x", 1);
+            held = fd;
+            std::this_thread::sleep_for(std::chrono::milliseconds(3));
+        }
+        ::unlink(lock_file.c_str());  // as a writer lets go: the name first, then the lock
+        ::_exit(0);
+    }
+    char c;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    std::vector<pid_t> children{replacer};
+    for (int i = 0; i < waiters; ++i) {
+        std::fflush(nullptr);
+        pid_t pid = ::fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            ::alarm(60);
+            int fd = ::open(counter.c_str(), O_RDWR);
+            for (int turn = 0; turn < turns; ++turn) {
+                try {
+                    auto lock = steppe::storage::posix_env().lock(path, steppe::storage::lock_kind::writer, 0600,
+                                                                  std::chrono::seconds(20));
+                    long n = 0;
+                    if (::pread(fd, &n, sizeof n, 0) < 0) ::_exit(3);
+                    ++n;
+                    if (::pwrite(fd, &n, sizeof n, 0) != sizeof n) ::_exit(3);
+                } catch (const steppe::error& e) {
+                    std::fprintf(stderr, "turn %d: %s\n", turn, e.what());
+                    ::_exit(1);
+                }
+            }
+            ::_exit(0);
+        }
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "process " << pid << " failed";
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+    long n = 0;
+    std::ifstream(counter).read(reinterpret_cast<char*>(&n), sizeof n);
+    EXPECT_EQ(n, long{waiters} * turns) << "every turn counted once";
+    EXPECT_EQ(files_in(dir.dir()), std::set<std::string>{"counter"}) << "the last holder removed the lock file";
+}
+
 TEST_F(OneWriter, ExclusiveCreateRefusesAnExistingStoreAndChangesNothing) {
     steppe::open_options fresh = opts();
     fresh.exclusive_create = true;
@@ -615,10 +692,12 @@ TEST_F(OneWriter, FailedOpensLeaveNoFiles) {
     EXPECT_EQ(files_in(dir.dir()), std::set<std::string>{"s.db"});
 }
 
-// A failure before the store is complete leaves nothing; one after (in the
-// checkpoint at open) leaves the complete store, which opens.
+// A failure at any step of an open that creates the store leaves nothing:
+// before the store is complete (the creation's writes and syncs) and after
+// it (the reader table, the checkpoint at open), when the open removes the
+// store it made. (That store was left before, complete, and opened.)
 TEST_F(OneWriter, CreationFailingAtAnyStepLeavesNoFiles) {
-    long empty = 0;
+    long failures = 0;
     for (long n = 0;; ++n) {
         steppe::test::fault_env env;
         steppe::storage::options o;
@@ -628,21 +707,37 @@ TEST_F(OneWriter, CreationFailingAtAnyStepLeavesNoFiles) {
             steppe::storage::storage::open(path, o);
         } catch (const steppe::error& e) {
             EXPECT_EQ(e.code(), steppe::errc::no_space) << e.what();
-            if (fs::exists(path)) {
-                std::set<std::string> files = files_in(dir.dir());
-                files.erase("s.db-shm");  // made once the log was judged sound, if the failure came after
-                EXPECT_EQ(files, (std::set<std::string>{"s.db", "s.db-wal"})) << "failing call " << n;
-                steppe::storage::storage::open(path);
-                for (const auto& f : files_in(dir.dir())) fs::remove(dir.path(f));
-            } else {
-                EXPECT_TRUE(files_in(dir.dir()).empty()) << "after failing write or sync " << n;
-                ++empty;
-            }
+            EXPECT_TRUE(files_in(dir.dir()).empty()) << "after failing call " << n << ": " << e.what();
+            for (const auto& f : files_in(dir.dir())) fs::remove(dir.path(f));
+            ++failures;
             continue;
         }
         break;
     }
-    EXPECT_GE(empty, 3) << "creation writes and syncs the new file and the log";
+    EXPECT_GE(failures, 8) << "creation writes and syncs the new file and the log; the checkpoint at open writes";
+}
+
+// A name with room for NAME-lock and NAME-wal but not for NAME-shm-new (the
+// longest name a writable open gives a file) failed there, after the store
+// and its log were made, and every writable open after it the same way.
+TEST_F(OneWriter, AStoreNameWithNoRoomForItsLongestSuffixIsRefusedAndMakesNothing) {
+    const long name_max = ::pathconf(dir.dir().c_str(), _PC_NAME_MAX);
+    ASSERT_GT(name_max, 16);
+    for (long bytes : {name_max - 7, name_max - 5}) {
+        const std::string store = dir.path(std::string(static_cast<std::size_t>(bytes), 'x'));
+        auto e = open_error(store);
+        EXPECT_EQ(e.code(), steppe::errc::invalid_argument) << e.what();
+        EXPECT_CONTAINS(e.what(), "at most " + std::to_string(name_max - 8) + " bytes");
+        EXPECT_TRUE(files_in(dir.dir()).empty()) << "a " << bytes << "-byte name";
+        EXPECT_EQ(open_error(store, opts(true)).code(), steppe::errc::not_found) << "a reader makes nothing";
+    }
+    const std::string longest = dir.path(std::string(static_cast<std::size_t>(name_max - 8), 'x'));
+    {
+        auto s = steppe::store::open(longest, opts());
+        add_parts(s, 2);
+    }
+    auto s = steppe::store::open(longest, opts());
+    EXPECT_EQ(count_parts(s), 2);
 }
 
 TEST_F(OneWriter, ReadOnlyCommandsCreateNoFiles) {
