@@ -5,7 +5,7 @@
 //     (evict.cpp); unswizzle_into does one page
 //   - collect, committed (admit_new_pages, retire_freed_pages): a commit's
 //     data pages, and adopting them
-//   - spill_if_over_budget, drop_spilled: a transaction's pages to the log
+//   - spill_if_over_budget, spill_held: a transaction's pages to the log
 //     ahead of commit
 //   - rollback (discard_spilled, discard_written, forget_new_pages,
 //     discard_all_resident): forget every change since the last commit
@@ -223,34 +223,82 @@ void pager::note_spilled(const std::vector<storage::page_image>& images) {
 // pass half of what the budget leaves store pages; a batch at a time, so it
 // needs a batch's images, not the transaction's. A transaction that only
 // writes existing pages is spilled by the eviction thread (docs/design.md).
+//
+// Other threads may write these pages meanwhile (make runs beside them: the
+// threads contract), so each batch is held first, as the eviction thread
+// holds its own (vm hold(): a write waits, then faults the page back from
+// the log), and read where hold() put it. Reading the pages in place and
+// discarding them lost a write made between the read and the discard.
 void pager::spill_if_over_budget() {
     if (!resident_ || unspilled_new_pages() < pages_allowed_ / 2) return;
-    const std::vector<page_source> sources = resident_sources(pages_to_write());
-    const std::size_t chunk = batch_pages();
-    std::vector<std::byte> bytes(std::min(sources.size(), chunk) * translate::page_size);
-    // Pages that cannot be written yet (a transient pointer: commit reports
-    // it) stay resident and dirty.
+    std::vector<std::pair<std::uintptr_t, std::uint64_t>> pages;  // virtual, persistent; ascending for hold()
+    for (const page_source& s : resident_sources(pages_to_write()))
+        pages.push_back({reinterpret_cast<std::uintptr_t>(s.contents), s.page});
+    std::sort(pages.begin(), pages.end());
+    // take_dirty (in pages_to_write) re-armed their tracking: from here on
+    // unwritten_ alone says they were written, so every page not spilled
+    // goes back into it.
     std::vector<std::uintptr_t> kept;
-    for (std::size_t from = 0; from < sources.size(); from += chunk) {
-        const auto part = std::span(sources).subspan(from, std::min(chunk, sources.size() - from));
-        std::vector<storage::page_image> images;
-        const std::vector<unswizzled> how = unswizzle_pages(part, bytes.data(), true, true, images);
-        for (std::size_t i = 0; i < part.size(); ++i)
-            if (how[i] == unswizzled::kept) kept.push_back(reinterpret_cast<std::uintptr_t>(part[i].contents));
-        storage_->spill(images);
-        drop_spilled(images);
+    const std::size_t chunk = std::min(batch_pages(), vm::fault_space::max_held);
+    std::vector<std::byte> bytes(std::min(pages.size(), chunk) * translate::page_size);
+    for (std::size_t from = 0; from < pages.size(); from += chunk) {
+        const auto part = std::span(pages).subspan(from, std::min(chunk, pages.size() - from));
+        spill_held(part, bytes.data(), kept);
     }
     unwritten_ = std::move(kept);
     std::sort(unwritten_.begin(), unwritten_.end());
     refresh_budget();
 }
 
-// T6 and T11 (pager.hpp) at an allocation: the spilled pages go; a touch
-// reads them back from the log.
-void pager::drop_spilled(const std::vector<storage::page_image>& images) {
-    for (const auto& img : images) space_->discard(map_->virtual_of(img.page), 1);
+// One batch of spill_if_over_budget: held, unswizzled from where hold() put
+// it, written to the log, dropped. A page hold() could not take (another
+// thread filling or first-writing it just now) and one that cannot be
+// written yet (a transient pointer: commit reports it) stay resident and go
+// into `kept`; not data (freed meanwhile) stays, with nothing to write. If
+// the unswizzle or the spill throws, the batch stays as it was.
+void pager::spill_held(std::span<const std::pair<std::uintptr_t, std::uint64_t>> part, std::byte* buffer,
+                       std::vector<std::uintptr_t>& kept) {
+    std::vector<std::uintptr_t> virtuals;
+    for (const auto& [v, page] : part) virtuals.push_back(v);
+    held_batch b{virtuals, std::vector<vm::fault_space::held>(part.size()),
+                 std::vector<const std::byte*>(part.size()), std::vector<bool>(part.size(), true)};
+    space_->hold(virtuals, b.how, b.contents);
+    std::vector<page_source> sources;
+    std::vector<std::size_t> source_of;
+    for (std::size_t i = 0; i < part.size(); ++i) {
+        if (b.how[i] == vm::fault_space::held::none) {
+            kept.push_back(virtuals[i]);
+            continue;
+        }
+        sources.push_back({part[i].second, b.contents[i]});
+        source_of.push_back(i);
+    }
+    std::vector<storage::page_image> images;
+    try {
+        const std::vector<unswizzled> how = unswizzle_pages(sources, buffer, true, true, images);
+        for (std::size_t k = 0; k < sources.size(); ++k) {
+            if (how[k] == unswizzled::image) b.keep[source_of[k]] = false;
+            if (how[k] == unswizzled::kept) kept.push_back(virtuals[source_of[k]]);
+        }
+        storage_->spill(images);
+    } catch (...) {
+        release_held(b);  // as they were: unwritten_, not changed yet, still names them all
+        throw;
+    }
     note_spilled(images);
     spilled_pages_.fetch_add(images.size(), std::memory_order_relaxed);
+    release_held(b);
+}
+
+// Dropped pages become missing (the next touch reads them from the log),
+// kept ones go back as they were. Neither goes into the ring: new pages
+// enter it at the commit (R3), written ones are in it already (R6).
+void pager::release_held(held_batch& b) {
+    std::vector<std::uintptr_t> dropped, stay;
+    for (std::size_t i = 0; i < b.pages.size(); ++i)
+        if (b.how[i] != vm::fault_space::held::none) (b.keep[i] ? stay : dropped).push_back(b.pages[i]);
+    space_->release(dropped, true);
+    space_->release(stay, false);
 }
 
 void pager::rollback(std::unique_ptr<heap> committed_heap) {

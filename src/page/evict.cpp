@@ -48,9 +48,12 @@ namespace {
 
 }  // namespace
 
+// R9: announced, then waits for the faults' drops under way (each takes
+// microseconds and waits for nothing a pause holds).
 pager::pause::pause(pager& p) : pager_(p) {
     pager_.evict_mutex_.lock();
-    pager_.paused_.fetch_add(1, std::memory_order_acq_rel);
+    pager_.paused_.fetch_add(1, std::memory_order_seq_cst);
+    while (pager_.fault_drops_.load(std::memory_order_seq_cst) != 0) sched_yield();
 }
 
 pager::pause::~pause() {

@@ -45,6 +45,12 @@ void pager::keep_within_budget() noexcept {
 // no longer tracked as such, and new pages are clean until written: never
 // dropped here (R2, R3).
 void pager::drop_oldest_clean() noexcept {
+    fault_drops_.fetch_add(1, std::memory_order_seq_cst);  // R9: announced, then a pause looked for
+    if (paused_.load(std::memory_order_seq_cst) == 0) drop_two_oldest_clean();
+    fault_drops_.fetch_sub(1, std::memory_order_release);
+}
+
+void pager::drop_two_oldest_clean() noexcept {
     int spared = 0;
     for (int looked = 0; looked < 2;) {
         std::uintptr_t oldest;

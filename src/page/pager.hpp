@@ -35,7 +35,7 @@
 //                     (eviction thread); start_epoch (reuse);
 //                     discard_all_resident (rollback)
 //   T6  S3 -> S5      spill: evict_batch then release_batch,
-//                     spill_if_over_budget then drop_spilled (both leave it
+//                     spill_if_over_budget then release_held (both leave it
 //                     missing), collect past 1,024 pages (it stays resident)
 //   T7  S5 -> S2      committed(): the commit record covers its frame
 //   T8  S3, S5 -> S1  rollback: discard_written, discard_spilled
@@ -110,6 +110,18 @@
 //      stays), fill_page takes it out before the page is resident again,
 //      and nothing else makes a reserved page resident but install_new_page,
 //      after forget_contents emptied the pool.
+// (R9) No faulting thread drops a page (drop_oldest_clean) while a pause is
+//      in force: make, destroy and the other structural calls run under one
+//      while other threads may fault (the threads contract), and they
+//      discard and reinstall reused pages, mark pages new and change
+//      unwritten_ — a drop racing with them could take a page just
+//      installed, leave a discarded page marked resident, or read
+//      unwritten_ as it is reallocated. A fault announces its drop
+//      (fault_drops_) and then looks for a pause; a pause announces itself
+//      (paused_) and then waits for announced drops to end. Both in
+//      sequentially consistent order, so one of the two always sees the
+//      other. Faults past the budget then go on without dropping
+//      (wait_for_evictor does not wait under a pause either).
 // (R8) A cooling page's bytes are what its fill would produce: only clean
 //      pages cool, and what changes that for a page that is not resident (a
 //      range retired or discarded, so a pointer would swizzle elsewhere; a
@@ -313,7 +325,9 @@ public:
     void release_evictor_after_fork() noexcept;
 
     // Keeps the eviction thread off while the caller changes or reads what it
-    // uses (the heap, shapes, vtables, the transaction's page sets, storage).
+    // uses (the heap, shapes, vtables, the transaction's page sets, storage),
+    // and the faulting threads' own drops too (R9): it waits for those under
+    // way to end, and faults meanwhile drop nothing.
     class pause {
     public:
         explicit pause(pager& p);
@@ -372,7 +386,6 @@ private:
     bool is_new(std::uintptr_t v) const noexcept;
     void forget_contents(std::uint64_t page, translate::unit shape);
     void spill_if_over_budget();
-    void drop_spilled(const std::vector<storage::page_image>& images);
     void note_spilled(const std::vector<storage::page_image>& images);
     void admit_new_pages();
     void retire_freed_pages();
@@ -449,7 +462,8 @@ private:
     // Pages per batch of unswizzled images (eviction, spills, commit
     // chunks): 1/16 of the budget, between 16 and 1,024 (4 MiB).
     std::size_t batch_pages() const noexcept;
-    void drop_oldest_clean() noexcept;
+    void drop_oldest_clean() noexcept;  // R9: not under a pause
+    void drop_two_oldest_clean() noexcept;
     // The cooling stage's part of T5: drop_clean on a faulting thread (the
     // page's bytes are copied as the fault space drops it), cool on the
     // eviction thread (of a held page); forget_cooling where R8 asks.
@@ -472,7 +486,8 @@ private:
     };
     std::unique_ptr<evictor> evictor_;
     std::recursive_mutex evict_mutex_;   // held by a pass of the eviction thread, and by a pause
-    std::atomic<int> paused_{0};         // pauses in force: the eviction thread cannot run
+    std::atomic<int> paused_{0};         // pauses in force: the eviction thread cannot run, faults drop nothing
+    std::atomic<int> fault_drops_{0};    // faulting threads inside drop_oldest_clean (R9)
     bool held_for_fork_ = false;         // evict_mutex_ taken by hold_evictor_for_fork
     void start_evictor();
     void stop_evictor() noexcept;
@@ -492,6 +507,9 @@ private:
         std::vector<bool> keep;
     };
     void spill_written(held_batch& b);
+    void spill_held(std::span<const std::pair<std::uintptr_t, std::uint64_t>> part, std::byte* buffer,
+                    std::vector<std::uintptr_t>& kept);
+    void release_held(held_batch& b);
     std::vector<page_source> spill_sources(held_batch& b, std::vector<std::size_t>& source_of);
     std::size_t release_batch(const held_batch& b);
     std::vector<std::byte> evict_buffer_;  // the eviction thread's page images
