@@ -312,7 +312,7 @@ public:
     // The same as `h` (another state of the heap, e.g. the committed one) has it.
     translate::page_layout layout_of_page(const heap& h, std::uint64_t page) const noexcept;
     // The page map's P1-P2, the fault space's I1-I7, the ring's Q1, the
-    // cooling pool's C1 and the residency invariants R1-R7 above (R8 is not
+    // cooling pool's C1 and the residency invariants R1-R7 and R9 above (R8 is not
     // checked), as seen between operations (call
     // under a pause): one line per finding. Cheap: the fault space reads
     // only the part of its arenas ever touched (I6).
@@ -396,7 +396,7 @@ private:
     void discard_if_resident(std::uint64_t page);
     void rebuild_ring();
     void forget_transaction() noexcept;
-    // The checkers of R1-R7 (residency_check.cpp).
+    // The checkers of R1-R7 and R9 (residency_check.cpp).
     void check_resident(const std::vector<std::uintptr_t>& resident, const std::vector<std::uintptr_t>& ring,
                         std::vector<std::string>& findings) const;
     void check_written(const std::vector<std::uintptr_t>& resident, std::vector<std::string>& findings) const;
