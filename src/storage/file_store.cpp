@@ -14,6 +14,8 @@
 
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -223,6 +225,7 @@ bool file_store::open_beside_writer() {
         for (int attempt = 0; attempt < 100; ++attempt) {
             snapshot_ = readers_->register_snapshot();
             snapshot_fit fit = load_snapshot();
+            if (fit == snapshot_fit::fits && commits_beyond_this_table()) break;
             if (fit == snapshot_fit::fits) return true;
             if (fit == snapshot_fit::stale) break;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -235,6 +238,17 @@ bool file_store::open_beside_writer() {
     main_.reset();
     wal_.reset();
     return false;
+}
+
+// A commit the main file's mark shows durable that this name's table never
+// published was made by a writer that opened the file by another name (a
+// hard link): its log is that name's, so this table's snapshot is not the
+// newest, and the open without the table reports the commits it cannot
+// read (judge_log) instead of reading an older state. A writer by this name
+// publishes a commit before it marks it, so the mark is read first.
+bool file_store::commits_beyond_this_table() {
+    load_mark();
+    return mark_counts() && mark_.txn > txn_seq_ && readers_->published_txn() < mark_.txn;
 }
 
 // The files as of the registered snapshot: the main file as its header
@@ -717,6 +731,12 @@ void file_store::judge_log() {
         what += " (damaged frames name none)";
     }
     if (opts_.salvage && !opts_.read_only) return salvage(what);
+    struct stat st;
+    if (::stat(path_.c_str(), &st) == 0 && st.st_nlink > 1)
+        throw error(errc::corrupt, what + ". Nothing was changed. " + path_ + " has " + std::to_string(st.st_nlink) +
+                                       " names (hard links): a writer that opened it by another name keeps its "
+                                       "commits in that name's log (NAME-wal); open the store by that name, which "
+                                       "replays them. `steppe recover` would drop them");
     throw error(errc::corrupt, what + ". Nothing was changed. `steppe recover " + path_ + "` opens the store at commit " +
                                    std::to_string(txn_seq_) + ", the last one before the damage, and keeps the damaged "
                                    "log as " + wal_path_ + ".damaged");
@@ -1101,8 +1121,8 @@ void file_store::commit(std::span<const page_image> pages, const meta_bytes& met
     discard_pending();
     ++wal_commits_;
     ++stats_.commits;
-    note_commit_in_mark();
     publish();
+    note_commit_in_mark();  // after publish: commits_beyond_this_table reads them the other way round
 
     if (wal_end_ - wal_frames_offset > opts_.checkpoint_bytes) {
         // The commit is durable whatever happens now; a failed checkpoint

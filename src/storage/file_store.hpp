@@ -105,6 +105,7 @@ private:
     enum class snapshot_fit { fits, moved, stale };
     bool open_beside_writer();
     snapshot_fit load_snapshot();
+    bool commits_beyond_this_table();
     snapshot_fit load_main_only();
     bool checksums_in_flux() const;
     bool log_header_is(std::uint64_t generation, std::uint64_t salt) const;

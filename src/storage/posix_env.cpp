@@ -522,10 +522,46 @@ public:
     void lock_store_file() override {
         struct stat st;
         if (::stat(store_path_.c_str(), &st) != 0) common::throw_system_error("stat", errno, store_path_);
+        refuse_writer_by_another_name();
         held().add(id_of(st), false, store_path_);
         store_id_ = id_of(st);
         registered_ = true;
     }
+
+private:
+    // The table is the one of this name: a writer that reached the file by
+    // another name (a hard link) publishes its commits in its own log and
+    // table and checkpoints without knowing of this reader, which would then
+    // read an old snapshot, or pages overwritten under it. Such a writer
+    // holds the main file's flock but not this name's lock file (a writer
+    // takes the lock file first and lets the main file go first, so a writer
+    // by this name never shows as one by another; one closing between the
+    // two looks is looked at again).
+    void refuse_writer_by_another_name() const {
+        for (int look = 0; look < 3; ++look) {
+            if (!exclusively_locked(store_path_) || exclusively_locked(store_path_ + "-lock")) return;
+        }
+        throw error(errc::locked, "store " + store_path_ + " is open for writing by process " +
+                                      flock_holder_of(store_path_) +
+                                      " by another name (a hard link to the same file), whose commits and readers "
+                                      "this name cannot see; open it by the name the writer used");
+    }
+    // Whether another process holds an exclusive flock on `path` (false if it
+    // does not exist). Takes and drops a shared flock of its own descriptor:
+    // closing it lets go of that one alone.
+    static bool exclusively_locked(const std::string& path) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0) return false;
+        const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        ::close(fd);
+        return locked;
+    }
+    static std::string flock_holder_of(const std::string& path) {
+        struct stat st;
+        return ::stat(path.c_str(), &st) == 0 ? flock_holder(id_of(st)) : "unknown";
+    }
+
+public:
 
 private:
     std::string store_path_;

@@ -135,6 +135,9 @@ public:
     // The published snapshot, registered in this reader's slot so that no
     // checkpoint overwrites a page version it reads (the protocol above).
     snapshot register_snapshot();
+    // The commit published last (not registered): a reader compares it with
+    // the main file's commit mark (file_store::commits_beyond_this_table).
+    std::uint64_t published_txn() const { return read_published().txn; }
     // Async-signal-safe (a load): the newest log generation the main file holds.
     std::uint64_t checkpointed_gen() const noexcept;
     std::uint64_t checkpoint_epoch() const noexcept;

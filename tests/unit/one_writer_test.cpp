@@ -236,6 +236,37 @@ TEST_F(OneWriter, HardLinkCannotMakeASecondWriter) {
     EXPECT_TRUE(s.check().empty());
 }
 
+// A name that has a reader table of its own (a writer used it once) must
+// not let a reader in beside a writer by the other name: that writer's
+// commits are in its own log, and its checkpoints do not wait for readers
+// of this table. The reader read an older commit than the writer had
+// returned, or died on a page overwritten under it ("fails its checksum").
+// Nor may it read the older state once that writer is gone (killed) with
+// commits in its log: the main file's commit mark shows them.
+TEST_F(OneWriter, AReaderByAHardLinkIsRefusedWhileAWriterHoldsTheOtherName) {
+    { auto s = steppe::store::open(path, opts()); add_parts(s, 1); }
+    const std::string alias = dir.path("hard.db");
+    fs::create_hard_link(path, alias);
+    { auto s = steppe::store::open(alias, opts()); add_parts(s, 1); }
+    ASSERT_TRUE(fs::exists(alias + "-shm")) << "the alias has a reader table: the case under test";
+    {
+        holder h(path, "parts", 1);
+        ASSERT_TRUE(h.opened());
+        auto e = open_error(alias, opts(true));
+        EXPECT_EQ(e.code(), steppe::errc::locked) << e.what();
+        EXPECT_CONTAINS(e.what(), std::to_string(h.pid()));
+        auto r = steppe::store::open(path, opts(true));  // by the writer's name: its snapshot
+        EXPECT_EQ(count_parts(r), 3);
+    }  // the holder is killed: its commit is in its name's log alone
+    auto e = open_error(alias, opts(true));
+    EXPECT_EQ(e.code(), steppe::errc::corrupt) << "not an older state read quietly: " << e.what();
+    EXPECT_CONTAINS(e.what(), "hard links");
+    steppe::store::open(path, opts()).close();  // replayed and checkpointed into the main file
+    auto r = steppe::store::open(alias, opts(true));
+    EXPECT_EQ(count_parts(r), 3);
+    EXPECT_TRUE(r.check().empty());
+}
+
 TEST_F(OneWriter, RelativeAndOtherSpellingsAreTheSameStore) {
     { auto s = steppe::store::open(path, opts()); add_parts(s, 1); }
     std::string base = dir.dir().filename().string();
