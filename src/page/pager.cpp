@@ -115,7 +115,15 @@ void pager::take_new_and_freed_pages() {
     for (std::uint64_t page : heap_->take_freed_pages()) txn_freed_.push_back(page);
     std::vector<std::uint64_t> fresh = heap_->take_new_pages();
     for (std::uint64_t page : fresh) forget_contents(page, unit_of(page));
-    for (std::uint64_t page : fresh) install_new_page(page);
+    // One object many times the budget (a big array, a vector's new buffer)
+    // is installed a batch at a time, spilling between batches: installed
+    // at once, its zero pages alone took memory past the budget, and a
+    // process in a memory cgroup was killed before any spill could run.
+    const std::size_t batch = batch_pages();
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+        install_new_page(fresh[i]);
+        if ((i + 1) % batch == 0 && i + 1 < fresh.size()) spill_if_over_budget();
+    }
 }
 
 // T9 (pager.hpp): the page shows zeros, and stays resident until the commit

@@ -198,6 +198,33 @@ TEST_P(BudgetTest, TransactionTenTimesTheBudgetKilledMidway) {
         << "the spilled frames of the killed transaction are a torn tail";
 }
 
+// One object of 16 times the budget: its new pages are installed a batch
+// at a time, spilling between batches, so memory stays within the budget
+// during the make itself (all of them were installed at once before: a
+// 256 MiB array under a 16 MiB budget peaked at 282 MiB, and in a 64 MiB
+// memory cgroup the process was killed). Every element is then written,
+// committed and read back.
+TEST_P(BudgetTest, OneObjectManyTimesTheBudgetIsMadeWithinIt) {
+    constexpr std::size_t count = 16 * kBudget / sizeof(long);
+    auto s = open();
+    long** root = s.root<long*>("big");
+    long* big = s.make_array<long>(count);
+    // Pages in memory (installed less dropped), not the ring's approximate count.
+    const auto in_memory = [&s] { return s.stats().memory.store_pages / 4096; };
+    const std::uint64_t allowed = s.stats().resident_budget_pages + 64;
+    EXPECT_LE(in_memory(), allowed) << "right after the make";
+    EXPECT_GT(s.stats().spilled_pages, 0u);
+    for (std::size_t i = 0; i < count; ++i) big[i] = static_cast<long>(i * 3);
+    *root = big;
+    s.commit();
+    EXPECT_LE(in_memory(), allowed) << "after the commit";
+    s.close();
+    s = open();
+    big = *s.find_root<long*>("big");
+    for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(big[i], static_cast<long>(i * 3)) << i;
+    EXPECT_TRUE(s.check().empty());
+}
+
 // A writer under a 2 MiB budget whose written pages keep being spilled and
 // read back, while a persistent vector grows and small arrays are made and
 // freed: the eviction's moves of pages to its slots (UFFDIO_MOVE) run beside
