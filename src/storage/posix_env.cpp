@@ -64,7 +64,16 @@ std::string role_of(const std::string& path) {
 }  // namespace
 
 int open_regular(const std::string& path, int flags, mode_t mode) {
-    int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+    // The store's own files are named after its real path (symlinks to the
+    // store are resolved first): a symlink planted in place of its log, lock
+    // file or reader table would have a writer write through it, wherever
+    // it points.
+    const std::string role = role_of(path);
+    const bool sibling = role != "a steppe store";
+    int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (sibling ? O_NOFOLLOW : 0), mode);
+    if (fd < 0 && sibling && errno == ELOOP)
+        throw error(errc::version, path + " is a symbolic link, not " + role + "; steppe never follows one in its "
+                                          "place, and nothing was read or written through it (move it away)");
     if (fd < 0) return -1;
     struct stat st;
     if (::fstat(fd, &st) != 0) {
@@ -74,7 +83,6 @@ int open_regular(const std::string& path, int flags, mode_t mode) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        const std::string role = role_of(path);
         throw error(errc::version, path + " is " + kind_of(st.st_mode) + ", not a regular file, so not " + role +
                                        "; nothing was read from it or written to it (" +
                                        (role == "a steppe store" ? "name the store's own file" : "move it away") +

@@ -279,6 +279,34 @@ TEST_F(BadInput, AFifoInPlaceOfTheStoreOrAnyOfItsFilesIsAVersionErrorAtOnce) {
     EXPECT_EQ(count_parts(s), 3) << "the store and its log, put back, are whole";
 }
 
+// A symlink planted in place of the store's log, lock file or reader table
+// (the store's own name may be a symlink: it is resolved first, and these
+// files are named after the real one) is refused, and nothing is written
+// through it: a writer overwrote the target with a log header or its pid.
+TEST_F(BadInput, ASymlinkInPlaceOfTheLogLockFileOrReaderTableIsRefusedAndItsTargetUntouched) {
+    make_store_in_log(path);
+    const std::string target = dir.path("precious.txt");
+    auto target_text = [&] {
+        std::ifstream in(target);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    for (const char* suffix : {"-wal", "-lock", "-shm"}) {
+        SCOPED_TRACE(suffix);
+        { std::ofstream(target) << "keep me"; }
+        const std::string planted = path + suffix;
+        if (fs::exists(planted)) fs::rename(planted, planted + ".real");
+        fs::create_symlink(target, planted);
+        auto e = open_error(path, opts());
+        EXPECT_EQ(e.code(), steppe::errc::version) << e.what();
+        EXPECT_CONTAINS(e.what(), planted + " is a symbolic link");
+        EXPECT_EQ(target_text(), "keep me");
+        fs::remove(planted);
+        if (fs::exists(planted + ".real")) fs::rename(planted + ".real", planted);
+    }
+    auto s = steppe::store::open(path, opts());
+    EXPECT_EQ(count_parts(s), 3) << "the store and its files, put back, are whole";
+}
+
 // ---- Damaged or incomplete stores ---------------------------------------------
 
 TEST_F(BadInput, TruncatedHeaderIsCorruptAndSaysHowShort) {
@@ -357,11 +385,12 @@ TEST_F(BadInput, AStoreInADirectoryThatDoesNotExistNamesTheDirectory) {
     EXPECT_CONTAINS(e.what(), "the directory " + missing + " does not exist");
     EXPECT_FALSE(fs::exists(dir.path("no")));
     // The directory is there; the lock file's name is a symlink into one
-    // that is not: not the message above, but the system's, naming the file.
+    // that is not: not the message above, but the planted symlink's, naming
+    // the file (a symlink in place of the lock file is never followed).
     fs::create_symlink(missing + "/lock", path + "-lock");
     auto dangling = open_error(path, opts());
-    EXPECT_EQ(dangling.code(), steppe::errc::not_found);
-    EXPECT_CONTAINS(dangling.what(), path + "-lock");
+    EXPECT_EQ(dangling.code(), steppe::errc::version);
+    EXPECT_CONTAINS(dangling.what(), path + "-lock is a symbolic link");
     EXPECT_EQ(std::string(dangling.what()).find("does not exist; create it"), std::string::npos) << dangling.what();
 }
 
