@@ -290,10 +290,11 @@ void pager::spill_held(std::span<const std::pair<std::uintptr_t, std::uint64_t>>
     release_held(b);
 }
 
-// Dropped pages become missing (the next touch reads them from the log),
-// kept ones go back as they were. Neither goes into the ring: new pages
-// enter it at the commit (R3), written ones are in it already (R6).
-void pager::release_held(held_batch& b) {
+// Dropped pages become missing (the next touch reads them from the log, or
+// the cooling pool), kept ones go back as they were. Neither goes into the
+// ring here: spill_held's new pages enter it at the commit (R3) and its
+// written ones are in it already (R6); release_batch records its kept ones.
+void pager::release_held(const held_batch& b) {
     std::vector<std::uintptr_t> dropped, stay;
     for (std::size_t i = 0; i < b.pages.size(); ++i)
         if (b.how[i] != vm::fault_space::held::none) (b.keep[i] ? stay : dropped).push_back(b.pages[i]);

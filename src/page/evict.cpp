@@ -288,19 +288,18 @@ std::vector<pager::page_source> pager::spill_sources(held_batch& b, std::vector<
 // them again, from the log if spilled, from the cooling pool if clean);
 // kept ones go back as they were, and into the ring (R6).
 std::size_t pager::release_batch(const held_batch& b) {
-    std::vector<std::uintptr_t> dropped, kept;
+    std::size_t dropped = 0;
     for (std::size_t i = 0; i < b.pages.size(); ++i) {
-        if (b.how[i] == vm::fault_space::held::none) continue;
-        (b.keep[i] ? kept : dropped).push_back(b.pages[i]);
-        if (b.keep[i]) continue;
+        if (b.how[i] == vm::fault_space::held::none || b.keep[i]) continue;
+        ++dropped;
         if (b.how[i] == vm::fault_space::held::clean) cool(b.pages[i], b.contents[i]);
         if (const auto where = map_->lookup(b.pages[i]); where.what == translate::page_map::kind::page)
             history_->left(where.page);
     }
-    space_->release(dropped, true);
-    space_->release(kept, false);
-    for (std::uintptr_t v : kept) resident_->record(v);
-    return dropped.size();
+    release_held(b);
+    for (std::size_t i = 0; i < b.pages.size(); ++i)
+        if (b.how[i] != vm::fault_space::held::none && b.keep[i]) resident_->record(b.pages[i]);
+    return dropped;
 }
 
 // A held clean page cools (R7): its bytes cannot change while it is held,

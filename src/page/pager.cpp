@@ -119,6 +119,8 @@ void pager::take_new_and_freed_pages() {
     // is installed a batch at a time, spilling between batches: installed
     // at once, its zero pages alone took memory past the budget, and a
     // process in a memory cgroup was killed before any spill could run.
+    // (The spill's pages_to_write takes new and freed pages again: the
+    // heap's lists were emptied above, so it finds only those installed.)
     const std::size_t batch = batch_pages();
     for (std::size_t i = 0; i < fresh.size(); ++i) {
         install_new_page(fresh[i]);

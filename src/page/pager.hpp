@@ -509,7 +509,7 @@ private:
     void spill_written(held_batch& b);
     void spill_held(std::span<const std::pair<std::uintptr_t, std::uint64_t>> part, std::byte* buffer,
                     std::vector<std::uintptr_t>& kept);
-    void release_held(held_batch& b);
+    void release_held(const held_batch& b);
     std::vector<page_source> spill_sources(held_batch& b, std::vector<std::size_t>& source_of);
     std::size_t release_batch(const held_batch& b);
     std::vector<std::byte> evict_buffer_;  // the eviction thread's page images

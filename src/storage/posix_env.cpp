@@ -569,9 +569,6 @@ private:
         return ::stat(path.c_str(), &st) == 0 ? flock_holder(id_of(st)) : "unknown";
     }
 
-public:
-
-private:
     std::string store_path_;
     pid_t owner_;
     file_id store_id_{};
