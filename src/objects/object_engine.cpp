@@ -184,6 +184,17 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
     storage::options so = storage_options(o, io);
     so.after = after;
     storage_ = storage::storage::open(path, so);
+    try {
+        load_and_map(compiled, match_program);
+    } catch (const std::exception&) {  // not a test's simulated crash: a process that dies cleans nothing up
+        storage_->remove_if_made_by_open();
+        throw;
+    }
+}
+
+// The committed state, its heap and the roots, after the storage's open.
+void engine_handle::load_and_map(std::optional<scheme> compiled, bool match_program) {
+    const options& o = options_;
     budget_ = o.resident_budget;
     budget_source_ = "option";
     if (budget_ == 0) {

@@ -148,6 +148,7 @@ private:
                                 migrating::migration_plan* plan = nullptr);
 
     // object_engine.cpp
+    void load_and_map(std::optional<scheme> compiled, bool match_program);
     void load_committed(std::optional<scheme> compiled, bool match_program);
     void make_heap();  // once the scheme is known
     void ensure_writable(const char* call) const;

@@ -39,6 +39,18 @@ page_engine::page_engine(const std::string& path, const open_options& options, s
     : options_(options), io_(io), match_program_(match_program) {
     common::refuse_mapping_lock(path);  // before the sparse tables: they would all become resident
     storage_ = storage::storage::open(path, storage_options(options, io));
+    try {
+        load_and_map(path);
+    } catch (const std::exception&) {  // not a test's simulated crash: a process that dies cleans nothing up
+        storage_->remove_if_made_by_open();
+        throw;
+    }
+}
+
+// The committed state, the pager over it, and the program's types checked
+// against the store's.
+void page_engine::load_and_map(const std::string& path) {
+    const open_options& options = options_;
     committed_ = load_state(*storage_, path);
     live_ = committed_;
     pager_options po;

@@ -89,6 +89,7 @@ private:
     compact_report rewrite(const std::string& what, bool write, const rewrite_pass& pass);
     std::unique_ptr<heap> load_committed_heap() const { return load_heap(*storage_, committed_.meta, descriptors_kept()); }
     std::uint64_t descriptors_kept() const noexcept { return pager::descriptor_bytes_kept(budget_pages_); }
+    void load_and_map(const std::string& path);
     state load_state(const storage::storage& s, const std::string& path) const;
     types::catalog::index type_index(const types::layout& layout);
     void sync_shapes(bool rebuild);

@@ -149,10 +149,9 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
         throw error(errc::exists, "store " + path + " exists already (exclusive_create was asked for; nothing was "
                                                     "changed)");
     // What a creation finds there already is not its own to remove (as posix_lock leaves a log it found).
-    std::vector<std::string> made;
     if (create)
         for (const std::string& f : {s->path_, s->wal_path_, s->path_ + "-shm"})
-            if (!s->io_->exists(f)) made.push_back(f);
+            if (!s->io_->exists(f)) s->made_by_open_.push_back(f);
     auto open_locked = [&] {
         if (create) s->create_files();
         s->lock_->lock_store_file();  // the file itself: a hard link cannot make a second writer
@@ -188,16 +187,21 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
         // first snapshot was published, and keeps its open files). Not on
         // a test's simulated crash, which is no steppe::error: a process
         // that dies cleans nothing up.
-        s->readers_.reset();
-        for (const std::string& f : made) {
-            try {
-                s->io_->remove(f);
-            } catch (const error&) {  // the open's own error says more; nothing better to do here
-            }
-        }
+        s->remove_if_made_by_open();
         throw;
     }
     return s;
+}
+
+void file_store::remove_if_made_by_open() noexcept {
+    readers_.reset();
+    for (const std::string& f : made_by_open_) {
+        try {
+            io_->remove(f);
+        } catch (const error&) {  // the open's own error says more; nothing better to do here
+        }
+    }
+    made_by_open_.clear();
 }
 
 // How the main file is read, decided at open from its size

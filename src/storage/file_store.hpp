@@ -64,6 +64,7 @@ public:
     void commit(std::span<const page_image> pages, const meta_bytes& meta) override;
     void spill(std::span<const page_image> pages) override;
     void discard_pending() noexcept override;
+    void remove_if_made_by_open() noexcept override;
     bool is_pending(page_no page) const noexcept override {
         wal_entry unused;
         return find_pending(page, unused);
@@ -183,6 +184,7 @@ private:
     // NAME-shm: the writer's, or a reader's slot beside a writer; null for
     // a reader under shared flocks (no usable table).
     std::unique_ptr<reader_table> readers_;
+    std::vector<std::string> made_by_open_;  // the files a creating open made
     snapshot snapshot_{};  // such a reader's registered snapshot
 
     file_header header_{};                 // newest valid header slot

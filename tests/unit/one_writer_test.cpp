@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <steppe/containers.hpp>
+#include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -746,6 +747,36 @@ TEST_F(OneWriter, CreationFailingAtAnyStepLeavesNoFiles) {
         break;
     }
     EXPECT_GE(failures, 8) << "creation writes and syncs the new file and the log; the checkpoint at open writes";
+}
+
+// The engines' own opens fail after the storage made the store: options
+// only checked against the store's contents, or memory the engine cannot
+// reserve. Such an open left a new store's files behind.
+TEST_F(OneWriter, AnEngineOpenFailingAfterTheStoreWasMadeLeavesNoFiles) {
+    steppe::open_options too_small;
+    too_small.address_space_limit = 1;
+    auto e = open_error(path, too_small);
+    EXPECT_EQ(e.code(), steppe::errc::invalid_argument) << e.what();
+    EXPECT_TRUE(files_in(dir.dir()).empty()) << "page engine: " << e.what();
+
+    steppe::objects::options cannot_evict;
+    cannot_evict.eviction = steppe::objects::options::eviction_policy::total;
+    cannot_evict.swizzle = steppe::objects::swizzling::eager;
+    try {
+        steppe::objects::store::open(path, cannot_evict);
+        ADD_FAILURE() << "eviction total with eager swizzling was accepted";
+    } catch (const steppe::error& oe) {
+        EXPECT_EQ(oe.code(), steppe::errc::invalid_argument) << oe.what();
+    }
+    EXPECT_TRUE(files_in(dir.dir()).empty()) << "object engine";
+
+    {  // a store that was there is never removed by a failed open
+        auto s = steppe::store::open(path, opts());
+        add_parts(s, 3);
+    }
+    EXPECT_EQ(open_error(path, too_small).code(), steppe::errc::invalid_argument);
+    auto s = steppe::store::open(path, opts());
+    EXPECT_EQ(count_parts(s), 3);
 }
 
 // A name with room for NAME-lock and NAME-wal but not for NAME-shm-new (the
