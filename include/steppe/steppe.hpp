@@ -213,7 +213,7 @@ struct store_stats {
     std::uint64_t cache_file_hits = 0;       // reads served by the local cache file (cache_file= in the URL)
     std::uint64_t store_pages = 0;          // pages in the store
     std::uint64_t free_pages = 0;           // of those, free for reuse
-    std::uint64_t resident_pages = 0;       // in memory now (approximate)
+    std::uint64_t resident_pages = 0;       // store pages in memory now (memory().store_pages / 4 KiB)
     std::uint64_t dirty_pages = 0;          // of those, written since the last commit (new ones once written)
     std::uint64_t evictions = 0;            // pages dropped to stay within the budget (spilled ones too)
     std::uint64_t cooled_pages = 0;         // of those, clean ones kept cooling (open_options::cooling)

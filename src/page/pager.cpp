@@ -351,7 +351,7 @@ pager_stats pager::stats() const {
     vm::space_stats vs = space_->stats();
     pager_stats out{vs.faults,        pointers_swizzled_.load(std::memory_order_relaxed),
                     pages_committed_, pointers_unswizzled_,
-                    map_->reserved_virtual_pages(), resident_ ? resident_->size() : vs.installs - vs.discards,
+                    map_->reserved_virtual_pages(), vs.installs - vs.discards - vs.evictions,  // I7, as memory()
                     space_->count_written() + unwritten_.size(),
                     vs.evictions,     spilled_pages_.load(std::memory_order_relaxed),
                     prefetch_.hints.load(std::memory_order_relaxed), prefetch_.hits.load(std::memory_order_relaxed),

@@ -207,7 +207,7 @@ struct pager_stats {
     std::uint64_t pages_committed = 0;
     std::uint64_t pointers_unswizzled = 0;
     std::uint64_t reserved_virtual_pages = 0;
-    std::uint64_t resident_pages = 0;   // recorded as resident (approximate)
+    std::uint64_t resident_pages = 0;   // installed and not dropped (I7): the pages using memory
     std::uint64_t dirty_pages = 0;      // written since the last commit and in memory (approximate)
     std::uint64_t evictions = 0;        // clean pages dropped to stay within the budget
     std::uint64_t spilled_pages = 0;    // uncommitted pages written to the log early
