@@ -37,9 +37,9 @@ protected:
     test::temp_dir dir;
     std::string path = dir.path("s.db");
 
-    std::unique_ptr<storage::storage> open(options o = {}) {
+    std::unique_ptr<steppe::storage::storage> open(options o = {}) {
         o.durable = o.durable && durable_;
-        return storage::storage::open(path, o);
+        return steppe::storage::storage::open(path, o);
     }
     bool durable_ = false;  // these tests check logic, not the disk; crash tests sync
 
@@ -599,7 +599,7 @@ TEST_F(StorageTest, MainFileAloneAfterACheckpointOpens) {
 
 TEST_F(StorageTest, ForeignLogIsCorrupt) {
     std::string other = dir.path("other.db");
-    storage::storage::open(other).reset();
+    steppe::storage::storage::open(other).reset();
     open().reset();
     std::filesystem::copy_file(other + "-wal", path + "-wal", std::filesystem::copy_options::overwrite_existing);
     EXPECT_EQ(open_error(), errc::corrupt);
