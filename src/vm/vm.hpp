@@ -7,7 +7,7 @@
 // Pages written since the last take_dirty() are reported by the next one.
 // The module knows nothing about storage, pointers or types.
 //
-// Page life cycle (per page, see fault_space.cpp for the invariants):
+// Page life cycle (per page, see fault_space_impl.hpp for the invariants):
 //
 //     missing --first touch / install()--> resident clean --first write--> resident dirty
 //        ^                                     ^                               |
@@ -266,7 +266,7 @@ public:
     virtual tracking_kind tracking() const = 0;
     virtual space_stats stats() const = 0;
 
-    // Checks the invariants I1-I8 (fault_space.cpp) as far as they show
+    // Checks the invariants I1-I8 (fault_space_impl.hpp) as far as they show
     // between operations: call it while no thread touches, installs, holds,
     // releases or discards pages of this space. Returns one line per broken
     // rule, naming the page or arena; empty when all hold. It reads only the
