@@ -559,6 +559,7 @@ void file_store::open_missing_wal() {
     if (opts_.read_only) return;  // nothing to read from it; no file is made
     wal_ = io_->open(wal_path_, open_mode::create_new, opts_.file_mode);
     reset_wal(wal_header_.generation, wal_header_.salt);
+    wal_allocated_ = wal_->size();  // as open_wal: the first commit grows the log past its header, not over it
     wal_->sync();
     io_->sync_dir_of(wal_path_);
 }

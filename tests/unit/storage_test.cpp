@@ -591,7 +591,14 @@ TEST_F(StorageTest, MainFileAloneAfterACheckpointOpens) {
     auto s = open();
     EXPECT_EQ(workload::committed_txn(*s), 4u);
     workload::run(*s, 5, 6);
+    // The first commit grew the new log with zeros from byte 0, over the
+    // header open had just written: check then called a live store damaged.
+    std::ifstream log(path + "-wal", std::ios::binary);
+    char magic[sizeof(wal_header{}.magic)] = {};
+    log.read(magic, sizeof magic);
+    EXPECT_EQ(std::memcmp(magic, wal_magic, sizeof magic), 0) << "the new log's header was overwritten";
     s.reset();
+    EXPECT_EQ(open()->check(), std::vector<std::string>{});
     s = open();
     EXPECT_EQ(workload::committed_txn(*s), 6u);
     EXPECT_EQ(workload::verify(*s), "");
