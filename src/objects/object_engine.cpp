@@ -118,6 +118,12 @@ rot_cache_entry no_cache[1];
 
 // Slot 0 is never used, so a zeroed header never names a store.
 engine_handle* engines[256];
+// Each slot's generation (7 bits), changed when its store closes: a tagged
+// id carries it, so an id kept past close() is not read as one of the store
+// that takes the slot next. Slots are taken in turn, so a slot comes back
+// only after the other 254, and an id is mistaken only after 128 such turns.
+std::uint8_t generations[256];
+unsigned last_slot = 0;
 std::mutex engines_lock;
 
 // Fork handlers: the open stores' threads are held while the fork happens
@@ -142,9 +148,11 @@ unsigned take_slot(engine_handle* e) {
             common::throw_system_error("pthread_atfork", err, "-", "registering the object engine's fork handler");
     });
     std::lock_guard<std::mutex> hold(engines_lock);
-    for (unsigned s = 1; s < 256; ++s) {
+    for (unsigned turn = 0; turn < 255; ++turn) {
+        unsigned s = (last_slot + turn) % 255 + 1;
         if (engines[s]) continue;
         engines[s] = e;
+        last_slot = s;
         return s;
     }
     throw error(errc::invalid_argument, "object stores: 255 are open in this process already; close one first");
@@ -153,6 +161,7 @@ unsigned take_slot(engine_handle* e) {
 void give_back_slot(unsigned slot) {
     std::lock_guard<std::mutex> hold(engines_lock);
     engines[slot] = nullptr;
+    generations[slot] = (generations[slot] + 1) & 0x7F;
     open_stores[slot] = {0, nullptr, 0, no_cache, 0, 0, 0};
 }
 
@@ -171,6 +180,14 @@ const char* scheme_flags(scheme s) {
 engine_handle& engine_at(unsigned slot) {
     engine_handle* e = slot < 256 ? engines[slot] : nullptr;
     if (!e) throw error(errc::invalid_argument, "object store: a reference to an object of a store that is closed");
+    return *e;
+}
+
+engine_handle& engine_of_tagged(std::uint64_t word) {
+    const unsigned slot = static_cast<unsigned>(word >> 8) & 0xFF;
+    engine_handle* e = engines[slot];
+    if (!e || ((word >> 1) & 0x7F) != generations[slot])
+        throw error(errc::invalid_argument, "object store: a reference followed after its store closed");
     return *e;
 }
 
@@ -205,6 +222,7 @@ void engine_handle::load_and_map(std::optional<scheme> compiled, bool match_prog
     load_committed(compiled, match_program);
     in_store_next_page_ = meta_.next_page;
     slot_ = take_slot(this);
+    generation_ = generations[slot_];
     // A cache of one entry that never matches (a tagged word is odd) for fault_block.
     rot_cache_.assign(scheme_.detect == detection::fault_block ? 1 : rot_cache_entries, rot_cache_entry{0, nullptr});
     open_stores[slot_] = {heap_->base(), heap_->cards(),         heap_->card_shift(),
@@ -231,6 +249,7 @@ void engine_handle::load_committed(std::optional<scheme> compiled, bool match_pr
     const std::string& path = storage_->path();
     const auto& raw = storage_->meta();
     if (is_zero(raw)) {
+        storage::refuse_zero_meta_after_commits(*storage_);
         scheme s = compiled.value_or(scheme{detection::fault_block, barrier::cards});
         std::memcpy(meta_.magic, format::engine_magic, sizeof meta_.magic);
         meta_.detection = static_cast<std::uint8_t>(s.detect);
@@ -318,6 +337,12 @@ void engine_handle::close() {
     if (!storage_) return;
     give_back_slot(slot_);  // first: the fork handlers look at the store no more
     std::unique_ptr<storage::storage> files = std::move(storage_);
+    // References the program kept must not read this store's memory from now
+    // on, nor (once it is reused) another store's: the heap and the mirror
+    // become closed ranges. A forked child has no service thread to stop;
+    // its traps end it before they read the heap (protected_blocks::on_trap).
+    if (::getpid() == opener_) blocks_.reset();
+    heap_->retire(files->path());
     // A forked child leaves the parent's store alone (its lock handles do too).
     if (!options_.read_only && options_.checkpoint_on_close && ::getpid() == opener_) files->checkpoint();
 }

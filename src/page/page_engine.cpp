@@ -82,6 +82,7 @@ page_engine::state page_engine::load_state(const storage::storage& s, const std:
     bool fresh = std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
     state c;
     if (fresh) {
+        storage::refuse_zero_meta_after_commits(s);
         std::memcpy(c.meta.magic, engine_magic, sizeof engine_magic);
         return c;
     }

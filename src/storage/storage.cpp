@@ -27,4 +27,13 @@ void check_page_numbers(std::span<const page_image> pages, const std::string& pa
                                                     std::to_string(max_pages) + " pages a store can hold");
 }
 
+void refuse_zero_meta_after_commits(const storage& s) {
+    if (s.txn_seq() == 0) return;
+    throw error(errc::corrupt, "store " + s.path() + ": its header's engine data is all zeros, as only a new store's "
+                                   "is, but the header counts " + std::to_string(s.txn_seq()) + " commits and " +
+                                   std::to_string(s.page_count()) +
+                                   " pages: the header is damaged (nothing was changed; restore the store from a "
+                                   "backup)");
+}
+
 }  // namespace steppe::storage

@@ -260,4 +260,10 @@ protected:
     mutable stats stats_;
 };
 
+// An engine's meta of all zeros is a new store's: the first commit writes
+// one. Throws corrupt, naming the store, for zeros in a store that has
+// committed (a damaged header whose checksum was made to match), which
+// would otherwise read as an empty store and be compacted to nothing.
+void refuse_zero_meta_after_commits(const storage& s);
+
 }  // namespace steppe::storage

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
+#include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -191,6 +192,51 @@ TEST_F(BadInput, NewerFormatVersionIsAVersionError) {
     EXPECT_CONTAINS(e.what(), "format version " + std::to_string(steppe::storage::format_version + 1));
     EXPECT_CONTAINS(e.what(), "reads version " + std::to_string(steppe::storage::format_version));
     EXPECT_EQ(open_error(path, opts(true)).code(), steppe::errc::version) << "read-only opens refuse it too";
+}
+
+namespace so = steppe::objects;
+struct Counter {
+    std::int64_t value;
+};
+
+// An engine's meta of all zeros is a new store's. In a header that also
+// counts commits and pages (its checksum made to match), every command
+// read an empty store: check said 0 findings, and compact threw the pages
+// away.
+TEST_F(BadInput, ZeroEngineDataInAHeaderThatCountsCommitsIsCorruptForEveryCommand) {
+    const std::string objects_path = dir.path("o.db");
+    {
+        auto s = so::store::open(objects_path);
+        s.root<Counter>("c").mut()->value = 7;
+        s.commit();
+    }
+    for (const std::string& store : {path, objects_path}) {
+        if (store == path) make_store(path);
+        patch_header(store, [](auto& h) { std::memset(h.meta, 0, sizeof h.meta); });
+        const auto bytes_before = fs::file_size(store);
+        const auto expect_corrupt = [&](const steppe::error& e) {
+            EXPECT_EQ(e.code(), steppe::errc::corrupt) << e.what();
+            EXPECT_CONTAINS(e.what(), "all zeros");
+            EXPECT_CONTAINS(e.what(), "the header is damaged");
+        };
+        if (store == path) {
+            expect_corrupt(open_error(store));
+            expect_corrupt(open_error(store, opts(true)));
+        } else {
+            try {
+                so::store::open(store);
+                ADD_FAILURE() << "an object store with zero engine data opened";
+            } catch (const steppe::error& e) {
+                expect_corrupt(e);
+            }
+        }
+        for (const char* command : {"check", "compact"}) {
+            auto r = steppe::test::run_cli(std::string(command) + " " + store);
+            EXPECT_NE(r.exit_code, 0) << command << ": " << r.out;
+            EXPECT_CONTAINS(r.out, "all zeros");
+        }
+        EXPECT_EQ(fs::file_size(store), bytes_before) << "nothing was rewritten";
+    }
 }
 
 TEST_F(BadInput, OlderFormatVersionIsAVersionError) {
