@@ -1133,10 +1133,11 @@ void file_store::commit(std::span<const page_image> pages, const meta_bytes& met
         // The commit is durable whatever happens now; a failed checkpoint
         // (e.g. disk full) is retried after the next commit, and so is one a
         // reader holding an older snapshot defers.
+        // One that leaves the handle unsure of the disk poisons it for the
+        // calls after this one, naming why.
         try {
             if (!try_checkpoint()) wait_for_readers_and_checkpoint();
-        } catch (const error& e) {
-            if (e.code() == errc::poisoned || poisoned_) throw;
+        } catch (const error&) {
         } catch (const std::bad_alloc&) {  // as a full disk: the log keeps the pages until a later one
         }
     }
@@ -1244,8 +1245,13 @@ std::optional<reader_info> file_store::checkpoint_now(bool even_if_empty) {
                         {reinterpret_cast<const std::byte*>(&sums.page), page_size});
     }
     std::uint64_t next_salt = random_u64();
+    // Until the header is written a failure changes nothing a reopen trusts:
+    // the header still names this log, which is replayed over the pages
+    // written so far. The next checkpoint writes them all again (every page
+    // the log holds; after a failed fdatasync the kernel may have dropped
+    // them), so the handle goes on.
+    if (opts_.durable) main_->sync();
     try {
-        if (opts_.durable) main_->sync();
         file_header h = header_;
         ++h.header_seq;
         h.checkpoint_gen = wal_header_.generation;
@@ -1263,9 +1269,9 @@ std::optional<reader_info> file_store::checkpoint_now(bool even_if_empty) {
         if (opts_.durable) main_->sync();
         header_ = h;
         header_slot_ = slot;
-    } catch (const error&) {
+    } catch (const error& e) {
         // The header may or may not have reached the disk; only a reopen can tell.
-        poisoned_ = true;
+        poison_by_checkpoint("writing the main file's header", e);
         throw;
     }
     std::uint64_t touched_groups = touched.empty() ? 0 : touched.rbegin()->first + 1;
@@ -1278,13 +1284,23 @@ std::optional<reader_info> file_store::checkpoint_now(bool even_if_empty) {
     if (readers_) readers_->publish_checkpointed(header_.checkpoint_gen);
     try {
         reset_wal(header_.checkpoint_gen + 1, next_salt);
-    } catch (const error&) {
-        poisoned_ = true;  // appending to the old generation would be discarded on reopen
+    } catch (const error& e) {
+        poison_by_checkpoint("starting the next log", e);  // appending to the old generation would be discarded on reopen
         throw;
     }
     if (readers_) publish();
     ++stats_.checkpoints;
     return std::nullopt;
+}
+
+// A checkpoint that failed where this handle cannot tell what the disk
+// holds. Every commit it has returned is durable (the log holds them, and a
+// reopen finds them), so the commit that ran the checkpoint still returns.
+void file_store::poison_by_checkpoint(const char* step, const error& cause) {
+    poisoned_ = true;
+    poisoned_by_ = "the checkpoint after commit " + std::to_string(txn_seq_) + " failed " + step + " (" +
+                   cause.what() + "), so this handle cannot tell what the disk holds; commit " +
+                   std::to_string(txn_seq_) + " and every one before it are durable";
 }
 
 void file_store::reset_wal(std::uint64_t generation, std::uint64_t salt) {

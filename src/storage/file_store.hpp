@@ -148,6 +148,7 @@ private:
     void judge_log();
     void salvage(const std::string& what);
     std::string copy_log_aside();
+    void poison_by_checkpoint(const char* step, const error& cause);
     std::optional<reader_info> checkpoint_now(bool even_if_empty);
     void wait_for_readers_and_checkpoint();
     void reset_wal(std::uint64_t generation, std::uint64_t salt);

@@ -413,6 +413,62 @@ TEST_F(StorageTest, DiskFullDuringCheckpointLeavesCommitsInTheLog) {
     EXPECT_EQ(workload::verify(*s), "");
 }
 
+// A commit is durable once its log is synced; a checkpoint it runs after
+// that may fail at any write or sync (a full copy-on-write file system, an
+// EIO). Such a commit threw, though a reopen found it, so a program that
+// believed it redid the transaction; and the handle then blamed an
+// fdatasync that had not failed. Now: a commit that returns is there, one
+// that throws is not (or, after a failed fdatasync of its own, unknown), and
+// a handle poisoned by the checkpoint says so.
+TEST_F(StorageTest, ACheckpointFailingAnywhereInsideCommitNeverFailsTheDurableCommit) {
+    durable_ = true;  // its syncs are calls that can fail
+    long checkpoint_failures = 0;
+    for (int err : {ENOSPC, EIO}) {
+        for (long n = 0;; ++n) {
+            for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+            test::fault_env env;
+            options o;
+            o.io = &env;
+            o.checkpoint_bytes = 1;  // every commit checkpoints
+            auto s = open(o);
+            workload::run(*s, 1, 3);
+            const long before = env.calls();
+            env.fail_after(n, err);
+            std::string thrown;
+            try {
+                workload::run_one(*s, 4);
+            } catch (const error& e) {
+                thrown = e.what();
+                EXPECT_NE(e.code(), errc::poisoned) << e.what();
+            }
+            if (env.calls() - before <= n) break;  // the n-th call never came: every call has failed once
+            env.clear_faults();
+            const bool own_sync_failed = thrown.find("fdatasync") != std::string::npos;
+            if (thrown.empty()) {
+                try {
+                    workload::run_one(*s, 5);
+                    s->checkpoint();
+                } catch (const error& e) {  // the checkpoint left the handle unsure: it says which step
+                    EXPECT_EQ(e.code(), errc::poisoned) << e.what();
+                    EXPECT_NE(std::string(e.what()).find("the checkpoint after commit 4 failed"), std::string::npos)
+                        << e.what();
+                    ++checkpoint_failures;
+                }
+            }
+            s.reset();
+            s = open();
+            const std::uint64_t txn = workload::committed_txn(*s);
+            if (thrown.empty()) {
+                EXPECT_GE(txn, 4u) << "commit 4 returned; failing call " << n << ", errno " << err;
+            } else if (!own_sync_failed) {
+                EXPECT_EQ(txn, 3u) << "commit 4 threw: " << thrown;
+            }
+            EXPECT_EQ(workload::verify(*s), "") << "failing call " << n << ", errno " << err;
+        }
+    }
+    EXPECT_GT(checkpoint_failures, 0) << "some failure left the handle unsure (the header's write)";
+}
+
 // Damaged and foreign files ------------------------------------------------
 
 TEST_F(StorageTest, NotASteppeFileIsAVersionError) {
