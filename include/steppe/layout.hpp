@@ -78,7 +78,8 @@ struct layout_link {
     friend bool operator==(const layout_link&, const layout_link&) noexcept { return true; }
 };
 
-// One member or base of a type, for diagnostics and for the fingerprint.
+// One member or base of a type: for the fingerprint, for comparing with a
+// store's entry, and for diagnostics.
 struct field {
     std::uint32_t offset = 0;
     std::uint32_t size = 0;
@@ -88,7 +89,11 @@ struct field {
     // change deep inside a nested struct visible at the outer type.
     std::uint64_t type_fp = 0;
     std::string type;  // type name, for messages only
-    std::string name;  // member name, for messages only; empty when unknown
+    // Member name, empty when unknown (bases, steppe::at without a name). A
+    // field's identity: opening compares it where both sides know it, and
+    // migration carries fields by it. Not in the fingerprint, which stores
+    // keep and check (catalog_format.cpp), so older entries stay valid.
+    std::string name;
     // A nested member's type, an array's class element type (program layouts only).
     layout_link nested;
     friend bool operator==(const field&, const field&) = default;

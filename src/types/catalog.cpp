@@ -86,6 +86,40 @@ std::string named_field_difference(const std::vector<field>& sf, const std::vect
     return {};
 }
 
+// What to do about fields that kept their bytes but not their names:
+// migration carries fields by name, so a reorder needs only the conversion,
+// a rename (the stored name gone from the program) also says where it went.
+std::string rename_advice(const layout& stored, const layout& program, const std::string& from,
+                          const std::string& to) {
+    const bool kept = std::any_of(program.fields.begin(), program.fields.end(),
+                                  [&](const field& f) { return f.name == from; });
+    return "; fields are matched by name, so this program would read the store's '" + from + "' as '" + to +
+           "': if the fields were " + (kept ? "reordered" : "renamed") +
+           " on purpose, migrate the store (steppe::migrate, convert<" + program.name + ">(\"" + stored.name +
+           "\")" + (kept ? "" : ".rename(\"" + from + "\", \"" + to + "\")") + ")";
+}
+
+// Member names are a field's identity (migration matches fields by them),
+// so layouts of the same structure still differ where a field has another
+// name in each (a reorder of same-typed fields, a rename): the first such
+// field, or "". A field unnamed on either side (a base, an old or
+// undescribed entry) is not compared.
+std::string name_difference(const layout& stored, const layout& program) {
+    for (std::size_t i = 0; i < stored.fields.size() && i < program.fields.size(); ++i) {
+        const field& s = stored.fields[i];
+        const std::string& p = program.fields[i].name;
+        if (!s.name.empty() && !p.empty() && s.name != p)
+            return "field " + num(i + 1) + " (" + s.type + ") at offset " + num(s.offset) + " is named '" + s.name +
+                   "' in store, '" + p + "' in program" + rename_advice(stored, program, s.name, p);
+    }
+    return {};
+}
+
+// Read the same way and naming their fields alike: what opening requires.
+bool same_layout(const layout& a, const layout& b) {
+    return same_structure(a, b) && name_difference(a, b).empty();
+}
+
 }  // namespace
 
 std::string field_context(const layout& l, std::uint32_t offset) {
@@ -97,7 +131,7 @@ std::string field_context(const layout& l, std::uint32_t offset) {
 }
 
 std::string difference(const layout& stored, const layout& program) {
-    if (same_structure(stored, program)) return {};
+    if (same_structure(stored, program)) return name_difference(stored, program);
     std::string fields = field_list_difference(stored, program);
     if (stored.size != program.size)
         return "size " + num(stored.size) + " in store, " + num(program.size) + " in program" +
@@ -171,12 +205,12 @@ std::string catalog::program_difference() const {
     std::unordered_map<std::string, bool> ambiguous;
     for (const layout* l : program_types()) {
         auto [it, fresh] = program.try_emplace(l->name, l);
-        if (!fresh && !same_structure(*it->second, *l)) ambiguous[l->name] = true;
+        if (!fresh && !same_layout(*it->second, *l)) ambiguous[l->name] = true;
     }
     std::vector<index> changed;
     for (index i = 0; i < entries_.size(); ++i) {
         auto it = program.find(entries_[i].name);
-        if (it != program.end() && !ambiguous.count(it->first) && !same_structure(entries_[i], *it->second))
+        if (it != program.end() && !ambiguous.count(it->first) && !same_layout(entries_[i], *it->second))
             changed.push_back(i);
     }
     if (changed.empty()) return {};

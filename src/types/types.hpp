@@ -7,7 +7,8 @@
 // program never names is still swizzled correctly. Opening a store whose entry
 // for a type differs from the program's layout is a type_mismatch naming the
 // type and the first difference (reference 002 §1.6: store and program types
-// must match on name and structure). Schema evolution will build on this.
+// must match on name and structure; member names too, where both know them).
+// Schema evolution will build on this.
 //
 // Not thread-safe: the store serializes access to its catalog.
 #pragma once
@@ -26,10 +27,13 @@
 
 namespace steppe::types {
 
-// "" when `stored` and `program` are read the same way (same_structure);
+// "" when `stored` and `program` are read the same way (same_structure)
+// and no field known by name on both sides has another name in each;
 // otherwise the first difference, e.g. "size 64 in store, 72 in program",
-// "pointer field at offset 24 in store moved to offset 32 in program" or
-// "field 3 'x' (int) at offset 16 became long int". Fields count from 1.
+// "pointer field at offset 24 in store moved to offset 32 in program",
+// "field 3 'x' (int) at offset 16 became long int" or "field 1 (int) at
+// offset 0 is named 'x' in store, 'y' in program; ..." (with what to do: a
+// reorder or rename is migrated). Fields count from 1.
 std::string difference(const layout& stored, const layout& program);
 // The first field that differs ("field 3 'x' (int) at offset 16 became long
 // int", "... in program is not in store"), or "" if the fields agree.
@@ -68,7 +72,8 @@ public:
     void replace(index i, const layout& l);
 
     // "" if every type of this catalog that the program has a layout for
-    // (program_types) is read the same way by the program; otherwise what
+    // (program_types) is read the same way by the program, under the same
+    // member names where both know them (difference); otherwise what
     // differs, naming the innermost changed type, a stored type holding it,
     // and the field, e.g. "type Contact (in std::_Rb_tree_node<...>): field 5
     // 'twitter' (...) at offset 200 in program is not in store". A name the

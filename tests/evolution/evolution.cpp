@@ -8,12 +8,17 @@
 //                                      refused with type_mismatch; exit 1
 //                                      after "read: ..." if it read anyway
 //   evolution_v1 read CASE STORE       the writer's own build reads it back
+//   evolution_v2 migrate CASE STORE    converts a swapped or renamed case's
+//                                      store to version 2's layout
 //
 // Cases: added, removed, retyped, reordered (an aggregate Contact kept in a
 // steppe::map<steppe::string, Contact>), fields (a STEPPE_FIELDS class in a
 // steppe::vector), unordered (unordered_map node), list (list node), base
-// (a Rect read through Shape*, named by steppe::types::declare).
+// (a Rect read through Shape*, named by steppe::types::declare), swapped and
+// renamed (same bytes, other member names: only the names tell), and
+// objects_swapped, objects_renamed (the same two in the object engine).
 #include <steppe/containers.hpp>
+#include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
 #include <cstdio>
@@ -55,6 +60,22 @@ struct Reordered {  // v2 swaps two fields of the same size
 #else
     float height;
     int age;
+#endif
+};
+struct Swapped {  // v2 swaps two fields of the same type: the bytes line up, the names do not
+#if EVOLUTION_VERSION == 1
+    int x;
+    int y;
+#else
+    int y;
+    int x;
+#endif
+};
+struct Renamed {  // v2 renames both fields
+#if EVOLUTION_VERSION == 1
+    int x, y;
+#else
+    int px, py;
 #endif
 };
 class Account {  // a STEPPE_FIELDS class; v2 adds `limit_`
@@ -115,7 +136,7 @@ template<class V> void write_map(steppe::store& s, V value) {
 }
 template<class V> long read_map(steppe::store& s) {
     long n = 0;
-    for (const auto& [name, v] : *s.root<book_map<V>>("book")) n += static_cast<long>(name.size()) + (&v != nullptr);
+    for (const auto& entry : *s.root<book_map<V>>("book")) n += static_cast<long>(entry.first.size()) + 1;
     return n;
 }
 
@@ -169,20 +190,71 @@ long run(const std::string& what, const std::string& c, steppe::store& s) {
     std::exit(2);
 }
 
+// 56 as v1 wrote them; v2 reading the swapped fields anyway would say 65.
+long pair_value(const book::Swapped& p) { return 10L * p.x + p.y; }
+long pair_value(const book::Renamed& p) {
+    const auto& [first, second] = p;
+    return 10L * first + second;
+}
+
+template<class Pair, class Root> long pair_case(const std::string& what, Root root) {
+    if (what == "write") *root.mut() = Pair{5, 6};
+    return pair_value(*root);
+}
+
+// The page engine's swapped and renamed cases.
+template<class Pair> long page_pair(const std::string& what, steppe::store& s) {
+    struct pointer {  // what pair_case needs of a root: mut() and *
+        Pair* p;
+        Pair* mut() const { return p; }
+        Pair& operator*() const { return *p; }
+    };
+    return pair_case<Pair>(what, pointer{s.root<Pair>("pair")});
+}
+
+// The object-engine cases: "objects_" and a page-engine case's name.
+long run_objects(const std::string& what, const std::string& c, const std::string& path) {
+    steppe::objects::options o;
+    o.durable = false;
+    auto s = steppe::objects::store::open(path, o);
+    long answer = c == "objects_swapped" ? pair_case<book::Swapped>(what, s.root<book::Swapped>("pair"))
+                                         : pair_case<book::Renamed>(what, s.root<book::Renamed>("pair"));
+    if (what == "write") s.commit();
+    return answer;
+}
+
+// v2 converts a swapped or renamed case's store, its fields carried by
+// name, as the refusal advises: afterwards v2 reads 56 (and v1 is refused).
+long migrate_pair(const std::string& c, const std::string& path) {
+    steppe::migration m;
+    if (c.ends_with("swapped")) m.convert<book::Swapped>("book::Swapped");
+    else m.convert<book::Renamed>("book::Renamed").rename("x", "px").rename("y", "py");
+    return static_cast<long>(steppe::migrate(path, m).converted.at(0).objects);
+}
+
+long run_page(const std::string& what, const std::string& c, const std::string& path) {
+    steppe::open_options o;
+    o.durable = false;
+    auto s = steppe::store::open(path, o);
+    long answer = c == "swapped"   ? page_pair<book::Swapped>(what, s)
+                  : c == "renamed" ? page_pair<book::Renamed>(what, s)
+                                   : run(what, c, s);
+    if (what == "write") s.commit();
+    return answer;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc != 4) {
-        std::fprintf(stderr, "usage: %s write|read CASE STORE\n", argv[0]);
+        std::fprintf(stderr, "usage: %s write|read|migrate CASE STORE\n", argv[0]);
         return 2;
     }
     std::string what = argv[1], c = argv[2], path = argv[3];
     try {
-        steppe::open_options o;
-        o.durable = false;
-        auto s = steppe::store::open(path, o);
-        long answer = run(what, c, s);
-        if (what == "write") s.commit();
+        long answer = what == "migrate"                  ? migrate_pair(c, path)
+                      : c.rfind("objects_", 0) == 0 ? run_objects(what, c, path)
+                                                    : run_page(what, c, path);
         std::printf("%s: %ld (version %d)\n", what.c_str(), answer, EVOLUTION_VERSION);
         return v2 && what == "read" ? 1 : 0;
     } catch (const steppe::error& e) {
