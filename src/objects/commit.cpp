@@ -144,7 +144,7 @@ std::uint64_t engine_handle::unswizzle_word(std::uint64_t word, const header* fr
                     storage_->path() + ": commit: " + where + ", " + why + "; nothing was written");
     };
     if (word & 1) {
-        if (((word >> 8) & 0xFF) != slot_) refuse("refers to an object of another store");
+        if ((word & 0xFFFF) != tagged(0)) refuse("refers to an object of another store (or of one closed since)");
         return word >> 16;
     }
     if (blocks_ && blocks_->is_mirror(word)) return blocks_->readable(word)->oid();  // a fault block (page_fault)

@@ -43,7 +43,6 @@
 namespace steppe::objects::detail {
 
 namespace {
-std::uint64_t tagged(std::uint64_t oid, unsigned slot) { return oid << 16 | std::uint64_t{slot} << 8 | 1; }
 std::uint64_t round16(std::uint64_t n) { return (n + 15) & ~std::uint64_t{15}; }
 }  // namespace
 
@@ -55,7 +54,7 @@ void* resolve_fault_block(std::uint64_t& slot) {
 
 void* resolve_id(std::uint64_t word) {
     unsigned slot = static_cast<unsigned>(word >> 8) & 0xFF;
-    void* body = engine_at(slot).fault_in(word >> 16);
+    void* body = engine_of_tagged(word).fault_in(word >> 16);
     const barrier_state& s = open_stores[slot];
     s.rot_cache[(word >> 16) & s.rot_cache_mask] = {word, body};
     return body;
@@ -76,12 +75,13 @@ const header* readable_header(std::uint64_t word) {
     return header_of(reinterpret_cast<void*>(word));
 }
 
-// (store slot, oid) for a persistent object, (0, address) for a transient one.
+// (the store's tag: a tagged id's low 16 bits, oid) for a persistent
+// object, (0, address) for a transient one.
 std::pair<std::uint64_t, std::uint64_t> identity(std::uint64_t word) {
-    if (word & 1) return {(word >> 8) & 0xFF, word >> 16};
+    if (word & 1) return {word & 0xFFFF, word >> 16};
     const header* h = readable_header(word);
     if (h->oid() == 0) return {0, word};  // transient: never behind a fault block
-    return {h->store(), h->oid()};
+    return {engine_at(h->store()).tagged(0), h->oid()};
 }
 }  // namespace
 
@@ -195,7 +195,7 @@ void engine_handle::note_sources() {
 void engine_handle::eliminate(header* object, const header* block) {
     auto it = source_heads_.find(object->oid());
     if (it == source_heads_.end()) return;
-    std::uint64_t stand_in = !block ? tagged(object->oid(), slot_)
+    std::uint64_t stand_in = !block ? tagged(object->oid())
                              : blocks_ ? blocks_->word_of(block)
                                        : reinterpret_cast<std::uintptr_t>(block + 1);
     std::uint64_t direct = reinterpret_cast<std::uintptr_t>(object + 1);
@@ -506,7 +506,7 @@ std::uint64_t engine_handle::word_for_oid(std::uint64_t oid, std::uint32_t want,
         h->word |= header::pinned;  // opportunistic id: a direct address nothing can re-point
         return reinterpret_cast<std::uintptr_t>(h + 1);
     }
-    return id ? tagged(oid, slot_) : reinterpret_cast<std::uintptr_t>(h + 1);
+    return id ? tagged(oid) : reinterpret_cast<std::uintptr_t>(h + 1);
 }
 
 // Root `name`'s word at open and rollback: corrupt if its object is known to

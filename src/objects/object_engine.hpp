@@ -112,6 +112,10 @@ public:
     void* rescue(header* victim);      // a victim used again stays
     void remember(header* h) { remembered_.push_back(h); }
     std::uint64_t oid_of_word(std::uint64_t word) const;  // 0 for a transient object
+    // The id schemes' stand-in for `oid`: oid << 16 | slot << 8 | generation << 1 | 1.
+    std::uint64_t tagged(std::uint64_t oid) const noexcept {
+        return oid << 16 | std::uint64_t{slot_} << 8 | std::uint64_t{generation_} << 1 | 1;
+    }
     // The header a reference word leads to (a fault block's in the heap for
     // a protected address, page_fault), without faulting.
     header* header_at(std::uint64_t word) const noexcept;
@@ -260,6 +264,7 @@ private:
     pid_t opener_ = ::getpid();  // a forked child changes nothing (ensure_writable, close)
     scheme scheme_{};
     unsigned slot_ = 0;  // in open_stores
+    unsigned generation_ = 0;  // the slot's when this store took it (tagged)
     std::unique_ptr<storage::storage> storage_;
     std::unique_ptr<object_heap> heap_;
     std::unique_ptr<protected_blocks> blocks_;  // page_fault only: where fault blocks' words point
@@ -349,5 +354,8 @@ struct store_access {
 
 // The engine of a store slot (a header's store byte), for the slow paths.
 engine_handle& engine_at(unsigned slot);
+// The engine a tagged id belongs to: invalid_argument if its store closed,
+// even when another store has its slot now (the generation differs).
+engine_handle& engine_of_tagged(std::uint64_t word);
 
 }  // namespace steppe::objects::detail

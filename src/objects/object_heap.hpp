@@ -21,6 +21,15 @@
 //  H2 first_in_card[c] is the lowest header in card c, or none if none starts there;
 //  H3 every marked card holds the start of a header;
 //  H4 the free lists name exactly the free blocks, and free_bytes is their sum.
+//
+// Closed ranges: a heap's addresses (and a page_fault store's mirror) are not
+// given back when its store closes. They stay reserved, PROT_NONE, with no
+// memory, so a reference the program kept past close() (an address in them)
+// never leads into a later store's heap: a load through it traps, and the
+// trap ends the process saying so (retire_range). The most recent
+// max_closed_ranges ranges, up to max_closed_bytes of address space, are
+// kept; older ones, and all of them when a reservation finds the address
+// space full (reserve_address_space), are given back.
 #pragma once
 
 #include <steppe/objects.hpp>
@@ -51,6 +60,9 @@ public:
     ~object_heap();
     object_heap(const object_heap&) = delete;
     object_heap& operator=(const object_heap&) = delete;
+    // At the store's close: its memory goes back, its addresses become a
+    // closed range naming `store_path`, and the heap is empty from then on.
+    void retire(const std::string& store_path) noexcept;
 
     // A header followed by `body_bytes` (not zeroed), 16-byte aligned;
     // no_space naming the limit when the heap is full. The type sizes must
@@ -126,5 +138,17 @@ private:
     std::uint64_t limit_bytes_ = 0;
     std::vector<std::uint32_t> type_sizes_;
 };
+
+// Address space for a heap, its tables or a mirror: PROT_NONE, NORESERVE;
+// MAP_FAILED (errno set) if even giving back the closed ranges leaves no room.
+void* reserve_address_space(std::uint64_t bytes) noexcept;
+// [base, base + bytes) becomes a closed range of the store at `store_path`:
+// its memory freed, its addresses kept PROT_NONE and a trap range whose touch
+// ends the process with "a reference followed after its store closed".
+// `owned`: the caller's mapping is there (replaced at once); otherwise the
+// range was just unmapped and is taken again only if still free.
+void retire_range(std::uintptr_t base, std::uint64_t bytes, const std::string& store_path, bool owned) noexcept;
+inline constexpr std::size_t max_closed_ranges = 512;
+inline constexpr std::uint64_t max_closed_bytes = std::uint64_t{32} << 40;
 
 }  // namespace steppe::objects

@@ -17,9 +17,9 @@
 #include <exception>
 
 #include "common/sigsafe.hpp"
-#include "common/sparse_mapping.hpp"
 #include "common/started_thread.hpp"
 #include "common/system_error.hpp"
+#include "objects/object_heap.hpp"
 #include "vm/vm.hpp"
 
 namespace steppe::objects::detail {
@@ -45,7 +45,7 @@ protected_blocks::protected_blocks(std::uintptr_t heap_base, std::uint64_t heap_
                                    std::string store_path)
     : heap_(heap_base), bytes_(heap_bytes), resolve_(resolve), ctx_(ctx), path_(std::move(store_path)),
       owner_pid_(::getpid()) {
-    void* p = common::map_sparse(bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = reserve_address_space(bytes_);
     if (p == MAP_FAILED)
         common::throw_system_error("mmap", errno, path_,
                                    "reserving the protected mirror of the object heap (" +
@@ -56,19 +56,22 @@ protected_blocks::protected_blocks(std::uintptr_t heap_base, std::uint64_t heap_
         vm::register_trap_range(mirror_, bytes_, on_trap, this);
     } catch (...) {
         stop();
+        ::munmap(reinterpret_cast<void*>(mirror_), bytes_);
         throw;
     }
 }
 
+// The mirror stays reserved (a closed range): references kept past the
+// store's close hold its addresses, and must not lead into a later store's.
 protected_blocks::~protected_blocks() {
     vm::unregister_trap_range(mirror_);
     stop();
+    retire_range(mirror_, bytes_, path_, true);
 }
 
 void protected_blocks::stop() noexcept {
     store(state_, stopping);
     if (service_.joinable()) service_.join();
-    ::munmap(reinterpret_cast<void*>(mirror_), bytes_);
 }
 
 std::uint64_t protected_blocks::traps() const noexcept {

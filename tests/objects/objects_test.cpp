@@ -254,6 +254,65 @@ TEST_P(ObjectsTest, AReferenceToAnotherStoresObjectIsRefusedAtCommit) {
     s.commit();
 }
 
+// A reference kept past its store's close() never reaches the objects of a
+// store opened after it, even one that took the closed store's slot
+// (docs/guarantees.md §9): following it is an error (a tagged id:
+// invalid_argument; an address, which no check could refuse with a throw:
+// the process ends saying so), and committing it into the other store is
+// refused with nothing written.
+TEST_P(ObjectsTest, AReferenceKeptPastCloseNeverReachesAnotherStore) {
+    {
+        auto a = open();
+        build(a, 200);
+        a.commit();
+    }
+    const auto slot_of = [](const auto& r) { return so::detail::header_of(r.get())->store(); };
+    so::ref<List> kept_root;   // an address under every scheme (a root's object)
+    so::ref<Node> kept_field;  // as the root holds it: under the id schemes a tagged id
+    so::ref<Node> kept_used;   // a copy followed before the close: an address but under id
+    unsigned slot = 0;
+    {
+        auto a = open();
+        kept_root = a.find_root<List>("list");
+        kept_field = kept_root->head;
+        kept_used = kept_root->head;
+        ASSERT_EQ(kept_used->value, 0);
+        slot = slot_of(kept_root);
+    }
+    // Slots are taken in turn: the 255th store opened after takes the same slot.
+    for (int i = 0; i < 254; ++i) so::store::open(dir.path("turn.ods"), opts()).close();
+    const std::string other = dir.path("other.ods");
+    {
+        auto b = so::store::open(other, opts());
+        build(b, 50);
+        b.commit();
+        ASSERT_EQ(slot_of(b.find_root<List>("list")), slot) << "the test wants the slot reused";
+        const so::detection detect = so::detail::compiled_scheme.detect;
+        const bool field_tagged = detect == so::detection::id || detect == so::detection::id_self_heal;
+        const bool used_tagged = detect == so::detection::id;
+        const char* fatal = "object store .*objects.ods: a reference followed after its store closed";
+        for (const auto& kept_and_tagged : {std::pair{kept_field, field_tagged}, std::pair{kept_used, used_tagged}}) {
+            const so::ref<Node> kept = kept_and_tagged.first;  // (not a structured binding: lambdas capture it)
+            const bool tagged = kept_and_tagged.second;
+            if (tagged)
+                EXPECT_ERROR(errc::invalid_argument, "followed after its store closed", (void)kept->value);
+            else
+                EXPECT_EXIT(std::exit(kept->value == 0 ? 0 : 1),
+                            ::testing::ExitedWithCode(steppe::common::fatal_exit_status), fatal);
+            b.find_root<List>("list").mut()->head = kept;
+            EXPECT_ERROR(errc::transient_pointer, "List, reference at offset 8", b.commit());
+            b.rollback();
+        }
+        EXPECT_EXIT(std::exit(kept_root->count == 200 ? 0 : 1),
+                    ::testing::ExitedWithCode(steppe::common::fatal_exit_status), fatal);
+    }
+    auto b = so::store::open(other, opts());
+    EXPECT_TRUE(b.check().empty());
+    verify(b, 50);
+    auto cli = steppe::test::run_cli("check " + other);
+    EXPECT_EQ(cli.exit_code, 0) << cli.out;
+}
+
 TEST_P(ObjectsTest, TypesTheEngineCannotStoreAreRefused) {
     auto s = open();
     EXPECT_ERROR(errc::invalid_argument, "raw pointer", s.make<Raw>());
