@@ -237,6 +237,24 @@ int copy_store(const std::string& path, const std::string& dest, const char* don
                                                       steppe::storage::env*)) {
     auto started = std::chrono::steady_clock::now();
     steppe::storage::backup_result r = copy(path, dest, nullptr);
+    // The copy checked its pages and their sums; the engine's check reads
+    // what they hold (a copy of damaged engine data is whole, and unusable).
+    std::vector<std::string> findings;
+    try {
+        findings = open_store(dest)->check();
+    } catch (const steppe::error& e) {
+        findings.push_back(std::string(steppe::to_string(e.code())) + ": " + e.what());
+    }
+    if (!findings.empty()) {
+        for (const auto& f : findings) std::printf("%s\n", f.c_str());
+        std::fprintf(stderr,
+                     "steppe: %s: commit %llu was copied to %s, but the copy does not check out (%zu finding%s, "
+                     "above): the store it was copied from holds the same damage (steppe check %s). The copy is "
+                     "left for inspection\n",
+                     shown(path).c_str(), static_cast<unsigned long long>(r.txn), shown(dest).c_str(), findings.size(),
+                     findings.size() == 1 ? "" : "s", shown(path).c_str());
+        return 1;
+    }
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     std::printf("%s: commit %llu %s %s: %llu pages (%llu written, %.1f MiB), checked, %.2f s\n", shown(path).c_str(),
                 static_cast<unsigned long long>(r.txn), done, shown(dest).c_str(), static_cast<unsigned long long>(r.pages),

@@ -95,6 +95,13 @@ backup_result backup_from(const storage& from, const std::string& dest, env* io)
     const std::string& source = from.path();
     if (files.exists(dest))
         throw error(errc::exists, "backup of " + source + ": " + dest + " exists already; name a new file");
+    // A log left by a store once at DEST would be replayed into the copy, or
+    // refused as another store's, once the copy is renamed there.
+    for (const std::string& f : companions(dest))
+        if (files.exists(f))
+            throw error(errc::exists, "backup of " + source + ": " + f + " exists, left by a store once named " +
+                                          dest + " (or held by one being made there); remove it if that store "
+                                          "is gone, or name another file (nothing was written)");
     options reader;
     reader.read_only = true;
     reader.create = false;

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "objects/object_format.hpp"
 #include "storage/checksum.hpp"
 #include "storage/file_format.hpp"
 #include "storage/storage.hpp"
@@ -237,6 +238,68 @@ TEST_F(BadInput, ZeroEngineDataInAHeaderThatCountsCommitsIsCorruptForEveryComman
         }
         EXPECT_EQ(fs::file_size(store), bytes_before) << "nothing was rewritten";
     }
+}
+
+struct Link {
+    std::int64_t value;
+    so::ref<Link> next;
+};
+struct Chain {
+    so::ref<Link> first;
+    so::ref<so::array<std::int64_t>> numbers;
+};
+
+// Damage that opens and that check names (here: the object engine's first
+// page never allocated, lowered below the segments of a list and an array,
+// with the header's checksum made to match). Compaction carried what it
+// could read and dropped the rest: the list and the array were gone, and
+// the store then checked clean. A backup said "checked" of a copy that did
+// not check out.
+TEST_F(BadInput, DamageTheCheckNamesRefusesCompactionAndFailsTheBackup) {
+    {
+        auto s = so::store::open(path);
+        auto chain = s.root<Chain>("chain");
+        for (int i = 0; i < 300; ++i) chain.mut()->first = s.make<Link>(i, chain->first);
+        chain.mut()->numbers = s.make_array<std::int64_t>(2000);
+        s.commit();
+    }
+    patch_header(path, [](auto& h) {
+        steppe::objects::format::object_meta m;
+        std::memcpy(&m, h.meta, sizeof m);
+        if (m.next_page <= 3) return;  // the older slot, of the store before the commit
+        m.next_page = 2;
+        std::memcpy(h.meta, &m, sizeof m);
+    });
+    const auto checked = steppe::test::run_cli("check " + path);
+    ASSERT_NE(checked.exit_code, 0) << "the damage is one check names: " << checked.out;
+    const auto bytes_before = fs::file_size(path);
+    const auto compacted = steppe::test::run_cli("compact " + path);
+    EXPECT_NE(compacted.exit_code, 0) << compacted.out;
+    EXPECT_CONTAINS(compacted.out, "compaction of " + path + " refused");
+    EXPECT_CONTAINS(compacted.out, "Nothing was changed");
+    EXPECT_EQ(fs::file_size(path), bytes_before);
+    EXPECT_NE(steppe::test::run_cli("check " + path).exit_code, 0) << "the damage is still there to see";
+    const auto copied = steppe::test::run_cli("backup " + path + " " + dir.path("copy.db"));
+    EXPECT_EQ(copied.exit_code, 1) << copied.out;
+    EXPECT_CONTAINS(copied.out, "does not check out");
+    EXPECT_CONTAINS(copied.out, "holds the same damage");
+}
+
+// A log left by a store once at the backup's name: the backup was renamed
+// there, then refused as another store's, and every retry said it exists.
+TEST_F(BadInput, ABackupToANameWithALeftoverLogIsRefusedBeforeWritingAnything) {
+    make_store(path);
+    const std::string old = dir.path("old.db");
+    make_store(old);
+    fs::remove(old);
+    const auto r = steppe::test::run_cli("backup " + path + " " + old);
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_CONTAINS(r.out, old + "-wal exists");
+    EXPECT_CONTAINS(r.out, "nothing was written");
+    EXPECT_FALSE(fs::exists(old));
+    fs::remove(old + "-wal");
+    fs::remove(old + "-shm");
+    EXPECT_EQ(steppe::test::run_cli("backup " + path + " " + old).exit_code, 0);
 }
 
 TEST_F(BadInput, OlderFormatVersionIsAVersionError) {
