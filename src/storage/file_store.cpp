@@ -1450,6 +1450,13 @@ std::vector<std::string> file_store::check_slots() const {
     }
     for (std::uint64_t g = 0; g < groups_.size(); ++g) {
         for (int slot = 0; slot < 2; ++slot) {
+            // A checkpoint a crash cut short may leave the slot not in use
+            // torn, with the commits it was copying still in the log: the
+            // format is made for it (the slot in use stays valid, and the
+            // next checkpoint rewrites the other), so it is no damage then.
+            // (Damage to the newer slot of a checkpoint that completed makes
+            // the older one serve, and its pages fail their sums.)
+            if (wal_commits_ > 0 && groups_[g].slot >= 0 && slot != groups_[g].slot) continue;
             checksum_page copy;
             bool valid = read_group_slot(g, slot, copy);
             if (!valid && !all_zero(reinterpret_cast<std::byte*>(&copy), page_size))
