@@ -1216,6 +1216,11 @@ std::optional<reader_info> file_store::checkpoint_now(bool even_if_empty) {
             return behind;
         }
     }
+    // The pages copied below may overwrite what the log's differences were
+    // made against; replay after a crash mid-copy is right only from the
+    // newest frames (D1 in page_diff.hpp), so they must be on the disk
+    // first. With durable = true every commit synced them already.
+    if (!opts_.durable) wal_->sync();
     std::uint64_t groups = (page_count_ + group_data_pages - 1) / group_data_pages;
     std::map<std::uint64_t, group_sums> touched;
     std::vector<std::byte> image(page_size);
@@ -1250,7 +1255,12 @@ std::optional<reader_info> file_store::checkpoint_now(bool even_if_empty) {
     // written so far. The next checkpoint writes them all again (every page
     // the log holds; after a failed fdatasync the kernel may have dropped
     // them), so the handle goes on.
-    if (opts_.durable) main_->sync();
+    //
+    // A checkpoint syncs with durable = false too: its header must never
+    // reach the disk before the pages it counts, nor the next log before
+    // the header (a power loss then left stores no recover could open).
+    // What durable = false gives up is the sync of each commit.
+    main_->sync();
     try {
         file_header h = header_;
         ++h.header_seq;
@@ -1266,7 +1276,7 @@ std::optional<reader_info> file_store::checkpoint_now(bool even_if_empty) {
         main_->write_at(static_cast<std::uint64_t>(slot) * page_size, page);
         // The next log starts empty; synced with the header (file_format.hpp).
         write_mark(h.checkpoint_gen + 1, txn_seq_, wal_frames_offset);
-        if (opts_.durable) main_->sync();
+        main_->sync();
         header_ = h;
         header_slot_ = slot;
     } catch (const error& e) {
@@ -1314,7 +1324,7 @@ void file_store::reset_wal(std::uint64_t generation, std::uint64_t salt) {
     h.salt = salt;
     h.crc = struct_crc(h);
     wal_->write_at(0, {reinterpret_cast<const std::byte*>(&h), sizeof h});
-    if (opts_.durable) wal_->sync();
+    wal_->sync();  // as the checkpoint's, whatever durable says
     wal_header_ = h;
     wal_end_ = wal_frames_offset;
     wal_chain_ = chain_seed(salt);
