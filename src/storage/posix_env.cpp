@@ -626,6 +626,15 @@ public:
 
 std::string resolve_store_path(const std::string& path) {
     std::string resolved = path;
+    // Absolute from the open on: a program that changes directory later
+    // still reaches its store's files (its close left NAME-lock behind, and
+    // a checkpoint's names would have been another directory's).
+    if (!path.empty() && path.front() != '/') {
+        char cwd[PATH_MAX];
+        if (::getcwd(cwd, sizeof cwd) == nullptr)
+            common::throw_system_error("getcwd", errno, path, "resolving the store path " + path);
+        resolved = std::string(cwd) + "/" + path;
+    }
     for (int links = 0; links < 40; ++links) {  // the kernel's own limit (ELOOP)
         struct stat st;
         if (::lstat(resolved.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return resolved;

@@ -779,6 +779,24 @@ TEST_F(OneWriter, AnEngineOpenFailingAfterTheStoreWasMadeLeavesNoFiles) {
     EXPECT_EQ(count_parts(s), 3);
 }
 
+// A store opened by a relative name in a program that changes directory
+// afterwards: its close removed NAME-lock from the new directory (none
+// there) and left the real one behind.
+TEST_F(OneWriter, AStoreOpenedByARelativeNameKeepsItsFilesAfterTheProgramChangesDirectory) {
+    const fs::path start = fs::current_path();
+    fs::current_path(dir.dir());
+    {
+        auto s = steppe::store::open("s.db", opts());
+        fs::current_path(start);
+        add_parts(s, 4);
+        EXPECT_TRUE(fs::exists(path + "-lock")) << "held while open";
+    }
+    fs::current_path(start);
+    EXPECT_FALSE(fs::exists(path + "-lock")) << "the close removed the store's own lock file";
+    auto s = steppe::store::open(path, opts());
+    EXPECT_EQ(count_parts(s), 4);
+}
+
 // A name with room for NAME-lock and NAME-wal but not for NAME-shm-new (the
 // longest name a writable open gives a file) failed there, after the store
 // and its log were made, and every writable open after it the same way.
