@@ -453,7 +453,9 @@ public:
         try {
             // The pid is only a hint for the message a second opener gets; the flock is the lock.
             std::string pid = std::to_string(::getpid()) + "\n";
-            if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
+            if (::ftruncate(lock_fd_, 0) != 0)
+                common::throw_system_error("ftruncate", errno, lock_path_, "recording the lock holder's pid");
+            if (::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0)
                 common::throw_system_error("write", errno, lock_path_, "recording the lock holder's pid");
         } catch (...) {
             release_lock_file();

@@ -77,12 +77,23 @@ int make_table(const std::string& path, mode_t mode) {
     if (::getrandom(&h.key, sizeof h.key, 0) != sizeof h.key) h.key = static_cast<std::uint64_t>(::getpid());
     h.key %= presence_keys;
     std::memcpy(bytes.data(), &h, sizeof h);
-    if (::pwrite(fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()) ||
-        ::rename(temp.c_str(), path.c_str()) != 0) {
-        int err = errno;
+    // Each call named as it failed; a short write sets no errno (ENOSPC is
+    // what the next write would say).
+    const ssize_t wrote = ::pwrite(fd, bytes.data(), bytes.size(), 0);
+    const char* call = nullptr;
+    int err = 0;
+    std::string where = temp;
+    if (wrote < 0) {
+        call = "write", err = errno;
+    } else if (static_cast<std::size_t>(wrote) < bytes.size()) {
+        call = "write (short)", err = ENOSPC;
+    } else if (::rename(temp.c_str(), path.c_str()) != 0) {
+        call = "rename", err = errno, where = temp + " to " + path;
+    }
+    if (call) {
         ::close(fd);
         ::unlink(temp.c_str());
-        common::throw_system_error("write", err, path, "making the store's reader table");
+        common::throw_system_error(call, err, where, "making the store's reader table");
     }
     return fd;
 }
