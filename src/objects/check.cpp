@@ -11,6 +11,9 @@
 //     (the catalog's reference targets: invariant T1, fault.cpp);
 //  O3 every root names an existing object of the root's type;
 //  O4 meta.objects and meta.segments count what the walk finds;
+//  O5 the fields the format keeps zero (a segment header's two and each
+//     table entry's reserved words) are zero: bytes nothing reads, so only the
+//     check can say they changed;
 // plus the storage manager's checks and this process's R1, R2, H1-H3.
 #include <steppe/error.hpp>
 
@@ -56,6 +59,7 @@ std::vector<std::string> engine_handle::check() const {
                 continue;
             }
             segment_view s = read_segment(page, buffer, "steppe check");
+            check_reserved_zero(page, s, findings);
             objects += s.head.objects;
             segments[page] = walked_segment{s.entries, std::vector<std::byte>(s.bytes, s.bytes + s.head.bytes)};
             page += s.head.pages;
@@ -103,6 +107,17 @@ std::vector<std::string> engine_handle::check() const {
                            " in " + std::to_string(segments.size()));
     for (std::string& f : check_memory()) findings.push_back(path + ": " + f);
     return findings;
+}
+
+void engine_handle::check_reserved_zero(std::uint64_t page, const segment_view& s,
+                                        std::vector<std::string>& findings) const {
+    const std::string where = storage_->path() + ": O5: segment at page " + std::to_string(page);
+    if (s.head.reserved != 0 || s.head.reserved2 != 0)
+        findings.push_back(where + ": its header's reserved words are not zero");
+    for (std::uint32_t i = 0; i < s.entries.size(); ++i)
+        if (s.entries[i].reserved != 0)
+            findings.push_back(where + ": the table entry of object " + std::to_string(format::make_oid(page, i)) +
+                               " has a reserved word that is not zero");
 }
 
 bool engine_handle::blob_page_at(std::uint64_t page, std::vector<std::byte>& buffer) const {

@@ -198,6 +198,8 @@ private:
     const std::vector<std::uint32_t>& ref_wants(std::uint32_t type);
     std::string type_name(std::uint32_t type) const;
     std::string wrong_target(const types::layout& l, std::size_t r, std::uint32_t type) const;  // check.cpp
+    // check.cpp: O5 for the segment at `page`.
+    void check_reserved_zero(std::uint64_t page, const segment_view& s, std::vector<std::string>& findings) const;
     // check.cpp: reads committed page `page` into `buffer`; whether a blob's page starts there (not a segment).
     bool blob_page_at(std::uint64_t page, std::vector<std::byte>& buffer) const;
     // f(view) for each committed segment in page order, read and checked

@@ -285,6 +285,39 @@ TEST_F(BadInput, DamageTheCheckNamesRefusesCompactionAndFailsTheBackup) {
     EXPECT_CONTAINS(copied.out, "holds the same damage");
 }
 
+// Words the object engine's format keeps zero, changed and committed with
+// valid checksums (through the storage layer): nothing reads them, so only
+// the check can tell, and it said 0 findings.
+TEST_F(BadInput, NonZeroReservedWordsOfAnObjectSegmentAreCheckFindings) {
+    {
+        auto s = so::store::open(path);
+        s.root<Counter>("c").mut()->value = 7;
+        s.commit();
+    }
+    const auto change_segment = [&](std::size_t offset, std::uint32_t value) {
+        auto raw = steppe::storage::storage::open(path);
+        std::vector<std::byte> page(steppe::storage::page_size);
+        raw->read_page(1, page.data());  // the first segment
+        std::uint32_t magic;
+        std::memcpy(&magic, page.data(), sizeof magic);
+        ASSERT_EQ(magic, steppe::objects::format::segment_magic);
+        std::memcpy(page.data() + offset, &value, sizeof value);
+        const steppe::storage::page_image image{1, page.data()};
+        raw->commit({&image, 1}, raw->meta());
+    };
+    constexpr std::size_t header_reserved2 = offsetof(steppe::objects::format::segment_header, reserved2);
+    constexpr std::size_t first_entry_reserved = sizeof(steppe::objects::format::segment_header) +
+                                                 offsetof(steppe::objects::format::object_entry, reserved);
+    for (std::size_t offset : {header_reserved2, first_entry_reserved}) {
+        change_segment(offset, 5);
+        const auto r = steppe::test::run_cli("check " + path);
+        EXPECT_EQ(r.exit_code, 1) << r.out;
+        EXPECT_CONTAINS(r.out, "O5: segment at page 1");
+        change_segment(offset, 0);
+        EXPECT_EQ(steppe::test::run_cli("check " + path).exit_code, 0);
+    }
+}
+
 // A log left by a store once at the backup's name: the backup was renamed
 // there, then refused as another store's, and every retry said it exists.
 TEST_F(BadInput, ABackupToANameWithALeftoverLogIsRefusedBeforeWritingAnything) {
