@@ -166,8 +166,13 @@ struct options {
     // memory, fault blocks). 0 = 64 GiB. Memory is used only as objects are.
     std::uint64_t heap_limit = 0;
     // Bytes of persistent objects kept in memory (0 = half of the memory the
-    // process may still use, as steppe::open_options::resident_budget; fault
-    // blocks and objects not yet committed are not counted).
+    // process may still use, as steppe::open_options::resident_budget). It
+    // bounds stats().resident_bytes, not the process: objects not yet
+    // committed, the table of objects in memory (~33 bytes an object) and,
+    // under fault_block, the fault block and gap each evicted object leaves
+    // are not counted, and grow with the objects ever loaded (docs/objects.md,
+    // "Memory": for stores larger than memory, build with id and a budget of
+    // a quarter of the memory available).
     // Past it, second-chance eviction over the resident object table runs at
     // the safe points, the end of commit() and of rollback(): objects not used
     // since the previous safe point leave memory (the next use faults them in
