@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 
 #include "storage/storage.hpp"
 #include "storage/wal_format.hpp"
@@ -67,8 +68,12 @@ void expect_one_of_two_states(const std::string& path, std::uint64_t completed, 
     EXPECT_TRUE(findings.empty()) << where << ": " << (findings.empty() ? "" : findings[0]);
 }
 
-TEST(PowerLoss, EveryCrashPointOfCreateCommitAndCheckpoint) {
-    long crash_points = 0, cases = 0;
+// Runs the workload to each crash point in turn, under every loss pattern,
+// and has `judge(path, completed, where)` look at what the loss left.
+// Returns the crash points (the last I/O call + 1).
+long at_every_crash_point(bool durable,
+                          const std::function<void(const std::string&, std::uint64_t, const std::string&)>& judge) {
+    long crash_points = 0;
     for (long crash_at = 0;; ++crash_at) {
         bool crashed = false;
         for (const auto& p : kPatterns) {
@@ -76,18 +81,22 @@ TEST(PowerLoss, EveryCrashPointOfCreateCommitAndCheckpoint) {
             auto path = dir.path("s.db");
             fault_env env;
             std::uint64_t completed;
-            crashed = run_until_crash(path, env, crash_at, completed);
+            crashed = run_until_crash(path, env, crash_at, completed, durable);
             if (!crashed) break;
             env.power_loss(p.mode, p.seed + static_cast<std::uint64_t>(crash_at));
-            expect_one_of_two_states(path, completed, "crash at I/O call " + std::to_string(crash_at));
-            ++cases;
-            if (HasFailure()) return;
+            judge(path, completed, "crash at I/O call " + std::to_string(crash_at) + ", " + to_string(p.mode));
+            if (::testing::Test::HasFailure()) return crash_points;
         }
         if (!crashed) break;
         ++crash_points;
     }
+    return crash_points;
+}
+
+TEST(PowerLoss, EveryCrashPointOfCreateCommitAndCheckpoint) {
+    const long crash_points = at_every_crash_point(true, expect_one_of_two_states);
     std::printf("power loss: %ld crash points x %zu loss patterns = %ld recoveries checked\n", crash_points,
-                std::size(kPatterns), cases);
+                std::size(kPatterns), crash_points * static_cast<long>(std::size(kPatterns)));
     EXPECT_GT(crash_points, 80);
 }
 
@@ -99,18 +108,9 @@ TEST(PowerLoss, EveryCrashPointOfCreateCommitAndCheckpoint) {
 // differences no longer fit, and 186 of 500 such stores could not be
 // recovered at all.
 TEST(PowerLoss, WithoutDurableCommitsEveryCrashPointRecoversToACommit) {
-    long crash_points = 0, salvaged = 0;
-    for (long crash_at = 0;; ++crash_at) {
-        bool crashed = false;
-        for (const auto& p : kPatterns) {
-            test::temp_dir dir;
-            auto path = dir.path("s.db");
-            fault_env env;
-            std::uint64_t completed;
-            crashed = run_until_crash(path, env, crash_at, completed, false);
-            if (!crashed) break;
-            env.power_loss(p.mode, p.seed + static_cast<std::uint64_t>(crash_at));
-            const std::string where = "crash at I/O call " + std::to_string(crash_at) + ", " + to_string(p.mode);
+    long salvaged = 0;
+    const long crash_points =
+        at_every_crash_point(false, [&](const std::string& path, std::uint64_t completed, const std::string& where) {
             std::unique_ptr<storage::storage> s;
             try {
                 s = storage::storage::open(path, crash_options(nullptr));
@@ -125,11 +125,7 @@ TEST(PowerLoss, WithoutDurableCommitsEveryCrashPointRecoversToACommit) {
             EXPECT_EQ(workload::verify(*s), "") << where;
             const auto findings = s->check();
             EXPECT_TRUE(findings.empty()) << where << ": " << (findings.empty() ? "" : findings[0]);
-            if (HasFailure()) return;
-        }
-        if (!crashed) break;
-        ++crash_points;
-    }
+        });
     std::printf("power loss without durable commits: %ld crash points, %ld salvaged\n", crash_points, salvaged);
     EXPECT_GT(crash_points, 60);
 }
