@@ -406,8 +406,16 @@ void file_store::load_header() {
 // A checkpoint writes page page_count - 1 and syncs before the header that
 // counts it, so a sound main file reaches past that page.
 void file_store::check_backed(page_no count) const {
-    if (count == 0) return;
     std::uint64_t size = main_->size();
+    // Every main file has its two header slots and the commit mark, from its
+    // creation on: one that ends before is cut short (named as such, not as
+    // the log's generation that no longer follows the header left).
+    if (size < first_group_page * page_size)
+        throw error(errc::corrupt, path_ + ": the main file ends at byte " + std::to_string(size) +
+                                       ", before its header slots and commit mark (" +
+                                       std::to_string(first_group_page * page_size) +
+                                       " bytes): it was cut short; restore it from a backup");
+    if (count == 0) return;
     if (count > max_pages || size / page_size < count || size < (physical_page(count - 1) + 1) * page_size)
         throw error(errc::corrupt, path_ + ": the header counts " + std::to_string(count) +
                                        " pages but the file ends at byte " + std::to_string(size) +

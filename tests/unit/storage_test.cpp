@@ -670,6 +670,18 @@ TEST_F(StorageTest, ATornChecksumSlotNotInUseIsNoFindingButTheSlotInUseIs) {
     EXPECT_FALSE(findings.empty()) << "the slot in use is damaged";
 }
 
+// A main file cut inside its first pages was named by what followed from
+// the header slot left ("log generation 2 does not follow ..."), not as cut.
+TEST_F(StorageTest, AMainFileCutBeforeItsCommitMarkIsNamedCutShort) {
+    { auto s = open(); workload::run(*s, 1, 3); }
+    for (std::uintmax_t size : {8192, 4096}) {
+        std::filesystem::resize_file(path, size);
+        EXPECT_EQ(open_error(), errc::corrupt);
+        EXPECT_NE(last_message.find("ends at byte " + std::to_string(size)), std::string::npos) << last_message;
+        EXPECT_NE(last_message.find("cut short"), std::string::npos) << last_message;
+    }
+}
+
 TEST_F(StorageTest, MainFileAloneAfterACheckpointOpens) {
     { auto s = open(); workload::run(*s, 1, 4); s->checkpoint(); }
     std::filesystem::remove(path + "-wal");
