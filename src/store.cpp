@@ -434,25 +434,10 @@ std::unique_ptr<engine> open_to_rewrite(const std::string& path, storage::env* i
         return open_object_engine(path, o, io, match_program);
     }
 }
-
-// A rewrite carries what it can read as it finds it: over damage it would
-// drop or rewire objects and leave a store that checks clean, so the
-// store's check runs first and any finding refuses it.
-void refuse_damaged(const engine& e, const std::string& path, const char* what) {
-    const std::vector<std::string> findings = e.check();
-    if (findings.empty()) return;
-    throw error(errc::corrupt, std::string(what) + " of " + path + " refused: its check finds " +
-                                   std::to_string(findings.size()) + (findings.size() == 1 ? " finding" : " findings") +
-                                   ", the first: " + findings.front() +
-                                   ". Nothing was changed; steppe check lists them (restore a backup, or run steppe "
-                                   "recover if the check names the log)");
-}
 }  // namespace
 
 compact_report detail::compact_with_env(const std::string& path, const compact_options& options, storage::env* io) {
-    std::unique_ptr<engine> e = open_to_rewrite(path, io, true, options.resident_budget);
-    refuse_damaged(*e, path, "compaction");
-    return e->compact(options);
+    return open_to_rewrite(path, io, true, options.resident_budget)->compact(options);
 }
 
 compact_report compact(const std::string& path, const compact_options& options) {
@@ -461,9 +446,7 @@ compact_report compact(const std::string& path, const compact_options& options) 
 
 migrate_report detail::migrate_with_env(const std::string& path, const migration& m, const migrate_options& options,
                                         storage::env* io) {
-    std::unique_ptr<engine> e = open_to_rewrite(path, io, false, options.resident_budget);
-    refuse_damaged(*e, path, "migration");
-    return e->migrate(m, options);
+    return open_to_rewrite(path, io, false, options.resident_budget)->migrate(m, options);
 }
 
 migrate_report migrate(const std::string& path, const migration& m, const migrate_options& options) {

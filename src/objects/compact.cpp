@@ -82,10 +82,10 @@ class old_store {
 public:
     using reader = std::function<std::vector<std::byte>(std::uint64_t page)>;
 
-    old_store(std::uint64_t next_page, const types::catalog& types, bool collect, std::uint64_t keep_bytes,
-              reader read)
-        : at_page_(next_page, none), types_(types), collect_(collect), keep_bytes_(keep_bytes),
-          read_(std::move(read)) {}
+    old_store(std::string store, std::uint64_t next_page, const types::catalog& types, bool collect,
+              std::uint64_t keep_bytes, reader read)
+        : store_(std::move(store)), at_page_(next_page, none), types_(types), collect_(collect),
+          keep_bytes_(keep_bytes), read_(std::move(read)) {}
 
     void add(std::uint64_t page, const std::vector<format::object_entry>& entries, const std::byte* bytes,
              std::uint64_t size) {
@@ -130,10 +130,19 @@ public:
     std::uint64_t oid(object_at o) const { return format::make_oid(segments_[o.segment].page, o.slot); }
     void moved(object_at o, std::uint64_t to) { segments_[o.segment].moved[o.slot] = to; }
     bool kept(object_at o) const { return segments_[o.segment].moved[o.slot] != 0; }
-    // The new oid of the object `oid` names; 0 for none kept.
+    // The new oid of the object `oid` names; 0 for none, or one not kept. A
+    // reference naming no object is damage (check's O2 and O3): carried as
+    // none it was lost, and the store then checked clean; so it is refused,
+    // before anything is written in the store's place.
     std::uint64_t forward(std::uint64_t oid) const {
+        if (oid == 0) return 0;
         std::optional<object_at> o = find(oid);
-        return o ? segments_[o->segment].moved[o->slot] : 0;
+        if (!o)
+            throw error(errc::corrupt, "compaction of " + store_ + " refused: a reference names object " +
+                                           std::to_string(oid) +
+                                           ", which does not exist: the store is damaged (steppe check names the "
+                                           "field). Nothing was changed");
+        return segments_[o->segment].moved[o->slot];
     }
     // f(object_at) for every object, in oid order (segments in page order).
     template<class F> void for_each(F&& f) const {
@@ -153,6 +162,7 @@ private:
         return reread_bytes_.data();
     }
 
+    std::string store_;  // its path, for messages
     std::vector<old_segment> segments_;
     std::vector<std::uint32_t> at_page_;  // first page -> index in segments_
     const types::catalog& types_;
@@ -372,7 +382,7 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
         "its tables of " + std::to_string(meta_.objects) + " objects, " + std::to_string(per_object) + " bytes each");
     // 1. walk; the old segments kept in memory up to the budget, and never
     // more than the tables leave free
-    old_store old(meta_.next_page, catalog_, collect, std::min(budget_, free_beyond), [this](std::uint64_t page) {
+    old_store old(storage_->path(), meta_.next_page, catalog_, collect, std::min(budget_, free_beyond), [this](std::uint64_t page) {
         std::vector<std::byte> buffer;
         read_segment(page, buffer, "compaction");
         return buffer;

@@ -38,7 +38,9 @@
 //      the end, the chunk before it: so the two are kept together (C2).
 //   C4 a word aiming at nothing kept (dangling, S1 in stored_pointer.hpp)
 //      becomes null; a one-past-the-end word is end-tagged iff it lands on a
-//      page boundary (S1).
+//      page boundary (S1). A word aiming past the store's pages is damage,
+//      not a dangling pointer: the compaction is refused (it made it null,
+//      and the store then checked clean).
 #include "page/compact.hpp"
 
 #include <steppe/error.hpp>
@@ -51,6 +53,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "common/hex.hpp"
 #include "common/memory_limit.hpp"
 #include "page/engine_meta.hpp"
 #include "engine/migration.hpp"
@@ -313,12 +316,20 @@ void check_placement(const std::vector<block>& blocks, const std::vector<heap::c
 // A stored word of the old store as the new store stores it (C1, C4, C5).
 class forwarding {
 public:
-    // `blocks` in address order; `plan` refuses the words C5 cannot place.
-    forwarding(const std::vector<block>& blocks, const migration_plan* plan) : blocks_(blocks), plan_(plan) {}
+    // `blocks` in address order; `plan` refuses the words C5 cannot place;
+    // `from` is the old store, of `pages` pages.
+    forwarding(const std::vector<block>& blocks, const migration_plan* plan, std::uint64_t pages, const std::string& from)
+        : blocks_(blocks), plan_(plan), end_(pages * page_bytes), from_(from) {}
     std::uint64_t operator()(std::uint64_t word) const {
         const bool tagged = word & translate::end_tag;
         const std::uint64_t a = word & ~translate::end_tag;
         if (a == 0) return 0;
+        if (a > end_ || (a == end_ && !tagged))
+            throw error(errc::corrupt, std::string(plan_ ? "migration" : "compaction") + " of " + from_ +
+                                           " refused: a stored pointer holds " + common::hex(a) + ", past the store's " +
+                                           std::to_string(end_ / page_bytes) +
+                                           " pages: the store is damaged (steppe check names the field). Nothing "
+                                           "was changed");
         if (!tagged)
             if (const block* b = holding(a)) return moved(*b, a, false);
         if (!tagged && a % page_bytes == 0) return 0;
@@ -347,6 +358,8 @@ private:
     }
     const std::vector<block>& blocks_;
     const migration_plan* plan_;
+    const std::uint64_t end_;  // the old store's first address past its pages
+    const std::string& from_;
 };
 
 // Forwards the pointer word at `slot` in place.
@@ -540,7 +553,7 @@ compact_report compact_into(const committed_store& from, const storage::rewrite_
         b.new_addr = b.converts ? place.place(kept[b.first], b) : place.place(from.h, kept[b.first], b.chunks);
     heap& to = place.finish();
     check_placement(blocks, kept);
-    const forwarding forward(blocks, plan);
+    const forwarding forward(blocks, plan, from.h.page_count(), from.files.path());
     root_table roots = from.roots;
     for (auto& [name, root] : roots) root.address = forward(root.address);
     new_metadata metadata;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -257,7 +258,9 @@ struct Chain {
 // not check out.
 TEST_F(BadInput, DamageTheCheckNamesRefusesCompactionAndFailsTheBackup) {
     {
-        auto s = so::store::open(path);
+        so::options small_segments;  // the root alone in page 1's segment: what it reaches in later ones
+        small_segments.segment_objects = 1;
+        auto s = so::store::open(path, small_segments);
         auto chain = s.root<Chain>("chain");
         for (int i = 0; i < 300; ++i) chain.mut()->first = s.make<Link>(i, chain->first);
         chain.mut()->numbers = s.make_array<std::int64_t>(2000);
@@ -275,14 +278,60 @@ TEST_F(BadInput, DamageTheCheckNamesRefusesCompactionAndFailsTheBackup) {
     const auto bytes_before = fs::file_size(path);
     const auto compacted = steppe::test::run_cli("compact " + path);
     EXPECT_NE(compacted.exit_code, 0) << compacted.out;
-    EXPECT_CONTAINS(compacted.out, "compaction of " + path + " refused");
+    EXPECT_CONTAINS(compacted.out, "compaction of " + path + " refused: a reference names object");
     EXPECT_CONTAINS(compacted.out, "Nothing was changed");
     EXPECT_EQ(fs::file_size(path), bytes_before);
+    for (const auto& f : fs::directory_iterator(dir.dir()))
+        EXPECT_EQ(f.path().string().find(".compact"), std::string::npos) << "left behind: " << f.path();
     EXPECT_NE(steppe::test::run_cli("check " + path).exit_code, 0) << "the damage is still there to see";
     const auto copied = steppe::test::run_cli("backup " + path + " " + dir.path("copy.db"));
     EXPECT_EQ(copied.exit_code, 1) << copied.out;
     EXPECT_CONTAINS(copied.out, "does not check out");
     EXPECT_CONTAINS(copied.out, "holds the same damage");
+}
+
+struct Data {
+    long counter;
+    long n;
+    long* arr;
+};
+
+// A page-engine pointer aimed past the store (its page's checksum made to
+// match, through the storage layer): compaction made it null as it makes a
+// dangling pointer, and the store then checked clean.
+TEST_F(BadInput, APointerPastTheStoreRefusesCompactionAndMigration) {
+    {
+        auto s = steppe::store::open(path, opts());
+        Data** root = s.root<Data*>("d");
+        *root = s.make<Data>(Data{3, 711, nullptr});
+        (*root)->arr = s.make_array<long>(711);
+        s.commit();
+    }
+    {  // find the Data by its two numbers, and aim its pointer at page 100 of a store of a few pages
+        auto raw = steppe::storage::storage::open(path);
+        std::vector<std::byte> page(steppe::storage::page_size);
+        const long numbers[2] = {3, 711};
+        bool aimed = false;
+        for (steppe::storage::page_no p = 0; p < raw->page_count() && !aimed; ++p) {
+            raw->read_page(p, page.data());
+            for (std::size_t at = 0; at + sizeof(Data) <= page.size() && !aimed; at += alignof(Data)) {
+                if (std::memcmp(page.data() + at, numbers, sizeof numbers) != 0) continue;
+                const std::uint64_t word = 100 * steppe::storage::page_size;
+                std::memcpy(page.data() + at + offsetof(Data, arr), &word, sizeof word);
+                const steppe::storage::page_image image{p, page.data()};
+                raw->commit({&image, 1}, raw->meta());
+                aimed = true;
+            }
+        }
+        ASSERT_TRUE(aimed) << "the Data object was not found";
+    }
+    ASSERT_NE(steppe::test::run_cli("check " + path).exit_code, 0);
+    const auto bytes_before = fs::file_size(path);
+    const auto r = steppe::test::run_cli("compact " + path);
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_CONTAINS(r.out, "compaction of " + path + " refused: a stored pointer holds 0x64000, past the store's");
+    EXPECT_EQ(fs::file_size(path), bytes_before);
+    EXPECT_NE(steppe::test::run_cli("check " + path).exit_code, 0) << "the damage is still there to see";
 }
 
 // Words the object engine's format keeps zero, changed and committed with
