@@ -299,7 +299,7 @@ struct Data {
 // A page-engine pointer aimed past the store (its page's checksum made to
 // match, through the storage layer): compaction made it null as it makes a
 // dangling pointer, and the store then checked clean.
-TEST_F(BadInput, APointerPastTheStoreRefusesCompactionAndMigration) {
+TEST_F(BadInput, APointerPastTheStoreRefusesCompaction) {
     {
         auto s = steppe::store::open(path, opts());
         Data** root = s.root<Data*>("d");
