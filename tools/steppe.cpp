@@ -172,18 +172,22 @@ std::unique_ptr<steppe::engine> open_store(const std::string& path) {
     return open_engine(path, o);
 }
 
-int check(const std::string& path) {
-    std::vector<std::string> findings;
-    std::uint64_t pages = 0;
+// The engine's check of the store at `path`, an open it refuses counted as
+// a finding (a store locked or missing is not checked: that error is thrown).
+std::vector<std::string> findings_of(const std::string& path, std::uint64_t& pages) {
     try {
         auto s = open_store(path);
-        findings = s->check();
         pages = s->stats().store_pages;
+        return s->check();
     } catch (const steppe::error& e) {
         if (e.code() == steppe::errc::locked || e.code() == steppe::errc::not_found) throw;
-        findings.push_back(std::string(steppe::to_string(e.code())) + ": " + e.what() +
-                           " (the store cannot be opened)");
+        return {std::string(steppe::to_string(e.code())) + ": " + e.what() + " (the store cannot be opened)"};
     }
+}
+
+int check(const std::string& path) {
+    std::uint64_t pages = 0;
+    const std::vector<std::string> findings = findings_of(path, pages);
     for (const auto& f : findings) std::printf("%s\n", f.c_str());
     std::printf("%s: %zu finding%s in %llu pages and the log\n", shown(path).c_str(), findings.size(),
                 findings.size() == 1 ? "" : "s", static_cast<unsigned long long>(pages));
@@ -239,12 +243,8 @@ int copy_store(const std::string& path, const std::string& dest, const char* don
     steppe::storage::backup_result r = copy(path, dest, nullptr);
     // The copy checked its pages and their sums; the engine's check reads
     // what they hold (a copy of damaged engine data is whole, and unusable).
-    std::vector<std::string> findings;
-    try {
-        findings = open_store(dest)->check();
-    } catch (const steppe::error& e) {
-        findings.push_back(std::string(steppe::to_string(e.code())) + ": " + e.what());
-    }
+    std::uint64_t pages = 0;
+    const std::vector<std::string> findings = findings_of(dest, pages);
     if (!findings.empty()) {
         for (const auto& f : findings) std::printf("%s\n", f.c_str());
         std::fprintf(stderr,

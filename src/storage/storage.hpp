@@ -220,13 +220,13 @@ public:
     // leaves; a snapshot the writer's checkpoints have moved past): then any
     // page may differ.
     virtual std::optional<std::vector<page_no>> changed_since(const storage& older) const;
-    // Around fork (engine::hold_threads_for_fork): the store's own threads
-    // (PostgreSQL's fetch thread) kept between their passes, bounded.
     // The engine's own open, failing after this storage made a new store,
     // removes what it made (the files; a store in PostgreSQL keeps its
     // rows): no failed open leaves a store behind. A no-op for a store that
     // was there before the open. Only before the first commit.
     virtual void remove_if_made_by_open() noexcept {}
+    // Around fork (engine::hold_threads_for_fork): the store's own threads
+    // (PostgreSQL's fetch thread) kept between their passes, bounded.
     virtual void hold_threads_for_fork() noexcept {}
     virtual void release_threads_after_fork() noexcept {}
 
