@@ -139,6 +139,20 @@ struct open_options {
     // 0.96-1.32x as slow (docs/benchmarks.md); it may pay where misses go
     // to the disk (not measured yet).
     bool cooling = false;
+    // Page engine: once the store is open, a background thread loads its
+    // pages into memory ahead of use — read, checked against their
+    // checksums and swizzled, exactly as a first touch would — so that
+    // first touches find them resident: a second query runs at the speed of
+    // the first one's repeat instead of faulting page by page. Only while
+    // every page of the store fits in a quarter of resident_budget (and up
+    // to half of it), at a low CPU priority; commits and other
+    // calls wait for one page of its work at most; a page it cannot load
+    // (damage) is left for a touch to report, as without it. It costs CPU
+    // time, ~5 us a page (docs/benchmarks.md, "Loading ahead"), and memory
+    // for the pages the program would not have touched.
+    // store_stats::loaded_ahead_pages counts its pages. Off: pages load on
+    // first touch only.
+    bool load_ahead = false;
     // Bytes of virtual address space the store may reserve for the objects
     // pointers name (see store::reuse_address_space). 0 = 4 TiB. It is cut
     // into 64 arenas; the largest object must fit in one arena with a guard
@@ -218,6 +232,7 @@ struct store_stats {
     std::uint64_t evictions = 0;            // pages dropped to stay within the budget (spilled ones too)
     std::uint64_t cooled_pages = 0;         // of those, clean ones kept cooling (open_options::cooling)
     std::uint64_t rewarmed_pages = 0;       // faults that put a cooling page back, without a read
+    std::uint64_t loaded_ahead_pages = 0;   // pages loaded before any touch (open_options::load_ahead)
     std::uint64_t resident_budget_pages = 0;
     std::uint64_t spilled_pages = 0;        // uncommitted pages written to the log early (big transactions)
     std::uint64_t prefetched_pages = 0;     // read-ahead requests

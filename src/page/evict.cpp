@@ -48,12 +48,15 @@ namespace {
 
 }  // namespace
 
-// R9: announced, then waits for the faults' drops under way (each takes
-// microseconds and waits for nothing a pause holds).
+// R9: announced, then waits for the faults' drops under way, and for the
+// load-ahead thread's page under way (R10; each takes microseconds and waits
+// for nothing a pause holds).
 pager::pause::pause(pager& p) : pager_(p) {
     pager_.evict_mutex_.lock();
     pager_.paused_.fetch_add(1, std::memory_order_seq_cst);
-    while (pager_.fault_drops_.load(std::memory_order_seq_cst) != 0) sched_yield();
+    while (pager_.fault_drops_.load(std::memory_order_seq_cst) != 0 ||
+           pager_.loading_page_.load(std::memory_order_seq_cst))
+        sched_yield();
 }
 
 pager::pause::~pause() {

@@ -141,9 +141,16 @@ bool pager::fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept 
 
 // Descriptors are read in two reading scopes (D2 in heap/desc_table.hpp),
 // none held while the fault waits for the eviction thread, which may trim.
+// On the load-ahead thread (load_ahead.cpp) a page that cannot be loaded is
+// refused (false: it stays missing, for a touch to report) instead of ending
+// the process, and the page counts as no use of it (no history, no read-ahead).
 bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
+    const bool ahead = detail::loading_ahead;
     auto where = map_->touch(page_addr);
-    if (where.what != translate::page_map::kind::page) wild_access(page_addr, where.what);
+    if (where.what != translate::page_map::kind::page) {
+        if (ahead) return false;
+        wild_access(page_addr, where.what);
+    }
     std::uint64_t page = where.page;
     if (!holds_data(page) || (page >= storage_->page_count() && !storage_->is_pending(page))) {
         std::memset(out, 0, translate::page_size);  // freed since, or never written
@@ -155,16 +162,23 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         resident_->record(page_addr);
         return true;
     }
-    if (history_) history_->came_back(page);
-    keep_within_budget();
-    note_fault_for_prefetch(page);
+    if (!ahead) {
+        if (history_) history_->came_back(page);
+        keep_within_budget();
+        note_fault_for_prefetch(page);
+    }
     storage::read_failure why;
     const std::uint64_t read_start = common::monotonic_ns();
-    if (!storage_->read_page_nothrow(page, out, &why, true)) fatal("cannot load", page, why.message);
+    if (!storage_->read_page_nothrow(page, out, &why, true)) {
+        if (ahead) return false;
+        fatal("cannot load", page, why.message);
+    }
     const std::uint64_t swizzle_start = common::monotonic_ns();
-    miss_io_ns_.fetch_add(swizzle_start - read_start, std::memory_order_relaxed);
-    swizzle_page(page, out);
-    miss_swizzle_ns_.fetch_add(common::monotonic_ns() - swizzle_start, std::memory_order_relaxed);
+    if (!swizzle_page(page, out)) return false;
+    if (!ahead) {
+        miss_io_ns_.fetch_add(swizzle_start - read_start, std::memory_order_relaxed);
+        miss_swizzle_ns_.fetch_add(common::monotonic_ns() - swizzle_start, std::memory_order_relaxed);
+    }
     if (resident_) resident_->record(page_addr);
     if (resident_ && heap_->descriptor_bytes() > descriptor_bytes_allowed()) ask_evictor();  // it trims them
     return true;
@@ -176,37 +190,55 @@ bool pager::holds_data(std::uint64_t page) const noexcept {
     return d && d->is_data();
 }
 
-// The pointers of a page just read, and its vtable pointers, in place.
-void pager::swizzle_page(std::uint64_t page, std::byte* out) noexcept {
+// The pointers of a page just read, and its vtable pointers, in place. A
+// fault ends the process on the first one that cannot be; a load ahead
+// refuses the page (false).
+bool pager::swizzle_page(std::uint64_t page, std::byte* out) noexcept {
+    const bool ahead = detail::loading_ahead;
     const heap::descriptor_reading reading = heap_->reading_descriptors();
     translate::page_layout layout = layout_of_page(page);  // its bitmap is in a descriptor: read inside the scope
-    if (!layout.type) fatal("cannot swizzle", page, "its type is not in the store's type catalog");
+    if (!layout.type) {
+        if (ahead) return false;
+        fatal("cannot swizzle", page, "its type is not in the store's type catalog");
+    }
     prefetch_pointer_targets(layout, out);
     std::uint64_t count = 0;
     std::uint64_t targets[prefetch_per_page];
     int target_count = 0;
+    bool refused = false;
     translate::for_each_pointer(layout, [&](std::size_t at, std::uint32_t field) {
         std::uint64_t word;
         std::memcpy(&word, out + at, sizeof word);
         ++count;
-        if (word == 0) return;
+        if (word == 0 || refused) return;
         std::uint64_t target = 0;
-        if (!admitted(*heap_, word, target))  // S1 (stored_pointer.hpp)
+        if (!admitted(*heap_, word, target)) {  // S1 (stored_pointer.hpp)
+            if (ahead) {
+                refused = true;
+                return;
+            }
             bad_pointer(page, at, field, layout.type, word, aim_of(*heap_, word));
+        }
         if (target != page && target_count < prefetch_per_page &&
             (target_count == 0 || targets[target_count - 1] != target))
             targets[target_count++] = target;
         bool ok = true;
         std::uintptr_t v = swizzle_word(word, ok);
+        if (v == 0 && ahead && !ok) refused = true;  // no address space left for the target
         std::memcpy(out + at, &v, sizeof v);
     });
+    if (refused) return false;
     pointers_swizzled_.fetch_add(count, std::memory_order_relaxed);
     translate::for_each_vptr(layout, [&](std::size_t at, std::uint32_t) {
         std::uint64_t token;
         std::memcpy(&token, out + at, sizeof token);
-        if (token == 0) return;  // not constructed
+        if (token == 0 || refused) return;  // not constructed
         // A class this executable lacks gets its stand-in (types/missing_class.hpp).
         std::uintptr_t v = vtables_.relink(token);
+        if (v == 0 && ahead) {
+            refused = true;
+            return;
+        }
         if (v == 0) {
             static char why[512];
             common::fixed_message(why, sizeof why)
@@ -217,7 +249,9 @@ void pager::swizzle_page(std::uint64_t page, std::byte* out) noexcept {
         }
         std::memcpy(out + at, &v, sizeof v);
     });
-    prefetch_targets(targets, target_count);
+    if (refused) return false;
+    if (!ahead) prefetch_targets(targets, target_count);
+    return true;
 }
 
 // The targets of a page's pointers are scattered over the heap's
@@ -255,6 +289,7 @@ std::uintptr_t pager::swizzle_word(std::uint64_t word, bool& ok) noexcept {
     if (v == 0) {
         translate::unit u = unit_of(page);
         std::uintptr_t base = map_->reserve(u);
+        if (base == 0 && detail::loading_ahead) return ok = false, 0;
         if (base == 0) address_space_exhausted(page, u);
         v = base + (page - u.head) * translate::page_size;
     }

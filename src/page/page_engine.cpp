@@ -59,6 +59,7 @@ void page_engine::load_and_map(const std::string& path) {
     po.fatal_hook = options.fatal_hook;
     po.prefetch = options.prefetch;
     po.cooling = options.cooling;
+    po.load_ahead = options.load_ahead;
     po.read_only = options.read_only;
     po.address_space_limit = options.address_space_limit;
     std::uint64_t budget = options.resident_budget;
@@ -74,6 +75,7 @@ void page_engine::load_and_map(const std::string& path) {
     validate(live_, pager_->allocator());
     sync_shapes(true);
     note_types_memory();
+    pager_->start_loading_ahead();
 }
 
 // The committed state the storage's meta pins (a new store's if it has none).
@@ -399,6 +401,7 @@ store_stats page_engine::stats() const {
     out.evictions = p.evictions;
     out.cooled_pages = p.cooled_pages;
     out.rewarmed_pages = p.rewarmed_pages;
+    out.loaded_ahead_pages = p.loaded_ahead;
     out.resident_budget_pages = budget_pages_;
     out.spilled_pages = p.spilled_pages;
     out.prefetched_pages = p.prefetched_pages;

@@ -57,6 +57,7 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
 }
 
 pager::~pager() {
+    stop_loading_ahead();
     stop_evictor();
     vm::unregister_trap_page(map_->dead_page());
     map_.reset();
@@ -361,6 +362,7 @@ pager_stats pager::stats() const {
     const std::uint64_t swizzle = miss_swizzle_ns_.load(std::memory_order_relaxed);
     out.cooled_pages = cooling_ ? cooling_->cooled() : 0;
     out.rewarmed_pages = cooling_ ? cooling_->rewarmed() : 0;
+    out.loaded_ahead = space_->stats().filled_ahead;
     out.miss_io_ns = io;
     out.miss_swizzle_ns = swizzle;
     // The parts are read one after the other while faults may run: keep the rest from going below 0.

@@ -122,6 +122,14 @@
 //      sequentially consistent order, so one of the two always sees the
 //      other. Faults past the budget then go on without dropping
 //      (wait_for_evictor does not wait under a pause either).
+// (R10) No page is loaded ahead (load_ahead.cpp) while a pause is in force:
+//      the load-ahead thread is not the program's, so the threads contract
+//      does not keep it off, and a load reads descriptors, shapes and the
+//      storage, and reserves and fills like a fault. It announces a page
+//      (loading_page_) and then looks for a pause, a pause announces itself
+//      and then waits for the page under way, as in R9, so a pause waits
+//      for one page at most, never a disk read (the loader reads its pages
+//      into the page cache before it announces them).
 // (R8) A cooling page's bytes are what its fill would produce: only clean
 //      pages cool, and what changes that for a page that is not resident (a
 //      range retired or discarded, so a pointer would swizzle elsewhere; a
@@ -181,6 +189,12 @@
 
 namespace steppe::page {
 
+namespace detail {
+// True on the load-ahead thread (load_ahead.cpp): its fills refuse a page
+// they cannot load instead of ending the process.
+[[gnu::tls_model("initial-exec")]] extern thread_local bool loading_ahead;
+}  // namespace detail
+
 struct pager_options {
     vm::backend_kind backend = vm::backend_kind::uffd;
     bool null_transient_pointers = false;
@@ -199,6 +213,9 @@ struct pager_options {
     // Under a budget, clean pages the evictors take cool before they leave
     // (cooling.hpp); off, they leave at once, oldest first (FIFO).
     bool cooling = true;
+    // A thread loads the store's pages ahead of use when they fit in a
+    // quarter of the budget (load_ahead.cpp; start_loading_ahead).
+    bool load_ahead = false;
 };
 
 struct pager_stats {
@@ -219,6 +236,7 @@ struct pager_stats {
     std::uint64_t reclaimed_pages = 0;      // virtual pages those rounds gave back
     std::uint64_t cooled_pages = 0;         // evictions that kept the page cooling (cooling.hpp)
     std::uint64_t rewarmed_pages = 0;       // faults that put a cooling page back, without a read
+    std::uint64_t loaded_ahead = 0;         // pages loaded before any touch (pager_options::load_ahead)
     // Time in the fills of missing pages, by part (store_stats).
     std::uint64_t miss_io_ns = 0, miss_swizzle_ns = 0, miss_handler_ns = 0;
 };
@@ -319,6 +337,16 @@ public:
     std::vector<std::string> check_invariants() const;
     std::vector<std::string> check_residency() const;
 
+    // Loading ahead (load_ahead.cpp), with pager_options::load_ahead and a
+    // budget: once the store is open, a thread reads, checks and swizzles
+    // every data page not resident yet and maps it, as its first touch
+    // would, in file order, while the store's pages fit in a quarter of the
+    // budget. It runs between pauses (R10: commits, allocations and the
+    // rest wait for one page of it at most), stops at the first page it
+    // cannot load (damage: a touch reports it) and at destruction. Call
+    // once, after the engine has set the shapes.
+    void start_loading_ahead();
+
     // engine::hold_threads_for_fork: the eviction thread kept between passes
     // (its mutex taken, waiting up to a second for a pass to end).
     void hold_evictor_for_fork() noexcept;
@@ -360,7 +388,7 @@ private:
     static bool fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept;
     bool fill_page(std::uintptr_t page_addr, std::byte* out) noexcept;
     bool holds_data(std::uint64_t page) const noexcept;
-    void swizzle_page(std::uint64_t page, std::byte* out) noexcept;
+    bool swizzle_page(std::uint64_t page, std::byte* out) noexcept;
     static void refuse_write(void* self, std::uintptr_t address) noexcept;
     // A write to an object of a read-only store (fault path).
     [[noreturn]] void write_refused(std::uintptr_t address) const noexcept;
@@ -488,6 +516,7 @@ private:
     std::recursive_mutex evict_mutex_;   // held by a pass of the eviction thread, and by a pause
     std::atomic<int> paused_{0};         // pauses in force: the eviction thread cannot run, faults drop nothing
     std::atomic<int> fault_drops_{0};    // faulting threads inside drop_oldest_clean (R9)
+    std::atomic<bool> loading_page_{false};  // the load-ahead thread is loading a page (R10)
     bool held_for_fork_ = false;         // evict_mutex_ taken by hold_evictor_for_fork
     void start_evictor();
     void stop_evictor() noexcept;
@@ -514,6 +543,24 @@ private:
     std::size_t release_batch(const held_batch& b);
     std::vector<std::byte> evict_buffer_;  // the eviction thread's page images
     void forget_spill_failure() noexcept;  // a failed spill is retried in the next transaction
+    // The load-ahead thread (load_ahead.cpp).
+    struct loader {
+        std::thread thread;
+        std::atomic<bool> stop{false};
+        std::uint64_t end = 0;  // the store's pages when it started
+        int main_file = -1;     // its own descriptor, for warming the page cache
+        std::uint64_t waited_reads = 0, waited_reads_seen_ns = 0;  // storage::waited_reads, last seen to change
+    };
+    std::unique_ptr<loader> loader_;
+    void stop_loading_ahead() noexcept;
+    void load_loop() noexcept;
+    enum class loaded : std::uint8_t { done, skipped, refused };
+    loaded load_page_ahead(std::uint64_t page) noexcept;
+    bool load_pages_ahead(std::uint64_t first, std::uint64_t count) noexcept;
+    enum class brought : std::uint8_t { now, later, stopped };
+    brought bring_in(std::uint64_t first, std::uint64_t count, std::vector<std::byte>& scratch) noexcept;
+    template <class F>
+    bool between_pauses(F&& f) noexcept;
     // Read-ahead state, all touched in the fault path.
     struct prefetcher {
         page_bits hinted;  // per persistent page: a hint is outstanding

@@ -1,4 +1,4 @@
-// The checkers of the page engine's residency invariants R1-R7 and R9 (pager.hpp),
+// The checkers of the page engine's residency invariants R1-R7, R9 and R10 (pager.hpp),
 // run between operations (under a pause, no other thread touching the
 // store) by check_invariants(), with the checkers of what they build on: the
 // page map (P1-P2), the fault space (I1-I7), the residency ring (Q1) and
@@ -57,6 +57,9 @@ std::vector<std::string> pager::check_residency() const {
     // R9: this runs under a pause, so no faulting thread may be dropping.
     if (const int dropping = fault_drops_.load(std::memory_order_seq_cst); dropping != 0)
         findings.push_back("R9: " + std::to_string(dropping) + " faulting threads drop pages under a pause");
+    // R10: nor may the load-ahead thread be loading a page.
+    if (loading_page_.load(std::memory_order_seq_cst))
+        findings.push_back("R10: the load-ahead thread loads a page under a pause");
     return findings;
 }
 

@@ -859,6 +859,7 @@ long file_store::read_main_page(page_no page, std::byte* out, bool read_around) 
         // are used together, so read the aligned cluster around it in one
         // I/O, as the kernel's read-around does for a file mapped with mmap.
         if (read_around) {
+            waited_reads_.fetch_add(1, std::memory_order_relaxed);
             const auto cluster = around_.miss(offset);
             main_->will_need(cluster.start, cluster.bytes);
         }

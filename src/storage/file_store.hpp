@@ -61,6 +61,7 @@ public:
                                      bool read_around = false) const noexcept override;
     // Asks the OS to start reading `page`'s newest version.
     void prefetch(page_no page) const noexcept override;
+    std::uint64_t waited_reads() const noexcept override { return waited_reads_.load(std::memory_order_relaxed); }
     void commit(std::span<const page_image> pages, const meta_bytes& meta) override;
     void spill(std::span<const page_image> pages) override;
     void discard_pending() noexcept override;
@@ -161,6 +162,7 @@ private:
     // What a page read that misses the page cache brings in around it
     // (read_around.hpp): sized by what it was worth so far.
     mutable read_around around_;
+    mutable std::atomic<std::uint64_t> waited_reads_{0};
     // The append buffer is kept for the next write up to this many frames
     // (the page engine writes at most 1,024 pages at a time but for its
     // last commit chunk with the heap's and blobs' pages).

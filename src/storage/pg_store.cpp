@@ -882,6 +882,10 @@ void pg_store::prefetch(page_no page) const noexcept {
         fetcher_->ask_ahead(page);
 }
 
+std::uint64_t pg_store::waited_reads() const noexcept {
+    return counters_->server_fetches.load(std::memory_order_relaxed);
+}
+
 void pg_store::read_page(page_no page, std::byte* out) const {
     read_failure why;
     if (!read_page_nothrow(page, out, &why)) throw error(why.code, why.message);

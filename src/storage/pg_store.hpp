@@ -153,6 +153,7 @@ public:
     // Asks the fetch thread to bring `page` into the memory cache when no
     // fault waits (batched with other hints). Async-signal-safe.
     void prefetch(page_no page) const noexcept override;
+    std::uint64_t waited_reads() const noexcept override;
     void commit(std::span<const page_image> pages, const meta_bytes& meta) override;
     // The rewrite's pages are spilled as `fill` gives them, then committed
     // with its meta and page count; every page with a version that it does

@@ -169,6 +169,11 @@ public:
     // Asks for `page`'s newest version to be read ahead (for the page
     // engine). Async-signal-safe, like read_page_nothrow.
     virtual void prefetch(page_no page) const noexcept = 0;
+    // Reads of newest versions that waited for the disk or the server since
+    // open (read_page_nothrow with read_around that missed the page cache; a
+    // fetch). A thread that works ahead of the program (the page engine's
+    // load ahead) keeps off the disk while this grows. Async-signal-safe.
+    virtual std::uint64_t waited_reads() const noexcept = 0;
 
     page_no page_count() const { return page_count_; }
     const meta_bytes& meta() const { return meta_; }

@@ -470,7 +470,7 @@ bool space::handle_fault(arena& a, std::uintptr_t address, access how, int signa
     }
 }
 
-bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state) noexcept {
+bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state, bool ahead) noexcept {
     // uffd: fill into a page on this thread's stack (no allocation; a nested
     // fault in another arena gets its own). mprotect: fill straight into the
     // hidden alias view (I1).
@@ -489,9 +489,9 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     if (const int err = map_page(page, out, writable, call)) fatal(call, err, page);
     // After the page became writable (I2); not for wp_async, whose take_dirty() never clears the bits.
     if (writable && tracking_ != tracking_kind::wp_async) mark_dirty(a, a.index_of(page));
-    faults_.fetch_add(1, std::memory_order_relaxed);
+    (ahead ? filled_ahead_ : faults_).fetch_add(1, std::memory_order_relaxed);
     installs_.fetch_add(1, std::memory_order_relaxed);
-    fill_ns_.fetch_add(common::monotonic_ns() - start, std::memory_order_relaxed);
+    if (!ahead) fill_ns_.fetch_add(common::monotonic_ns() - start, std::memory_order_relaxed);
     finish(state, page_resident);
     t_spurious.page = 0;
     return true;
@@ -729,6 +729,17 @@ bool space::install(std::uintptr_t page, const std::byte* content) {
     installs_.fetch_add(1, std::memory_order_relaxed);
     finish(state, page_resident);
     return true;
+}
+
+// A touch's claim and fill (section 5), in normal context. A page being
+// released is skipped, not waited for: a load ahead has other pages to do.
+bool space::fill_ahead(std::uintptr_t page) noexcept {
+    arena* a = arena_of(page);
+    if (a == nullptr) return false;
+    std::uint32_t& state = a->states[a->index_of(page)];
+    std::uint32_t seen = page_missing;
+    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) return false;
+    return fill_and_map(*a, page, access::read, state, true);
 }
 
 void space::discard(std::uintptr_t page, std::size_t npages) {
@@ -1001,7 +1012,8 @@ void space::release_tables(std::uintptr_t base) {
 space_stats space::stats() const {
     return {faults_.load(std::memory_order_relaxed), write_faults_.load(std::memory_order_relaxed),
             installs_.load(std::memory_order_relaxed), discards_.load(std::memory_order_relaxed),
-            evictions_.load(std::memory_order_relaxed), fill_ns_.load(std::memory_order_relaxed)};
+            evictions_.load(std::memory_order_relaxed), fill_ns_.load(std::memory_order_relaxed),
+            filled_ahead_.load(std::memory_order_relaxed)};
 }
 
 

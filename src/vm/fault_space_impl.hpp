@@ -206,6 +206,7 @@ public:
     std::uintptr_t reserve(std::size_t bytes) override;
     reserve_result try_reserve(std::size_t bytes) noexcept override;
     bool install(std::uintptr_t page, const std::byte* content) override;
+    bool fill_ahead(std::uintptr_t page) noexcept override;
     void discard(std::uintptr_t page, std::size_t npages) override;
     std::vector<std::uintptr_t> take_dirty() override;
     bool is_resident(std::uintptr_t page) const override;
@@ -266,7 +267,7 @@ private:
     void note_missing(arena& a, std::size_t index) noexcept;
     void release_chunk(arena& a, std::size_t chunk) noexcept;
 
-    bool fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state) noexcept;
+    bool fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_t& state, bool ahead = false) noexcept;
     bool tracked_write(access how, int signal) const noexcept;
     bool first_write(arena& a, std::uintptr_t page, std::uint32_t& state) noexcept;
     bool spurious(std::uintptr_t page) noexcept;
@@ -294,6 +295,7 @@ private:
     std::size_t held_count_ = 0;
     std::atomic<std::uint64_t> free_fault_slots_{~std::uint64_t{0}};  // a bit per fault slot, set when free
     std::atomic<std::uint64_t> faults_{0}, write_faults_{0}, installs_{0}, discards_{0}, evictions_{0}, fill_ns_{0};
+    std::atomic<std::uint64_t> filled_ahead_{0};
 };
 
 // Calls f(arena, first, last) for each run pages[first, last) of consecutive

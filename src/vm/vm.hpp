@@ -151,6 +151,7 @@ struct space_stats {
     std::uint64_t discards;      // resident pages made missing by discard()
     std::uint64_t evictions;     // held pages dropped by release()
     std::uint64_t fill_ns;       // in the fills of missing pages: the fill callback, bookkeeping, mapping
+    std::uint64_t filled_ahead;  // missing pages filled by fill_ahead(), before any touch (not in faults)
 };
 
 // try_reserve()'s answer: base, or the failed call and its errno.
@@ -194,6 +195,15 @@ public:
     // this space's arenas, errc::io when the kernel refuses (vm.max_map_count for
     // the mprotect backend, named in the message).
     virtual bool install(std::uintptr_t page, const std::byte* content) = 0;
+
+    // The first touch's fill without the touch: fills the missing page at
+    // `page` on this thread (the fill function, in normal context) and maps
+    // it resident and clean. False, changing nothing, when the page is not
+    // missing (resident, being filled or released, outside this space) or
+    // the fill gave no contents; a touch that waited meanwhile then fills
+    // the page itself. For loading pages ahead of use (page engine,
+    // open_options::load_ahead); counted in filled_ahead, not faults.
+    virtual bool fill_ahead(std::uintptr_t page) noexcept = 0;
 
     // Pages become missing again: the next touch calls fill. Their contents and
     // dirtiness are dropped (rollback, eviction). The range must lie in one arena.

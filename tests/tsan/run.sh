@@ -9,7 +9,7 @@
 # (TwoThreadsWritingTenTimesTheBudgetLoseNothing, uffd), the cooling stage
 # in cooling_test (the eviction thread and the faulting thread cool and
 # rewarm pages in one pool; uffd), and the
-# two-thread tests of one_writer_test, and the object engine's page_fault
+# two-thread tests of one_writer_test, the load-ahead thread (load_ahead_test), and the object engine's page_fault
 # scheme, whose traps hand faults to a service thread (objects_test for
 # page_fault + cards: its trap tests and a reopened graph walked through traps),
 # and the heap's descriptors dropped while threads read them (heap_test's
@@ -43,7 +43,7 @@ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" \
   -DSTEPPE_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test cooling_test one_writer_test \
+cmake --build "$build" -j "$jobs" --target vm_test store_test reuse_test budget_test cooling_test one_writer_test load_ahead_test \
   objects_test_page_fault_cards heap_test descriptor_paging_test \
   pg_store_test pg_cache_test pg_attack_test fetch_worth_test steppe_cli
 
@@ -85,6 +85,10 @@ run "$build/tests/cooling_test" --gtest_filter='*/uffd:-*EveryTrackingVariant*' 
 # duly sees commit read the page being written); it checks only that no
 # root is lost to the refusal.
 run "$build/tests/one_writer_test" --gtest_filter='*SecondThreadCommitting*:*ThreadsGrowingContainers*' || status=$?
+# The load-ahead thread filling pages while threads touch them, and commits
+# and rollbacks pausing it (the fork, death and refresh tests fork from a
+# process whose loader runs, which TSan refuses: left out).
+run "$build/tests/load_ahead_test" --gtest_filter='-*Fork*:*Damaged*:*Refreshed*' || status=$?
 run "$build/tests/heap_test" --gtest_filter='HeapDescriptors.*:-*EndsTheProcess*' || status=$?
 # (The reader test forks its writer before the reader's threads start, so
 # TSan follows it; the rollback test is one thread.)

@@ -523,6 +523,43 @@ TEST_P(VmTest, InstallMakesAResidentCleanPage) {
     EXPECT_EQ(space->stats().faults, 1u);
 }
 
+// fill_ahead: a touch's fill without the touch. The page is then resident
+// and clean (a write is tracked), a touch does not fill it again, and what
+// is not missing, or not the space's, or refused by the fill, is left as it
+// was (a refused page is filled by its touch, as always).
+TEST_P(VmTest, FillAheadFillsAMissingPageAsItsTouchWould) {
+    pager p(8);
+    auto space = make(p);
+    EXPECT_TRUE(space->fill_ahead(p.page(2)));
+    EXPECT_TRUE(space->is_resident(p.page(2)));
+    EXPECT_EQ(p.fills_of(2), 1);
+    expect_contents(p, 2);
+    EXPECT_EQ(p.fills_of(2), 1) << "the touch found it resident";
+    EXPECT_TRUE(space->take_dirty().empty()) << "filled ahead, clean";
+    store(p.page(2), 3, 7);
+    EXPECT_EQ(space->take_dirty(), pages_of(p, {2}));
+
+    EXPECT_FALSE(space->fill_ahead(p.page(2))) << "resident already";
+    expect_contents(p, 3);
+    EXPECT_FALSE(space->fill_ahead(p.page(3))) << "faulted in already";
+    std::uint64_t elsewhere[page_size / 8];
+    EXPECT_FALSE(space->fill_ahead(reinterpret_cast<std::uintptr_t>(elsewhere) & ~(page_size - 1)))
+        << "not an arena page";
+
+    p.refuse = p.page(5);
+    EXPECT_FALSE(space->fill_ahead(p.page(5)));
+    EXPECT_TRUE(space->is_missing(p.page(5))) << "a refused fill leaves the page missing";
+    p.refuse = 0;
+    expect_contents(p, 5);
+    EXPECT_EQ(p.fills_of(5), 1);
+
+    const space_stats stats = space->stats();
+    EXPECT_EQ(stats.filled_ahead, 1u);
+    EXPECT_EQ(stats.faults, 2u) << "pages 3 and 5, touched";
+    EXPECT_EQ(stats.installs, 3u);
+    EXPECT_TRUE(space->check_invariants().empty());
+}
+
 TEST_P(VmTest, RejectsPagesOutsideItsArenas) {
     pager p(4);
     auto space = make(p);

@@ -105,6 +105,11 @@ inline bool& steppe_prefetch() {
     return on;
 }
 
+inline bool& steppe_load_ahead() {
+    static bool on = false;
+    return on;
+}
+
 struct steppe_policy {
     static constexpr const char* name = "steppe";
     template <class T>
@@ -149,6 +154,7 @@ struct steppe_policy {
                 {"evictions", static_cast<std::int64_t>(s.evictions)},
                 {"prefetched_pages", static_cast<std::int64_t>(s.prefetched_pages)},
                 {"prefetch_hits", static_cast<std::int64_t>(s.prefetch_hits)},
+                {"loaded_ahead_pages", static_cast<std::int64_t>(s.loaded_ahead_pages)},
                 {"reserved_virtual_pages", static_cast<std::int64_t>(s.reserved_virtual_pages)},
                 {"miss_io_ns", static_cast<std::int64_t>(s.miss_io_ns)},
                 {"miss_swizzle_ns", static_cast<std::int64_t>(s.miss_swizzle_ns)},
@@ -179,6 +185,7 @@ private:
         o.durable = true;
         o.address_space_limit = steppe_address_space_limit();
         o.prefetch = steppe_prefetch();
+        o.load_ahead = steppe_load_ahead();
         o.log_diffs = steppe_log_diffs();
         return steppe::store::open(path, o);
     }

@@ -53,6 +53,8 @@
 //       address_space_limit (valgrind cannot reserve their default 64 GiB)
 //   --prefetch on|off: the page engine's read-ahead (open_options::prefetch;
 //       default on; off: one page read per fault, as Texas had)
+//   --load-ahead on|off: the page engine's open_options::load_ahead (default
+//     off)
 //   --log-diffs on|off: both engines' open_options::log_diffs (default on;
 //       off: every committed page logged whole)
 //
@@ -497,6 +499,7 @@ int main(int argc, char** argv) {
     }
     if (a.flag("write-tracking")) ::setenv("STEPPE_WRITE_TRACKING", a.get("write-tracking").c_str(), 1);
     if (a.flag("prefetch")) bench::steppe_prefetch() = a.get("prefetch") != "off";
+    if (a.flag("load-ahead")) bench::steppe_load_ahead() = a.get("load-ahead") != "off";
     if (a.flag("log-diffs")) bench::steppe_log_diffs() = a.get("log-diffs") != "off";
     if (a.flag("segment-objects"))
         bench::object_segment_objects() = static_cast<std::uint32_t>(a.num("segment-objects", 255));

@@ -1,0 +1,217 @@
+// Loading ahead (pager_options::load_ahead): a thread that makes a store's
+// pages resident before the program touches them.
+//
+// Why: a page the program meets for the first time costs a fault, a read, a
+// checksum and a swizzle (5-12 us warm, docs/benchmarks.md, "A miss, split
+// into its parts"), where an mmap store pays a kernel minor fault (~1 us) —
+// so the second query of a run, which touches pages the first did not, is
+// many times slower than the mmap peers'. A store that fits in memory with
+// room to spare can have all of that done once, off the program's thread:
+// each page is loaded exactly as its first touch would load it (the fault
+// space's fill_ahead calls the same fill_page), so it is checked against its
+// checksum before anything can read it (guarantee 5), its pointers are
+// swizzled and its writes tracked as for a touched page, and a touch during
+// the load waits for it as for another thread's fault.
+//
+// How it keeps out of the way:
+//   - it runs only while every page fits in a quarter of the budget, and
+//     stops when the ring holds half of it (a program faulting meanwhile
+//     may take the rest);
+//   - it never loads while a pause is in force (R10 in pager.hpp), so
+//     commits, allocations, rollbacks and refreshes never overlap a load,
+//     and a pause waits for one page at most;
+//   - it runs at a low CPU priority (nice 10);
+//   - it reads the main file's bytes of each batch into the page cache
+//     first, holding nothing, so that neither a pause nor a touch of a page
+//     it claimed waits for its disk reads; and it goes to the disk only
+//     when no read of the program's has waited for it in the last 2 ms
+//     (storage::waited_reads): a cold program's reads are synchronous, one
+//     at a time, and any read of the loader's in the device queue between
+//     two of them delays the next (measured: the loader's reads alone, at
+//     the idle I/O priority, made a cold OO1 traversal of a 385 MB store
+//     1.6-2x as long), while pages already in the page cache cost it no
+//     I/O at all;
+//   - a page it cannot load (a damaged page, a bad pointer, no address
+//     space left) is refused, not fatal: the thread stops there, and a
+//     touch of that page reports it as a fault always does, so a store with
+//     a damaged page the program never touches works as it did without it.
+#include "page/pager.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "common/started_thread.hpp"
+#include "storage/file_format.hpp"
+
+namespace steppe::page {
+
+namespace detail {
+[[gnu::tls_model("initial-exec")]] thread_local bool loading_ahead = false;
+}  // namespace detail
+
+namespace {
+// Pages read into the page cache at a time: 128 KiB.
+constexpr int load_batch = 32;
+
+// ioprio_set(2): <linux/ioprio.h> is not in every distribution's headers.
+constexpr int ioprio_who_process = 1, ioprio_class_idle = 3, ioprio_class_shift = 13;
+// The program's reads count as under way while one waited this recently.
+constexpr useconds_t quiet_us = 2000;
+
+// cachestat(2), Linux >= 6.5; Debian bookworm's headers lack it.
+constexpr long sys_cachestat = 451;
+struct cachestat_range {
+    std::uint64_t off, len;
+};
+struct cachestat {
+    std::uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+// Whether the page cache holds all of [offset, offset + bytes) of `fd`,
+// asked without starting a read (a read with RWF_NOWAIT starts the
+// kernel's read-ahead of what it misses). False where the kernel cannot say.
+bool cached(int fd, std::uint64_t offset, std::uint64_t bytes) noexcept {
+    cachestat_range range{offset, bytes};
+    cachestat stat{};
+    return ::syscall(sys_cachestat, fd, &range, &stat, 0) == 0 && stat.nr_cache * translate::page_size >= bytes;
+}
+}  // namespace
+
+void pager::start_loading_ahead() {
+    if (!opts_.load_ahead || !resident_ || loader_) return;
+    if (heap_->page_count() > ring_budget() / 4) return;  // would crowd the budget: pages load on touch
+    auto l = std::make_unique<loader>();
+    l->end = heap_->page_count();  // pages made later are resident already (S4)
+    l->main_file = ::open(storage_->path().c_str(), O_RDONLY | O_CLOEXEC);  // -1 for a store in PostgreSQL
+    // Its reads bring what they ask for, no read-ahead past it into the disk queue.
+    if (l->main_file >= 0) (void)::posix_fadvise(l->main_file, 0, 0, POSIX_FADV_RANDOM);
+    loader_ = std::move(l);
+    try {
+        loader_->thread = common::start_thread([this] { load_loop(); });
+    } catch (const std::system_error&) {  // no thread: pages load on touch, as without the option
+        stop_loading_ahead();
+    }
+}
+
+void pager::stop_loading_ahead() noexcept {
+    if (!loader_) return;
+    loader_->stop.store(true, std::memory_order_release);
+    if (loader_->thread.joinable()) loader_->thread.join();
+    if (loader_->main_file >= 0) ::close(loader_->main_file);
+    loader_.reset();
+}
+
+void pager::load_loop() noexcept {
+    detail::loading_ahead = true;
+    pthread_setname_np(pthread_self(), "steppe-load");
+    // The program's own work goes first. Not nice 19: a pause waits for the
+    // page under way (R10), and a thread of the lowest weight preempted on
+    // a busy machine may not run again for hundreds of milliseconds.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+    (void)::syscall(SYS_ioprio_set, ioprio_who_process, 0, ioprio_class_idle << ioprio_class_shift);
+    std::vector<std::uint64_t> batches, left;  // the first page of each batch not loaded yet, in file order
+    std::vector<std::byte> scratch;
+    try {
+        for (std::uint64_t first = 1; first < loader_->end; first += load_batch) batches.push_back(first);  // 0: header
+        left.reserve(batches.size());
+        scratch.resize((load_batch + 2) * translate::page_size);  // a batch, and the checksum slots it may span
+    } catch (const std::bad_alloc&) {
+        return;  // pages load on touch
+    }
+    while (!batches.empty()) {
+        left.clear();
+        for (const std::uint64_t first : batches) {
+            const std::uint64_t count = std::min<std::uint64_t>(load_batch, loader_->end - first);
+            const brought b = bring_in(first, count, scratch);
+            if (b == brought::stopped) return;
+            if (b == brought::later) {
+                left.push_back(first);
+            } else if (!load_pages_ahead(first, count)) {
+                return;
+            }
+        }
+        if (left.size() == batches.size()) ::usleep(quiet_us);  // the program keeps reading from the disk
+        batches.swap(left);
+    }
+}
+
+// The pages of a batch, in order. False: stop loading (stopped, the budget
+// half full, or a page refused).
+bool pager::load_pages_ahead(std::uint64_t first, std::uint64_t count) noexcept {
+    for (std::uint64_t page = first; page < first + count; ++page) {
+        if (resident_->size() >= ring_budget() / 2) return false;
+        loaded result = loaded::skipped;
+        if (!between_pauses([&] { result = load_page_ahead(page); }) || result == loaded::refused) return false;
+    }
+    return true;
+}
+
+// The main file's bytes of pages [first, first + count) in the page cache,
+// through the loader's own descriptor: now if they are there, or if the
+// program's reads have not waited for the disk for quiet_us (the loader
+// reads them then); else later. A store not in a file (no descriptor) is
+// read by the fills. Errors and short reads are the fills' to report.
+pager::brought pager::bring_in(std::uint64_t first, std::uint64_t count, std::vector<std::byte>& scratch) noexcept {
+    const int fd = loader_->main_file;
+    if (fd < 0) return brought::now;
+    const std::uint64_t from = storage::physical_page(first), to = storage::physical_page(first + count - 1) + 1;
+    const std::uint64_t offset = from * translate::page_size, bytes = (to - from) * translate::page_size;
+    if (cached(fd, offset, bytes)) return brought::now;
+    std::uint64_t waited = 0;
+    if (!between_pauses([&] { waited = storage_->waited_reads(); })) return brought::stopped;
+    const std::uint64_t now = common::monotonic_ns();
+    if (waited != loader_->waited_reads) {
+        loader_->waited_reads = waited;
+        loader_->waited_reads_seen_ns = now;
+    }
+    if (now - loader_->waited_reads_seen_ns < std::uint64_t{quiet_us} * 1000) return brought::later;
+    (void)!::pread(fd, scratch.data(), bytes, static_cast<off_t>(offset));
+    return brought::now;
+}
+
+// R10 (pager.hpp): announced, then a pause looked for; under one, the
+// thread waits for it to end (a commit may take seconds: it sleeps). False:
+// stopped meanwhile, `f` not run.
+template <class F>
+bool pager::between_pauses(F&& f) noexcept {
+    for (;;) {
+        if (loader_->stop.load(std::memory_order_acquire)) return false;
+        loading_page_.store(true, std::memory_order_seq_cst);
+        if (paused_.load(std::memory_order_seq_cst) == 0) break;
+        loading_page_.store(false, std::memory_order_release);
+        while (paused_.load(std::memory_order_acquire) != 0 && !loader_->stop.load(std::memory_order_acquire))
+            ::usleep(200);
+    }
+    f();
+    loading_page_.store(false, std::memory_order_release);
+    return true;
+}
+
+// A data page that is not resident is reserved (as a pointer to it met in
+// a fault would reserve it) and filled.
+pager::loaded pager::load_page_ahead(std::uint64_t page) noexcept {
+    std::uintptr_t v;
+    {
+        const heap::descriptor_reading reading = heap_->reading_descriptors();
+        const heap::page_desc* d = heap_->describe(page);
+        if (!d || !d->is_data()) return loaded::skipped;
+        v = map_->use(page);
+        if (v == 0) {
+            const translate::unit u = unit_of(page);
+            const std::uintptr_t base = map_->reserve(u);
+            if (base == 0) return loaded::refused;  // the address space is full: touches decide what to keep
+            v = base + (page - u.head) * translate::page_size;
+        }
+    }
+    if (!space_->is_missing(v)) return loaded::skipped;
+    if (space_->fill_ahead(v)) return loaded::done;
+    // Not missing any more (a touch took it first), or refused by the fill.
+    return space_->is_missing(v) ? loaded::refused : loaded::skipped;
+}
+
+}  // namespace steppe::page
