@@ -139,19 +139,20 @@ struct open_options {
     // 0.96-1.32x as slow (docs/benchmarks.md); it may pay where misses go
     // to the disk (not measured yet).
     bool cooling = false;
-    // Page engine: once the store is open, a background thread loads its
-    // pages into memory ahead of use — read, checked against their
-    // checksums and swizzled, exactly as a first touch would — so that
-    // first touches find them resident: a second query runs at the speed of
-    // the first one's repeat instead of faulting page by page. Only while
-    // every page of the store fits in a quarter of resident_budget (and up
-    // to half of it), at a low CPU priority; commits and other
-    // calls wait for one page of its work at most; a page it cannot load
-    // (damage) is left for a touch to report, as without it. It costs CPU
-    // time, ~5 us a page (docs/benchmarks.md, "Loading ahead"), and memory
-    // for the pages the program would not have touched.
-    // store_stats::loaded_ahead_pages counts its pages. Off: pages load on
-    // first touch only.
+    // Page engine, a store in a file: once it is open, a background thread
+    // loads its pages into memory ahead of use — read, checked against
+    // their checksums and swizzled, exactly as a first touch would — so
+    // that first touches find them resident: a second query runs at the
+    // speed of the first one's repeat instead of faulting page by page.
+    // Only while every page of the store fits in a quarter of
+    // resident_budget (and up to half of it), at a low CPU priority, and
+    // off the disk while the program's own reads wait for it (pages the
+    // page cache holds first); commits and other calls wait for one page of
+    // its work at most; a page it cannot load (damage) is left for a touch
+    // to report, as without it. It costs CPU time, ~5 us a page
+    // (docs/benchmarks.md, "Loading ahead"), and memory for the pages the
+    // program would not have touched. store_stats::loaded_ahead_pages
+    // counts its pages. Off: pages load on first touch only.
     bool load_ahead = false;
     // Bytes of virtual address space the store may reserve for the objects
     // pointers name (see store::reuse_address_space). 0 = 4 TiB. It is cut

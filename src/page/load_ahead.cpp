@@ -85,11 +85,15 @@ bool cached(int fd, std::uint64_t offset, std::uint64_t bytes) noexcept {
 void pager::start_loading_ahead() {
     if (!opts_.load_ahead || !resident_ || loader_) return;
     if (heap_->page_count() > ring_budget() / 4) return;  // would crowd the budget: pages load on touch
+    // A store in PostgreSQL (no such file) is not loaded ahead: each page
+    // would be a fetch from the server beside the program's.
+    const int main_file = ::open(storage_->path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (main_file < 0) return;
+    // Its reads bring what they ask for, no read-ahead past it into the disk queue.
+    (void)::posix_fadvise(main_file, 0, 0, POSIX_FADV_RANDOM);
     auto l = std::make_unique<loader>();
     l->end = heap_->page_count();  // pages made later are resident already (S4)
-    l->main_file = ::open(storage_->path().c_str(), O_RDONLY | O_CLOEXEC);  // -1 for a store in PostgreSQL
-    // Its reads bring what they ask for, no read-ahead past it into the disk queue.
-    if (l->main_file >= 0) (void)::posix_fadvise(l->main_file, 0, 0, POSIX_FADV_RANDOM);
+    l->main_file = main_file;
     loader_ = std::move(l);
     try {
         loader_->thread = common::start_thread([this] { load_loop(); });
@@ -102,7 +106,7 @@ void pager::stop_loading_ahead() noexcept {
     if (!loader_) return;
     loader_->stop.store(true, std::memory_order_release);
     if (loader_->thread.joinable()) loader_->thread.join();
-    if (loader_->main_file >= 0) ::close(loader_->main_file);
+    ::close(loader_->main_file);
     loader_.reset();
 }
 
@@ -154,11 +158,10 @@ bool pager::load_pages_ahead(std::uint64_t first, std::uint64_t count) noexcept 
 // The main file's bytes of pages [first, first + count) in the page cache,
 // through the loader's own descriptor: now if they are there, or if the
 // program's reads have not waited for the disk for quiet_us (the loader
-// reads them then); else later. A store not in a file (no descriptor) is
-// read by the fills. Errors and short reads are the fills' to report.
+// reads them then); else later. Errors and short reads are the fills' to
+// report.
 pager::brought pager::bring_in(std::uint64_t first, std::uint64_t count, std::vector<std::byte>& scratch) noexcept {
     const int fd = loader_->main_file;
-    if (fd < 0) return brought::now;
     const std::uint64_t from = storage::physical_page(first), to = storage::physical_page(first + count - 1) + 1;
     const std::uint64_t offset = from * translate::page_size, bytes = (to - from) * translate::page_size;
     if (cached(fd, offset, bytes)) return brought::now;

@@ -548,7 +548,7 @@ private:
         std::thread thread;
         std::atomic<bool> stop{false};
         std::uint64_t end = 0;  // the store's pages when it started
-        int main_file = -1;     // its own descriptor, for warming the page cache
+        int main_file = -1;     // its own descriptor, for bringing pages into the page cache
         std::uint64_t waited_reads = 0, waited_reads_seen_ns = 0;  // storage::waited_reads, last seen to change
     };
     std::unique_ptr<loader> loader_;

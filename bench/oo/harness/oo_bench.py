@@ -35,12 +35,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))    # the reposito
 # systems to them). A store records the scheme it was made with, so each scheme
 # is its own store family.
 OBJECT_SYSTEMS = ['objects-fb', 'objects-id', 'objects-idsh', 'objects-pf']
-SYSTEMS = ['transient', 'steppe-uffd', 'steppe-mprotect'] + OBJECT_SYSTEMS + ['bip', 'pmem', 'pmem-nd', 'lmdb']
+# steppe-load: the uffd backend with open_options::load_ahead (a thread loads
+# the store's pages ahead of use when they fit in a quarter of the budget).
+STEPPE_SYSTEMS = ['steppe-uffd', 'steppe-mprotect', 'steppe-load']
+SYSTEMS = ['transient'] + STEPPE_SYSTEMS + OBJECT_SYSTEMS + ['bip', 'pmem', 'pmem-nd', 'lmdb']
 # fault_block with the other write barriers (oo1_objects_fb_flag, _fb_remset,
 # _fb_pages; OO1 only): the experiments' write-barrier study runs them, the
 # main harness does not (not in SYSTEMS).
 BARRIER_SYSTEMS = ['objects-fb-flag', 'objects-fb-remset', 'objects-fb-pages']
-FAMILY = {'transient': None, 'steppe-uffd': 'steppe', 'steppe-mprotect': 'steppe', 'bip': 'bip',
+FAMILY = {'transient': None, 'steppe-uffd': 'steppe', 'steppe-mprotect': 'steppe', 'steppe-load': 'steppe', 'bip': 'bip',
           'pmem': 'pmem', 'pmem-nd': 'pmem', 'lmdb': 'lmdb', **{s: s for s in OBJECT_SYSTEMS + BARRIER_SYSTEMS}}
 GEN_SYSTEM = {'steppe': 'steppe-uffd', 'bip': 'bip', 'pmem': 'pmem', 'lmdb': 'lmdb',
               **{s: s for s in OBJECT_SYSTEMS + BARRIER_SYSTEMS}}
@@ -50,6 +53,7 @@ LABEL = {
     'transient': 'transient (std::allocator)',
     'steppe-uffd': 'steppe (uffd)',
     'steppe-mprotect': 'steppe (mprotect)',
+    'steppe-load': 'steppe (uffd, load_ahead)',
     'objects-fb': 'steppe objects (fault_block + cards)',
     'objects-id': 'steppe objects (id + cards)',
     'objects-idsh': 'steppe objects (id_self_heal + cards)',
@@ -62,7 +66,7 @@ LABEL = {
     'pmem-nd': 'libpmemobj (PMEM_IS_PMEM_FORCE=1, NOT durable)',
     'lmdb': 'LMDB',
 }
-SHORT = {'transient': 'transient', 'steppe-uffd': 'steppe-uffd', 'steppe-mprotect': 'steppe-mprot',
+SHORT = {'transient': 'transient', 'steppe-uffd': 'steppe-uffd', 'steppe-mprotect': 'steppe-mprot', 'steppe-load': 'steppe-load',
          'objects-fb': 'objects-fb', 'objects-id': 'objects-id', 'objects-idsh': 'objects-idsh', 'objects-pf': 'objects-pf',
          'objects-fb-flag': 'objects-fb-flag', 'objects-fb-remset': 'objects-fb-remset',
          'objects-fb-pages': 'objects-fb-pages', 'bip': 'BIP', 'pmem': 'pmemobj', 'pmem-nd': 'pmemobj-ND', 'lmdb': 'LMDB'}
@@ -580,7 +584,7 @@ def judge_goals(bench, size, ops, goals):
 
     hot_op = 'traversal' if bench.name == 'oo1' else 't1'
     if hot_op in ops and 'transient' in ops[hot_op]:
-        for s in ('steppe-uffd', 'steppe-mprotect'):
+        for s in STEPPE_SYSTEMS:
             x = ops[hot_op].get(s)
             if not x:
                 continue
@@ -592,7 +596,7 @@ def judge_goals(bench, size, ops, goals):
     for op in bench.traversal_ops:
         if op not in ops:
             continue
-        for s in ('steppe-uffd', 'steppe-mprotect'):
+        for s in STEPPE_SYSTEMS:
             x = ops[op].get(s)
             if not x:
                 continue
@@ -623,7 +627,7 @@ def judge_goals(bench, size, ops, goals):
                         fmt_ms(med(x, 'cold')), fmt_ms(med(ops[op][best], 'cold'))))
     ins = 'insert'
     if ins in ops:
-        for s in ('steppe-uffd', 'steppe-mprotect'):
+        for s in STEPPE_SYSTEMS:
             x = ops[ins].get(s)
             if not x:
                 continue

@@ -418,9 +418,10 @@ bool with_pointer_model(const std::string& sys, const std::string& path, bool cr
         transient_policy p;
         Model<transient_policy> m(p);
         f(m, system_info{p.describe(), "", [] { return std::map<std::string, std::int64_t>{}; }, {}, {}});
-    } else if (sys == "steppe-uffd" || sys == "steppe-mprotect") {
+    } else if (sys == "steppe-uffd" || sys == "steppe-mprotect" || sys == "steppe-load") {
+        if (sys == "steppe-load") steppe_load_ahead() = true;
         with_steppe_model<Model, steppe_policy>(
-            path, sys == "steppe-uffd" ? steppe::fault_backend::uffd : steppe::fault_backend::mprotect, create, f);
+            path, sys == "steppe-mprotect" ? steppe::fault_backend::mprotect : steppe::fault_backend::uffd, create, f);
     } else if (sys == "bip") {
         bip_policy p(path, create, pool_bytes);
         Model<bip_policy> m(p);

@@ -58,7 +58,8 @@
 //   --log-diffs on|off: both engines' open_options::log_diffs (default on;
 //       off: every committed page logged whole)
 //
-// Systems: transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb
+// Systems: transient, steppe-uffd, steppe-mprotect, steppe-load (uffd with
+// open_options::load_ahead), bip, pmem, pmem-nd, lmdb
 // (pmem-nd is libpmemobj with PMEM_IS_PMEM_FORCE=1: not durable here),
 // steppe-smart-index and steppe-all-smart (the page engine with
 // steppe::pref in the index only / for every pointer: texas_policies.hpp), and
@@ -128,7 +129,7 @@ void with_model(const std::string& sys, const std::string& path, bool create, st
     }
 #endif
     bench::fail("unknown system " + sys +
-                " (transient, steppe-uffd, steppe-mprotect, steppe-smart-index, steppe-all-smart, bip, pmem, pmem-nd, "
+                " (transient, steppe-uffd, steppe-mprotect, steppe-load, steppe-smart-index, steppe-all-smart, bip, pmem, pmem-nd, "
                 "lmdb, objects-fb, objects-id, "
                 "objects-idsh, objects-pf)");
 }

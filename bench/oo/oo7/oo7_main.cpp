@@ -26,7 +26,8 @@
 //       are printed for the driver to compare with the measuring process's),
 //       steppe's check()
 //
-// Systems: transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb
+// Systems: transient, steppe-uffd, steppe-mprotect, steppe-load (uffd with
+// open_options::load_ahead), bip, pmem, pmem-nd, lmdb
 // (pmem-nd is libpmemobj with PMEM_IS_PMEM_FORCE=1: not durable here; lmdb
 // keeps the objects as records keyed by id, lmdb_oo7.hpp), and steppe's
 // object engine in four schemes (oo7_objects.hpp): objects-fb (fault_block +
@@ -85,7 +86,7 @@ void with_model(const std::string& sys, const std::string& path, bool create, co
     }
 #endif
     bench::fail("unknown system " + sys +
-                " (transient, steppe-uffd, steppe-mprotect, bip, pmem, pmem-nd, lmdb, objects-fb, objects-id, "
+                " (transient, steppe-uffd, steppe-mprotect, steppe-load, bip, pmem, pmem-nd, lmdb, objects-fb, objects-id, "
                 "objects-idsh, objects-pf)");
 }
 
