@@ -143,7 +143,8 @@ bool pager::fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept 
 // none held while the fault waits for the eviction thread, which may trim.
 // On the load-ahead thread (load_ahead.cpp) a page that cannot be loaded is
 // refused (false: it stays missing, for a touch to report) instead of ending
-// the process, and the page counts as no use of it (no history, no read-ahead).
+// the process, and the page counts as no use of it (no history, no
+// read-ahead, no eviction: the loader stops at half the budget).
 bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     const bool ahead = detail::loading_ahead;
     auto where = map_->touch(page_addr);
@@ -157,8 +158,10 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         return true;
     }
     if (cooling_ && cooling_->rewarm(page, out)) {  // the bytes it had: read and swizzled already
-        history_->touched(page);
-        keep_within_budget();
+        if (!ahead) {  // the loader never waits for the eviction thread: a pause waits for it (R10)
+            history_->touched(page);
+            keep_within_budget();
+        }
         resident_->record(page_addr);
         return true;
     }

@@ -220,6 +220,39 @@ TEST_P(LoadAheadTest, ThreadsTouchingPagesTheLoaderFillsReadThemRight) {
     expect_sound(s, "after threads and the loader");
 }
 
+// What the loader brought in is evicted like any page once the program
+// needs the memory: new objects of four times the budget, committed in
+// parts, with cooling on, leave every loaded page's contents right.
+TEST_P(LoadAheadTest, LoadedPagesLeaveMemoryLikeAnyOtherPastTheBudget) {
+    constexpr std::uint64_t budget = std::uint64_t{32} << 20;
+    {
+        auto s = open([](steppe::open_options& o) {
+            o.resident_budget = budget;
+            o.load_ahead = true;
+            o.cooling = true;
+        });
+        EXPECT_GE(settled_loads(s), static_cast<std::uint64_t>(kBlocks));
+        Block** more = s.root<Block*>("more");
+        for (int part = 0; part < 4; ++part) {
+            constexpr long count = static_cast<long>(budget / sizeof(Block));
+            Block* b = s.make_array<Block>(count);
+            for (long i = 0; i < count; ++i) b[i].id = part;
+            *more = b;
+            s.commit();
+        }
+        const steppe::store_stats st = s.stats();
+        EXPECT_GT(st.evictions, 0u);
+        EXPECT_LE(st.memory.total(), budget + budget / 8 + (std::uint64_t{1} << 20));
+        EXPECT_EQ(wrong_blocks(s, 0), 0);
+        EXPECT_EQ(list_sum(s), kListSum);
+        expect_sound(s, "after evicting what was loaded");
+    }
+    in_fresh_process([](steppe::store& s) {
+        EXPECT_EQ(wrong_blocks(s, 0), 0);
+        EXPECT_EQ((*s.find_root<Block*>("more"))[5].id, 3);
+    });
+}
+
 // Closing while the loader is mid-way stops it; the store reopens whole.
 TEST_P(LoadAheadTest, ClosingWhileLoadingStopsTheLoader) {
     for (int round = 0; round < 5; ++round) {
