@@ -145,10 +145,11 @@ struct open_options {
     // that first touches find them resident: a second query runs at the
     // speed of the first one's repeat instead of faulting page by page.
     // Only while every page of the store fits in a quarter of
-    // resident_budget (and up to half of it), at a low CPU priority, and
-    // off the disk while the program's own reads wait for it (pages the
+    // resident_budget and of address_space_limit (and up to half of each),
+    // and off the disk while the program's own reads wait for it (pages the
     // page cache holds first); commits and other calls wait for one page of
-    // its work at most; a page it cannot load (damage) is left for a touch
+    // its work at most (a few microseconds, unless the scheduler takes the
+    // CPU from it meanwhile); a page it cannot load (damage) is left for a touch
     // to report, as without it. It costs CPU time, ~5 us a page
     // (docs/benchmarks.md, "Loading ahead"), and memory for the pages the
     // program would not have touched. store_stats::loaded_ahead_pages

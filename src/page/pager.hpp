@@ -341,7 +341,7 @@ public:
     // budget: once the store is open, a thread reads, checks and swizzles
     // every data page not resident yet and maps it, as its first touch
     // would, in file order, while the store's pages fit in a quarter of the
-    // budget. It runs between pauses (R10: commits, allocations and the
+    // budget and of the address space. It runs between pauses (R10: commits, allocations and the
     // rest wait for one page of it at most), stops at the first page it
     // cannot load (damage: a touch reports it) and at destruction. Call
     // once, after the engine has set the shapes.

@@ -31,10 +31,16 @@ struct Node {
     long value;
     Node* next;
 };
+struct Page {  // one page each
+    long id;
+    Page* next;
+    long pad[510];
+};
 }  // namespace load_ahead_test
 
 using load_ahead_test::Block;
 using load_ahead_test::Node;
+using load_ahead_test::Page;
 
 namespace {
 
@@ -251,6 +257,35 @@ TEST_P(LoadAheadTest, LoadedPagesLeaveMemoryLikeAnyOtherPastTheBudget) {
         EXPECT_EQ(wrong_blocks(s, 0), 0);
         EXPECT_EQ((*s.find_root<Block*>("more"))[5].id, 3);
     });
+}
+
+// Under an address-space limit the store's units would crowd (a tester's
+// case: 3,000 one-page objects, 8 MiB of address space; the loader reserved
+// all of it, and the program's walk and make then failed), nothing is
+// loaded ahead, and the program reaches what it reaches without the option.
+TEST_P(LoadAheadTest, AStoreThatWouldCrowdTheAddressSpaceIsNotLoadedAhead) {
+    const std::string pages = dir.path("pages.db");
+    {
+        auto s = steppe::store::open(pages, options());
+        Page** head = s.root<Page*>("pages");
+        for (long i = 0; i < 3000; ++i) *head = s.make<Page>(Page{i, *head, {}});
+        s.commit();
+    }
+    steppe::open_options o = options();
+    o.resident_budget = kBudget;
+    o.load_ahead = true;
+    o.address_space_limit = std::uint64_t{8} << 20;  // 2,048 pages
+    auto s = steppe::store::open(pages, o);
+    EXPECT_EQ(settled_loads(s), 0u);
+    long walked = 0, last = 3000;
+    for (const Page* p = *s.find_root<Page*>("pages"); p && walked < 1000; p = p->next, ++walked) {
+        EXPECT_EQ(p->id, last - 1);
+        last = p->id;
+    }
+    EXPECT_EQ(walked, 1000);
+    Page** head = s.root<Page*>("pages");
+    for (long i = 0; i < 10; ++i) *head = s.make<Page>(Page{3000 + i, *head, {}});
+    s.commit();
 }
 
 // Closing while the loader is mid-way stops it; the store reopens whole.
