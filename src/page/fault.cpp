@@ -172,7 +172,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     }
     storage::read_failure why;
     const std::uint64_t read_start = common::monotonic_ns();
-    if (!storage_->read_page_nothrow(page, out, &why, true)) {
+    if (!storage_->read_page_nothrow(page, out, &why, !ahead)) {  // the loader brought its pages in itself
         if (ahead) return false;
         fatal("cannot load", page, why.message);
     }
