@@ -39,6 +39,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -56,6 +57,8 @@ namespace detail {
 namespace {
 // Pages read into the page cache at a time: 128 KiB.
 constexpr int load_batch = 32;
+// A main file up to this size is asked for whole when loading starts.
+constexpr off_t whole_file_bytes = off_t{64} << 20;
 
 // ioprio_set(2): <linux/ioprio.h> is not in every distribution's headers.
 constexpr int ioprio_who_process = 1, ioprio_class_idle = 3, ioprio_class_shift = 13;
@@ -92,6 +95,13 @@ void pager::start_loading_ahead() {
     if (main_file < 0) return;
     // Its reads bring what they ask for, no read-ahead past it into the disk queue.
     (void)::posix_fadvise(main_file, 0, 0, POSIX_FADV_RANDOM);
+    // A small store is asked for whole at once, in the kernel's large reads:
+    // OO1 large (38 MiB), warm iterations 0.27 ms against 0.80 without it, the
+    // first operation ~3 ms (12 %) slower. A larger one, the first faults'
+    // reads would queue behind seconds of it.
+    struct stat st {};
+    if (::fstat(main_file, &st) == 0 && st.st_size <= whole_file_bytes)
+        (void)::posix_fadvise(main_file, 0, 0, POSIX_FADV_WILLNEED);
     auto l = std::make_unique<loader>();
     l->end = heap_->page_count();  // pages made later are resident already (S4)
     l->main_file = main_file;
