@@ -30,7 +30,8 @@
 //     two of them delays the next (measured: the loader's reads alone, at
 //     the idle I/O priority, made a cold OO1 traversal of a 385 MB store
 //     1.6-2x as long), while pages already in the page cache cost it no
-//     I/O at all;
+//     I/O at all; only a main file of up to 64 MiB is asked for whole when
+//     it starts, which the first operation pays for in a few milliseconds;
 //   - a page it cannot load (a damaged page, a bad pointer, no address
 //     space left) is refused, not fatal: the thread stops there, and a
 //     touch of that page reports it as a fault always does, so a store with
