@@ -555,7 +555,7 @@ std::string to_string(const store_stats& st) {
                   "  resident pages      %llu (budget %llu: %s), %llu written since the last commit\n"
                   "  evictions           %llu pages dropped to keep the budget, %llu of them spilled to the log first, %llu "
                   "cooled (%llu touched again while cooling, put back without a read)\n"
-                  "  prefetched pages    %llu read-ahead hints, %llu then faulted in; %llu pages loaded ahead\n"
+                  "  prefetched pages    %llu read-ahead hints, %llu then faulted in; %llu pages loaded ahead (%s)\n"
                   "  commits             %llu: %llu data pages, %llu pointers unswizzled, %llu bytes logged, %llu syncs\n"
                   "  checkpoints         %llu run, %llu put off by readers at older commits, %llu commits paused for "
                   "readers (%llu gave up)\n"
@@ -568,7 +568,7 @@ std::string to_string(const store_stats& st) {
                   u(st.resident_pages), u(st.resident_budget_pages), st.resident_budget_source.c_str(),
                   u(st.dirty_pages), u(st.evictions),
                   u(st.spilled_pages), u(st.cooled_pages), u(st.rewarmed_pages), u(st.prefetched_pages),
-                  u(st.prefetch_hits), u(st.loaded_ahead_pages), u(st.commits), u(st.pages_committed), u(st.pointers_unswizzled),
+                  u(st.prefetch_hits), u(st.loaded_ahead_pages), st.load_ahead.c_str(), u(st.commits), u(st.pages_committed), u(st.pointers_unswizzled),
                   u(st.bytes_logged), u(st.syncs), u(st.checkpoints), u(st.checkpoints_deferred),
                   u(st.checkpoint_waits), u(st.checkpoint_waits_expired), u(st.store_pages), u(st.free_pages),
                   u(st.descriptor_groups_dropped), u(st.descriptor_groups_read_back), u(st.reserved_virtual_pages),

@@ -145,7 +145,8 @@ struct open_options {
     // that first touches find them resident: a second query runs at the
     // speed of the first one's repeat instead of faulting page by page.
     // Only while every page of the store fits in a quarter of
-    // resident_budget and of address_space_limit (and up to half of each),
+    // resident_budget and of address_space_limit (and up to half of each;
+    // with fault_backend::mprotect, in a quarter of vm.max_map_count),
     // and off the disk while the program's own reads wait for it (pages the
     // page cache holds first); commits and other calls wait for one page of
     // its work at most (a few microseconds, unless the scheduler takes the
@@ -235,6 +236,11 @@ struct store_stats {
     std::uint64_t cooled_pages = 0;         // of those, clean ones kept cooling (open_options::cooling)
     std::uint64_t rewarmed_pages = 0;       // faults that put a cooling page back, without a read
     std::uint64_t loaded_ahead_pages = 0;   // pages loaded before any touch (open_options::load_ahead)
+    // What loading ahead is doing, or why it stopped or never started: "off",
+    // "loading", "done", "stopped at page N, which it could not load (a
+    // touch of it reports why)", "not started: the store's N pages pass a
+    // quarter of the budget's M", ...
+    std::string load_ahead;
     std::uint64_t resident_budget_pages = 0;
     std::uint64_t spilled_pages = 0;        // uncommitted pages written to the log early (big transactions)
     std::uint64_t prefetched_pages = 0;     // read-ahead requests

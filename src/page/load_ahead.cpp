@@ -32,8 +32,10 @@
 //     1.6-2x as long), while pages already in the page cache cost it no
 //     I/O at all; only a main file of up to 64 MiB is asked for whole when
 //     it starts, which the first operation pays for in a few milliseconds;
+//   - under the mprotect backend, only while the store's pages need fewer
+//     mappings than a quarter of vm.max_map_count;
 //   - a page it cannot load (a damaged page, a bad pointer, no address
-//     space left) is refused, not fatal: the thread stops there, and a
+//     space left, a mapping the kernel refuses) is refused, not fatal: the thread stops there, and a
 //     touch of that page reports it as a fault always does, so a store with
 //     a damaged page the program never touches works as it did without it.
 #include "page/pager.hpp"
@@ -44,6 +46,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <vector>
 
 #include "common/started_thread.hpp"
@@ -83,17 +86,34 @@ bool cached(int fd, std::uint64_t offset, std::uint64_t bytes) noexcept {
     cachestat stat{};
     return ::syscall(sys_cachestat, fd, &range, &stat, 0) == 0 && stat.nr_cache * translate::page_size >= bytes;
 }
+
+// The kernel's limit on a process's mappings (the default where unreadable).
+std::uint64_t max_map_count() {
+    std::uint64_t limit = 65530;
+    if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "re")) {
+        if (std::fscanf(f, "%lu", &limit) != 1) limit = 65530;
+        std::fclose(f);
+    }
+    return limit;
+}
 }  // namespace
 
 void pager::start_loading_ahead() {
     if (!opts_.load_ahead || !resident_ || loader_) return;
     // A store that would crowd the budget, or the address space (each page
     // a unit and a guard), loads on touch only: the program needs the rest.
-    if (heap_->page_count() > ring_budget() / 4 || heap_->page_count() * 2 > map_->limit_pages() / 4) return;
+    if (heap_->page_count() > ring_budget() / 4) return load_state_.store(load_state::budget_too_small);
+    if (heap_->page_count() * 2 > map_->limit_pages() / 4)
+        return load_state_.store(load_state::address_space_too_small);
+    // The mprotect backend maps each page it fills on its own (with its
+    // guard, about two mappings a page): a tester's store of 15,000 pages
+    // under vm.max_map_count = 20,000 had the loader reach the limit.
+    if (space_->backend() == vm::backend_kind::mprotect && heap_->page_count() * 2 > max_map_count() / 4)
+        return load_state_.store(load_state::map_count_too_small);
     // A store in PostgreSQL (no such file) is not loaded ahead: each page
     // would be a fetch from the server beside the program's.
     const int main_file = ::open(storage_->path().c_str(), O_RDONLY | O_CLOEXEC);
-    if (main_file < 0) return;
+    if (main_file < 0) return load_state_.store(load_state::not_a_file);
     // Its reads bring what they ask for, no read-ahead past it into the disk queue.
     (void)::posix_fadvise(main_file, 0, 0, POSIX_FADV_RANDOM);
     // A small store is asked for whole at once, in the kernel's large reads:
@@ -107,10 +127,12 @@ void pager::start_loading_ahead() {
     l->end = heap_->page_count();  // pages made later are resident already (S4)
     l->main_file = main_file;
     loader_ = std::move(l);
+    load_state_.store(load_state::loading);
     try {
         loader_->thread = common::start_thread([this] { load_loop(); });
     } catch (const std::system_error&) {  // no thread: pages load on touch, as without the option
         stop_loading_ahead();
+        load_state_.store(load_state::no_thread);
     }
 }
 
@@ -120,6 +142,34 @@ void pager::stop_loading_ahead() noexcept {
     if (loader_->thread.joinable()) loader_->thread.join();
     ::close(loader_->main_file);
     loader_.reset();
+}
+
+std::string pager::describe_load_ahead() const {
+    const std::string pages = std::to_string(heap_->page_count());
+    switch (load_state_.load()) {
+        case load_state::off: return "off";
+        case load_state::budget_too_small:
+            return "not started: the store's " + pages + " pages pass a quarter of the budget's " +
+                   std::to_string(ring_budget()) + " (open_options::resident_budget)";
+        case load_state::address_space_too_small:
+            return "not started: the store's " + pages + " pages and their guards pass a quarter of the " +
+                   std::to_string(map_->limit_pages()) + " pages of address space (open_options::address_space_limit)";
+        case load_state::map_count_too_small:
+            return "not started: under the mprotect fault backend the store's " + pages +
+                   " pages need about two mappings each, more than a quarter of vm.max_map_count (" +
+                   std::to_string(max_map_count()) + ")";
+        case load_state::not_a_file: return "not started: the store is not in a file";
+        case load_state::no_thread: return "not started: no thread could be started";
+        case load_state::loading: return "loading";
+        case load_state::done: return "done";
+        case load_state::refused:
+            return "stopped at page " + std::to_string(load_page_.load()) +
+                   ", which it could not load (a touch of it reports why)";
+        case load_state::budget_half_full: return "stopped: half the budget is resident";
+        case load_state::address_space_half_full: return "stopped: half the address space is reserved";
+        case load_state::closed: return "stopped: the store closed";
+    }
+    return "unknown";
 }
 
 void pager::load_loop() noexcept {
@@ -137,37 +187,42 @@ void pager::load_loop() noexcept {
         left.reserve(batches.size());
         scratch.resize((load_batch + 2) * translate::page_size);  // a batch, and the checksum slots it may span
     } catch (const std::bad_alloc&) {
-        return;  // pages load on touch
+        return load_state_.store(load_state::no_thread);  // pages load on touch
     }
     while (!batches.empty()) {
         left.clear();
         for (const std::uint64_t first : batches) {
             const std::uint64_t count = std::min<std::uint64_t>(load_batch, loader_->end - first);
             const brought b = bring_in(first, count, scratch);
-            if (b == brought::stopped) return;
+            if (b == brought::stopped) return load_state_.store(load_state::closed);
             if (b == brought::later) {
                 left.push_back(first);
-            } else if (!load_pages_ahead(first, count)) {
-                return;
+            } else if (const load_state stop = load_pages_ahead(first, count); stop != load_state::loading) {
+                return load_state_.store(stop);
             }
         }
         if (left.size() == batches.size()) ::usleep(quiet_us);  // the program keeps reading from the disk
         batches.swap(left);
     }
+    load_state_.store(load_state::done);
 }
 
-// The pages of a batch, in order. False: stop loading (stopped, the budget
-// or the address space half full, or a page refused).
-bool pager::load_pages_ahead(std::uint64_t first, std::uint64_t count) noexcept {
+// The pages of a batch, in order: `loading` to go on, else why it stops.
+pager::load_state pager::load_pages_ahead(std::uint64_t first, std::uint64_t count) noexcept {
     bool crowded = false;
-    if (!between_pauses([&] { crowded = map_->reserved_virtual_pages() >= map_->limit_pages() / 2; }) || crowded)
-        return false;
+    if (!between_pauses([&] { crowded = map_->reserved_virtual_pages() >= map_->limit_pages() / 2; }))
+        return load_state::closed;
+    if (crowded) return load_state::address_space_half_full;
     for (std::uint64_t page = first; page < first + count; ++page) {
-        if (resident_->size() >= ring_budget() / 2) return false;
+        if (resident_->size() >= ring_budget() / 2) return load_state::budget_half_full;
         loaded result = loaded::skipped;
-        if (!between_pauses([&] { result = load_page_ahead(page); }) || result == loaded::refused) return false;
+        if (!between_pauses([&] { result = load_page_ahead(page); })) return load_state::closed;
+        if (result == loaded::refused) {
+            load_page_.store(page);
+            return load_state::refused;
+        }
     }
-    return true;
+    return load_state::loading;
 }
 
 // The main file's bytes of pages [first, first + count) in the page cache,

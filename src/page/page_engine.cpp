@@ -402,6 +402,7 @@ store_stats page_engine::stats() const {
     out.cooled_pages = p.cooled_pages;
     out.rewarmed_pages = p.rewarmed_pages;
     out.loaded_ahead_pages = p.loaded_ahead;
+    out.load_ahead = p.load_ahead;
     out.resident_budget_pages = budget_pages_;
     out.spilled_pages = p.spilled_pages;
     out.prefetched_pages = p.prefetched_pages;

@@ -363,6 +363,7 @@ pager_stats pager::stats() const {
     out.cooled_pages = cooling_ ? cooling_->cooled() : 0;
     out.rewarmed_pages = cooling_ ? cooling_->rewarmed() : 0;
     out.loaded_ahead = space_->stats().filled_ahead;
+    out.load_ahead = describe_load_ahead();
     out.miss_io_ns = io;
     out.miss_swizzle_ns = swizzle;
     // The parts are read one after the other while faults may run: keep the rest from going below 0.

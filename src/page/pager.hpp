@@ -237,6 +237,7 @@ struct pager_stats {
     std::uint64_t cooled_pages = 0;         // evictions that kept the page cooling (cooling.hpp)
     std::uint64_t rewarmed_pages = 0;       // faults that put a cooling page back, without a read
     std::uint64_t loaded_ahead = 0;         // pages loaded before any touch (pager_options::load_ahead)
+    std::string load_ahead = {};            // what the load-ahead thread is doing, or why it is not (load_ahead.cpp)
     // Time in the fills of missing pages, by part (store_stats).
     std::uint64_t miss_io_ns = 0, miss_swizzle_ns = 0, miss_handler_ns = 0;
 };
@@ -552,11 +553,21 @@ private:
         std::uint64_t waited_reads = 0, waited_reads_seen_ns = 0;  // storage::waited_reads, last seen to change
     };
     std::unique_ptr<loader> loader_;
+    // What loading ahead came to (pager_stats::load_ahead): set before the
+    // thread starts, then by it alone; `load_page_` is the page it refused.
+    enum class load_state : std::uint8_t {
+        off, budget_too_small, address_space_too_small, map_count_too_small, not_a_file, no_thread, loading, done,
+        refused,
+        budget_half_full, address_space_half_full, closed
+    };
+    std::atomic<load_state> load_state_{load_state::off};
+    std::atomic<std::uint64_t> load_page_{0};
+    std::string describe_load_ahead() const;
     void stop_loading_ahead() noexcept;
     void load_loop() noexcept;
     enum class loaded : std::uint8_t { done, skipped, refused };
     loaded load_page_ahead(std::uint64_t page) noexcept;
-    bool load_pages_ahead(std::uint64_t first, std::uint64_t count) noexcept;
+    load_state load_pages_ahead(std::uint64_t first, std::uint64_t count) noexcept;
     enum class brought : std::uint8_t { now, later, stopped };
     brought bring_in(std::uint64_t first, std::uint64_t count, std::vector<std::byte>& scratch) noexcept;
     template <class F>

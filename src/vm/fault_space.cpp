@@ -486,7 +486,11 @@ bool space::fill_and_map(arena& a, std::uintptr_t page, access how, std::uint32_
     const bool writable = how == access::write;
     if (!writable) note_clean(a, page, out);
     const char* call = nullptr;
-    if (const int err = map_page(page, out, writable, call)) fatal(call, err, page);
+    if (const int err = map_page(page, out, writable, call)) {
+        if (!ahead) fatal(call, err, page);
+        make_missing(a, a.index_of(page));  // given up, unmapped: a touch of it reports the error
+        return false;
+    }
     // After the page became writable (I2); not for wp_async, whose take_dirty() never clears the bits.
     if (writable && tracking_ != tracking_kind::wp_async) mark_dirty(a, a.index_of(page));
     (ahead ? filled_ahead_ : faults_).fetch_add(1, std::memory_order_relaxed);

@@ -199,9 +199,10 @@ public:
     // The first touch's fill without the touch: fills the missing page at
     // `page` on this thread (the fill function, in normal context) and maps
     // it resident and clean. False, changing nothing, when the page is not
-    // missing (resident, being filled or released, outside this space) or
-    // the fill gave no contents; a touch that waited meanwhile then fills
-    // the page itself. For loading pages ahead of use (page engine,
+    // missing (resident, being filled or released, outside this space), the
+    // fill gave no contents, or the kernel refused the mapping (the mprotect
+    // backend at vm.max_map_count): a touch then fills the page itself, and
+    // reports what fails for it. For loading pages ahead of use (page engine,
     // open_options::load_ahead); counted in filled_ahead, not faults.
     virtual bool fill_ahead(std::uintptr_t page) noexcept = 0;
 

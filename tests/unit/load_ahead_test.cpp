@@ -122,12 +122,14 @@ TEST_P(LoadAheadTest, EveryPageIsLoadedBeforeItsTouchAndReadsAsStored) {
     EXPECT_EQ(wrong_blocks(s, 0), 0);
     EXPECT_EQ(list_sum(s), kListSum);
     EXPECT_EQ(s.stats().faults, faults_before) << "every page the walks touched was resident already";
+    EXPECT_EQ(s.stats().load_ahead, "done");
     expect_sound(s, "after loading ahead");
 }
 
 TEST_P(LoadAheadTest, OffNothingIsLoadedAhead) {
     auto s = open([](steppe::open_options& o) { o.resident_budget = kBudget; });
     EXPECT_EQ(settled_loads(s), 0u);
+    EXPECT_EQ(s.stats().load_ahead, "off");
     EXPECT_EQ(wrong_blocks(s, 0), 0);
     EXPECT_GE(s.stats().faults, static_cast<std::uint64_t>(kBlocks));
 }
@@ -137,6 +139,8 @@ TEST_P(LoadAheadTest, OffNothingIsLoadedAhead) {
 TEST_P(LoadAheadTest, AStoreLargerThanAQuarterOfTheBudgetIsNotLoadedAhead) {
     auto s = open_loading(std::uint64_t{8} << 20);
     EXPECT_EQ(settled_loads(s), 0u);
+    EXPECT_EQ(s.stats().load_ahead.rfind("not started: the store's", 0), 0u) << s.stats().load_ahead;
+    EXPECT_NE(s.stats().load_ahead.find("quarter of the budget"), std::string::npos) << s.stats().load_ahead;
     EXPECT_EQ(wrong_blocks(s, 0), 0);
     EXPECT_EQ(list_sum(s), kListSum);
 }
@@ -149,6 +153,7 @@ TEST_P(LoadAheadTest, ADamagedPageIsLeftForTheTouchThatReportsIt) {
     in_fresh_process(
         [](steppe::store& s) {
             settled_loads(s);
+            EXPECT_EQ(s.stats().load_ahead.rfind("stopped at page ", 0), 0u) << s.stats().load_ahead;
             EXPECT_EQ(wrong_blocks(s, 0), 0);
         },
         [](steppe::open_options& o) {
@@ -277,6 +282,7 @@ TEST_P(LoadAheadTest, AStoreThatWouldCrowdTheAddressSpaceIsNotLoadedAhead) {
     o.address_space_limit = std::uint64_t{8} << 20;  // 2,048 pages
     auto s = steppe::store::open(pages, o);
     EXPECT_EQ(settled_loads(s), 0u);
+    EXPECT_NE(s.stats().load_ahead.find("of address space"), std::string::npos) << s.stats().load_ahead;
     long walked = 0, last = 3000;
     for (const Page* p = *s.find_root<Page*>("pages"); p && walked < 1000; p = p->next, ++walked) {
         EXPECT_EQ(p->id, last - 1);

@@ -934,6 +934,30 @@ TEST_F(MaxMapCountDeathTest, InstallPastTheLimitThrowsNamingIt) {
     }
 }
 
+// A load ahead (fill_ahead) that meets the limit gives the page up, where a
+// touch would end the process: the loader must not end a program that may
+// never touch that page.
+TEST_F(MaxMapCountDeathTest, FillAheadPastTheLimitGivesThePageUp) {
+#if defined(__SANITIZE_ADDRESS__)
+    GTEST_SKIP() << "AddressSanitizer's allocator cannot map memory at vm.max_map_count (see above)";
+#endif
+    const std::size_t pages = static_cast<std::size_t>(limit()) * 2 + 4096;
+    pager p(pages);
+    auto space = fault_space::create(backend_kind::mprotect, &pager::fill, &p);
+    p.base = space->reserve(pages * page_size);
+    std::vector<std::byte> content(page_size, std::byte{1});
+    std::size_t at = 0;
+    try {
+        for (; at < pages; at += 2) space->install(p.page(at), content.data());
+        FAIL() << "reached no limit";
+    } catch (const steppe::error&) {  // at the limit now
+    }
+    ASSERT_LT(at + 4, pages);
+    EXPECT_FALSE(space->fill_ahead(p.page(at + 4)));
+    EXPECT_TRUE(space->is_missing(p.page(at + 4)));
+    EXPECT_EQ(space->stats().filled_ahead, 0u);
+}
+
 TEST_F(MaxMapCountDeathTest, FaultPastTheLimitExitsWithAClearLine) {
     const std::size_t pages = static_cast<std::size_t>(limit()) * 2 + 4096;
     EXPECT_EXIT(
