@@ -909,6 +909,29 @@ protected:
         std::ifstream("/proc/sys/vm/max_map_count") >> value;
         return value;
     }
+
+    // An mprotect space with every other page installed (each one a
+    // mapping of its own) until the kernel refuses one.
+    struct at_the_limit {
+        std::unique_ptr<pager> p;
+        std::unique_ptr<fault_space> space;
+        std::size_t installed = 0;  // pages 0, 2, 4, ...
+        std::optional<steppe::error> refused;
+    };
+    static at_the_limit install_to_the_limit() {
+        at_the_limit l;
+        const std::size_t pages = static_cast<std::size_t>(limit()) * 2 + 4096;
+        l.p = std::make_unique<pager>(pages);
+        l.space = fault_space::create(backend_kind::mprotect, &pager::fill, l.p.get());
+        l.p->base = l.space->reserve(pages * page_size);
+        std::vector<std::byte> content(page_size, std::byte{1});
+        try {
+            for (; 2 * l.installed < pages; ++l.installed) l.space->install(l.p->page(2 * l.installed), content.data());
+        } catch (const steppe::error& e) {
+            l.refused = e;
+        }
+        return l;
+    }
 };
 
 TEST_F(MaxMapCountDeathTest, InstallPastTheLimitThrowsNamingIt) {
@@ -916,22 +939,12 @@ TEST_F(MaxMapCountDeathTest, InstallPastTheLimitThrowsNamingIt) {
     GTEST_SKIP() << "AddressSanitizer's allocator maps memory for new size classes, and at vm.max_map_count no "
                     "mapping can be made: the error message itself could not be allocated";
 #endif
-    // Every other page installed: each one becomes a mapping of its own.
-    const std::size_t pages = static_cast<std::size_t>(limit()) * 2 + 4096;
-    pager p(pages);
-    auto space = fault_space::create(backend_kind::mprotect, &pager::fill, &p);
-    p.base = space->reserve(pages * page_size);
-    std::vector<std::byte> content(page_size, std::byte{1});
-    std::size_t installed = 0;
-    try {
-        for (std::size_t i = 0; i < pages; i += 2, ++installed) space->install(p.page(i), content.data());
-        FAIL() << "installed " << installed << " separate pages without reaching vm.max_map_count";
-    } catch (const steppe::error& e) {
-        EXPECT_EQ(e.code(), errc::io);
-        EXPECT_NE(std::string(e.what()).find("vm.max_map_count"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("mprotect"), std::string::npos) << e.what();
-        EXPECT_GT(installed, 1000u);
-    }
+    const at_the_limit l = install_to_the_limit();
+    ASSERT_TRUE(l.refused) << "installed " << l.installed << " separate pages without reaching vm.max_map_count";
+    EXPECT_EQ(l.refused->code(), errc::io);
+    EXPECT_NE(std::string(l.refused->what()).find("vm.max_map_count"), std::string::npos) << l.refused->what();
+    EXPECT_NE(std::string(l.refused->what()).find("mprotect"), std::string::npos) << l.refused->what();
+    EXPECT_GT(l.installed, 1000u);
 }
 
 // A load ahead (fill_ahead) that meets the limit gives the page up, where a
@@ -941,21 +954,12 @@ TEST_F(MaxMapCountDeathTest, FillAheadPastTheLimitGivesThePageUp) {
 #if defined(__SANITIZE_ADDRESS__)
     GTEST_SKIP() << "AddressSanitizer's allocator cannot map memory at vm.max_map_count (see above)";
 #endif
-    const std::size_t pages = static_cast<std::size_t>(limit()) * 2 + 4096;
-    pager p(pages);
-    auto space = fault_space::create(backend_kind::mprotect, &pager::fill, &p);
-    p.base = space->reserve(pages * page_size);
-    std::vector<std::byte> content(page_size, std::byte{1});
-    std::size_t at = 0;
-    try {
-        for (; at < pages; at += 2) space->install(p.page(at), content.data());
-        FAIL() << "reached no limit";
-    } catch (const steppe::error&) {  // at the limit now
-    }
-    ASSERT_LT(at + 4, pages);
-    EXPECT_FALSE(space->fill_ahead(p.page(at + 4)));
-    EXPECT_TRUE(space->is_missing(p.page(at + 4)));
-    EXPECT_EQ(space->stats().filled_ahead, 0u);
+    const at_the_limit l = install_to_the_limit();
+    ASSERT_TRUE(l.refused) << "reached no limit";
+    const std::uintptr_t beyond = l.p->page(2 * l.installed + 4);
+    EXPECT_FALSE(l.space->fill_ahead(beyond));
+    EXPECT_TRUE(l.space->is_missing(beyond));
+    EXPECT_EQ(l.space->stats().filled_ahead, 0u);
 }
 
 TEST_F(MaxMapCountDeathTest, FaultPastTheLimitExitsWithAClearLine) {
