@@ -144,8 +144,9 @@ struct open_options {
     // their checksums and swizzled, exactly as a first touch would — so
     // that first touches find them resident: a second query runs at the
     // speed of the first one's repeat instead of faulting page by page.
-    // Only while every page of the store fits in a quarter of
-    // resident_budget and of address_space_limit (and up to half of each;
+    // Only while every page of the store fits in a quarter of what
+    // resident_budget leaves for pages and of address_space_limit (and up
+    // to half of each; one pass from open;
     // with fault_backend::mprotect, in a quarter of vm.max_map_count),
     // and off the disk while the program's own reads wait for it (pages the
     // page cache holds first); commits and other calls wait for one page of

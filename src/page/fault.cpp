@@ -144,7 +144,8 @@ bool pager::fill(void* self, std::uintptr_t page_addr, std::byte* out) noexcept 
 // On the load-ahead thread (load_ahead.cpp) a page that cannot be loaded is
 // refused (false: it stays missing, for a touch to report) instead of ending
 // the process, and the page counts as no use of it (no history, no
-// read-ahead, no eviction: the loader stops at half the budget).
+// read-ahead, no drops: the loader stops at half the budget); the loader
+// records it in the ring once it is mapped (a mapping may still fail).
 bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     const bool ahead = detail::loading_ahead;
     auto where = map_->touch(page_addr);
@@ -161,8 +162,8 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         if (!ahead) {  // the loader never waits for the eviction thread: a pause waits for it (R10)
             history_->touched(page);
             keep_within_budget();
+            resident_->record(page_addr);
         }
-        resident_->record(page_addr);
         return true;
     }
     if (!ahead) {
@@ -182,7 +183,7 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
         miss_io_ns_.fetch_add(swizzle_start - read_start, std::memory_order_relaxed);
         miss_swizzle_ns_.fetch_add(common::monotonic_ns() - swizzle_start, std::memory_order_relaxed);
     }
-    if (resident_) resident_->record(page_addr);
+    if (resident_ && !ahead) resident_->record(page_addr);
     if (resident_ && heap_->descriptor_bytes() > descriptor_bytes_allowed()) ask_evictor();  // it trims them
     return true;
 }

@@ -123,15 +123,24 @@ void pager::start_loading_ahead() {
     struct stat st {};
     if (::fstat(main_file, &st) == 0 && st.st_size <= whole_file_bytes)
         (void)::posix_fadvise(main_file, 0, 0, POSIX_FADV_WILLNEED);
-    auto l = std::make_unique<loader>();
-    l->end = heap_->page_count();  // pages made later are resident already (S4)
-    l->main_file = main_file;
-    loader_ = std::move(l);
-    load_state_.store(load_state::loading);
     try {
+        auto l = std::make_unique<loader>();
+        l->end = heap_->page_count();  // pages made later are resident already (S4)
+        l->main_file = main_file;
+        // Made here, not on the thread: a program that forks right after
+        // open must not find the thread inside the allocator.
+        for (std::uint64_t first = 1; first < l->end; first += load_batch) l->batches.push_back(first);  // 0: header
+        l->left.reserve(l->batches.size());
+        l->scratch.resize((load_batch + 2) * translate::page_size);  // a batch, and the checksum slots it may span
+        loader_ = std::move(l);
+        load_state_.store(load_state::loading);
         loader_->thread = common::start_thread([this] { load_loop(); });
-    } catch (const std::system_error&) {  // no thread: pages load on touch, as without the option
-        stop_loading_ahead();
+    } catch (const std::exception&) {  // no memory or no thread: pages load on touch, as without the option
+        if (loader_) {
+            stop_loading_ahead();
+        } else {
+            ::close(main_file);
+        }
         load_state_.store(load_state::no_thread);
     }
 }
@@ -159,7 +168,7 @@ std::string pager::describe_load_ahead() const {
                    " pages need about two mappings each, more than a quarter of vm.max_map_count (" +
                    std::to_string(max_map_count()) + ")";
         case load_state::not_a_file: return "not started: the store is not in a file";
-        case load_state::no_thread: return "not started: no thread could be started";
+        case load_state::no_thread: return "not started: no memory or no thread for it";
         case load_state::loading: return "loading";
         case load_state::done: return "done";
         case load_state::refused:
@@ -180,15 +189,9 @@ void pager::load_loop() noexcept {
     // commits up for ~110 ms at nice 10 (0.03-0.06 ms p99 without it). Its
     // disk reads hold nothing up: the idle class.
     (void)::syscall(SYS_ioprio_set, ioprio_who_process, 0, ioprio_class_idle << ioprio_class_shift);
-    std::vector<std::uint64_t> batches, left;  // the first page of each batch not loaded yet, in file order
-    std::vector<std::byte> scratch;
-    try {
-        for (std::uint64_t first = 1; first < loader_->end; first += load_batch) batches.push_back(first);  // 0: header
-        left.reserve(batches.size());
-        scratch.resize((load_batch + 2) * translate::page_size);  // a batch, and the checksum slots it may span
-    } catch (const std::bad_alloc&) {
-        return load_state_.store(load_state::no_thread);  // pages load on touch
-    }
+    std::vector<std::uint64_t>& batches = loader_->batches;
+    std::vector<std::uint64_t>& left = loader_->left;
+    std::vector<std::byte>& scratch = loader_->scratch;
     while (!batches.empty()) {
         left.clear();
         for (const std::uint64_t first : batches) {
@@ -260,7 +263,9 @@ bool pager::between_pauses(F&& f) noexcept {
         while (paused_.load(std::memory_order_acquire) != 0 && !loader_->stop.load(std::memory_order_acquire))
             ::usleep(200);
     }
+    loading_inside_.store(true, std::memory_order_relaxed);
     f();
+    loading_inside_.store(false, std::memory_order_relaxed);
     loading_page_.store(false, std::memory_order_release);
     return true;
 }
@@ -281,10 +286,14 @@ pager::loaded pager::load_page_ahead(std::uint64_t page) noexcept {
             v = base + (page - u.head) * translate::page_size;
         }
     }
-    if (!space_->is_missing(v)) return loaded::skipped;
-    if (space_->fill_ahead(v)) return loaded::done;
-    // Not missing any more (a touch took it first), or refused by the fill.
-    return space_->is_missing(v) ? loaded::refused : loaded::skipped;
+    switch (space_->fill_ahead(v)) {
+        case vm::fault_space::ahead::filled:
+            resident_->record(v);  // once mapped (R6): a mapping the kernel refuses leaves it out
+            return loaded::done;
+        case vm::fault_space::ahead::not_missing: return loaded::skipped;  // resident, or a touch took it first
+        case vm::fault_space::ahead::refused: break;
+    }
+    return loaded::refused;
 }
 
 }  // namespace steppe::page

@@ -517,7 +517,8 @@ private:
     std::recursive_mutex evict_mutex_;   // held by a pass of the eviction thread, and by a pause
     std::atomic<int> paused_{0};         // pauses in force: the eviction thread cannot run, faults drop nothing
     std::atomic<int> fault_drops_{0};    // faulting threads inside drop_oldest_clean (R9)
-    std::atomic<bool> loading_page_{false};  // the load-ahead thread is loading a page (R10)
+    std::atomic<bool> loading_page_{false};  // the load-ahead thread announces a page (R10)
+    std::atomic<bool> loading_inside_{false};  // ... and, having seen no pause, loads it (R10's checker)
     bool held_for_fork_ = false;         // evict_mutex_ taken by hold_evictor_for_fork
     void start_evictor();
     void stop_evictor() noexcept;
@@ -548,6 +549,8 @@ private:
     struct loader {
         std::thread thread;
         std::atomic<bool> stop{false};
+        std::vector<std::uint64_t> batches, left;  // the first page of each batch not loaded yet, in file order
+        std::vector<std::byte> scratch;            // a batch's main-file bytes (made before the thread: fork)
         std::uint64_t end = 0;  // the store's pages when it started
         int main_file = -1;     // its own descriptor, for bringing pages into the page cache
         std::uint64_t waited_reads = 0, waited_reads_seen_ns = 0;  // storage::waited_reads, last seen to change

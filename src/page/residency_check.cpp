@@ -57,8 +57,9 @@ std::vector<std::string> pager::check_residency() const {
     // R9: this runs under a pause, so no faulting thread may be dropping.
     if (const int dropping = fault_drops_.load(std::memory_order_seq_cst); dropping != 0)
         findings.push_back("R9: " + std::to_string(dropping) + " faulting threads drop pages under a pause");
-    // R10: nor may the load-ahead thread be loading a page.
-    if (loading_page_.load(std::memory_order_seq_cst))
+    // R10: nor may the load-ahead thread be loading a page (it may have
+    // announced one, and will see the pause and retreat).
+    if (loading_inside_.load(std::memory_order_seq_cst))
         findings.push_back("R10: the load-ahead thread loads a page under a pause");
     return findings;
 }

@@ -737,13 +737,14 @@ bool space::install(std::uintptr_t page, const std::byte* content) {
 
 // A touch's claim and fill (section 5), in normal context. A page being
 // released is skipped, not waited for: a load ahead has other pages to do.
-bool space::fill_ahead(std::uintptr_t page) noexcept {
+fault_space::ahead space::fill_ahead(std::uintptr_t page) noexcept {
     arena* a = arena_of(page);
-    if (a == nullptr) return false;
+    if (a == nullptr) return ahead::not_missing;
     std::uint32_t& state = a->states[a->index_of(page)];
     std::uint32_t seen = page_missing;
-    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire)) return false;
-    return fill_and_map(*a, page, access::read, state, true);
+    if (!state_ref(state).compare_exchange_strong(seen, page_filling, std::memory_order_acquire))
+        return ahead::not_missing;
+    return fill_and_map(*a, page, access::read, state, true) ? ahead::filled : ahead::refused;
 }
 
 void space::discard(std::uintptr_t page, std::size_t npages) {

@@ -206,7 +206,7 @@ public:
     std::uintptr_t reserve(std::size_t bytes) override;
     reserve_result try_reserve(std::size_t bytes) noexcept override;
     bool install(std::uintptr_t page, const std::byte* content) override;
-    bool fill_ahead(std::uintptr_t page) noexcept override;
+    ahead fill_ahead(std::uintptr_t page) noexcept override;
     void discard(std::uintptr_t page, std::size_t npages) override;
     std::vector<std::uintptr_t> take_dirty() override;
     bool is_resident(std::uintptr_t page) const override;

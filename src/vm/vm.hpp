@@ -198,13 +198,16 @@ public:
 
     // The first touch's fill without the touch: fills the missing page at
     // `page` on this thread (the fill function, in normal context) and maps
-    // it resident and clean. False, changing nothing, when the page is not
-    // missing (resident, being filled or released, outside this space), the
-    // fill gave no contents, or the kernel refused the mapping (the mprotect
-    // backend at vm.max_map_count): a touch then fills the page itself, and
-    // reports what fails for it. For loading pages ahead of use (page engine,
-    // open_options::load_ahead); counted in filled_ahead, not faults.
-    virtual bool fill_ahead(std::uintptr_t page) noexcept = 0;
+    // it resident and clean (`filled`). `not_missing`, doing nothing: the
+    // page is resident, being filled or released, or outside this space.
+    // `refused`: the fill gave no contents or the kernel refused the mapping
+    // (the mprotect backend at vm.max_map_count); the page is missing again
+    // (what the fill function did meanwhile is its own), and a touch fills
+    // it itself and reports what fails for it. For loading pages ahead of
+    // use (page engine, open_options::load_ahead); counted in filled_ahead,
+    // not faults.
+    enum class ahead { filled, not_missing, refused };
+    virtual ahead fill_ahead(std::uintptr_t page) noexcept = 0;
 
     // Pages become missing again: the next touch calls fill. Their contents and
     // dirtiness are dropped (rollback, eviction). The range must lie in one arena.

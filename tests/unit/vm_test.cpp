@@ -530,7 +530,8 @@ TEST_P(VmTest, InstallMakesAResidentCleanPage) {
 TEST_P(VmTest, FillAheadFillsAMissingPageAsItsTouchWould) {
     pager p(8);
     auto space = make(p);
-    EXPECT_TRUE(space->fill_ahead(p.page(2)));
+    using ahead = fault_space::ahead;
+    EXPECT_EQ(space->fill_ahead(p.page(2)), ahead::filled);
     EXPECT_TRUE(space->is_resident(p.page(2)));
     EXPECT_EQ(p.fills_of(2), 1);
     expect_contents(p, 2);
@@ -539,15 +540,15 @@ TEST_P(VmTest, FillAheadFillsAMissingPageAsItsTouchWould) {
     store(p.page(2), 3, 7);
     EXPECT_EQ(space->take_dirty(), pages_of(p, {2}));
 
-    EXPECT_FALSE(space->fill_ahead(p.page(2))) << "resident already";
+    EXPECT_EQ(space->fill_ahead(p.page(2)), ahead::not_missing) << "resident already";
     expect_contents(p, 3);
-    EXPECT_FALSE(space->fill_ahead(p.page(3))) << "faulted in already";
+    EXPECT_EQ(space->fill_ahead(p.page(3)), ahead::not_missing) << "faulted in already";
     std::uint64_t elsewhere[page_size / 8];
-    EXPECT_FALSE(space->fill_ahead(reinterpret_cast<std::uintptr_t>(elsewhere) & ~(page_size - 1)))
+    EXPECT_EQ(space->fill_ahead(reinterpret_cast<std::uintptr_t>(elsewhere) & ~(page_size - 1)), ahead::not_missing)
         << "not an arena page";
 
     p.refuse = p.page(5);
-    EXPECT_FALSE(space->fill_ahead(p.page(5)));
+    EXPECT_EQ(space->fill_ahead(p.page(5)), ahead::refused);
     EXPECT_TRUE(space->is_missing(p.page(5))) << "a refused fill leaves the page missing";
     p.refuse = 0;
     expect_contents(p, 5);
@@ -957,7 +958,7 @@ TEST_F(MaxMapCountDeathTest, FillAheadPastTheLimitGivesThePageUp) {
     const at_the_limit l = install_to_the_limit();
     ASSERT_TRUE(l.refused) << "reached no limit";
     const std::uintptr_t beyond = l.p->page(2 * l.installed + 4);
-    EXPECT_FALSE(l.space->fill_ahead(beyond));
+    EXPECT_EQ(l.space->fill_ahead(beyond), fault_space::ahead::refused);
     EXPECT_TRUE(l.space->is_missing(beyond));
     EXPECT_EQ(l.space->stats().filled_ahead, 0u);
 }
