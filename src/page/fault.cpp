@@ -291,13 +291,17 @@ std::uintptr_t pager::swizzle_word(std::uint64_t word, bool& ok) noexcept {
         return map_->dead_page() + a % translate::page_size + (end ? 1 : 0);
     }
     if (v == 0) {
-        translate::unit u = unit_of(page);
-        std::uintptr_t base = map_->reserve(u);
-        if (base == 0 && detail::loading_ahead) return ok = false, 0;
-        if (base == 0) address_space_exhausted(page, u);
-        v = base + (page - u.head) * translate::page_size;
+        v = reserve_data_page(page);
+        if (v == 0 && detail::loading_ahead) return ok = false, 0;
+        if (v == 0) address_space_exhausted(page, unit_of(page));
     }
     return v + a % translate::page_size + (end ? 1 : 0);
+}
+
+std::uintptr_t pager::reserve_data_page(std::uint64_t page) noexcept {
+    const translate::unit u = unit_of(page);
+    const std::uintptr_t base = map_->reserve(u);
+    return base == 0 ? 0 : base + (page - u.head) * translate::page_size;
 }
 
 translate::unit pager::unit_of(std::uint64_t page) const noexcept {

@@ -279,12 +279,8 @@ pager::loaded pager::load_page_ahead(std::uint64_t page) noexcept {
         const heap::page_desc* d = heap_->describe(page);
         if (!d || !d->is_data()) return loaded::skipped;
         v = map_->use(page);
-        if (v == 0) {
-            const translate::unit u = unit_of(page);
-            const std::uintptr_t base = map_->reserve(u);
-            if (base == 0) return loaded::refused;  // the address space is full: touches decide what to keep
-            v = base + (page - u.head) * translate::page_size;
-        }
+        if (v == 0) v = reserve_data_page(page);
+        if (v == 0) return loaded::refused;  // the address space is full: touches decide what to keep
     }
     switch (space_->fill_ahead(v)) {
         case vm::fault_space::ahead::filled:

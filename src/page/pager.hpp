@@ -409,6 +409,10 @@ private:
     translate::unit unit_of(std::uint64_t page) const noexcept;
     void prefetch_pointer_targets(const translate::page_layout& layout, const std::byte* image) const noexcept;
     std::uintptr_t swizzle_word(std::uint64_t word, bool& ok) noexcept;
+    // The address of data page `page` in its unit, reserved now (as a
+    // pointer to it met in a fault reserves it); 0 when the address space
+    // is full. Async-signal-safe.
+    std::uintptr_t reserve_data_page(std::uint64_t page) noexcept;
     void take_new_and_freed_pages();
     void install_new_page(std::uint64_t page);
     void mark_new(std::uint64_t page, bool fresh) noexcept;

@@ -370,6 +370,25 @@ TEST_F(PgStoreTest, ThePageEngineStoresAListThere) {
     EXPECT_EQ(reader.exit_code(), 0);
 }
 
+// A store in PostgreSQL is not loaded ahead (each page would be a fetch
+// beside the program's): the option says so, and the store works as without it.
+TEST_F(PgStoreTest, AStoreThereIsNotLoadedAhead) {
+    {
+        auto s = store::open(url);
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < 2000; ++i) *head = s.make<Node>(Node{i, *head});
+        s.commit();
+    }
+    open_options o;
+    o.load_ahead = true;
+    auto s = store::open(url, o);
+    EXPECT_EQ(s.stats().load_ahead, "not started: the store is not in a file");
+    long sum = 0;
+    for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) sum += n->value;
+    EXPECT_EQ(sum, 1999L * 2000 / 2);
+    EXPECT_EQ(s.stats().loaded_ahead_pages, 0u);
+}
+
 // Fork and the fetch thread (storage::hold_threads_for_fork): a child
 // forked while the thread fetches (here every fault, with no cache, past a
 // budget that keeps evicting) inherits none of the locks it takes inside a
