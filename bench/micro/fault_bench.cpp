@@ -11,6 +11,14 @@
 //   first write          write to a resident clean page (the write-tracking cost)
 //   take_dirty           collect and re-arm N written pages, every other page of 2N resident ones
 //   install              eager install() from normal code
+//   memfd page cache     issue 18 item 2's other lead: swizzled pages kept in a memfd, which
+//                        the program maps shared. Per page, in file order and in a random
+//                        order: a missing page filled by UFFDIO_COPY (as today, but into
+//                        shmem); a page present in the memfd mapped by UFFDIO_CONTINUE from a
+//                        minor-fault handler (MODE_MINOR: the trap kept, the copy saved); the
+//                        same page mapped by the kernel with no handler (its fault-around maps
+//                        up to 16 present pages a fault); and what putting a page into the
+//                        memfd costs a loader (a copy through a second mapping of it)
 //   fault delivery       Texas's fault loop (Kakkad 1997, Table 7.1): the handler counts the
 //                        fault and returns without resolving it, so the access faults again at
 //                        once; the kernel's delivery of a fault to a user handler and back, for
@@ -25,8 +33,10 @@
 #include "vm/vm.hpp"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -168,6 +178,163 @@ double around_seconds(std::size_t run, bool one_copy) {
 }
 
 }  // namespace bare
+
+// A page cache of swizzled pages in a memfd: `view` is the program's shared
+// mapping of it, `alias` a second one through which pages are put in.
+namespace memfd_cache {
+
+int g_uffd = -1;
+alignas(page_size) std::byte g_page[page_size];
+
+void on_sigbus_copy(int, siginfo_t* info, void*) {
+    uffdio_copy copy{};
+    copy.dst = reinterpret_cast<std::uintptr_t>(info->si_addr) & ~(page_size - 1);
+    copy.src = reinterpret_cast<std::uintptr_t>(g_page);
+    copy.len = page_size;
+    if (ioctl(g_uffd, UFFDIO_COPY, &copy) != 0 && errno != EEXIST) _exit(2);
+}
+
+void on_sigbus_continue(int, siginfo_t* info, void*) {
+    uffdio_continue cont{};
+    cont.range.start = reinterpret_cast<std::uintptr_t>(info->si_addr) & ~(page_size - 1);
+    cont.range.len = page_size;
+    if (ioctl(g_uffd, UFFDIO_CONTINUE, &cont) != 0 && errno != EEXIST) _exit(2);
+}
+
+// none: no handler, the kernel maps present pages; tracked: the same under
+// write tracking by asynchronous write-protect (as the fault space's
+// wp_async), which turns the kernel's fault-around off for the mapping
+// (MADV_RANDOM does not: it steers read-ahead only).
+enum class trap { none, tracked, missing, minor };
+
+struct cache {
+    std::size_t bytes = 0;
+    int fd = -1;
+    std::byte* view = nullptr;
+    std::byte* alias = nullptr;
+    struct sigaction previous {};
+
+    // False when the kernel refuses a step (no memfd, no minor-fault mode).
+    bool open(std::size_t pages, trap mode) {
+        bytes = pages * page_size;
+        fd = memfd_create("fault_bench", MFD_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) return false;
+        view = static_cast<std::byte*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+        alias = static_cast<std::byte*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+        if (view == MAP_FAILED || alias == MAP_FAILED) return false;
+        if (mode == trap::none) return true;
+        g_uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC));
+        uffdio_api api{};
+        api.api = UFFD_API;
+        api.features = mode == trap::tracked ? UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_WP_ASYNC
+                                             : UFFD_FEATURE_SIGBUS | (mode == trap::minor ? UFFD_FEATURE_MINOR_SHMEM : 0);
+        if (g_uffd < 0 || ioctl(g_uffd, UFFDIO_API, &api) != 0) return false;
+        uffdio_register reg{};
+        reg.range.start = reinterpret_cast<std::uintptr_t>(view);
+        reg.range.len = bytes;
+        reg.mode = mode == trap::minor     ? UFFDIO_REGISTER_MODE_MINOR
+                   : mode == trap::tracked ? UFFDIO_REGISTER_MODE_WP
+                                           : UFFDIO_REGISTER_MODE_MISSING;
+        if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) return false;
+        if (mode == trap::tracked) return true;
+        struct sigaction action{};
+        action.sa_sigaction = mode == trap::minor ? on_sigbus_continue : on_sigbus_copy;
+        action.sa_flags = SA_SIGINFO;
+        sigaction(SIGBUS, &action, &previous);
+        return true;
+    }
+    void unmap_view() const { madvise(view, bytes, MADV_DONTNEED); }  // the memfd keeps its pages
+    void fill_all() const {
+        for (std::size_t at = 0; at < bytes; at += page_size) std::memcpy(alias + at, g_page, page_size);
+    }
+    void drop_all() const {  // out of the memfd too
+        unmap_view();
+        madvise(alias, bytes, MADV_DONTNEED);
+        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes));
+    }
+    ~cache() {
+        if (g_uffd >= 0) sigaction(SIGBUS, &previous, nullptr), close(g_uffd), g_uffd = -1;
+        if (view && view != MAP_FAILED) munmap(view, bytes);
+        if (alias && alias != MAP_FAILED) munmap(alias, bytes);
+        if (fd >= 0) close(fd);
+    }
+};
+
+// The pages in file order, or shuffled (a fixed seed): warm OO1 faults land
+// on scattered pages, where the kernel's fault-around maps neighbours for
+// nothing.
+std::vector<std::size_t> page_order(std::size_t pages, bool random) {
+    std::vector<std::size_t> order(pages);
+    for (std::size_t i = 0; i < pages; ++i) order[i] = i;
+    if (random) {
+        std::uint64_t x = 88172645463325252ull;
+        for (std::size_t i = pages; i > 1; --i) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            std::swap(order[i - 1], order[x % i]);
+        }
+    }
+    return order;
+}
+
+void touch(const cache& c, const std::vector<std::size_t>& order) {
+    for (std::size_t i : order) (void)*reinterpret_cast<volatile char*>(c.view + i * page_size);
+}
+
+long minor_faults() {
+    rusage usage{};
+    getrusage(RUSAGE_THREAD, &usage);
+    return usage.ru_minflt;
+}
+
+// Per page touched: -1 where the kernel refuses. `faults`: the kernel's
+// minor faults per page touched in the last run.
+double touch_seconds(trap mode, bool present, bool random, double& faults) {
+    cache c;
+    if (!c.open(g_pages, mode)) return -1;
+    const std::vector<std::size_t> order = page_order(g_pages, random);
+    long faults_before = 0;
+    const double seconds = time_median(
+        [&] {
+            if (present) {
+                c.unmap_view();
+                c.fill_all();
+            } else {
+                c.drop_all();
+            }
+            faults_before = minor_faults();
+        },
+        [&] { touch(c, order); });
+    faults = static_cast<double>(minor_faults() - faults_before) / static_cast<double>(g_pages);
+    return seconds / static_cast<double>(g_pages);
+}
+
+// What a loader pays to put a page into the memfd: a copy through the alias
+// into a page the memfd allocates.
+double put_seconds() {
+    cache c;
+    if (!c.open(g_pages, trap::none)) return -1;
+    return time_median([&] { c.drop_all(); }, [&] { c.fill_all(); }) / static_cast<double>(g_pages);
+}
+
+void report() {
+    std::printf("memfd page cache (issue 18 item 2), us/page touched, in file order / random order "
+                "(the kernel's minor faults per page)\n");
+    const auto line = [](const char* what, trap mode, bool present) {
+        double in_order_faults = 0, random_faults = 0;
+        const double in_order = touch_seconds(mode, present, false, in_order_faults);
+        const double random = touch_seconds(mode, present, true, random_faults);
+        std::printf("  %-58s %6.2f / %6.2f (%.2f / %.2f)\n", what, in_order * 1e6, random * 1e6, in_order_faults,
+                    random_faults);
+    };
+    line("missing page, SIGBUS + UFFDIO_COPY into shmem", trap::missing, false);
+    line("present page, minor fault, SIGBUS + UFFDIO_CONTINUE", trap::minor, true);
+    line("present page, mapped by the kernel (fault-around)", trap::none, true);
+    line("present page, mapped by the kernel, uffd-wp async tracking", trap::tracked, true);
+    std::printf("  %-58s %6.2f\n", "putting a page into the memfd (copy through an alias)", put_seconds() * 1e6);
+    std::printf("\n");
+}
+
+}  // namespace memfd_cache
 
 // The fault loop: one page touched, its fault delivered `g_pages` times
 // before the handler resolves it (maps a page for SIGBUS, unprotects for
@@ -323,6 +490,7 @@ int main(int argc, char** argv) {
             std::printf("bare fault-around, %2zu pages per fault: one UFFDIO_COPY %.2f us/page, %zu copies %.2f us/page\n",
                         run, bare::around_seconds(run, true) * 1e6, run, bare::around_seconds(run, false) * 1e6);
         std::printf("\n");
+        memfd_cache::report();
     }
 
     std::vector<variant> variants;
