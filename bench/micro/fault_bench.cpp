@@ -323,6 +323,10 @@ void report() {
         double in_order_faults = 0, random_faults = 0;
         const double in_order = touch_seconds(mode, present, false, in_order_faults);
         const double random = touch_seconds(mode, present, true, random_faults);
+        if (in_order < 0 || random < 0) {
+            std::printf("  %-58s refused by this kernel\n", what);
+            return;
+        }
         std::printf("  %-58s %6.2f / %6.2f (%.2f / %.2f)\n", what, in_order * 1e6, random * 1e6, in_order_faults,
                     random_faults);
     };
@@ -330,7 +334,8 @@ void report() {
     line("present page, minor fault, SIGBUS + UFFDIO_CONTINUE", trap::minor, true);
     line("present page, mapped by the kernel (fault-around)", trap::none, true);
     line("present page, mapped by the kernel, uffd-wp async tracking", trap::tracked, true);
-    std::printf("  %-58s %6.2f\n", "putting a page into the memfd (copy through an alias)", put_seconds() * 1e6);
+    const double put = put_seconds();
+    if (put >= 0) std::printf("  %-58s %6.2f\n", "putting a page into the memfd (copy through an alias)", put * 1e6);
     std::printf("\n");
 }
 
