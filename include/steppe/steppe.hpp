@@ -131,13 +131,14 @@ struct open_options {
     // a while when most of its guesses go unused.
     bool prefetch = true;
     // Past resident_budget, clean pages first cool: out of reach but kept
-    // (an eighth of the budget holds them), so a touch puts them back
+    // (a sixteenth of the budget holds them), so a touch puts them back
     // without a read, and the pages nobody touched meanwhile are the ones
     // that leave memory (docs/design.md, "Larger than memory"). Off (the
     // default), the oldest leave at once (first in, first out). On, it
-    // misses 2-10 % less, but with the store in the page cache it was
-    // 0.96-1.32x as slow (docs/benchmarks.md); it may pay where misses go
-    // to the disk (not measured yet).
+    // misses up to 8 % less, but each touch it puts back is a fault too:
+    // with the store in the page cache it was 1.03-1.20x as slow, and
+    // where misses read the disk (with the larger pool it had until stop
+    // 51) no faster within the noise (docs/benchmarks.md).
     bool cooling = false;
     // Page engine, a store in a file: once it is open, a background thread
     // loads its pages into memory ahead of use — read, checked against
