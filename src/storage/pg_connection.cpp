@@ -35,26 +35,26 @@ std::int64_t pg_result::binary_integer(int row, int col) const noexcept {
 }
 
 pg_connection::pg_connection(const std::string& conninfo, std::string shown)
-    : conn_(PQconnectdb(conninfo.c_str())), shown_(std::move(shown)) {
+    : conn_(libpq().PQconnectdb(conninfo.c_str())), shown_(std::move(shown)) {
     if (!conn_) throw steppe::error(errc::io, shown_ + ": no memory for a PostgreSQL connection");
-    if (PQstatus(conn_) != CONNECTION_OK) {
-        std::string why = PQerrorMessage(conn_);
-        PQfinish(conn_);
+    if (libpq().PQstatus(conn_) != CONNECTION_OK) {
+        std::string why = libpq().PQerrorMessage(conn_);
+        libpq().PQfinish(conn_);
         while (!why.empty() && why.back() == '\n') why.pop_back();
         throw steppe::error(errc::io, shown_ + ": cannot connect to the PostgreSQL server: " + why +
                                           " (is the server running, and does the URL name it?)");
     }
     // A library prints nothing of its own: the server's notices (a table
     // that exists already) are not the program's business.
-    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    libpq().PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
 }
 
-pg_connection::~pg_connection() { PQfinish(conn_); }
+pg_connection::~pg_connection() { libpq().PQfinish(conn_); }
 
 void pg_connection::fail(const char* what, const PGresult* r) const {
-    std::string why = r ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+    std::string why = r ? libpq().PQresultErrorMessage(r) : libpq().PQerrorMessage(conn_);
     while (!why.empty() && why.back() == '\n') why.pop_back();
-    const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+    const char* state = r ? libpq().PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     errc code = errc::io;
     if (state && std::strncmp(state, "53", 2) == 0) code = errc::no_space;  // insufficient resources
     if (state && std::strncmp(state, "42501", 5) == 0) code = errc::permission;
@@ -66,8 +66,8 @@ PGresult* pg_connection::try_exec(const char* sql, std::initializer_list<std::st
     settle();
     text_params p(params);
     count_trip();
-    PGresult* r = PQexecParams(conn_, sql, p.count(), nullptr, p.values.data(), nullptr, nullptr, binary_result ? 1 : 0);
-    ExecStatusType s = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    PGresult* r = libpq().PQexecParams(conn_, sql, p.count(), nullptr, p.values.data(), nullptr, nullptr, binary_result ? 1 : 0);
+    ExecStatusType s = r ? libpq().PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) return r;
     last_failure_.reset(r);
     return nullptr;
@@ -81,34 +81,34 @@ std::pair<bool, PGresult*> pg_connection::try_exec_pair(const char* first, const
     count_trip();
     last_failure_.reset();
     std::unique_ptr<PGresult, clear> results[2];
-    bool sent = PQenterPipelineMode(conn_) == 1;
+    bool sent = libpq().PQenterPipelineMode(conn_) == 1;
     if (sent)
-        sent = PQsendQueryParams(conn_, first, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1 &&
-               PQsendQueryParams(conn_, second, p.count(), nullptr, p.values.data(), nullptr, nullptr,
+        sent = libpq().PQsendQueryParams(conn_, first, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1 &&
+               libpq().PQsendQueryParams(conn_, second, p.count(), nullptr, p.values.data(), nullptr, nullptr,
                                  binary_result ? 1 : 0) == 1 &&
-               PQpipelineSync(conn_) == 1;
+               libpq().PQpipelineSync(conn_) == 1;
     if (sent) {
         // Each statement's result, then a null that ends it; then the sync's.
         // A connection lost on the way answers null or a fatal result.
         for (auto& result : results) {
-            result.reset(PQgetResult(conn_));
+            result.reset(libpq().PQgetResult(conn_));
             if (!result) break;
-            while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+            while (PGresult* extra = libpq().PQgetResult(conn_)) libpq().PQclear(extra);
         }
-        while (PGresult* r = PQgetResult(conn_)) {
-            const bool synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
-            PQclear(r);
+        while (PGresult* r = libpq().PQgetResult(conn_)) {
+            const bool synced = libpq().PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+            libpq().PQclear(r);
             if (synced) break;
         }
     }
     auto ok = [](const PGresult* r) {
-        return r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
+        return r && (libpq().PQresultStatus(r) == PGRES_COMMAND_OK || libpq().PQresultStatus(r) == PGRES_TUPLES_OK);
     };
-    if (PQexitPipelineMode(conn_) != 1) {
+    if (libpq().PQexitPipelineMode(conn_) != 1) {
         // Results still queued (a send that failed half way): no statement
         // could run on this session again, so it starts afresh, and neither
         // statement counts as done (a PREPARE is gone with the session).
-        PQreset(conn_);
+        libpq().PQreset(conn_);
         last_failure_.reset();
         return {false, nullptr};
     }
@@ -127,11 +127,11 @@ PGresult* pg_connection::try_exec_script(const std::string& sql, int* completed)
     last_failure_.reset();
     int done = 0;
     std::unique_ptr<PGresult, clear> last;
-    if (PQsendQuery(conn_, sql.c_str()) == 1) {  // else fail_last says PQerrorMessage
-        while (PGresult* r = PQgetResult(conn_)) {
-            const ExecStatusType s = PQresultStatus(r);
+    if (libpq().PQsendQuery(conn_, sql.c_str()) == 1) {  // else fail_last says PQerrorMessage
+        while (PGresult* r = libpq().PQgetResult(conn_)) {
+            const ExecStatusType s = libpq().PQresultStatus(r);
             if (last_failure_) {
-                PQclear(r);  // after the first failure: what libpq adds (the socket closed) says less
+                libpq().PQclear(r);  // after the first failure: what libpq adds (the socket closed) says less
             } else if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
                 ++done;
                 last.reset(r);
@@ -151,15 +151,15 @@ bool pg_connection::try_stream_prepared(const char* name, std::initializer_list<
     count_trip();
     last_failure_.reset();
     bool ended = false;
-    if (PQsendQueryPrepared(conn_, name, p.count(), p.values.data(), nullptr, nullptr, 1) == 1) {
+    if (libpq().PQsendQueryPrepared(conn_, name, p.count(), p.values.data(), nullptr, nullptr, 1) == 1) {
         // It fails only once results have come, which they have not; if it
         // did, the rows would come in one result, refused below.
-        const bool one_by_one = PQsetSingleRowMode(conn_) == 1;
+        const bool one_by_one = libpq().PQsetSingleRowMode(conn_) == 1;
         std::exception_ptr thrown;
-        while (PGresult* r = PQgetResult(conn_)) {
-            const ExecStatusType s = PQresultStatus(r);
+        while (PGresult* r = libpq().PQgetResult(conn_)) {
+            const ExecStatusType s = libpq().PQresultStatus(r);
             if (last_failure_ || thrown) {
-                PQclear(r);  // the rest is read to its end, so the connection can take the next statement
+                libpq().PQclear(r);  // the rest is read to its end, so the connection can take the next statement
             } else if (s == PGRES_SINGLE_TUPLE) {
                 try {
                     row(pg_result(r));
@@ -167,8 +167,8 @@ bool pg_connection::try_stream_prepared(const char* name, std::initializer_list<
                     thrown = std::current_exception();
                 }
             } else if (s == PGRES_TUPLES_OK) {
-                ended = one_by_one && PQntuples(r) == 0;  // the end of the rows, not the rows
-                PQclear(r);
+                ended = one_by_one && libpq().PQntuples(r) == 0;  // the end of the rows, not the rows
+                libpq().PQclear(r);
             } else {
                 last_failure_.reset(r);
             }
@@ -187,22 +187,22 @@ pg_result pg_connection::exec(const char* what, const char* sql, std::initialize
 void pg_connection::begin_copy(const char* what, const char* sql) {
     settle();
     count_trip();
-    last_failure_.reset(PQexec(conn_, sql));
-    if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COPY_IN) fail(what, last_failure_.get());
+    last_failure_.reset(libpq().PQexec(conn_, sql));
+    if (!last_failure_ || libpq().PQresultStatus(last_failure_.get()) != PGRES_COPY_IN) fail(what, last_failure_.get());
     in_copy_ = true;
 }
 
 void pg_connection::put_copy(const char* what, std::string_view data) {
-    if (PQputCopyData(conn_, data.data(), int(data.size())) != 1) fail(what, nullptr);
+    if (libpq().PQputCopyData(conn_, data.data(), int(data.size())) != 1) fail(what, nullptr);
 }
 
 void pg_connection::end_copy(const char* what) {
     in_copy_ = false;
     count_trip();
-    if (PQputCopyEnd(conn_, nullptr) != 1) fail(what, nullptr);
-    last_failure_.reset(PQgetResult(conn_));
-    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
-    if (!last_failure_ || PQresultStatus(last_failure_.get()) != PGRES_COMMAND_OK) fail(what, last_failure_.get());
+    if (libpq().PQputCopyEnd(conn_, nullptr) != 1) fail(what, nullptr);
+    last_failure_.reset(libpq().PQgetResult(conn_));
+    while (PGresult* extra = libpq().PQgetResult(conn_)) libpq().PQclear(extra);
+    if (!last_failure_ || libpq().PQresultStatus(last_failure_.get()) != PGRES_COMMAND_OK) fail(what, last_failure_.get());
 }
 
 std::optional<std::string> pg_connection::wait_for_notification(const char* what, std::string_view channel,
@@ -212,15 +212,15 @@ std::optional<std::string> pg_connection::wait_for_notification(const char* what
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
         // What earlier statements brought in is queued already; then the socket.
-        if (PQconsumeInput(conn_) != 1) fail(what, nullptr);
-        while (PGnotify* n = PQnotifies(conn_)) {
-            std::unique_ptr<PGnotify, decltype(&PQfreemem)> hold(n, &PQfreemem);
+        if (libpq().PQconsumeInput(conn_) != 1) fail(what, nullptr);
+        while (PGnotify* n = libpq().PQnotifies(conn_)) {
+            std::unique_ptr<PGnotify, decltype(libpq().PQfreemem)> hold(n, libpq().PQfreemem);
             std::string_view payload = n->extra;
             if (channel == n->relname && payload.starts_with(prefix)) return std::string(payload);
         }
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) return std::nullopt;
-        pollfd socket{PQsocket(conn_), POLLIN, 0};
+        pollfd socket{libpq().PQsocket(conn_), POLLIN, 0};
         if (socket.fd < 0) fail(what, nullptr);
         if (::poll(&socket, 1, int(std::min<std::int64_t>(left.count(), 1 << 30))) < 0 && errno != EINTR)
             throw steppe::error(errc::io, shown_ + ": " + what + ": poll on the server connection failed: " +
@@ -232,11 +232,11 @@ void pg_connection::rollback() noexcept {
     settle();
     if (in_copy_) {  // a COPY cut short: end it as failed first
         in_copy_ = false;
-        if (PQputCopyEnd(conn_, "abandoned by steppe") == 1)
-            while (PGresult* r = PQgetResult(conn_)) PQclear(r);
+        if (libpq().PQputCopyEnd(conn_, "abandoned by steppe") == 1)
+            while (PGresult* r = libpq().PQgetResult(conn_)) libpq().PQclear(r);
     }
     count_trip();
-    if (PGresult* r = PQexec(conn_, "ROLLBACK")) PQclear(r);
+    if (PGresult* r = libpq().PQexec(conn_, "ROLLBACK")) libpq().PQclear(r);
 }
 
 bool pg_connection::lost() const noexcept {
@@ -248,7 +248,7 @@ bool pg_connection::lost() const noexcept {
 }
 
 const char* pg_connection::last_state() const noexcept {
-    return last_failure_ ? PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) : nullptr;
+    return last_failure_ ? libpq().PQresultErrorField(last_failure_.get(), PG_DIAG_SQLSTATE) : nullptr;
 }
 
 bool pg_connection::last_failed_with(const char* sqlstate) const noexcept {
@@ -258,21 +258,21 @@ bool pg_connection::last_failed_with(const char* sqlstate) const noexcept {
 
 bool pg_connection::reconnect() noexcept {
     detached_ = false;  // the reset drops it
-    PQreset(conn_);
+    libpq().PQreset(conn_);
     return ok();
 }
 
 bool pg_connection::send_detached(const char* sql) noexcept {
     settle();
     count_trip();
-    detached_ = PQsendQuery(conn_, sql) == 1;
+    detached_ = libpq().PQsendQuery(conn_, sql) == 1;
     return detached_;
 }
 
 void pg_connection::settle() noexcept {
     if (!detached_) return;
     detached_ = false;
-    while (PGresult* r = PQgetResult(conn_)) PQclear(r);
+    while (PGresult* r = libpq().PQgetResult(conn_)) libpq().PQclear(r);
 }
 
 }  // namespace steppe::storage

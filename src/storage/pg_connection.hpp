@@ -4,7 +4,7 @@
 // signal context: only pg_store's own threads call it.
 #pragma once
 
-#include <libpq-fe.h>
+#include "storage/libpq.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -21,20 +21,20 @@ namespace steppe::storage {
 class pg_result {
 public:
     explicit pg_result(PGresult* r) noexcept : r_(r) {}
-    int rows() const noexcept { return PQntuples(r_.get()); }
-    bool is_null(int row, int col) const noexcept { return PQgetisnull(r_.get(), row, col); }
+    int rows() const noexcept { return libpq().PQntuples(r_.get()); }
+    bool is_null(int row, int col) const noexcept { return libpq().PQgetisnull(r_.get(), row, col); }
     // A column of a text-format result.
-    std::string text(int row, int col) const { return {PQgetvalue(r_.get(), row, col), size(row, col)}; }
+    std::string text(int row, int col) const { return {libpq().PQgetvalue(r_.get(), row, col), size(row, col)}; }
     std::int64_t integer(int row, int col) const;
     // A column of a binary-format result: its raw bytes.
-    const char* bytes(int row, int col) const noexcept { return PQgetvalue(r_.get(), row, col); }
-    std::size_t size(int row, int col) const noexcept { return std::size_t(PQgetlength(r_.get(), row, col)); }
+    const char* bytes(int row, int col) const noexcept { return libpq().PQgetvalue(r_.get(), row, col); }
+    std::size_t size(int row, int col) const noexcept { return std::size_t(libpq().PQgetlength(r_.get(), row, col)); }
     // A bigint or integer column of a binary-format result.
     std::int64_t binary_integer(int row, int col) const noexcept;
 
 private:
     struct clear {
-        void operator()(PGresult* r) const noexcept { PQclear(r); }
+        void operator()(PGresult* r) const noexcept { libpq().PQclear(r); }
     };
     std::unique_ptr<PGresult, clear> r_;
 };
@@ -93,12 +93,12 @@ public:
     void rollback() noexcept;
     // Reconnects a connection the server dropped; false if it cannot.
     bool reconnect() noexcept;
-    bool ok() const noexcept { return PQstatus(conn_) == CONNECTION_OK; }
+    bool ok() const noexcept { return libpq().PQstatus(conn_) == CONNECTION_OK; }
     // Whether the last failure was the session's end (the server gone,
     // restarting or shutting down), not the statement's: reconnect then.
     bool lost() const noexcept;
-    int backend_pid() const noexcept { return PQbackendPID(conn_); }
-    std::string error() const { return PQerrorMessage(conn_); }
+    int backend_pid() const noexcept { return libpq().PQbackendPID(conn_); }
+    std::string error() const { return libpq().PQerrorMessage(conn_); }
     const std::string& shown() const { return shown_; }
     // Statements (and COPY ends) sent since the connection was made: one
     // round trip each (the connection's own set-up is not counted).
@@ -117,7 +117,7 @@ private:
     const char* last_state() const noexcept;  // the last failure's SQLSTATE; null: none, or libpq's own
 
     struct clear {
-        void operator()(PGresult* r) const noexcept { PQclear(r); }
+        void operator()(PGresult* r) const noexcept { libpq().PQclear(r); }
     };
     PGconn* conn_;
     std::string shown_;

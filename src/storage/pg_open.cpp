@@ -85,7 +85,7 @@ void pg_store::set_up_session() {
     session_ready_ = false;
     PGresult* done = control_->try_exec_script("DEALLOCATE ALL; " + session_settings() + prepare_move_row);
     if (!done) control_->fail_last("setting the session up");
-    PQclear(done);
+    libpq().PQclear(done);
     session_ready_ = true;
 }
 
@@ -138,7 +138,7 @@ void pg_store::set_image_storage(const char* what) {
     if (PGresult* lz4 = control_->try_exec("ALTER TABLE steppe_page ALTER COLUMN image SET COMPRESSION lz4, "
                                            "ALTER COLUMN image SET STORAGE MAIN",
                                            {}, false)) {
-        PQclear(lz4);
+        libpq().PQclear(lz4);
         return;
     }
     // 0A000: no lz4 in this server; 42601: no COMPRESSION (before 14).
@@ -146,7 +146,7 @@ void pg_store::set_image_storage(const char* what) {
     // As a script, which also forgets the failure (lost() would read it).
     PGresult* back = control_->try_exec_script("ROLLBACK TO SAVEPOINT image_storage");
     if (!back) control_->fail_last(what);
-    PQclear(back);
+    libpq().PQclear(back);
     control_->exec(what, "ALTER TABLE steppe_page ALTER COLUMN image SET STORAGE EXTERNAL");
 }
 
@@ -207,8 +207,8 @@ void pg_store::open_as_writer() {
             control_->fail_last("opening the store for writing");
     }
     session_ready_ = first != nullptr;  // the script's SETs and PREPARE took effect
-    if (!first || PQgetisnull(first, 0, taken_column)) {
-        PQclear(first);
+    if (!first || libpq().PQgetisnull(first, 0, taken_column)) {
+        libpq().PQclear(first);
         first = nullptr;
         make_store_row();
         if (!session_ready_) set_up_session();

@@ -667,7 +667,7 @@ struct pg_store::fetcher {
     static bool prepare(pg_connection& conn) {
         PGresult* r = conn.try_exec(prepare_sql, {}, false);
         const bool prepared = r != nullptr;
-        PQclear(r);
+        libpq().PQclear(r);
         return prepared;
     }
 
@@ -712,11 +712,11 @@ pg_store::~pg_store() {
     // The writer's lock goes before close returns, so a writer opened next
     // finds it free (the server ends a closed session's locks on its own time).
     if (!opts_.read_only && control_ && control_->ok())
-        if (PGresult* r = control_->try_exec("SELECT pg_advisory_unlock_all()", {}, false)) PQclear(r);
+        if (PGresult* r = control_->try_exec("SELECT pg_advisory_unlock_all()", {}, false)) libpq().PQclear(r);
     if (reader_id_ != 0 && control_ && control_->ok()) {
         if (PGresult* r = control_->try_exec("DELETE FROM steppe_reader WHERE store = $1 AND id = $2",
                                              {address_.store, std::to_string(reader_id_)}, false))
-            PQclear(r);
+            libpq().PQclear(r);
     }
     if (spill_fd_ >= 0) ::close(spill_fd_);
 }
@@ -1159,7 +1159,7 @@ std::uint64_t pg_store::commit_transaction(std::span<const page_image> pages, st
             outcome_unknown = completed == 1 || !control_->failed_on_server();
             control_->fail_last(what);
         }
-        PQclear(committed);
+        libpq().PQclear(committed);
     } catch (const error& e) {
         if (!outcome_unknown || !control_->lost()) {
             control_->rollback();

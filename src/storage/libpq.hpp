@@ -1,0 +1,40 @@
+// steppe::storage::libpq — the PostgreSQL client library, loaded the first
+// time a store in PostgreSQL is opened (dlopen), not linked. A program that
+// keeps its stores in files then neither needs libpq installed nor maps it
+// and the two dozen libraries it brings (TLS, Kerberos, LDAP): linked, they
+// cost every process 3.5 ms to start with the page cache warm and tens of
+// milliseconds cold, steppe's CLI included (docs/benchmarks.md, "Starting a
+// process without libpq").
+//
+// Calls go through the table: libpq().PQexec(...). The header still comes
+// from libpq-fe.h, so each pointer has libpq's own type. STEPPE_LIBPQ names
+// another file to load (an install outside the loader's path).
+#pragma once
+
+#include <libpq-fe.h>
+
+#define STEPPE_LIBPQ_FUNCTIONS(X)                                                                                  \
+    X(PQbackendPID) X(PQclear) X(PQconnectdb) X(PQconsumeInput) X(PQenterPipelineMode) X(PQerrorMessage)        \
+    X(PQexec) X(PQexecParams) X(PQexitPipelineMode) X(PQfinish) X(PQfreemem) X(PQgetResult) X(PQgetisnull)     \
+    X(PQgetlength) X(PQgetvalue) X(PQnotifies) X(PQntuples) X(PQpipelineSync) X(PQputCopyData)                 \
+    X(PQputCopyEnd) X(PQreset) X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus) X(PQsendQuery)  \
+    X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQsetNoticeProcessor) X(PQsetSingleRowMode) X(PQsocket)      \
+    X(PQstatus)
+
+namespace steppe::storage {
+
+struct libpq_functions {
+#define STEPPE_LIBPQ_POINTER(name) decltype(&::name) name = nullptr;
+    STEPPE_LIBPQ_FUNCTIONS(STEPPE_LIBPQ_POINTER)
+#undef STEPPE_LIBPQ_POINTER
+};
+
+// The table, libpq loaded on the first call (thread-safe; later calls are
+// one load). Throws steppe::error (unsupported) when the library or one of
+// its functions cannot be found, naming them and what to install.
+const libpq_functions& libpq();
+
+// Whether this process has loaded libpq through libpq() (tests).
+bool libpq_loaded() noexcept;
+
+}  // namespace steppe::storage
