@@ -136,7 +136,7 @@ struct open_options {
     // that leave memory (docs/design.md, "Larger than memory"). Off (the
     // default), the oldest leave at once (first in, first out). On, it
     // misses up to 8 % less, but each touch it puts back is a fault too:
-    // with the store in the page cache it was 1.03-1.20x as slow, and
+    // with the store in the page cache it was 1.02-1.20x as slow, and
     // where misses read the disk (with the larger pool it had until stop
     // 51) no faster within the noise (docs/benchmarks.md).
     bool cooling = false;

@@ -36,10 +36,11 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
         if (!fresh_.mapped()) common::throw_system_error("mmap", errno, storage_->path() + ": the table of new pages");
         // A sixteenth of the budget cools: a page used about once per turn
         // of the ring is met while it cools; a larger pool leaves the ring
-        // less and costs more refaults for the misses it saves. evict_bench,
-        // Zipf 0.9 at 1.2x / 4x the budget, misses over LRU's: a sixty-fourth
-        // 1.15x / 0.96x, a thirty-second 1.13x / 0.96x, a sixteenth 1.12x /
-        // 0.96x, an eighth 1.16x / 0.95x, a quarter 1.36x / 0.93x.
+        // less and costs more refaults for the misses it saves. evict_bench
+        // --reps 1, Zipf 0.9 at 1.2x / 4x the budget, misses over LRU's: a
+        // sixty-fourth 1.15x / 0.96x, a thirty-second 1.13x / 0.96x, a
+        // sixteenth 1.12x / 0.95x, an eighth 1.16x / 0.95x, a quarter 1.36x /
+        // 0.93x (docs/benchmarks.md, "A smaller cooling pool").
         if (opts.cooling) cooling_ = std::make_unique<cooling>(opts.resident_budget_pages / 16, heap::max_page_count);
         // An eighth of the budget's pages of history (2Q keeps half): a page
         // used a few times per turn of the ring comes back within it, and at

@@ -10,13 +10,11 @@
 
 namespace steppe::test {
 
-namespace {
 std::string cli_path() {
     if (const char* p = std::getenv("STEPPE_CLI")) return p;
     auto self = std::filesystem::read_symlink("/proc/self/exe");
     return (self.parent_path().parent_path() / "tools" / "steppe").string();
 }
-}  // namespace
 
 cli_result run_cli(const std::string& args) {
     std::string command = cli_path() + " " + args + " 2>&1";

@@ -13,6 +13,9 @@ struct cli_result {
 
 cli_result run_cli(const std::string& args);
 
+// The tool's path: $STEPPE_CLI, else ../tools/steppe next to the test binary.
+std::string cli_path();
+
 // Replaces every occurrence of `what` in `text` by `mask` (for golden output).
 std::string mask(std::string text, const std::string& what, const std::string& with);
 
