@@ -180,19 +180,11 @@ double around_seconds(std::size_t run, bool one_copy) {
 }  // namespace bare
 
 // A page cache of swizzled pages in a memfd: `view` is the program's shared
-// mapping of it, `alias` a second one through which pages are put in.
+// mapping of it, `alias` a second one through which pages are put in. A
+// missing page is filled as bare's are (bare::on_sigbus, bare::g_uffd).
 namespace memfd_cache {
 
-int g_uffd = -1;
-alignas(page_size) std::byte g_page[page_size];
-
-void on_sigbus_copy(int, siginfo_t* info, void*) {
-    uffdio_copy copy{};
-    copy.dst = reinterpret_cast<std::uintptr_t>(info->si_addr) & ~(page_size - 1);
-    copy.src = reinterpret_cast<std::uintptr_t>(g_page);
-    copy.len = page_size;
-    if (ioctl(g_uffd, UFFDIO_COPY, &copy) != 0 && errno != EEXIST) _exit(2);
-}
+using bare::g_uffd;
 
 void on_sigbus_continue(int, siginfo_t* info, void*) {
     uffdio_continue cont{};
@@ -212,6 +204,7 @@ struct cache {
     int fd = -1;
     std::byte* view = nullptr;
     std::byte* alias = nullptr;
+    bool uffd_open = false, handler_set = false;  // what the destructor undoes
     struct sigaction previous {};
 
     // False when the kernel refuses a step (no memfd, no minor-fault mode).
@@ -224,6 +217,7 @@ struct cache {
         if (view == MAP_FAILED || alias == MAP_FAILED) return false;
         if (mode == trap::none) return true;
         g_uffd = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC));
+        uffd_open = g_uffd >= 0;
         uffdio_api api{};
         api.api = UFFD_API;
         api.features = mode == trap::tracked ? UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_WP_ASYNC
@@ -238,14 +232,14 @@ struct cache {
         if (ioctl(g_uffd, UFFDIO_REGISTER, &reg) != 0) return false;
         if (mode == trap::tracked) return true;
         struct sigaction action{};
-        action.sa_sigaction = mode == trap::minor ? on_sigbus_continue : on_sigbus_copy;
+        action.sa_sigaction = mode == trap::minor ? on_sigbus_continue : bare::on_sigbus;
         action.sa_flags = SA_SIGINFO;
-        sigaction(SIGBUS, &action, &previous);
+        handler_set = sigaction(SIGBUS, &action, &previous) == 0;
         return true;
     }
     void unmap_view() const { madvise(view, bytes, MADV_DONTNEED); }  // the memfd keeps its pages
     void fill_all() const {
-        for (std::size_t at = 0; at < bytes; at += page_size) std::memcpy(alias + at, g_page, page_size);
+        for (std::size_t at = 0; at < bytes; at += page_size) std::memcpy(alias + at, bare::g_zero_page, page_size);
     }
     void drop_all() const {  // out of the memfd too
         unmap_view();
@@ -253,7 +247,8 @@ struct cache {
         fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes));
     }
     ~cache() {
-        if (g_uffd >= 0) sigaction(SIGBUS, &previous, nullptr), close(g_uffd), g_uffd = -1;
+        if (handler_set) sigaction(SIGBUS, &previous, nullptr);
+        if (uffd_open) close(g_uffd), g_uffd = -1;
         if (view && view != MAP_FAILED) munmap(view, bytes);
         if (alias && alias != MAP_FAILED) munmap(alias, bytes);
         if (fd >= 0) close(fd);
