@@ -40,6 +40,7 @@
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -51,6 +52,7 @@
 #include "storage/backup.hpp"
 #include "storage/pg_store.hpp"
 #include "storage/storage.hpp"
+#include "types/json_dump.hpp"
 
 namespace {
 
@@ -200,9 +202,20 @@ int dump(const std::string& path) {
     return 0;
 }
 
+// A root's name as `roots` prints it: as is, or, when it holds a control
+// character or a quote or begins or ends with a space (which the columns
+// would hide or split into two lines), quoted and escaped as a JSON string.
+std::string shown_root_name(const std::string& name) {
+    const bool plain = !name.empty() && name.front() != ' ' && name.back() != ' ' && name.front() != '"' &&
+                       std::none_of(name.begin(), name.end(), [](char c) {
+                           return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                       });
+    return plain ? name : steppe::types::json_string(name);
+}
+
 int roots(const std::string& path) {
     auto s = open_store(path);
-    for (const auto& r : s->roots()) std::printf("%-24s %s\n", r.name.c_str(), r.type.c_str());
+    for (const auto& r : s->roots()) std::printf("%-24s %s\n", shown_root_name(r.name).c_str(), r.type.c_str());
     return 0;
 }
 

@@ -82,6 +82,26 @@ TEST_F(CliTest, InfoAfterACleanCloseShowsAnEmptyLog) {
               "commit mark  commit 1 known durable\n");
 }
 
+// One root a line, whatever its name holds: a name the columns would split
+// or hide is printed quoted, escaped as a JSON string.
+TEST_F(CliTest, RootNamesWithControlCharactersOrEdgeSpacesArePrintedQuoted) {
+    {
+        auto s = steppe::store::open(path);
+        *s.root<long>("two\nlines") = 1;
+        *s.root<long>(" padded ") = 2;
+        *s.root<long>(std::string_view("nul\0byte", 8)) = 3;
+        *s.root<long>("plain name") = 4;
+        s.commit();
+    }
+    auto r = run_cli("roots " + path);
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.out,
+              "\" padded \"               long\n"
+              "\"nul\\u0000byte\"          long\n"
+              "plain name               long\n"
+              "\"two\\u000alines\"         long\n");
+}
+
 TEST_F(CliTest, RootsAndStats) {
     make_store();
     auto r = run_cli("roots " + path);
