@@ -19,6 +19,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/shared_files.hpp"
 #include "common/sigsafe.hpp"
 #include "common/system_error.hpp"
 #include "storage/io.hpp"
@@ -101,10 +102,13 @@ int make_table(const std::string& path, mode_t mode) {
 }  // namespace
 
 reader_table::reader_table(std::string path, int fd, void* memory)
-    : path_(std::move(path)), fd_(fd), memory_(memory) {}
+    : path_(std::move(path)), fd_(fd), memory_(memory) {
+    common::note_shared_file(memory_, reader_table_bytes, path_.c_str());
+}
 
 reader_table::~reader_table() {
     if (slot_ >= 0) word(slot_of(memory_, static_cast<std::uint32_t>(slot_)).pid).store(0);
+    common::forget_shared_file(memory_);
     ::munmap(memory_, reader_table_bytes);
     ::close(fd_);  // lets go of the slot's lock
     if (store_fd_ >= 0) ::close(store_fd_);  // and of the presence lock

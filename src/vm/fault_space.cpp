@@ -21,6 +21,7 @@
 
 #include "common/crc32c.hpp"
 #include "common/hex.hpp"
+#include "common/shared_files.hpp"
 #include "common/sigsafe.hpp"
 #include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
@@ -400,6 +401,24 @@ void forked_touch(std::uintptr_t address) noexcept {
     }
 }
 
+// A SIGBUS in a file steppe maps shared (common/shared_files.hpp: a store's
+// reader table) means the file no longer covers the mapping: another
+// program cut it short. Said, then the process ends, as for any fault that
+// cannot be served; returns if the address is no such file's.
+void shared_file_cut_short(std::uintptr_t address) noexcept {
+    const char* path = common::shared_file_at(address);
+    if (!path) return;
+    char text[1024];
+    common::fixed_message message(text, sizeof text);
+    message << "steppe: fatal: process " << static_cast<std::uint64_t>(getpid()) << " touched " << common::in_hex{address}
+            << " in " << path
+            << ", the store's reader table, which another program cut short (truncated or emptied) while this "
+               "process had it mapped. Every commit that returned is in the store, the one under way may be or "
+               "not, and what was not committed is lost. Leave a store's files to steppe, and open the store "
+               "again\n";
+    common::fatal_exit(message.c_str());
+}
+
 // Is this fault ours? Page faults of our arenas raise SIGBUS with BUS_ADRERR
 // (userfaultfd) or SIGSEGV with SEGV_ACCERR (protection); anything else, and
 // any address outside the registry, is not. A touch of an arena inherited
@@ -414,6 +433,7 @@ bool dispatch(int signal, siginfo_t* info, void* context) noexcept {
         // Trap pages and ranges lie outside the arenas: looked for only once
         // the fault is not an arena's, so ordinary protection faults pay
         // nothing for them.
+        if (signal == SIGBUS) shared_file_cut_short(address);
         return signal == SIGSEGV && detail::trap_touch(address, context);
     }
     return a->owner->handle_fault(*a, address, access_of(context), signal);

@@ -69,6 +69,33 @@ protected:
     }
 };
 
+// Another program cutting NAME-shm short under a running writer: the
+// writer's next touch of its mapping (a commit's publish) ends the process
+// with a message naming the file, not a bare SIGBUS, and every commit that
+// returned stays (common/shared_files.hpp).
+TEST_F(ReadersTest, ATableCutShortUnderTheWriterEndsItNamingTheFile) {
+    // Forked, not re-run: the child must use this test's directory (no store
+    // is open here, so no steppe thread is running).
+    GTEST_FLAG_SET(death_test_style, "fast");
+    EXPECT_EXIT(
+        {
+            auto s = steppe::store::open(path);
+            *s.root<long>("n") = 1;
+            s.commit();
+            if (::truncate((path + "-shm").c_str(), 0) != 0) std::_Exit(2);
+            *s.root<long>("n") = 2;
+            s.commit();
+            std::_Exit(3);
+        },
+        ::testing::ExitedWithCode(71),
+        "steppe: fatal: process [0-9]+ touched 0x[0-9a-f]+ in .*s.db-shm, the store's reader table, which another "
+        "program cut short \\(truncated or emptied\\) while this process had it mapped. Every commit that returned "
+        "is in the store");
+    auto s = steppe::store::open(path);
+    EXPECT_GE(*s.root<long>("n"), 1);
+    EXPECT_TRUE(s.check().empty());
+}
+
 TEST_F(ReadersTest, AReaderKeepsItsSnapshotWhileTheWriterCommits) {
     auto w = open_writer();
     commit_all(*w, 1);
