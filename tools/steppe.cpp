@@ -40,7 +40,6 @@
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -52,7 +51,6 @@
 #include "storage/backup.hpp"
 #include "storage/pg_store.hpp"
 #include "storage/storage.hpp"
-#include "types/json_dump.hpp"
 
 namespace {
 
@@ -202,15 +200,36 @@ int dump(const std::string& path) {
     return 0;
 }
 
-// A root's name as `roots` prints it: as is, or, when it holds a control
-// character or a quote or begins or ends with a space (which the columns
-// would hide or split into two lines), quoted and escaped as a JSON string.
+// A root's name as `roots` prints it: as is when it is printable ASCII
+// with single spaces between words, not starting with a quote; else
+// quoted, with C escapes (\", \\, \n, \t, \xNN for every other byte outside
+// printable ASCII), so that no name spans lines, hides the type column or
+// reads like another (a name "a  unsigned" beside a root "a" of type
+// "unsigned long", a DEL, a UTF-8 line separator).
 std::string shown_root_name(const std::string& name) {
-    const bool plain = !name.empty() && name.front() != ' ' && name.back() != ' ' && name.front() != '"' &&
-                       std::none_of(name.begin(), name.end(), [](char c) {
-                           return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-                       });
-    return plain ? name : steppe::types::json_string(name);
+    const auto printable = [](char c) { return c >= 0x21 && c <= 0x7e; };
+    bool plain = !name.empty() && printable(name.front()) && printable(name.back()) && name.front() != '"';
+    for (std::size_t i = 0; plain && i < name.size(); ++i)
+        plain = printable(name[i]) || (name[i] == ' ' && name[i - 1] != ' ');
+    if (plain) return name;
+    std::string out = "\"";
+    for (char c : name) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c == ' ' || printable(c)) {
+            out += c;
+        } else {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+            out += hex;
+        }
+    }
+    return out + "\"";
 }
 
 int roots(const std::string& path) {

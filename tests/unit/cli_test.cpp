@@ -82,24 +82,35 @@ TEST_F(CliTest, InfoAfterACleanCloseShowsAnEmptyLog) {
               "commit mark  commit 1 known durable\n");
 }
 
-// One root a line, whatever its name holds: a name the columns would split
-// or hide is printed quoted, escaped as a JSON string.
-TEST_F(CliTest, RootNamesWithControlCharactersOrEdgeSpacesArePrintedQuoted) {
+// One root a line, each told from the others and from its type: a name
+// that is not printable ASCII with single spaces is printed quoted, with C
+// escapes.
+TEST_F(CliTest, RootNamesThatAreNotPlainAsciiArePrintedQuotedWithEscapes) {
     {
         auto s = steppe::store::open(path);
         *s.root<long>("two\nlines") = 1;
         *s.root<long>(" padded ") = 2;
         *s.root<long>(std::string_view("nul\0byte", 8)) = 3;
         *s.root<long>("plain name") = 4;
+        *s.root<long>("a                        unsigned") = 5;  // would read as root "a" of "unsigned long"
+        *s.root<unsigned long>("a") = 6;
+        *s.root<long>("del\x7f") = 7;
+        *s.root<long>("gr\xc3\xb6\xc3\x9f\xe2\x80\xa8" "e") = 8;  // UTF-8, with a line separator
+        *s.root<long>("tab\there \"q\" back\\slash") = 9;
         s.commit();
     }
     auto r = run_cli("roots " + path);
     EXPECT_EQ(r.exit_code, 0);
     EXPECT_EQ(r.out,
               "\" padded \"               long\n"
-              "\"nul\\u0000byte\"          long\n"
+              "a                        unsigned long\n"
+              "\"a                        unsigned\" long\n"
+              "\"del\\x7f\"                long\n"
+              "\"gr\\xc3\\xb6\\xc3\\x9f\\xe2\\x80\\xa8e\" long\n"
+              "\"nul\\x00byte\"            long\n"
               "plain name               long\n"
-              "\"two\\u000alines\"         long\n");
+              "\"tab\\there \\\"q\\\" back\\\\slash\" long\n"
+              "\"two\\nlines\"             long\n");
 }
 
 TEST_F(CliTest, RootsAndStats) {
