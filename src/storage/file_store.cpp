@@ -1165,7 +1165,11 @@ void file_store::commit(std::span<const page_image> pages, const meta_bytes& met
 void file_store::checkpoint() {
     std::optional<reader_info> r = checkpoint_now(false);
     if (!r) return;
-    std::string who = r->by_other_name
+    std::string who = r->table_replaced
+                          ? readers_->path() + " is no longer this writer's reader table (another program replaced "
+                                               "it), so the snapshots of readers that opened since are unknown; "
+                                               "close the store and open it again to take that table over"
+                      : r->by_other_name
                           ? "a reader opened the store by another name (a hard link), so its snapshot is unknown"
                           : "reader process " + std::to_string(r->pid) + " reads commit " + std::to_string(r->txn) +
                                 ", older than the newest (" + std::to_string(txn_seq_) + ")";

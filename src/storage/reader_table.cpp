@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "common/shared_files.hpp"
@@ -103,6 +104,9 @@ int make_table(const std::string& path, mode_t mode) {
 
 reader_table::reader_table(std::string path, int fd, void* memory)
     : path_(std::move(path)), fd_(fd), memory_(memory) {
+    std::error_code ec;  // absolute now: a chdir later must not make another file look like this one's replacement
+    absolute_path_ = std::filesystem::absolute(path_, ec).string();
+    if (ec) absolute_path_ = path_;
     common::note_shared_file(memory_, reader_table_bytes, path_.c_str());
 }
 
@@ -127,6 +131,18 @@ void reader_table::lock_presence() {
     fl.l_len = 1;
     if (::fcntl(store_fd_, F_OFD_SETLK, &fl) != 0)
         common::throw_system_error("fcntl(F_OFD_SETLK)", errno, path_, "a reader's lock on the main file");
+}
+
+// Whether NAME-shm is now another file than the one mapped here: another
+// program copied it and renamed the copy over it (as rsync or an editor
+// saves). Readers that opened since registered in the copy, which this
+// writer never looks at. A table removed from the path is no such risk: a
+// reader finds none and takes the store's lock, which the writer holds.
+bool reader_table::replaced_at_path() const {
+    struct stat at_path {}, mapped {};
+    if (::stat(absolute_path_.c_str(), &at_path) != 0) return false;
+    if (::fstat(fd_, &mapped) != 0) return true;  // cannot tell: assume the worst
+    return at_path.st_dev != mapped.st_dev || at_path.st_ino != mapped.st_ino;
 }
 
 // A lock on the main file's presence range outside this table's own byte.
@@ -262,6 +278,7 @@ void reader_table::begin_checkpoint() { word(header_of(memory_).checkpoint_epoch
 void reader_table::end_checkpoint() { word(header_of(memory_).checkpoint_epoch).fetch_add(1); }
 
 std::optional<reader_info> reader_table::first_reader_not_at(std::uint64_t generation, std::uint64_t log_end) const {
+    if (replaced_at_path()) return reader_info{0, 0, 0, 0, false, true};
     if (readers_by_other_name()) return reader_info{0, 0, 0, 0, true};
     // The slot's words first, the lock (a system call) only for a slot that
     // could hold the checkpoint back. Skipped without one: a slot at the

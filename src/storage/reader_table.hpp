@@ -60,6 +60,7 @@ struct reader_info {
     std::uint64_t pid;
     std::uint64_t generation, log_end, txn;
     bool by_other_name = false;  // a reader of another table (a hard link): only its presence is known
+    bool table_replaced = false;  // NAME-shm is another file now: readers since registered there, unseen
 };
 
 inline constexpr char reader_table_magic[8] = {'s', 't', 'e', 'p', 's', 'h', 'm', '1'};
@@ -152,11 +153,13 @@ private:
     void claim_slot();
     void lock_presence();
     bool readers_by_other_name() const;
+    bool replaced_at_path() const;
     bool slot_live(std::uint32_t i) const;
     snapshot read_published() const;
     reader_slot read_slot(std::uint32_t i) const;
 
     std::string path_;
+    std::string absolute_path_;  // path_ as it resolved at open (replaced_at_path)
     int fd_;
     void* memory_;
     int slot_ = -1;  // a reader's slot

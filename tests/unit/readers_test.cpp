@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -133,6 +134,38 @@ TEST_F(ReadersTest, ACheckpointWaitsForAReaderBehindAndGoesOnWhenItIsKilled) {
     EXPECT_TRUE(w->try_checkpoint());
     EXPECT_EQ(w->describe().wal_commits, 0u);
     EXPECT_TRUE(w->describe().readers.empty());
+}
+
+// NAME-shm replaced under the writer by a copy of itself (copied, the copy
+// renamed over it, as rsync saves a file): a reader opening now registers in
+// the copy, which the writer does not look at, so the writer must not
+// checkpoint over what such a reader reads. It refuses, naming the file,
+// until it is opened again and takes the table at the path over.
+TEST_F(ReadersTest, ATableReplacedUnderTheWriterHoldsCheckpointsBackUntilItReopens) {
+    auto w = open_writer();
+    commit_all(*w, 1);
+    const std::string table = path + "-shm";
+    std::filesystem::copy_file(table, table + ".copy");
+    std::filesystem::rename(table + ".copy", table);
+    child r = reader(1, 2);  // registers at commit 1, in the copy
+    ASSERT_TRUE(r.wait_for_report());
+    commit_all(*w, 2);
+    auto e = test::error_of([&] { w->checkpoint(); });
+    EXPECT_EQ(e.code(), errc::locked);
+    EXPECT_NE(std::string(e.what()).find(table + " is no longer this writer's reader table (another program "
+                                                 "replaced it)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_FALSE(w->try_checkpoint());
+    r.go();  // reads its snapshot, commit 1, every page: nothing overwritten
+    ASSERT_TRUE(r.wait_for_report());
+    r.go();
+    EXPECT_EQ(r.exit_code(), 0);
+    w.reset();  // its close does not checkpoint either
+    w = open_writer();
+    EXPECT_TRUE(w->try_checkpoint());
+    EXPECT_EQ(test::filled_problem(*w, 2), "");
+    EXPECT_TRUE(w->check().empty());
 }
 
 // A reader at the newest commit lets the checkpoint run; the writer then
