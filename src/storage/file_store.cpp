@@ -1195,7 +1195,10 @@ void file_store::wait_for_readers_and_checkpoint() {
     const auto give_up = std::chrono::steady_clock::now() + opts_.checkpoint_wait;
     while (std::chrono::steady_clock::now() < give_up) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        if (readers_->first_reader_not_at(wal_header_.generation, wal_end_)) continue;
+        if (const std::optional<reader_info> r = readers_->first_reader_not_at(wal_header_.generation, wal_end_)) {
+            if (r->table_replaced) break;  // no reader's refresh ends that: only reopening the store
+            continue;
+        }
         if (try_checkpoint()) return;
     }
     ++stats_.checkpoint_waits_expired;

@@ -168,6 +168,27 @@ TEST_F(ReadersTest, ATableReplacedUnderTheWriterHoldsCheckpointsBackUntilItReope
     EXPECT_TRUE(w->check().empty());
 }
 
+// No reader's refresh can end what a replaced table holds back, so a commit
+// that is due a checkpoint does not wait checkpoint_wait for one.
+TEST_F(ReadersTest, ACommitDoesNotWaitForReadersOfAReplacedTable) {
+    storage::options o;
+    o.durable = false;
+    o.checkpoint_bytes = 1;  // every commit is due a checkpoint
+    o.checkpoint_wait = std::chrono::seconds(30);
+    auto w = storage::storage::open(path, o);
+    commit_all(*w, 1);
+    const std::string table = path + "-shm";
+    std::filesystem::copy_file(table, table + ".copy");
+    std::filesystem::rename(table + ".copy", table);
+    const auto start = std::chrono::steady_clock::now();
+    commit_all(*w, 2);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    const storage::stats& st = w->counters();
+    EXPECT_EQ(st.checkpoint_waits, 1u);
+    EXPECT_EQ(st.checkpoint_waits_expired, 1u);
+    EXPECT_EQ(test::filled_problem(*w, 2), "");
+}
+
 // A reader at the newest commit lets the checkpoint run; the writer then
 // overwrites the log, and the reader reads its pages from the main file.
 TEST_F(ReadersTest, AReaderAtTheNewestCommitLetsACheckpointRunAndReadsTheMainFileAfter) {
