@@ -22,6 +22,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <new>
 #include <thread>
 #include <vector>
@@ -208,7 +209,10 @@ void file_store::remove_if_made_by_open() noexcept {
 // (read_around::plan): small enough, asked for whole now.
 void file_store::plan_main_file_reads() {
     const std::uint64_t bytes = main_->size();
-    if (around_.plan(bytes, main_->device_read_ahead())) main_->will_need(0, bytes);
+    asked_whole_bytes_ = 0;
+    if (!around_.plan(bytes, main_->device_read_ahead())) return;
+    main_->will_need(0, bytes);
+    asked_whole_bytes_ = bytes;
 }
 
 // A reader beside a writer (or after one): the snapshot the reader table
@@ -453,7 +457,9 @@ void file_store::load_checksums() {
     // The slots lie every 1,024 pages of the file: asked for all at once, a
     // cold open waits for the disk about once instead of once per slot.
     for (std::uint64_t g = 0; g < groups; ++g)
-        for (int slot = 0; slot < 2; ++slot) main_->will_need(checksum_slot_page(g, slot) * page_size, page_size);
+        for (int slot = 0; slot < 2; ++slot)
+            if (!asked_at_open(checksum_slot_page(g, slot) * page_size))
+                main_->will_need(checksum_slot_page(g, slot) * page_size, page_size);
     for (std::uint64_t g = 0; g < groups; ++g) {
         checksum_page copies[2];
         bool valid[2] = {read_group_slot(g, 0, copies[0]), read_group_slot(g, 1, copies[1])};
@@ -694,17 +700,24 @@ file_store::tail_evidence file_store::examine_tail(std::uint64_t from) const {
                    ", ending at log byte " + std::to_string(mark_.log_end) + ", as durable";
     }
     if (!wal_) return ev;
-    constexpr std::size_t chunk = 1 << 20;
+    // Every open reads the log to its end, so the buffer is small and not
+    // zeroed: a zeroed 1 MiB one cost each open ~1 ms of page faults and
+    // memset, more than reading a reset log's megabyte from the page cache.
+    constexpr std::size_t chunk = 128 << 10;
     // A frame starting in the chunk is read whole with the bytes its checksum covers.
-    std::vector<std::byte> buf(chunk + sizeof(frame_header) + std::max(meta_size, max_diff_bytes));
+    const std::size_t buf_size = chunk + sizeof(frame_header) + std::max(meta_size, max_diff_bytes);
+    const auto buf = std::make_unique_for_overwrite<std::byte[]>(buf_size);
     for (std::uint64_t at = from;; at += chunk) {
-        std::size_t n = wal_->read_at(at, buf);
+        std::size_t n = wal_->read_at(at, {buf.get(), buf_size});
         for (std::size_t i = 0; i + sizeof(frame_header) <= n && i < chunk; i += 8) {
+            std::uint32_t magic;
+            std::memcpy(&magic, buf.get() + i, sizeof magic);
+            if (magic != frame_magic) continue;
             frame_header h;
-            std::memcpy(&h, buf.data() + i, sizeof h);
-            if (h.magic != frame_magic || h.salt != wal_header_.salt || h.txn <= txn_seq_) continue;
+            std::memcpy(&h, buf.get() + i, sizeof h);
+            if (h.salt != wal_header_.salt || h.txn <= txn_seq_) continue;
             if (!payload_known(h) || i + sizeof h + covered_payload(h) > n) continue;
-            if (frame_crc_of(h, buf.data() + i + sizeof h) != h.frame_crc) continue;
+            if (frame_crc_of(h, buf.get() + i + sizeof h) != h.frame_crc) continue;
             ev.last_seen_txn = std::max(ev.last_seen_txn, h.txn);
             if (h.kind != frame_kind::commit) ev.pages.push_back(h.number);
             // A commit starts only once the one before it is durable.
@@ -714,7 +727,7 @@ file_store::tail_evidence file_store::examine_tail(std::uint64_t from) const {
                            std::to_string(at + i) + ", and a commit starts only once the one before it is durable";
             }
         }
-        if (n < buf.size()) break;
+        if (n <= chunk) break;  // frames starting past the chunk are the next one's
     }
     std::sort(ev.pages.begin(), ev.pages.end());
     ev.pages.erase(std::unique(ev.pages.begin(), ev.pages.end()), ev.pages.end());
@@ -933,7 +946,8 @@ void file_store::prefetch(page_no page) const noexcept {
     if (!in_log && wal_index_.find(page, e)) in_log = true, logged = {log_index::unpack(e.where), e.sum};
     if (in_log) wal_->will_need(logged.at.offset, logged.at.diff ? logged.at.diff_bytes : page_size);
     // A difference is made from the main file's page.
-    if (in_log ? logged.at.diff : page < page_count_) main_->will_need(physical_page(page) * page_size, page_size);
+    if ((in_log ? logged.at.diff : page < page_count_) && !asked_at_open(physical_page(page) * page_size))
+        main_->will_need(physical_page(page) * page_size, page_size);
 }
 
 void file_store::read_page(page_no page, std::byte* out) const {

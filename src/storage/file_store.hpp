@@ -162,6 +162,11 @@ private:
     // What a page read that misses the page cache brings in around it
     // (read_around.hpp): sized by what it was worth so far.
     mutable read_around around_;
+    // The main file's bytes asked for whole at open (0: none), which a
+    // WILLNEED of a page among them would only ask for again: a cold OO1
+    // small traversal made 670 such calls.
+    std::uint64_t asked_whole_bytes_ = 0;
+    bool asked_at_open(std::uint64_t offset) const noexcept { return offset < asked_whole_bytes_; }
     mutable std::atomic<std::uint64_t> waited_reads_{0};
     // The append buffer is kept for the next write up to this many frames
     // (the page engine writes at most 1,024 pages at a time but for its

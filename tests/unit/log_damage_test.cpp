@@ -47,6 +47,15 @@ struct damage {
     std::function<void(std::vector<char>&)> apply;
 };
 
+std::vector<char> read(const std::string& file) {
+    std::ifstream f(file, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+void write(const std::string& file, const std::vector<char>& bytes) {
+    std::ofstream f(file, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 class LogDamage : public ::testing::Test {
 protected:
     test::temp_dir dir;
@@ -77,14 +86,6 @@ protected:
         ASSERT_EQ(frames.back().kind, frame_kind::commit);
     }
 
-    static std::vector<char> read(const std::string& file) {
-        std::ifstream f(file, std::ios::binary);
-        return {std::istreambuf_iterator<char>(f), {}};
-    }
-    static void write(const std::string& file, const std::vector<char>& bytes) {
-        std::ofstream f(file, std::ios::binary | std::ios::trunc);
-        f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    }
     void lay_out(const std::vector<char>& wal) {
         for (auto& e : std::filesystem::directory_iterator(dir.dir()))
             if (e.path().filename().string().rfind("s.db", 0) == 0) std::filesystem::remove(e.path());
@@ -279,6 +280,92 @@ TEST_F(LogDamage, WithoutTheMarkLaterCommitsStillProveEarlierOnes) {
     }
     EXPECT_GT(corrupt, 50);
     std::printf("without the mark: %d named corrupt, %d taken for a torn last commit\n", corrupt, torn);
+}
+
+
+// The log is read to its end in pieces (examine_tail reads 128 KiB at a
+// time from where replay stopped): evidence of durable commits must be found
+// wherever it lies, in a frame across two pieces or in the last few bytes of
+// the log past a piece. Each commit changes a few bytes of one page (a small
+// difference frame of varying length, then the commit record), so frames
+// fall across piece boundaries. Commit 2's frame is damaged, the mark rolled
+// back, and the log cut after commit j for every j whose first frame lies
+// near a boundary: the open must name commits 2 to j as durable and the byte
+// where commit j's first frame starts.
+TEST(LogDamageLongLog, EvidenceIsFoundAnywhereInALongLog) {
+    test::temp_dir dir;
+    const std::string path = dir.path("s.db");
+    constexpr std::uint64_t piece = 128 << 10, last_txn = 6000;
+    {
+        options o;
+        o.durable = false;
+        auto s = storage::storage::open(path, o);
+        std::vector<std::byte> page(page_size);
+        for (std::uint64_t t = 1; t <= last_txn; ++t) {
+            std::memcpy(page.data(), &t, sizeof t);
+            std::memset(page.data() + 100, static_cast<int>(t), t % 64);
+            meta_bytes meta{};
+            std::memcpy(meta.data(), &t, sizeof t);
+            const page_image image{1, page.data()};
+            s->commit({&image, 1}, meta);
+            if (t == 1) s->checkpoint();
+        }
+    }
+    std::vector<char> main_bytes = read(path), wal_bytes = read(path + "-wal");
+    commit_mark m;
+    std::memcpy(&m, main_bytes.data() + commit_mark_page * page_size, sizeof m);
+    ASSERT_EQ(m.txn, last_txn);
+    m.txn = 1;
+    m.log_end = wal_frames_offset;
+    m.crc = common::crc32c(0, &m, offsetof(commit_mark, crc));
+    std::memcpy(main_bytes.data() + commit_mark_page * page_size, &m, sizeof m);
+    write(path, main_bytes);
+
+    std::vector<std::uint64_t> first_frame(last_txn + 1, 0), end_of(last_txn + 1, 0);
+    // Where the first frame of each commit lies from where replay stops
+    // (the damaged frame, the log's first).
+    std::vector<std::uint64_t> into_piece(last_txn + 1, 0);
+    std::vector<bool> across(last_txn + 1, false);  // its checksummed bytes span two pieces
+    for (std::uint64_t off = wal_frames_offset; off + sizeof(frame_header) <= wal_bytes.size();) {
+        frame_header h;
+        std::memcpy(&h, wal_bytes.data() + off, sizeof h);
+        if (h.magic != frame_magic || h.txn > last_txn) break;
+        if (!first_frame[h.txn]) {
+            const std::uint64_t from = off - wal_frames_offset;
+            first_frame[h.txn] = off;
+            into_piece[h.txn] = from % piece;
+            across[h.txn] = from / piece != (from + sizeof h + covered_payload(h) - 1) / piece;
+        }
+        off += sizeof h + payload_size(h);
+        end_of[h.txn] = off;
+    }
+    ASSERT_GT(end_of[last_txn], 4 * piece) << "commit more to lengthen the log";
+    ASSERT_EQ(first_frame[2], wal_frames_offset);
+    wal_bytes[first_frame[2]] ^= 0x21;
+
+    int crossing = 0;
+    for (std::uint64_t j = 4; j <= last_txn; ++j) {
+        if (into_piece[j] >= 8192 && into_piece[j] < piece - 8192) continue;
+        crossing += across[j];
+        SCOPED_TRACE("log cut after commit " + std::to_string(j));
+        write(path + "-wal", {wal_bytes.begin(), wal_bytes.begin() + static_cast<std::ptrdiff_t>(end_of[j])});
+        std::filesystem::remove(path + "-shm");
+        options ro;
+        ro.read_only = true;
+        try {
+            storage::storage::open(path, ro);
+            ADD_FAILURE() << "opened over durable commits it cannot read";
+        } catch (const error& e) {
+            const std::string msg = e.what();
+            EXPECT_EQ(e.code(), errc::corrupt) << msg;
+            EXPECT_NE(msg.find("Commits 2 to " + std::to_string(j) + " were durable"), std::string::npos) << msg;
+            EXPECT_NE(msg.find("an intact frame of commit " + std::to_string(j) + " follows at log byte " +
+                               std::to_string(first_frame[j]) + ","),
+                      std::string::npos)
+                << msg;
+        }
+    }
+    EXPECT_GT(crossing, 2) << "too few commits start with a frame across a piece boundary: lengthen the log";
 }
 
 }  // namespace
