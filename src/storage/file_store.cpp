@@ -140,8 +140,12 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     } catch (const error& e) {
         // A writer that took the lock has made the reader table by now,
         // unless it is still opening a store that had none.
-        if (!opts.read_only || e.code() != errc::locked || !s->open_beside_writer()) throw;
-        return s;
+        if (!opts.read_only || e.code() != errc::locked) throw;
+        if (s->open_beside_writer()) return s;
+        if (s->beside_writer_refusal_locked_) throw error(errc::locked, s->beside_writer_refusal_);
+        throw error(errc::locked, std::string(e.what()) + ". A reader opens beside a writer through the store's "
+                                                          "reader table, and here it cannot: " +
+                                      s->beside_writer_refusal_);
     }
     // Under the writer's lock, so the test and the creation are one step.
     const bool create = !s->io_->exists(s->path_);
@@ -221,8 +225,18 @@ void file_store::plan_main_file_reads() {
 // files (a store replaced since, a writer dead while publishing): the caller
 // then reads the way readers did before tables, under shared flocks.
 bool file_store::open_beside_writer() {
-    readers_ = reader_table::for_reader(path_);
+    beside_writer_refusal_locked_ = false;
+    try {
+        readers_ = reader_table::for_reader(path_, beside_writer_refusal_);
+    } catch (const error& e) {
+        if (e.code() != errc::locked) throw;
+        beside_writer_refusal_ = e.what();
+        beside_writer_refusal_locked_ = true;
+        return false;
+    }
     if (!readers_) return false;
+    beside_writer_refusal_ = "the writer moved its log into the main file during each of 100 tries to read its "
+                             "snapshot (a checkpoint at every commit? try again)";
     try {
         lock_ = io_->lock(path_, lock_kind::snapshot, opts_.file_mode, opts_.lock_timeout);
         if (!io_->exists(path_)) throw error(errc::not_found, "store " + path_ + " does not exist");
@@ -233,13 +247,25 @@ bool file_store::open_beside_writer() {
         for (int attempt = 0; attempt < 100; ++attempt) {
             snapshot_ = readers_->register_snapshot();
             snapshot_fit fit = load_snapshot();
-            if (fit == snapshot_fit::fits && commits_beyond_this_table()) break;
+            if (fit == snapshot_fit::fits && commits_beyond_this_table()) {
+                beside_writer_refusal_ = "the main file shows commits this table never published, made by a "
+                                         "writer that opened the store by another name (a hard link): open it by "
+                                         "that name";
+                break;
+            }
             if (fit == snapshot_fit::fits) return true;
-            if (fit == snapshot_fit::stale) break;
+            if (fit == snapshot_fit::damaged) throw_published_commits_damaged();
+            if (fit == snapshot_fit::stale) {
+                beside_writer_refusal_ = "its snapshot does not fit the files (the store was replaced since the "
+                                         "writer opened it, or the writer died while publishing a commit)";
+                break;
+            }
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
     } catch (const error& e) {
         if (e.code() != errc::locked) throw;
+        beside_writer_refusal_ = e.what();
+        beside_writer_refusal_locked_ = true;
     }
     readers_.reset();
     lock_.reset();
@@ -280,7 +306,23 @@ file_store::snapshot_fit file_store::load_snapshot() {
     // Asked after the reads: a reset since may have cut the replay short
     // or rewritten the header.
     if (readers_->checkpointed_gen() >= s.generation) return snapshot_fit::moved;
+    // A commit is published only once its frames are written, so a replay
+    // that stops short of the snapshot's end met damage.
+    if (wal_end_ < s.log_end && txn_seq_ < s.txn) return snapshot_fit::damaged;
     return wal_end_ == s.log_end && txn_seq_ == s.txn ? snapshot_fit::fits : snapshot_fit::stale;
+}
+
+// The log a live writer is using is damaged before commits it published:
+// the reader cannot read them, and a wait for the lock would never end.
+void file_store::throw_published_commits_damaged() const {
+    throw error(errc::corrupt,
+                wal_path_ + ": the log is damaged at byte " + std::to_string(replay_stop_) + " (" +
+                    replay_stop_reason_ + "), where commit " + std::to_string(txn_seq_ + 1) +
+                    " should be. The writer still using the store published commits up to " +
+                    std::to_string(snapshot_.txn) + " as durable, and commits " + std::to_string(txn_seq_ + 1) +
+                    " to " + std::to_string(snapshot_.txn) + " cannot be read. Nothing was changed. `steppe check " +
+                    path_ + "` names the damage; once the writer has closed the store, `steppe recover " + path_ +
+                    "` opens it at commit " + std::to_string(txn_seq_) + ", the last one before the damage");
 }
 
 bool file_store::log_header_is(std::uint64_t generation, std::uint64_t salt) const {

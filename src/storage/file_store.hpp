@@ -104,10 +104,16 @@ private:
 
     file_store(std::string path, const options& opts);
     // Readers beside the writer (reader_table.hpp, invariant 5).
-    enum class snapshot_fit { fits, moved, stale };
+    enum class snapshot_fit { fits, moved, stale, damaged };
     bool open_beside_writer();
+    // Why the last open_beside_writer() read no snapshot from the table;
+    // with `_locked`, the table's own locked error (every slot held), which
+    // the open throws as it is.
+    std::string beside_writer_refusal_;
+    bool beside_writer_refusal_locked_ = false;
     snapshot_fit load_snapshot();
     bool commits_beyond_this_table();
+    [[noreturn]] void throw_published_commits_damaged() const;
     snapshot_fit load_main_only();
     bool checksums_in_flux() const;
     bool log_header_is(std::uint64_t generation, std::uint64_t salt) const;

@@ -189,17 +189,28 @@ std::unique_ptr<reader_table> reader_table::for_writer(const std::string& store_
     return t;
 }
 
-std::unique_ptr<reader_table> reader_table::for_reader(const std::string& store_path) {
+std::unique_ptr<reader_table> reader_table::for_reader(const std::string& store_path, std::string& why) {
     std::string path = store_path + "-shm";
     int fd = open_regular(path, O_RDWR);
     if (fd < 0) {
         // No table, or one this reader may not write its slot in: it reads
         // the way readers did before tables (shared flocks).
-        if (errno == ENOENT || errno == EACCES || errno == EROFS || errno == EPERM) return nullptr;
+        if (errno == ENOENT) {
+            why = "there is no reader table " + path + " (deleted since the writer opened the store? The writer "
+                  "makes it again when it next opens the store)";
+            return nullptr;
+        }
+        if (errno == EACCES || errno == EROFS || errno == EPERM) {
+            why = "this process may not write its slot in the reader table " + path + " (" +
+                  std::strerror(errno) + "; a reader needs write permission on it)";
+            return nullptr;
+        }
         common::throw_system_error("open", errno, path, "the store's reader table");
     }
     if (!usable(fd)) {
         ::close(fd);
+        why = path + " is not a reader table of this version (damaged, emptied, or made by another program or "
+                     "another steppe version); the writer makes a new one when it next opens the store";
         return nullptr;
     }
     std::unique_ptr<reader_table> t = map(path, fd);

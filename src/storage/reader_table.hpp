@@ -109,8 +109,9 @@ public:
     static std::unique_ptr<reader_table> for_writer(const std::string& store_path, mode_t mode, bool make);
     // A reader's: nullptr when there is no usable STORE-shm (no writer of
     // this version opened the store since it was made or the table
-    // deleted). Claims a free slot (throws locked when all are in use).
-    static std::unique_ptr<reader_table> for_reader(const std::string& store_path);
+    // deleted), and `why` says which. Claims a free slot (throws locked when
+    // all are in use).
+    static std::unique_ptr<reader_table> for_reader(const std::string& store_path, std::string& why);
     ~reader_table();  // a reader's slot is cleared and let go
     reader_table(const reader_table&) = delete;
     reader_table& operator=(const reader_table&) = delete;

@@ -15,11 +15,14 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "storage/reader_table.hpp"
 #include "storage/storage.hpp"
+#include "storage/wal_format.hpp"
 #include "support/child.hpp"
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
@@ -52,6 +55,31 @@ protected:
         storage::options o;
         o.read_only = true;
         return storage::storage::open(path, o);
+    }
+    // What a read-only open in another process says: "opened", or the
+    // error's code (locked or not) and message.
+    std::string reader_in_child() {
+        int fds[2];
+        EXPECT_EQ(::pipe(fds), 0);
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            std::string m = "opened";
+            try {
+                open_reader();
+            } catch (const error& e) {
+                m = (e.code() == errc::locked ? "locked: " : e.code() == errc::corrupt ? "corrupt: " : "other: ") +
+                    std::string(e.what());
+            }
+            (void)!::write(fds[1], m.data(), m.size());
+            ::_exit(0);
+        }
+        ::close(fds[1]);
+        std::string m;
+        char buf[512];
+        for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) m.append(buf, static_cast<std::size_t>(n));
+        ::close(fds[0]);
+        ::waitpid(pid, nullptr, 0);
+        return m;
     }
     // A reader that opens at once, reports, checks its snapshot `txn` at
     // each go (reading every page) and reports again, `rounds` times.
@@ -166,6 +194,73 @@ TEST_F(ReadersTest, ATableReplacedUnderTheWriterHoldsCheckpointsBackUntilItReope
     EXPECT_TRUE(w->try_checkpoint());
     EXPECT_EQ(test::filled_problem(*w, 2), "");
     EXPECT_TRUE(w->check().empty());
+}
+
+// A reader that cannot use the reader table beside a writer is refused
+// (locked) saying why, not only that a writer holds the store: the table
+// deleted, a file that is no table put in its place, every slot held. The
+// reader is another process (this one holds the writer).
+TEST_F(ReadersTest, AReaderThatCannotUseTheTableBesideAWriterSaysWhy) {
+    const std::string table = path + "-shm";
+    auto w = open_writer();
+    commit_all(*w, 1);
+    EXPECT_EQ(reader_in_child(), "opened");
+    std::filesystem::remove(table);
+    std::string m = reader_in_child();
+    EXPECT_EQ(m.rfind("locked: store " + path + " is locked by process ", 0), 0u) << m;
+    EXPECT_NE(m.find("there is no reader table " + table + " (deleted since the writer opened the store?"),
+              std::string::npos)
+        << m;
+
+    w.reset();
+    w = open_writer();  // makes the table again
+    EXPECT_EQ(reader_in_child(), "opened");
+    {
+        std::FILE* f = std::fopen((table + ".other").c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs("not a reader table\n", f);
+        std::fclose(f);
+    }
+    std::filesystem::rename(table + ".other", table);
+    m = reader_in_child();
+    EXPECT_EQ(m.rfind("locked: ", 0), 0u) << m;
+    EXPECT_NE(m.find(table + " is not a reader table of this version"), std::string::npos) << m;
+
+    w.reset();
+    w = open_writer();
+    std::vector<std::unique_ptr<storage::reader_table>> slots;
+    std::string why;
+    for (std::uint32_t i = 0; i < storage::reader_slots; ++i) slots.push_back(storage::reader_table::for_reader(path, why));
+    m = reader_in_child();
+    EXPECT_EQ(m, "locked: " + table + ": all " + std::to_string(storage::reader_slots) +
+                     " reader slots are held by live readers; close one and open again");
+    slots.pop_back();
+    EXPECT_EQ(reader_in_child(), "opened");
+}
+
+// The log a live writer uses damaged before commits it published: a
+// reader is told so (corrupt, naming the byte and the commits), not that
+// the store is locked, which no wait would end (a tester's finding).
+TEST_F(ReadersTest, AReaderBesideAWriterWhoseLogIsDamagedIsToldSo) {
+    auto w = open_writer();
+    commit_all(*w, 1);
+    commit_all(*w, 2);
+    EXPECT_EQ(reader_in_child(), "opened");
+    {
+        std::fstream log(path + "-wal", std::ios::in | std::ios::out | std::ios::binary);
+        log.seekp(storage::wal_frames_offset + 20);
+        log.put('\x55');
+    }
+    const std::string m = reader_in_child();
+    EXPECT_EQ(m.rfind("corrupt: " + path + "-wal: the log is damaged at byte " +
+                          std::to_string(storage::wal_frames_offset) + " (",
+                      0),
+              0u)
+        << m;
+    EXPECT_NE(m.find("where commit 1 should be. The writer still using the store published commits up to 2 as "
+                     "durable, and commits 1 to 2 cannot be read. Nothing was changed."),
+              std::string::npos)
+        << m;
 }
 
 // No reader's refresh can end what a replaced table holds back, so a commit
