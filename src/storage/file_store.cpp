@@ -786,12 +786,18 @@ void file_store::judge_log() {
             reset_wal(header_.checkpoint_gen + 1, header_.next_wal_salt);
         return;
     }
-    std::uint64_t lost_to = std::max(ev.shown_txn, ev.last_seen_txn);
     std::string what = wal_path_ + ": the log is damaged at byte " + std::to_string(replay_stop_) + " (" +
                        replay_stop_reason_ + "), where commit " + std::to_string(txn_seq_ + 1) + " should be";
     if (wal_needs_reset_) what += "; its header (bytes 0-55) is damaged or of another generation too";
-    what += ". Commits " + std::to_string(txn_seq_ + 1) + " to " + std::to_string(lost_to) + " were durable (" +
+    what += ". Commits " + std::to_string(txn_seq_ + 1) + " to " + std::to_string(ev.shown_txn) + " were durable (" +
             ev.proof + ") and cannot be read";
+    // Frames of a later commit show it was written, not that it was durable.
+    if (ev.last_seen_txn > ev.shown_txn)
+        what += ", nor can commit" + std::string(ev.last_seen_txn > ev.shown_txn + 1 ? "s " : " ") +
+                std::to_string(ev.shown_txn + 1) +
+                (ev.last_seen_txn > ev.shown_txn + 1 ? " to " + std::to_string(ev.last_seen_txn) : "") +
+                ", whose frames follow (nothing shows whether " +
+                (ev.last_seen_txn > ev.shown_txn + 1 ? "they were" : "it was") + " durable)";
     if (!ev.pages.empty()) {
         what += "; intact frames after the damage name pages";
         for (std::size_t i = 0; i < ev.pages.size() && i < 20; ++i) what.append(" ").append(std::to_string(ev.pages[i]));

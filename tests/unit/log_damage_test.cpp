@@ -290,8 +290,9 @@ TEST_F(LogDamage, WithoutTheMarkLaterCommitsStillProveEarlierOnes) {
 // difference frame of varying length, then the commit record), so frames
 // fall across piece boundaries. Commit 2's frame is damaged, the mark rolled
 // back, and the log cut after commit j for every j whose first frame lies
-// near a boundary: the open must name commits 2 to j as durable and the byte
-// where commit j's first frame starts.
+// near a boundary: the open must name commits 2 to j - 1 as durable, by the
+// byte where commit j's first frame starts, and commit j as lost too (its
+// frames show it was written, not that it was durable).
 TEST(LogDamageLongLog, EvidenceIsFoundAnywhereInALongLog) {
     test::temp_dir dir;
     const std::string path = dir.path("s.db");
@@ -358,7 +359,11 @@ TEST(LogDamageLongLog, EvidenceIsFoundAnywhereInALongLog) {
         } catch (const error& e) {
             const std::string msg = e.what();
             EXPECT_EQ(e.code(), errc::corrupt) << msg;
-            EXPECT_NE(msg.find("Commits 2 to " + std::to_string(j) + " were durable"), std::string::npos) << msg;
+            EXPECT_NE(msg.find("Commits 2 to " + std::to_string(j - 1) + " were durable"), std::string::npos) << msg;
+            EXPECT_NE(msg.find(", nor can commit " + std::to_string(j) + ", whose frames follow (nothing shows "
+                                                                         "whether it was durable)"),
+                      std::string::npos)
+                << msg;
             EXPECT_NE(msg.find("an intact frame of commit " + std::to_string(j) + " follows at log byte " +
                                std::to_string(first_frame[j]) + ","),
                       std::string::npos)
