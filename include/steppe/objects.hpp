@@ -165,14 +165,14 @@ struct options {
     // Bytes of virtual address space for the engine's heap (objects in
     // memory, fault blocks). 0 = 64 GiB. Memory is used only as objects are.
     std::uint64_t heap_limit = 0;
-    // Bytes of persistent objects kept in memory (0 = half of the memory the
-    // process may still use, as steppe::open_options::resident_budget). It
+    // Bytes of persistent objects kept in memory (0 = a fifth of the memory
+    // the process may still use; the page engine takes half). It
     // bounds stats().resident_bytes, not the process: objects not yet
     // committed, the table of objects in memory (~33 bytes an object) and,
     // under fault_block, the fault block and gap each evicted object leaves
     // are not counted, and grow with the objects ever loaded (docs/objects.md,
-    // "Memory": for stores larger than memory, build with id and a budget of
-    // a quarter of the memory available).
+    // "Memory": for stores larger than memory, build with id, whose default
+    // budget walked a store larger than a 64 MiB cgroup within it).
     // Past it, second-chance eviction over the resident object table runs at
     // the safe points, the end of commit() and of rollback(): objects not used
     // since the previous safe point leave memory (the next use faults them in
@@ -231,7 +231,7 @@ struct stats {
                                           // blocks, 32 bytes per object referenced, and transient objects not);
                                           // placement::in_store: bytes of segment buffers
     std::uint64_t resident_budget = 0;
-    std::string resident_budget_source;   // "option", or the limit it is half of
+    std::string resident_budget_source;   // "option", or the limit it is a fifth of
     std::uint64_t store_pages = 0;
 };
 std::string to_string(const stats& s);

@@ -215,9 +215,15 @@ void engine_handle::load_and_map(std::optional<scheme> compiled, bool match_prog
     budget_ = o.resident_budget;
     budget_source_ = "option";
     if (budget_ == 0) {
+        // A fifth, where the page engine takes half: objects leave only at
+        // safe points, and second chance keeps up to twice the budget, so
+        // what a program touches between two safe points, twice the budget
+        // and the table (~33 bytes an object) must fit together. Half was
+        // killed in a 64 MiB cgroup (docs/objects.md, "What the budget
+        // bounds"; bench/micro/objects_walk_bench.cpp).
         common::memory_limit m = common::available_memory();
-        budget_ = m.available / 2;
-        budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
+        budget_ = m.available / 5;
+        budget_source_ = "a fifth of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
     }
     load_committed(compiled, match_program);
     in_store_next_page_ = meta_.next_page;

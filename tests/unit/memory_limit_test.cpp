@@ -19,10 +19,15 @@
 #include <string>
 
 #include "common/memory_limit.hpp"
+#include "support/memory_cgroup.hpp"
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using steppe::common::available_memory;
+using steppe::test::in_child;
+using steppe::test::join_memory_group;
+using steppe::test::make_memory_group;
+using steppe::test::remove_memory_group;
 
 namespace {
 
@@ -33,32 +38,6 @@ void write(const fs::path& file, const std::string& text) {
 
 constexpr std::uint64_t MiB = 1 << 20;
 
-// What `body` returns, run in a forked child (limits set there stay there).
-std::string in_child(const std::function<std::string()>& body) {
-    int fds[2];
-    if (::pipe(fds) != 0) return "pipe failed";
-    pid_t child = ::fork();
-    if (child < 0) return "fork failed";
-    if (child == 0) {
-        ::close(fds[0]);
-        std::string report;
-        try {
-            report = body();
-        } catch (const std::exception& e) {
-            report = std::string("0|0|") + e.what();
-        }
-        if (::write(fds[1], report.data(), report.size()) < 0) ::_exit(2);
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::string report;
-    char buf[512];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    return report.empty() ? "the child reported nothing" : report;
-}
 
 TEST(MemoryLimit, CgroupV1LimitOfAParentGroupCounts) {
     steppe::test::temp_dir dir;
@@ -128,43 +107,21 @@ TEST(MemoryLimit, RlimitDataSetsTheDefaultBudget) {
     EXPECT_NE(report.find("RLIMIT_DATA"), std::string::npos) << report;
 }
 
-// A real cgroup v1 group under this process's own, capped at `limit`; ""
-// where the machine has no v1 memory controller or we may not make one.
-std::string make_group(std::uint64_t limit, const std::string& name) {
-    std::ifstream self("/proc/self/cgroup");
-    std::string line, group;
-    while (std::getline(self, line))
-        if (line.find(":memory:") != std::string::npos) group = line.substr(line.find(":memory:") + 8);
-    fs::path dir = fs::path("/sys/fs/cgroup/memory") / fs::path(group).relative_path() /
-                   ("steppe-" + name + "-" + std::to_string(::getpid()));
-    std::error_code ec;
-    if (group.empty() || !fs::create_directory(dir, ec)) return "";
-    std::ofstream(dir / "memory.limit_in_bytes") << limit;
-    return dir.string();
-}
-
-void join_group(const std::string& dir) { std::ofstream(fs::path(dir) / "cgroup.procs") << ::getpid(); }
-
-// A group's directory goes once its last process has (the child was reaped).
-void remove_group(const std::string& dir) {
-    std::error_code ec;
-    fs::remove(dir, ec);
-}
 
 // A real cgroup v1 group of 256 MiB (this machine has the v1 memory
 // controller and runs tests as root); skipped where it cannot be made.
 TEST(MemoryLimit, ARealCgroupV1CapSetsTheDefaultBudget) {
-    const std::string dir = make_group(256 * MiB, "cap");
+    const std::string dir = make_memory_group(256 * MiB, "cap");
     if (dir.empty()) GTEST_SKIP() << "cannot create a memory cgroup here (cgroup v1 memory controller, root)";
     steppe::test::temp_dir stores;
     std::string report = in_child([&] {
-        join_group(dir);
+        join_memory_group(dir);
         auto page = steppe::store::open(stores.path("p.db"));
         auto objects = steppe::objects::store::open(stores.path("o.ods"));
         return std::to_string(page.stats().resident_budget_pages * 4096) + "|" +
                std::to_string(objects.stats().resident_budget) + "|" + page.stats().resident_budget_source;
     });
-    remove_group(dir);
+    remove_memory_group(dir);
     std::uint64_t page_budget = std::stoull(report.substr(0, report.find('|')));
     std::uint64_t object_budget = std::stoull(report.substr(report.find('|') + 1));
     EXPECT_GT(page_budget, 0u) << report;
@@ -200,12 +157,12 @@ TEST(MemoryLimit, ADefaultStoreEightTimesItsCgroupCapIsBuiltAndWalked) {
 #endif
     constexpr std::uint64_t cap = 64 * MiB;
     constexpr long nodes = 8 * cap / sizeof(Big);
-    const std::string dir = make_group(cap, "eightfold");
+    const std::string dir = make_memory_group(cap, "eightfold");
     if (dir.empty()) GTEST_SKIP() << "cannot create a memory cgroup here (cgroup v1 memory controller, root)";
     steppe::test::temp_dir stores;
     const std::string path = stores.path("big.db");
     std::string report = in_child([&] {
-        join_group(dir);
+        join_memory_group(dir);
         {
             auto s = steppe::store::open(path);
             Big** head = s.root<Big*>("head");
@@ -225,7 +182,7 @@ TEST(MemoryLimit, ADefaultStoreEightTimesItsCgroupCapIsBuiltAndWalked) {
         return "walked " + std::to_string(seen) + "|budget " + std::to_string(st.resident_budget_pages * 4096) +
                "|peak " + std::to_string(peak_rss()) + "|" + st.resident_budget_source;
     });
-    remove_group(dir);
+    remove_memory_group(dir);
     std::printf("  the child in a %llu MiB group: %s\n", static_cast<unsigned long long>(cap >> 20), report.c_str());
     ASSERT_EQ(report.rfind("walked " + std::to_string(nodes) + "|", 0), 0u) << report;
     EXPECT_NE(report.find("cgroup v1"), std::string::npos) << report;
@@ -281,10 +238,10 @@ TEST(MemoryLimit, ACompactionWhoseBookkeepingCannotFitIsNoSpaceAndChangesNothing
         s.commit();
     }
     const std::uint64_t page_bytes = std::filesystem::file_size(page), object_bytes = std::filesystem::file_size(objects);
-    const std::string dir = make_group(cap, "compact");
+    const std::string dir = make_memory_group(cap, "compact");
     if (dir.empty()) GTEST_SKIP() << "cannot create a memory cgroup here (cgroup v1 memory controller, root)";
     std::string report = in_child([&] {
-        join_group(dir);
+        join_memory_group(dir);
         std::string out;
         for (const std::string& path : {page, objects}) {
             try {
@@ -296,7 +253,7 @@ TEST(MemoryLimit, ACompactionWhoseBookkeepingCannotFitIsNoSpaceAndChangesNothing
         }
         return out;
     });
-    remove_group(dir);
+    remove_memory_group(dir);
     std::printf("  the child in a %llu MiB group:\n%s", static_cast<unsigned long long>(cap >> 20), report.c_str());
     EXPECT_EQ(report.find("compacted"), std::string::npos) << report;
     EXPECT_NE(report.find("no_space: compaction of " + page + " needs about"), std::string::npos) << report;
@@ -333,11 +290,11 @@ TEST(MemoryLock, MappingsLockedAsMadeAreRefusedAndLockedOnFaultFollowTheBudget) 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     GTEST_SKIP() << "a sanitizer's shadow memory (terabytes, sparse) cannot be locked";
 #endif
-    const std::string dir = make_group(256 * MiB, "mlock");
+    const std::string dir = make_memory_group(256 * MiB, "mlock");
     if (dir.empty()) GTEST_SKIP() << "cannot create a memory cgroup here (cgroup v1 memory controller, root)";
     steppe::test::temp_dir stores;
     const std::string refused = in_child([&] {
-        join_group(dir);
+        join_memory_group(dir);
         if (::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) return std::string("skip: mlockall failed");
         std::string out;
         for (int engine = 0; engine < 2; ++engine) {
@@ -353,7 +310,7 @@ TEST(MemoryLock, MappingsLockedAsMadeAreRefusedAndLockedOnFaultFollowTheBudget) 
     });
     constexpr long nodes = 40'000;  // 256 bytes each: 2,500 pages, 10 MiB, 10x the budget
     const std::string walked = in_child([&] {
-        join_group(dir);
+        join_memory_group(dir);
         if (::mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0) return std::string("skip: mlockall failed");
         steppe::open_options o;
         o.resident_budget = 1 * MiB;
@@ -389,7 +346,7 @@ TEST(MemoryLock, MappingsLockedAsMadeAreRefusedAndLockedOnFaultFollowTheBudget) 
         return "walked " + std::to_string(seen) + " nodes, " + std::to_string(links) + " links, evictions " +
                std::to_string(evictions);
     });
-    remove_group(dir);
+    remove_memory_group(dir);
     if (refused.rfind("skip", 0) == 0 || walked.rfind("skip", 0) == 0) GTEST_SKIP() << refused << walked;
     const std::size_t bar = refused.find('\n');
     ASSERT_NE(bar, std::string::npos) << refused;
