@@ -129,7 +129,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
     // store's whichever symlink it is opened by.
     std::unique_ptr<file_store> s(new file_store(resolve_store_path(path), opts));
     if (!opts.read_only) check_name_fits(s->path_);
-    if (opts.read_only && s->open_beside_writer()) {
+    if (opts.read_only && s->open_beside_writer(false)) {
         s->opts_.after = nullptr;  // used by the open only
         return s;
     }
@@ -141,7 +141,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
         // A writer that took the lock has made the reader table by now,
         // unless it is still opening a store that had none.
         if (!opts.read_only || e.code() != errc::locked) throw;
-        if (s->open_beside_writer()) return s;
+        if (s->open_beside_writer(true)) return s;
         if (s->beside_writer_refusal_locked_) throw error(errc::locked, s->beside_writer_refusal_);
         throw error(errc::locked, std::string(e.what()) + ". A reader opens beside a writer through the store's "
                                                           "reader table, and here it cannot: " +
@@ -224,7 +224,7 @@ void file_store::plan_main_file_reads() {
 // false when there is no usable table or its snapshot does not fit the
 // files (a store replaced since, a writer dead while publishing): the caller
 // then reads the way readers did before tables, under shared flocks.
-bool file_store::open_beside_writer() {
+bool file_store::open_beside_writer(bool writer_holds_lock) {
     beside_writer_refusal_locked_ = false;
     try {
         readers_ = reader_table::for_reader(path_, beside_writer_refusal_);
@@ -244,6 +244,7 @@ bool file_store::open_beside_writer() {
         main_ = io_->open(path_, open_mode::read_only, opts_.file_mode);
         around_.set_limit(main_->device_read_ahead());
         plan_main_file_reads();
+        bool waited_for_publish = false;
         for (int attempt = 0; attempt < 100; ++attempt) {
             snapshot_ = readers_->register_snapshot();
             snapshot_fit fit = load_snapshot();
@@ -254,10 +255,20 @@ bool file_store::open_beside_writer() {
                 break;
             }
             if (fit == snapshot_fit::fits) return true;
-            if (fit == snapshot_fit::damaged) throw_published_commits_damaged();
-            if (fit == snapshot_fit::stale) {
+            if (fit == snapshot_fit::damaged && writer_holds_lock && !waited_for_publish) {
+                // A writer still opening the store has not published its own
+                // snapshot yet (the table names its predecessor's).
+                waited_for_publish = true;
+                (void)readers_->wait_for_publish(snapshot_, std::chrono::milliseconds(100));
+                continue;
+            }
+            if (fit == snapshot_fit::damaged && writer_holds_lock) throw_published_commits_damaged();
+            if (fit == snapshot_fit::stale || fit == snapshot_fit::damaged) {
+                // Without a live writer the table may name commits a restored
+                // copy or a power loss took away: the open under flocks judges
+                // the log itself (judge_log).
                 beside_writer_refusal_ = "its snapshot does not fit the files (the store was replaced since the "
-                                         "writer opened it, or the writer died while publishing a commit)";
+                                         "table was written, or a writer is still opening it: try again)";
                 break;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -313,15 +324,18 @@ file_store::snapshot_fit file_store::load_snapshot() {
 }
 
 // The log a live writer is using is damaged before commits it published:
-// the reader cannot read them, and a wait for the lock would never end.
+// the reader cannot read them, and a wait for the lock would never end. The
+// writer reads its newest page versions, which may all lie past the damage,
+// so its next checkpoint may end it for readers.
 void file_store::throw_published_commits_damaged() const {
     throw error(errc::corrupt,
                 wal_path_ + ": the log is damaged at byte " + std::to_string(replay_stop_) + " (" +
                     replay_stop_reason_ + "), where commit " + std::to_string(txn_seq_ + 1) +
-                    " should be. The writer still using the store published commits up to " +
-                    std::to_string(snapshot_.txn) + " as durable, and commits " + std::to_string(txn_seq_ + 1) +
-                    " to " + std::to_string(snapshot_.txn) + " cannot be read. Nothing was changed. `steppe check " +
-                    path_ + "` names the damage; once the writer has closed the store, `steppe recover " + path_ +
+                    " should be. The writer using the store published commits up to " +
+                    std::to_string(snapshot_.txn) + ", and this reader cannot read commits " +
+                    std::to_string(txn_seq_ + 1) + " to " + std::to_string(snapshot_.txn) +
+                    ". Readers can open again once the writer has checkpointed past the damage; if the store is "
+                    "still refused once the writer has closed it, `steppe recover " + path_ +
                     "` opens it at commit " + std::to_string(txn_seq_) + ", the last one before the damage");
 }
 
@@ -742,10 +756,9 @@ file_store::tail_evidence file_store::examine_tail(std::uint64_t from) const {
                    ", ending at log byte " + std::to_string(mark_.log_end) + ", as durable";
     }
     if (!wal_) return ev;
-    // Every open reads the log to its end, so the buffer is small and not
-    // zeroed: a zeroed 1 MiB one cost each open ~1 ms of page faults and
-    // memset, more than reading a reset log's megabyte from the page cache.
-    constexpr std::size_t chunk = 128 << 10;
+    // Not zeroed: a zeroed 1 MiB buffer cost each open ~1 ms of page faults
+    // and memset, more than reading a reset log's megabyte from the page cache.
+    constexpr std::size_t chunk = tail_scan_piece_bytes;
     // A frame starting in the chunk is read whole with the bytes its checksum covers.
     const std::size_t buf_size = chunk + sizeof(frame_header) + std::max(meta_size, max_diff_bytes);
     const auto buf = std::make_unique_for_overwrite<std::byte[]>(buf_size);
@@ -791,13 +804,11 @@ void file_store::judge_log() {
     if (wal_needs_reset_) what += "; its header (bytes 0-55) is damaged or of another generation too";
     what += ". Commits " + std::to_string(txn_seq_ + 1) + " to " + std::to_string(ev.shown_txn) + " were durable (" +
             ev.proof + ") and cannot be read";
-    // Frames of a later commit show it was written, not that it was durable.
+    // Frames of a later commit show it was written, not that it was durable
+    // (examine_tail: a frame of commit t shows t - 1, so at most one is left).
     if (ev.last_seen_txn > ev.shown_txn)
-        what += ", nor can commit" + std::string(ev.last_seen_txn > ev.shown_txn + 1 ? "s " : " ") +
-                std::to_string(ev.shown_txn + 1) +
-                (ev.last_seen_txn > ev.shown_txn + 1 ? " to " + std::to_string(ev.last_seen_txn) : "") +
-                ", whose frames follow (nothing shows whether " +
-                (ev.last_seen_txn > ev.shown_txn + 1 ? "they were" : "it was") + " durable)";
+        what += ", nor can commit " + std::to_string(ev.last_seen_txn) +
+                ", whose frames follow (nothing shows whether it was durable)";
     if (!ev.pages.empty()) {
         what += "; intact frames after the damage name pages";
         for (std::size_t i = 0; i < ev.pages.size() && i < 20; ++i) what.append(" ").append(std::to_string(ev.pages[i]));

@@ -105,10 +105,13 @@ private:
     file_store(std::string path, const options& opts);
     // Readers beside the writer (reader_table.hpp, invariant 5).
     enum class snapshot_fit { fits, moved, stale, damaged };
-    bool open_beside_writer();
+    // `writer_holds_lock`: the store's lock was refused, so a writer is live
+    // (false before the lock is tried).
+    bool open_beside_writer(bool writer_holds_lock);
     // Why the last open_beside_writer() read no snapshot from the table;
-    // with `_locked`, the table's own locked error (every slot held), which
-    // the open throws as it is.
+    // with `_locked`, a locked error met while using the table (every slot
+    // held, a writer by another name or in this process, a snapshot left
+    // half written), which the open throws as it is.
     std::string beside_writer_refusal_;
     bool beside_writer_refusal_locked_ = false;
     snapshot_fit load_snapshot();

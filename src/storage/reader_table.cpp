@@ -196,8 +196,8 @@ std::unique_ptr<reader_table> reader_table::for_reader(const std::string& store_
         // No table, or one this reader may not write its slot in: it reads
         // the way readers did before tables (shared flocks).
         if (errno == ENOENT) {
-            why = "there is no reader table " + path + " (deleted since the writer opened the store? The writer "
-                  "makes it again when it next opens the store)";
+            why = "there is no reader table " + path + " (a writer still opening a store that had none: try "
+                  "again; or deleted since the writer opened the store, which makes it again at its next open)";
             return nullptr;
         }
         if (errno == EACCES || errno == EROFS || errno == EPERM) {
@@ -210,7 +210,8 @@ std::unique_ptr<reader_table> reader_table::for_reader(const std::string& store_
     if (!usable(fd)) {
         ::close(fd);
         why = path + " is not a reader table of this version (damaged, emptied, or made by another program or "
-                     "another steppe version); the writer makes a new one when it next opens the store";
+                     "another steppe version); a writer makes a new one when it opens the store (if one is opening "
+                     "it now, try again)";
         return nullptr;
     }
     std::unique_ptr<reader_table> t = map(path, fd);

@@ -84,6 +84,11 @@ struct frame_header {
 };
 static_assert(sizeof(frame_header) == 48);
 
+// Open reads the log past its last replayed commit in pieces of this many
+// bytes (file_store::examine_tail), each with the bytes a frame starting in
+// it needs checked; small, as every open reads the log to its end.
+inline constexpr std::size_t tail_scan_piece_bytes = 128 << 10;
+
 inline constexpr std::size_t page_frame_size = sizeof(frame_header) + page_size;
 inline constexpr std::size_t commit_frame_size = sizeof(frame_header) + meta_size;
 static_assert(page_frame_size % 8 == 0 && commit_frame_size % 8 == 0);

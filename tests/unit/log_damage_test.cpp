@@ -283,8 +283,8 @@ TEST_F(LogDamage, WithoutTheMarkLaterCommitsStillProveEarlierOnes) {
 }
 
 
-// The log is read to its end in pieces (examine_tail reads 128 KiB at a
-// time from where replay stopped): evidence of durable commits must be found
+// The log is read to its end in pieces (examine_tail reads
+// tail_scan_piece_bytes at a time from where replay stopped): evidence of durable commits must be found
 // wherever it lies, in a frame across two pieces or in the last few bytes of
 // the log past a piece. Each commit changes a few bytes of one page (a small
 // difference frame of varying length, then the commit record), so frames
@@ -296,7 +296,7 @@ TEST_F(LogDamage, WithoutTheMarkLaterCommitsStillProveEarlierOnes) {
 TEST(LogDamageLongLog, EvidenceIsFoundAnywhereInALongLog) {
     test::temp_dir dir;
     const std::string path = dir.path("s.db");
-    constexpr std::uint64_t piece = 128 << 10, last_txn = 6000;
+    constexpr std::uint64_t piece = tail_scan_piece_bytes, last_txn = 6000;
     {
         options o;
         o.durable = false;
