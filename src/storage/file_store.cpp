@@ -249,9 +249,9 @@ bool file_store::open_beside_writer(bool writer_holds_lock) {
             snapshot_ = readers_->register_snapshot();
             snapshot_fit fit = load_snapshot();
             if (fit == snapshot_fit::fits && commits_beyond_this_table()) {
-                beside_writer_refusal_ = "the main file shows commits this table never published, made by a "
-                                         "writer that opened the store by another name (a hard link): open it by "
-                                         "that name";
+                beside_writer_refusal_ = "the main file shows commits this table has not published: a writer is "
+                                         "still opening the store (try again), or one opened it by another name (a "
+                                         "hard link: open it by that name)";
                 break;
             }
             if (fit == snapshot_fit::fits) return true;
@@ -319,7 +319,12 @@ file_store::snapshot_fit file_store::load_snapshot() {
     if (readers_->checkpointed_gen() >= s.generation) return snapshot_fit::moved;
     // A commit is published only once its frames are written, so a replay
     // that stops short of the snapshot's end met damage.
-    if (wal_end_ < s.log_end && txn_seq_ < s.txn) return snapshot_fit::damaged;
+    // The mark must agree: a commit is published, then marked, so the writer
+    // that published s.txn marked s.txn - 1 at least. A mark behind that
+    // shows files the snapshot was not published over (a copy of the store
+    // put back, its next writer still opening under the old table).
+    if (wal_end_ < s.log_end && txn_seq_ < s.txn)
+        return mark_counts() && mark_.txn + 1 >= s.txn ? snapshot_fit::damaged : snapshot_fit::stale;
     return wal_end_ == s.log_end && txn_seq_ == s.txn ? snapshot_fit::fits : snapshot_fit::stale;
 }
 
@@ -1244,8 +1249,12 @@ void file_store::checkpoint() {
                                                "close the store and open it again to take that table over"
                       : r->by_other_name
                           ? "a reader opened the store by another name (a hard link), so its snapshot is unknown"
+                      : r->txn < txn_seq_
+                          ? "reader process " + std::to_string(r->pid) + " reads commit " + std::to_string(r->txn) +
+                                ", older than the newest (" + std::to_string(txn_seq_) + ")"
                           : "reader process " + std::to_string(r->pid) + " reads commit " + std::to_string(r->txn) +
-                                ", older than the newest (" + std::to_string(txn_seq_) + ")";
+                                " as log generation " + std::to_string(r->generation) +
+                                " held it, before a checkpoint since, and has not refreshed";
     throw error(errc::locked, path_ + ": no checkpoint: " + who +
                                   ", and a checkpoint would overwrite pages it reads; it runs once every reader has "
                                   "refreshed or closed");
