@@ -15,6 +15,7 @@
 
 #include "objects/object_engine.hpp"
 #include "support/expect_error.hpp"
+#include "support/child.hpp"
 #include "support/memory_cgroup.hpp"
 #include "support/proc_status.hpp"
 #include "support/temp_dir.hpp"

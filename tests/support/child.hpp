@@ -174,4 +174,33 @@ inline forked_children fork_allocating_children(int rounds) {
     return out;
 }
 
+// What `body` returns, run in a forked child (limits set there stay there);
+// an exception's message as "0|0|MESSAGE"; "the child reported nothing" if
+// it died first (the OOM killer).
+inline std::string in_child(const std::function<std::string()>& body) {
+    int fds[2];
+    if (::pipe(fds) != 0) return "pipe failed";
+    pid_t pid = ::fork();
+    if (pid < 0) return "fork failed";
+    if (pid == 0) {
+        ::close(fds[0]);
+        std::string report;
+        try {
+            report = body();
+        } catch (const std::exception& e) {
+            report = std::string("0|0|") + e.what();
+        }
+        if (::write(fds[1], report.data(), report.size()) < 0) ::_exit(2);
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string report;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return report.empty() ? "the child reported nothing" : report;
+}
+
 }  // namespace steppe::test

@@ -1,18 +1,12 @@
-// A child process under a memory limit: a real cgroup v1 group (this
-// machine has the v1 memory controller and runs tests as root), and what
-// the child reports back through a pipe.
+// A memory limit for a child process (test::in_child, child.hpp): a real
+// cgroup v1 group (this machine has the v1 memory controller and runs tests
+// as root).
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 namespace steppe::test {
-
-// What `body` returns, run in a forked child (limits set there stay there);
-// an exception's message as "0|0|MESSAGE"; "the child reported nothing" if
-// it died first (the OOM killer).
-std::string in_child(const std::function<std::string()>& body);
 
 // A real cgroup v1 group under this process's own, capped at `limit` bytes;
 // "" where the machine has no v1 memory controller or we may not make one.

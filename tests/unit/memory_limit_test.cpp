@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/memory_limit.hpp"
+#include "support/child.hpp"
 #include "support/memory_cgroup.hpp"
 #include "support/temp_dir.hpp"
 

@@ -61,27 +61,29 @@ protected:
     // What a read-only open in another process says: "opened", or the
     // error's code (locked or not) and message.
     std::string reader_in_child() {
-        int fds[2];
-        EXPECT_EQ(::pipe(fds), 0);
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            std::string m = "opened";
+        return test::in_child([this]() -> std::string {
             try {
                 open_reader();
+                return "opened";
             } catch (const error& e) {
-                m = (e.code() == errc::locked ? "locked: " : e.code() == errc::corrupt ? "corrupt: " : "other: ") +
-                    std::string(e.what());
+                return (e.code() == errc::locked ? "locked: " : e.code() == errc::corrupt ? "corrupt: " : "other: ") +
+                       std::string(e.what());
             }
-            (void)!::write(fds[1], m.data(), m.size());
-            ::_exit(0);
+        });
+    }
+    // The store's files as of commit 1 put back under a reader table that
+    // published commit 3 (a copy restored; the table is not part of a store).
+    void restore_commit_1_under_a_table_of_commit_3() {
+        {
+            auto w = open_writer();
+            commit_all(*w, 1);
+            std::filesystem::copy_file(path, path + ".copy");
+            std::filesystem::copy_file(path + "-wal", path + "-wal.copy");
+            commit_all(*w, 2);
+            commit_all(*w, 3);
         }
-        ::close(fds[1]);
-        std::string m;
-        char buf[512];
-        for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) m.append(buf, static_cast<std::size_t>(n));
-        ::close(fds[0]);
-        ::waitpid(pid, nullptr, 0);
-        return m;
+        std::filesystem::rename(path + ".copy", path);
+        std::filesystem::rename(path + "-wal.copy", path + "-wal");
     }
     // A reader that opens at once, reports, checks its snapshot `txn` at
     // each go (reading every page) and reports again, `rounds` times.
@@ -274,16 +276,7 @@ TEST_F(ReadersTest, AReaderBesideAWriterWhoseLogIsDamagedIsToldSo) {
 // at commit 1; real damage is named as recovery names it, not as damage
 // under a live writer (a review's finding: both were refused as the latter).
 TEST_F(ReadersTest, WithoutAWriterTheLogIsJudgedNotTheTable) {
-    {
-        auto w = open_writer();
-        commit_all(*w, 1);
-        std::filesystem::copy_file(path, path + ".copy");
-        std::filesystem::copy_file(path + "-wal", path + "-wal.copy");
-        commit_all(*w, 2);
-        commit_all(*w, 3);
-    }
-    std::filesystem::rename(path + ".copy", path);
-    std::filesystem::rename(path + "-wal.copy", path + "-wal");
+    restore_commit_1_under_a_table_of_commit_3();
     ASSERT_TRUE(std::filesystem::exists(path + "-shm"));
     EXPECT_EQ(test::filled_problem(*open_reader(), 1), "");
 
@@ -310,16 +303,7 @@ TEST_F(ReadersTest, WithoutAWriterTheLogIsJudgedNotTheTable) {
 // `locked` and told to try again, not `corrupt` (a tester's finding, with a
 // writer held in its open by a debugger).
 TEST_F(ReadersTest, AWriterStillOpeningARestoredCopyDoesNotMakeItCorrupt) {
-    {
-        auto w = open_writer();
-        commit_all(*w, 1);
-        std::filesystem::copy_file(path, path + ".copy");
-        std::filesystem::copy_file(path + "-wal", path + "-wal.copy");
-        commit_all(*w, 2);
-        commit_all(*w, 3);
-    }
-    std::filesystem::rename(path + ".copy", path);
-    std::filesystem::rename(path + "-wal.copy", path + "-wal");
+    restore_commit_1_under_a_table_of_commit_3();
     const int lock_fd = ::open((path + "-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     const int main_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(lock_fd, 0);
