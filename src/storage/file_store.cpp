@@ -164,6 +164,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
                                 opts.file_mode);
         s->around_.set_limit(s->main_->device_read_ahead());
         s->plan_main_file_reads();
+        s->ask_for_the_log();
         s->load_header();
         s->load_checksums();
         s->load_mark();
@@ -571,9 +572,19 @@ void file_store::note_commit_in_mark() {
     }
 }
 
-void file_store::open_wal() {
-    if (!io_->exists(wal_path_)) return open_missing_wal();
+// Recovery reads all of the log (replay, then examine_tail), so it is asked
+// for now, while the main file's header, checksums and mark are read: a
+// cold OO1 small open read its megabyte only after those, waiting ~0.7 ms.
+void file_store::ask_for_the_log() {
+    if (!io_->exists(wal_path_)) return;
     wal_ = io_->open(wal_path_, opts_.read_only ? open_mode::read_only : open_mode::read_write, opts_.file_mode);
+    wal_->will_need(0, wal_->size());
+}
+
+void file_store::open_wal() {
+    if (!wal_ && !io_->exists(wal_path_)) return open_missing_wal();
+    if (!wal_)
+        wal_ = io_->open(wal_path_, opts_.read_only ? open_mode::read_only : open_mode::read_write, opts_.file_mode);
     wal_allocated_ = wal_->size();
     wal_header h{};
     std::size_t n = wal_->read_at(0, {reinterpret_cast<std::byte*>(&h), sizeof h});

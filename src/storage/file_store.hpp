@@ -140,6 +140,7 @@ private:
     bool mark_counts() const;
     void write_mark(std::uint64_t generation, std::uint64_t txn, std::uint64_t log_end);
     void note_commit_in_mark();
+    void ask_for_the_log();
     void open_wal();
     void open_missing_wal();
     const char* read_frame(std::uint64_t offset, frame_header& h, std::byte* payload) const;
