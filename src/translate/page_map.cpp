@@ -5,6 +5,7 @@
 
 #include <steppe/error.hpp>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +25,29 @@ void* map_table(std::size_t bytes) noexcept {
 std::uint64_t round_to_pages(std::uint64_t bytes) { return (bytes + page_size - 1) / page_size * page_size; }
 
 std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+// Why a reservation of address space failed. ENOMEM under an address-space
+// rlimit is the usual case: the page engine reserves far more address space
+// than it uses memory (RLIMIT_DATA counts private writable reservations,
+// RLIMIT_AS all), so a limit sized to the memory it may use refuses it.
+std::string refusal(int err) {
+    std::string why = std::strerror(err);
+    if (err != ENOMEM) return why;
+    const struct {
+        int resource;
+        const char *name, *raise;
+    } limits[] = {{RLIMIT_AS, "RLIMIT_AS", "ulimit -v unlimited"}, {RLIMIT_DATA, "RLIMIT_DATA", "ulimit -d unlimited"}};
+    for (const auto& l : limits) {
+        struct rlimit r;
+        if (::getrlimit(l.resource, &r) != 0 || r.rlim_cur == RLIM_INFINITY) continue;
+        why += "; this process's " + std::string(l.name) + " is " + mib(r.rlim_cur) +
+               ", and the page engine reserves address space far beyond the memory it uses (its page map and "
+               "arenas; open_options::address_space_limit bounds the arenas): raise the limit (`" + l.raise +
+               "`); a memory cgroup bounds memory without bounding address space, and the resident budget "
+               "follows it";
+    }
+    return why;
+}
 
 }  // namespace
 
@@ -45,15 +69,15 @@ page_map::page_map(vm::fault_space& space, std::uint64_t max_pages, std::uint64_
                                                 std::to_string(max_mappable_pages) + " its entries can name");
     forward_ = static_cast<std::atomic<std::uint32_t>*>(map_table(max_pages * sizeof(std::uint32_t)));
     if (!forward_)
-        throw error(errc::io, "mmap of the page map (" + std::to_string(max_pages) + " entries) failed: " +
-                                  std::strerror(errno));
+        throw error(errc::io, "mmap of the page map (" + std::to_string(max_pages) + " entries, " +
+                                  mib(max_pages * sizeof(std::uint32_t)) + ") failed: " + refusal(errno));
     void* dead = common::map_sparse(page_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (dead == MAP_FAILED || !add_arena()) {
         int err = errno;
         if (dead != MAP_FAILED) ::munmap(dead, page_size);
         ::munmap(forward_, max_pages_ * sizeof(std::uint32_t));
         throw error(errc::io, "reserving a " + mib(arena_pages_ * page_size) +
-                                  " address-space arena for the store failed: " + std::strerror(err));
+                                  " address-space arena for the store failed: " + refusal(err));
     }
     dead_page_ = reinterpret_cast<std::uintptr_t>(dead);
 }

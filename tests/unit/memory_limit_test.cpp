@@ -109,6 +109,29 @@ TEST(MemoryLimit, RlimitDataSetsTheDefaultBudget) {
 }
 
 
+// The page engine reserves far more address space than memory (its page map
+// alone is 16 GiB of it), which an address-space rlimit sized to memory
+// refuses: the open fails naming the rlimit and how to raise it, where it
+// said only "Cannot allocate memory" (a tester's finding).
+TEST(MemoryLimit, APageStoreUnderAnAddressSpaceRlimitIsRefusedNamingIt) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "a sanitizer's shadow memory does not fit under a 1 GiB RLIMIT_DATA";
+#endif
+    steppe::test::temp_dir dir;
+    const std::string report = in_child([&] {
+        struct rlimit r{1024 * MiB, 1024 * MiB};
+        ::setrlimit(RLIMIT_DATA, &r);
+        steppe::store::open(dir.path("p.db"));
+        return std::string("opened");
+    });
+    EXPECT_NE(report.find("failed: Cannot allocate memory; this process's RLIMIT_DATA is 1024 MiB, and the page "
+                          "engine reserves address space far beyond the memory it uses"),
+              std::string::npos)
+        << report;
+    EXPECT_NE(report.find("`ulimit -d unlimited`"), std::string::npos) << report;
+}
+
+
 // A real cgroup v1 group of 256 MiB (this machine has the v1 memory
 // controller and runs tests as root); skipped where it cannot be made.
 TEST(MemoryLimit, ARealCgroupV1CapSetsTheDefaultBudget) {
