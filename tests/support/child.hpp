@@ -67,6 +67,14 @@ public:
     void send(std::uint64_t v) { (void)!::write(up_[1], &v, sizeof v); }
     // In the test: the child's next number; false once the child is gone.
     bool receive(std::uint64_t& v) { return ::read(up_[0], &v, sizeof v) == ssize_t(sizeof v); }
+    // As receive, but false too when the child sends nothing for `limit_seconds`.
+    bool receive_within(std::uint64_t& v, int limit_seconds) {
+        pollfd p{up_[0], POLLIN, 0};
+        int ready;
+        while ((ready = ::poll(&p, 1, limit_seconds * 1000)) < 0 && errno == EINTR) {
+        }
+        return ready > 0 && receive(v);
+    }
     // In the test: false once the child is gone, or when it has said
     // nothing for `limit` (then what it is doing is printed, and it is
     // killed), so a child that hangs fails the test instead of the test
