@@ -78,7 +78,8 @@ std::vector<std::string> engine_handle::check() const {
         if (it == segments.end() || format::slot_of(oid) >= it->second.size()) return nullptr;
         return &it->second[format::slot_of(oid)];
     };
-    for (const auto& [page, kinds] : segments) {
+    for (const auto& segment : segments) {
+        const std::uint64_t page = segment.first;
         segment_view seg;
         try {
             seg = read_segment(page, buffer, "steppe check");

@@ -318,12 +318,11 @@ file_store::snapshot_fit file_store::load_snapshot() {
     // Asked after the reads: a reset since may have cut the replay short
     // or rewritten the header.
     if (readers_->checkpointed_gen() >= s.generation) return snapshot_fit::moved;
-    // A commit is published only once its frames are written, so a replay
-    // that stops short of the snapshot's end met damage.
-    // The mark must agree: a commit is published, then marked, so the writer
-    // that published s.txn marked s.txn - 1 at least. A mark behind that
-    // shows files the snapshot was not published over (a copy of the store
-    // put back, its next writer still opening under the old table).
+    // A commit is published only once its frames are written, and marked
+    // just after, so a replay short of the snapshot's end met damage if the
+    // mark is at s.txn - 1 or later; a mark behind that shows files the
+    // snapshot was not published over (a copy of the store put back, its
+    // next writer still opening under the old table).
     if (wal_end_ < s.log_end && txn_seq_ < s.txn)
         return mark_counts() && mark_.txn + 1 >= s.txn ? snapshot_fit::damaged : snapshot_fit::stale;
     return wal_end_ == s.log_end && txn_seq_ == s.txn ? snapshot_fit::fits : snapshot_fit::stale;

@@ -68,23 +68,13 @@ public:
     // In the test: the child's next number; false once the child is gone.
     bool receive(std::uint64_t& v) { return ::read(up_[0], &v, sizeof v) == ssize_t(sizeof v); }
     // As receive, but false too when the child sends nothing for `limit_seconds`.
-    bool receive_within(std::uint64_t& v, int limit_seconds) {
-        pollfd p{up_[0], POLLIN, 0};
-        int ready;
-        while ((ready = ::poll(&p, 1, limit_seconds * 1000)) < 0 && errno == EINTR) {
-        }
-        return ready > 0 && receive(v);
-    }
+    bool receive_within(std::uint64_t& v, int limit_seconds) { return says_within(limit_seconds) && receive(v); }
     // In the test: false once the child is gone, or when it has said
     // nothing for `limit` (then what it is doing is printed, and it is
     // killed), so a child that hangs fails the test instead of the test
     // hanging until ctest's timeout, which shows nothing.
     bool wait_for_report(int limit_seconds = 240) {
-        pollfd p{up_[0], POLLIN, 0};
-        int ready;
-        while ((ready = ::poll(&p, 1, limit_seconds * 1000)) < 0 && errno == EINTR) {
-        }
-        if (ready == 0) {
+        if (!says_within(limit_seconds)) {
             std::fprintf(stderr, "child %d said nothing for %d s:\n", int(pid_), limit_seconds);
             describe(pid_);
             kill();
@@ -142,6 +132,14 @@ public:
     }
 
 private:
+    // Whether the child has something to read (or has gone) within `limit_seconds`.
+    bool says_within(int limit_seconds) {
+        pollfd p{up_[0], POLLIN, 0};
+        int ready;
+        while ((ready = ::poll(&p, 1, limit_seconds * 1000)) < 0 && errno == EINTR) {
+        }
+        return ready > 0;
+    }
     int up_[2], down_[2];
     pid_t pid_ = -1;
     int code_ = 128 + SIGKILL;  // exit_code's answer once reaped (kill() reaps it killed)
