@@ -38,8 +38,9 @@
 //      the end, the chunk before it: so the two are kept together (C2).
 //   C4 a word aiming at nothing kept (dangling, S1 in stored_pointer.hpp)
 //      becomes null; a one-past-the-end word is end-tagged iff it lands on a
-//      page boundary (S1). A word aiming past the store's pages is damage,
-//      not a dangling pointer: the compaction is refused (it made it null,
+//      page boundary (S1). A word S1 refuses (past the store's pages, into
+//      the storage layer's, an end tag off a page boundary) is damage, not a
+//      dangling pointer: the compaction is refused (it made such words null,
 //      and the store then checked clean).
 #include "page/compact.hpp"
 
@@ -58,6 +59,7 @@
 #include "page/engine_meta.hpp"
 #include "engine/migration.hpp"
 #include "page/page_engine.hpp"
+#include "page/stored_pointer.hpp"
 #include "storage/backup.hpp"
 #include "translate/swizzle.hpp"
 
@@ -317,19 +319,14 @@ void check_placement(const std::vector<block>& blocks, const std::vector<heap::c
 class forwarding {
 public:
     // `blocks` in address order; `plan` refuses the words C5 cannot place;
-    // `from` is the old store, of `pages` pages.
-    forwarding(const std::vector<block>& blocks, const migration_plan* plan, std::uint64_t pages, const std::string& from)
-        : blocks_(blocks), plan_(plan), end_(pages * page_bytes), from_(from) {}
+    // `from` is the old store, whose heap is `h`.
+    forwarding(const std::vector<block>& blocks, const migration_plan* plan, const heap& h, const std::string& from)
+        : blocks_(blocks), plan_(plan), h_(h), from_(from) {}
     std::uint64_t operator()(std::uint64_t word) const {
         const bool tagged = word & translate::end_tag;
         const std::uint64_t a = word & ~translate::end_tag;
-        if (a == 0) return 0;
-        if (a > end_ || (a == end_ && !tagged))
-            throw error(errc::corrupt, std::string(plan_ ? "migration" : "compaction") + " of " + from_ +
-                                           " refused: a stored pointer holds " + common::hex(a) + ", past the store's " +
-                                           std::to_string(end_ / page_bytes) +
-                                           " pages: the store is damaged (steppe check names the field). Nothing "
-                                           "was changed");
+        if (word == 0) return 0;
+        refuse_unless_admitted(word);
         if (!tagged)
             if (const block* b = holding(a)) return moved(*b, a, false);
         if (!tagged && a % page_bytes == 0) return 0;
@@ -339,6 +336,18 @@ public:
     }
 
 private:
+    // C4: a word S1 refuses (into the storage layer's pages, past the store,
+    // an end tag off a page boundary) is damage, not a dangling pointer.
+    void refuse_unless_admitted(std::uint64_t word) const {
+        std::uint64_t page;
+        if (admitted(h_, word, page)) return;
+        char text[200];
+        common::fixed_message m(text, sizeof text);
+        describe_aim(m, word, aim_of(h_, word), h_);
+        throw error(errc::corrupt, std::string(plan_ ? "migration" : "compaction") + " of " + from_ +
+                                       " refused: a stored pointer " + m.c_str() +
+                                       ": the store is damaged (steppe check names the field). Nothing was changed");
+    }
     std::uint64_t moved(const block& b, std::uint64_t a, bool past) const {
         std::uint64_t offset = a - b.old_addr;
         if (b.converts) {
@@ -358,7 +367,7 @@ private:
     }
     const std::vector<block>& blocks_;
     const migration_plan* plan_;
-    const std::uint64_t end_;  // the old store's first address past its pages
+    const heap& h_;
     const std::string& from_;
 };
 
@@ -553,7 +562,7 @@ compact_report compact_into(const committed_store& from, const storage::rewrite_
         b.new_addr = b.converts ? place.place(kept[b.first], b) : place.place(from.h, kept[b.first], b.chunks);
     heap& to = place.finish();
     check_placement(blocks, kept);
-    const forwarding forward(blocks, plan, from.h.page_count(), from.files.path());
+    const forwarding forward(blocks, plan, from.h, from.files.path());
     root_table roots = from.roots;
     for (auto& [name, root] : roots) root.address = forward(root.address);
     new_metadata metadata;

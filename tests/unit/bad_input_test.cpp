@@ -296,10 +296,19 @@ struct Data {
     long* arr;
 };
 
-// A page-engine pointer aimed past the store (its page's checksum made to
-// match, through the storage layer): compaction made it null as it makes a
-// dangling pointer, and the store then checked clean.
-TEST_F(BadInput, APointerPastTheStoreRefusesCompaction) {
+// Page-engine pointers that S1 refuses (stored_pointer.hpp), each committed
+// with its page's checksum made to match, through the storage layer:
+// compaction made them null as it makes a dangling pointer, and the store
+// then checked clean (past the store, then, a tester's finding, into page 0).
+struct RefusedWord {
+    std::uint64_t word;
+    const char* says;
+};
+
+class BadPointerCompaction : public BadInput, public ::testing::WithParamInterface<std::tuple<RefusedWord, bool>> {};
+
+TEST_P(BadPointerCompaction, IsRefusedAndChangesNothing) {
+    const auto [bad, collect] = GetParam();
     {
         auto s = steppe::store::open(path, opts());
         Data** root = s.root<Data*>("d");
@@ -307,7 +316,7 @@ TEST_F(BadInput, APointerPastTheStoreRefusesCompaction) {
         (*root)->arr = s.make_array<long>(711);
         s.commit();
     }
-    {  // find the Data by its two numbers, and aim its pointer at page 100 of a store of a few pages
+    {  // find the Data by its two numbers, and set its pointer to the bad word
         auto raw = steppe::storage::storage::open(path);
         std::vector<std::byte> page(steppe::storage::page_size);
         const long numbers[2] = {3, 711};
@@ -316,8 +325,7 @@ TEST_F(BadInput, APointerPastTheStoreRefusesCompaction) {
             raw->read_page(p, page.data());
             for (std::size_t at = 0; at + sizeof(Data) <= page.size() && !aimed; at += alignof(Data)) {
                 if (std::memcmp(page.data() + at, numbers, sizeof numbers) != 0) continue;
-                const std::uint64_t word = 100 * steppe::storage::page_size;
-                std::memcpy(page.data() + at + offsetof(Data, arr), &word, sizeof word);
+                std::memcpy(page.data() + at + offsetof(Data, arr), &bad.word, sizeof bad.word);
                 const steppe::storage::page_image image{p, page.data()};
                 raw->commit({&image, 1}, raw->meta());
                 aimed = true;
@@ -327,12 +335,24 @@ TEST_F(BadInput, APointerPastTheStoreRefusesCompaction) {
     }
     ASSERT_NE(steppe::test::run_cli("check " + path).exit_code, 0);
     const auto bytes_before = fs::file_size(path);
-    const auto r = steppe::test::run_cli("compact " + path);
+    const auto r = steppe::test::run_cli(std::string("compact ") + (collect ? "--collect " : "") + path);
     EXPECT_NE(r.exit_code, 0) << r.out;
-    EXPECT_CONTAINS(r.out, "compaction of " + path + " refused: a stored pointer holds 0x64000, past the store's");
+    EXPECT_CONTAINS(r.out, "compaction of " + path + " refused: a stored pointer holds " + bad.says);
+    EXPECT_CONTAINS(r.out, "Nothing was changed");
     EXPECT_EQ(fs::file_size(path), bytes_before);
     EXPECT_NE(steppe::test::run_cli("check " + path).exit_code, 0) << "the damage is still there to see";
 }
+
+constexpr std::uint64_t end_tag = std::uint64_t{1} << 63;
+INSTANTIATE_TEST_SUITE_P(
+    Words, BadPointerCompaction,
+    ::testing::Combine(::testing::Values(RefusedWord{100 * 4096, "0x64000, which aims beyond the store's"},
+                                         RefusedWord{8, "0x8, which aims at page 0, which the storage layer reserves"},
+                                         RefusedWord{end_tag | (100 * 4096), "0x8000000000064000, which aims beyond the store's"},
+                                         RefusedWord{end_tag | (5 * 4096 + 8),
+                                                     "0x8000000000005008, which aims one past the end of a unit "
+                                                     "but not at a page boundary"}),
+                       ::testing::Bool()));
 
 // Words the object engine's format keeps zero, changed and committed with
 // valid checksums (through the storage layer): nothing reads them, so only
