@@ -224,7 +224,10 @@ compact_report rewrite_store(storage& s, const std::string& path, const std::str
                                       " has the store open; " + what + " replaces its files, so it waits for every " +
                                       "reader to close");
     s.checkpoint();
-    const std::string temp = path + ".compact";
+    // Named by the store's id, which the rewritten store does not keep: the
+    // next compaction removes only a file an earlier one of this store made
+    // (one named NAME.compact may be a user's backup).
+    const std::string temp = path + ".compact-" + before.store_id;
     rewrite_target target;
     if (write) target = [&](const page_fill& fill) { write_main_file(temp, fill, io); };
     compact_report r = pass(target);

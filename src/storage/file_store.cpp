@@ -175,6 +175,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
         // checkpoint, which must see readers by other names (a hard link).
         if (!opts.read_only) s->adopt_reader_table(false);
         s->replay_wal();
+        s->check_nothing_past_the_count();
         if (opts.read_only) return;
         if (!s->readers_) s->adopt_reader_table(true);
         s->publish();
@@ -485,6 +486,25 @@ void file_store::check_backed(page_no count) const {
         throw error(errc::corrupt, path_ + ": the header counts " + std::to_string(count) +
                                        " pages but the file ends at byte " + std::to_string(size) +
                                        ": the main file is truncated or its header damaged");
+}
+
+// Nothing writes the main file past the last page a commit counts (a
+// checkpoint writes the pages of commits it contains, and the log's replay
+// counts at least those), so a file that goes on past it has a page count
+// made too small: pages past it would read as never written (zeros) where the
+// file holds them. Not beside a writer, whose checkpoint may have written
+// past a reader's snapshot.
+void file_store::check_nothing_past_the_count() const {
+    const std::uint64_t size = main_->size();
+    const std::uint64_t end = page_count_ == 0 ? first_group_page * page_size
+                                               : (physical_page(page_count_ - 1) + 1) * page_size;
+    if (size <= end) return;
+    throw error(errc::corrupt, path_ + ": the store counts " + std::to_string(page_count_) + " pages (header slot " +
+                                   std::to_string(header_slot_) + ", commit " + std::to_string(txn_seq_) +
+                                   "), but the main file goes on to byte " + std::to_string(size) + ", " +
+                                   std::to_string((size - end + page_size - 1) / page_size) +
+                                   " page(s) past the last one counted: its header's page count is damaged, or "
+                                   "the file was written past its end; restore it from a backup");
 }
 
 bool file_store::read_group_slot(std::uint64_t group, int slot, checksum_page& out) const {

@@ -135,6 +135,7 @@ private:
     void load_checksums();
     void outrank_stale_copies(std::uint64_t group, group_sums& sums) const;
     void check_backed(page_no count) const;
+    void check_nothing_past_the_count() const;
     void extend_log(std::uint64_t needed);
     void load_mark();
     bool mark_counts() const;

@@ -51,7 +51,7 @@ std::uint64_t page_count(const std::string& path) {
 
 // The store's files as `build` left them, copied to `to`.
 void copy_store(const std::string& from, const std::string& to) {
-    for (const char* suffix : {"", "-wal", ".compact", "-shm"}) fs::remove(to + suffix);
+    steppe::test::remove_store_files(to);
     for (const char* suffix : {"", "-wal"})
         if (fs::exists(from + suffix)) fs::copy_file(from + suffix, to + suffix);
 }

@@ -213,7 +213,7 @@ std::uint64_t file_bytes(const std::string& path) {
 }
 
 void copy_store(const std::string& from, const std::string& to) {
-    for (const char* suffix : {"", "-wal", ".compact", "-shm"}) fs::remove(to + suffix);
+    steppe::test::remove_store_files(to);
     for (const char* suffix : {"", "-wal"})
         if (fs::exists(from + suffix)) fs::copy_file(from + suffix, to + suffix);
 }
@@ -254,7 +254,7 @@ TEST_F(ObjectsCompact, CollectFreesWhatNoRootReachesAndShrinksTheFiles) {
     EXPECT_LT(r.pages_after, r.pages_before / 2);
     EXPECT_LT(r.bytes_after, bytes_before / 2);
     EXPECT_EQ(r.bytes_after, file_bytes(path));
-    EXPECT_FALSE(fs::exists(path + ".compact"));
+    EXPECT_EQ(steppe::test::compaction_leftovers(path), std::vector<std::string>{});
     const auto* freed_items = find(r.freed, "Item");
     const auto* freed_nodes = find(r.freed, "TreeNode");
     ASSERT_TRUE(freed_items && freed_nodes);

@@ -158,7 +158,7 @@ TEST_F(ObjectsMigrate, ADryRunReportsAndWritesNothing) {
     ASSERT_EQ(r.converted.size(), 1u);
     EXPECT_EQ(r.converted[0].elements, objapp::contact_count + 2u);
     EXPECT_EQ(steppe::test::store_files_hash(path), before);
-    EXPECT_FALSE(fs::exists(path + ".compact"));
+    EXPECT_EQ(steppe::test::compaction_leftovers(path), std::vector<std::string>{});
     EXPECT_EQ(run_v1("verify " + path), 0);
 }
 

@@ -40,7 +40,7 @@ void migration_test::expect_refused(const migration& m, errc code, std::initiali
 
 void migration_test::expect_untouched(std::size_t before) {
     EXPECT_EQ(store_files_hash(path), before);
-    EXPECT_FALSE(std::filesystem::exists(path + ".compact"));
+    EXPECT_EQ(compaction_leftovers(path), std::vector<std::string>{});
     EXPECT_EQ(run_v1("verify " + path), 0);
 }
 
@@ -58,7 +58,7 @@ bool migration_test::expect_old_or_new(const std::string& what, const std::funct
 void migration_test::keep_original() { std::filesystem::copy_file(path, dir.path("original")); }
 
 void migration_test::restore() {
-    for (const char* suffix : {"", "-wal", ".compact", "-shm"}) std::filesystem::remove(path + suffix);
+    remove_store_files(path);
     std::filesystem::copy_file(dir.path("original"), path);
 }
 

@@ -18,4 +18,18 @@ temp_dir::~temp_dir() {
     std::filesystem::remove_all(dir_, ec);
 }
 
+std::vector<std::string> compaction_leftovers(const std::string& path) {
+    const std::filesystem::path p(path);
+    const std::string prefix = p.filename().string() + ".compact";
+    std::vector<std::string> found;
+    for (const auto& f : std::filesystem::directory_iterator(p.parent_path()))
+        if (f.path().filename().string().rfind(prefix, 0) == 0) found.push_back(f.path().string());
+    return found;
+}
+
+void remove_store_files(const std::string& path) {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+    for (const std::string& f : compaction_leftovers(path)) std::filesystem::remove(f);
+}
+
 }  // namespace steppe::test

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace steppe::test {
 
@@ -18,5 +19,11 @@ public:
 private:
     std::filesystem::path dir_;
 };
+
+// What a compaction of the store at `path` left beside it, if it was killed
+// (NAME.compact-ID, storage/backup.cpp).
+std::vector<std::string> compaction_leftovers(const std::string& path);
+// The store's main file, log, reader table and compaction leftovers, removed.
+void remove_store_files(const std::string& path);
 
 }  // namespace steppe::test

@@ -412,6 +412,38 @@ TEST_F(BadInput, OlderFormatVersionIsAVersionError) {
     EXPECT_CONTAINS(e.what(), "format version 0");
 }
 
+// A header whose page count was made smaller, its checksum made to match
+// (a tester's crafted file): pages past the count read as never written
+// (zeros), so a reader was served zeros for an array's tail, and check and
+// backup passed it. The main file going on past the count gives it away.
+TEST_F(BadInput, AHeaderPageCountMadeTooSmallIsNamedByOpenCheckAndBackup) {
+    {
+        auto s = steppe::store::open(path, opts());
+        long** numbers = s.root<long*>("numbers");
+        *numbers = s.make_array<long>(3000);
+        for (long i = 0; i < 3000; ++i) (*numbers)[i] = i + 1;
+        s.commit();
+    }
+    const std::uint64_t pages = steppe::storage::storage::open(path, {.create = false})->page_count();
+    for (std::uint64_t fewer : {std::uint64_t{1}, pages / 2}) {
+        const std::string damaged = dir.path("fewer-" + std::to_string(fewer) + ".db");
+        fs::copy_file(path, damaged);
+        patch_header(damaged, [&](auto& h) { h.page_count -= fewer; });
+        const std::string says = damaged + ": the store counts " + std::to_string(pages - fewer) + " pages";
+        auto e = open_error(damaged);
+        EXPECT_EQ(e.code(), steppe::errc::corrupt) << e.what();
+        EXPECT_CONTAINS(e.what(), says);
+        EXPECT_CONTAINS(e.what(), "its header's page count is damaged");
+        const auto checked = steppe::test::run_cli("check " + damaged);
+        EXPECT_NE(checked.exit_code, 0) << checked.out;
+        EXPECT_CONTAINS(checked.out, says);
+        const auto copied = steppe::test::run_cli("backup " + damaged + " " + damaged + ".copy");
+        EXPECT_NE(copied.exit_code, 0) << copied.out;
+        EXPECT_CONTAINS(copied.out, says);
+        EXPECT_FALSE(fs::exists(damaged + ".copy"));
+    }
+}
+
 TEST_F(BadInput, WrongPageSizeIsAVersionError) {
     make_store(path);
     patch_header(path, [](auto& h) { h.page_size = 16384; });

@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "heap/heap.hpp"
+#include "storage/storage.hpp"
 #include "support/cli.hpp"
 #include "support/compact_model.hpp"
 #include "support/expect_error.hpp"
@@ -61,6 +62,24 @@ TEST_F(CompactTest, ShrinksTheFilesAndKeepsEverySurvivingObjectAndPointer) {
     EXPECT_TRUE(r.freed.empty()) << "without collect every allocated object is kept";
     EXPECT_EQ(fingerprint(path), before);
     EXPECT_EQ(check(), std::vector<std::string>{});
+}
+
+// A compaction removes the file an earlier, killed compaction of this store
+// left, and nothing else: a backup the user named NAME.compact (a tester's
+// finding: it was removed as a leftover) is kept, while a leftover named as
+// this store's compactions name their new file goes.
+TEST_F(CompactTest, RemovesOnlyWhatAnEarlierCompactionOfThisStoreLeft) {
+    compact_model::build(path, 300);
+    const std::string before = fingerprint(path);
+    steppe::store::open(path, {.create = false}).backup(path + ".compact");
+    const std::string id =
+        steppe::storage::storage::open(path, {.create = false, .read_only = true})->describe().store_id;
+    const std::string leftover = path + ".compact-" + id;
+    std::filesystem::copy_file(path, leftover);  // as a compaction killed before its rename leaves it
+    steppe::compact(path);
+    EXPECT_EQ(steppe::test::compaction_leftovers(path), std::vector<std::string>{path + ".compact"});
+    EXPECT_EQ(fingerprint(path + ".compact"), before) << "the backup is whole";
+    EXPECT_EQ(fingerprint(path), before);
 }
 
 // The new pages go out a batch at a time as the copy completes them, pages
@@ -200,7 +219,7 @@ TEST_F(CompactTest, RefusesAStoreOrderedByPersistentAddress) {
     }
     EXPECT_ERROR(steppe::errc::unsupported, "persistent_less", steppe::compact(path));
     EXPECT_EQ(check(), std::vector<std::string>{});
-    EXPECT_FALSE(std::filesystem::exists(path + ".compact"));
+    EXPECT_EQ(steppe::test::compaction_leftovers(path), std::vector<std::string>{});
 }
 
 TEST_F(CompactTest, AMissingStoreIsNotFound) {
