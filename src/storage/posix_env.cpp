@@ -74,6 +74,13 @@ int open_regular(const std::string& path, int flags, mode_t mode) {
     if (fd < 0 && sibling && errno == ELOOP)
         throw error(errc::version, path + " is a symbolic link, not " + role + "; steppe never follows one in its "
                                           "place, and nothing was read or written through it (move it away)");
+    auto refuse = [&](mode_t kind) {
+        throw error(errc::version, path + " is " + kind_of(kind) + ", not a regular file, so not " + role +
+                                       "; nothing was read from it or written to it (" +
+                                       (role == "a steppe store" ? "name the store's own file" : "move it away") +
+                                       ")");
+    };
+    if (fd < 0 && errno == EISDIR) refuse(S_IFDIR);  // a directory cannot be opened for writing
     if (fd < 0) return -1;
     struct stat st;
     if (::fstat(fd, &st) != 0) {
@@ -83,10 +90,7 @@ int open_regular(const std::string& path, int flags, mode_t mode) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw error(errc::version, path + " is " + kind_of(st.st_mode) + ", not a regular file, so not " + role +
-                                       "; nothing was read from it or written to it (" +
-                                       (role == "a steppe store" ? "name the store's own file" : "move it away") +
-                                       ")");
+        refuse(st.st_mode);
     }
     // Only the open was to be spared a wait; reads and writes of a regular
     // file ignore the flag, but nothing should depend on that.

@@ -522,6 +522,35 @@ TEST_F(BadInput, AFifoInPlaceOfTheStoreOrAnyOfItsFilesIsAVersionErrorAtOnce) {
     EXPECT_EQ(count_parts(s), 3) << "the store and its log, put back, are whole";
 }
 
+// A directory in place of the log, the lock file or the reader table: the
+// same `version` error as a FIFO, where a writable open (which cannot open a
+// directory for writing) said only "open failed: Is a directory" (`io`; a
+// tester's finding). The store, its files put back, is whole.
+TEST_F(BadInput, ADirectoryInPlaceOfAnyOfTheStoresFilesIsAVersionError) {
+    make_store_in_log(path);
+    for (const char* suffix : {"-wal", "-shm", "-lock"}) {
+        const std::string file = path + suffix;
+        SCOPED_TRACE(file);
+        if (fs::exists(file)) fs::rename(file, file + ".real");
+        fs::create_directory(file);
+        for (bool read_only : {false, true}) {
+            if (read_only && std::string(suffix) == "-lock") continue;  // a reader opens it only without a table
+            auto e = open_error(path, opts(read_only));
+            EXPECT_EQ(e.code(), steppe::errc::version) << e.what();
+            EXPECT_CONTAINS(e.what(), file + " is a directory, not a regular file");
+        }
+        if (std::string(suffix) != "-lock") {  // check reads beside a writer, through the table
+            const auto checked = steppe::test::run_cli("check " + path);
+            EXPECT_NE(checked.exit_code, 0) << checked.out;
+            EXPECT_CONTAINS(checked.out, file + " is a directory, not a regular file");
+        }
+        fs::remove(file);
+        if (fs::exists(file + ".real")) fs::rename(file + ".real", file);
+    }
+    auto s = steppe::store::open(path, opts());
+    EXPECT_EQ(count_parts(s), 3);
+}
+
 // A symlink planted in place of the store's log, lock file or reader table
 // (the store's own name may be a symlink: it is resolved first, and these
 // files are named after the real one) is refused, and nothing is written
