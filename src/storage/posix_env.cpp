@@ -595,9 +595,12 @@ public:
         return std::make_unique<posix_file>(fd, path);
     }
 
+    // An entry by that name, a dangling symlink too: where a store's files
+    // go, one is in the way (a backup wrote its copy beside a dangling
+    // DEST-wal, whose first writable open then failed "File exists").
     bool exists(const std::string& path) override {
         struct stat st;
-        if (::stat(path.c_str(), &st) == 0) return true;
+        if (::lstat(path.c_str(), &st) == 0) return true;
         if (errno == ENOENT) return false;
         common::throw_system_error("stat", errno, path);
     }
