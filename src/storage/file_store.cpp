@@ -179,6 +179,7 @@ std::unique_ptr<file_store> file_store::open(const std::string& path, const opti
         if (opts.read_only) return;
         if (!s->readers_) s->adopt_reader_table(true);
         s->publish();
+        if (!s->missing_log_accepted_.empty()) return s->accept_missing_log();
         // A crash mid-checkpoint can leave a torn alternate header or checksum
         // slot; those are rewritten only by the next checkpoint, so do it now
         // (unless a reader holds an older snapshot: then the next one does).
@@ -463,8 +464,17 @@ void file_store::load_header() {
                                            "; this build of steppe uses " + std::to_string(page_size));
     }
     std::string size_note = n < sizeof buf ? "; the file is only " + std::to_string(n) + " bytes" : "";
-    if (state[0] == slot_state::no_magic && state[1] == slot_state::no_magic)
+    if (state[0] == slot_state::no_magic && state[1] == slot_state::no_magic) {
+        // A file written in one pass (a backup, a compacted store) has one
+        // header slot; with it gone, the commit mark still shows a store.
+        commit_mark m{};
+        if (main_->read_at(commit_mark_page * page_size, {reinterpret_cast<std::byte*>(&m), sizeof m}) == sizeof m &&
+            m.magic == commit_mark_magic && m.crc == struct_crc(m))
+            throw error(errc::corrupt, path_ + ": neither header slot (pages 0 and 1) holds a header, but page 2 "
+                                               "holds this store's commit mark: the header is damaged; restore the "
+                                               "store from a backup");
         throw error(errc::version, path_ + " is not a steppe store (no steppe header in page 0 or 1" + size_note + ")");
+    }
     throw error(errc::corrupt, path_ + ": both header slots are damaged (page 0: " + describe_slot(state[0]) +
                                    ", page 1: " + describe_slot(state[1]) + size_note + ")");
 }
@@ -650,13 +660,9 @@ void file_store::open_wal() {
 void file_store::open_missing_wal() {
     bool held_nothing = mark_counts() && mark_.txn == header_.txn_seq;
     if (!held_nothing) {
-        std::string known = mark_counts() && mark_.txn > header_.txn_seq
-                                ? " (the main file's commit mark shows it held commits up to " +
-                                      std::to_string(mark_.txn) + ")"
-                                : "";
-        throw error(errc::corrupt, "the log " + wal_path_ + " of store " + path_ + " is missing" + known +
-                                       "; commits since the last checkpoint would be lost, so steppe will not open "
-                                       "the store without it");
+        const std::string what = missing_log_message();
+        if (!opts_.salvage || missing_log_held_commits()) throw error(errc::corrupt, what);
+        missing_log_accepted_ = what;  // recover: nothing says what the log held; open at the main file's commit
     }
     wal_header_ = {};
     wal_header_.generation = header_.checkpoint_gen + 1;
@@ -667,6 +673,35 @@ void file_store::open_missing_wal() {
     wal_allocated_ = wal_->size();  // as open_wal: the first commit grows the log past its header, not over it
     wal_->sync();
     io_->sync_dir_of(wal_path_);
+}
+
+// Why a missing log stops the open. Where the mark that would say what the
+// log held is damaged (or of another generation), a main file that holds
+// everything (a backup's, a compacted store's, one closed cleanly) cannot
+// show it either: `steppe recover` opens it at its own commit.
+std::string file_store::missing_log_message() const {
+    const std::string missing = "the log " + wal_path_ + " of store " + path_ + " is missing";
+    if (missing_log_held_commits())
+        return missing + " (the main file's commit mark shows it held commits up to " + std::to_string(mark_.txn) +
+               "); commits since the last checkpoint would be lost, so steppe will not open the store without it";
+    const char* mark = !mark_valid_ ? "damaged" : !mark_counts() ? "of another log generation" : "behind the header";
+    return missing + ", and the main file's commit mark (page 2), which says whether it held commits the main file "
+                     "lacks, is " + mark +
+           ", so commits after commit " + std::to_string(header_.txn_seq) +
+           " (the main file's) may be lost. If the store was closed cleanly, or this main file is a backup or a "
+           "compacted store, it holds everything: `steppe recover " + path_ + "` opens it at commit " +
+           std::to_string(header_.txn_seq) + " and writes a new log and mark";
+}
+
+// recover of a main file whose log is missing and whose mark cannot say what
+// the log held: a checkpoint (of no commit) writes a new mark beside the new
+// log, so later opens need no recover.
+void file_store::accept_missing_log() {
+    if (std::optional<reader_info> r = checkpoint_now(true))
+        throw error(errc::locked, missing_log_accepted_ + ". Recovery must wait: reader process " +
+                                      std::to_string(r->pid) + " still reads the store");
+    salvage_report_ = missing_log_accepted_ + ".\nRecovered: the store holds commit " + std::to_string(txn_seq_) +
+                      " (the main file's); a new log and commit mark were written.";
 }
 
 // Reads the frame at `offset`; nullptr if it is intact (wal_format.hpp,

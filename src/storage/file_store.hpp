@@ -136,6 +136,9 @@ private:
     void outrank_stale_copies(std::uint64_t group, group_sums& sums) const;
     void check_backed(page_no count) const;
     void check_nothing_past_the_count() const;
+    bool missing_log_held_commits() const { return mark_counts() && mark_.txn > header_.txn_seq; }
+    std::string missing_log_message() const;
+    void accept_missing_log();
     void extend_log(std::uint64_t needed);
     void load_mark();
     bool mark_counts() const;
@@ -220,6 +223,7 @@ private:
     bool wal_needs_reset_ = false;                // its header is damaged or of an older generation
     commit_mark mark_{};                           // the main file's commit mark, as last read or written
     bool mark_valid_ = false;
+    std::string missing_log_accepted_;  // recover of a log missing beside a mark that cannot say what it held
     log_index pending_;                            // spilled by the transaction in progress
     common::spin_lock pending_lock_;  // pending_ between spill() and the fault path's readers
     std::uint64_t wal_allocated_ = 0;                  // the log file's size: zeros past the frames

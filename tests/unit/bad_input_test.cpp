@@ -590,6 +590,24 @@ TEST_F(BadInput, TruncatedHeaderIsCorruptAndSaysHowShort) {
     EXPECT_CONTAINS(e.what(), "only 100 bytes");
 }
 
+// A backup has one header slot (a file written in one pass); with it
+// zeroed, it was "not a steppe store", which hid the damage (a tester's
+// finding). Its commit mark still shows a store: corrupt, the header named.
+TEST_F(BadInput, ABackupWhoseOnlyHeaderSlotIsZeroedIsADamagedHeader) {
+    make_store(path);
+    const std::string copy = dir.path("copy.db");
+    ASSERT_EQ(steppe::test::run_cli("backup " + path + " " + copy).exit_code, 0);
+    {
+        std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+        const std::vector<char> zeros(steppe::storage::page_size);
+        f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    }
+    auto e = open_error(copy);
+    EXPECT_EQ(e.code(), steppe::errc::corrupt) << e.what();
+    EXPECT_CONTAINS(e.what(), copy + ": neither header slot (pages 0 and 1) holds a header, but page 2 holds this "
+                                     "store's commit mark: the header is damaged");
+}
+
 TEST_F(BadInput, TruncatedDataPagesAreNamedByCheckAndNeverReadAsData) {
     make_store(path, 20000);                                 // ~80 data pages
     { auto s = steppe::store::open(path, opts()); }          // the open checkpointed them into the main file

@@ -709,6 +709,44 @@ TEST_F(StorageTest, MainFileAloneAfterACheckpointOpens) {
     EXPECT_EQ(workload::verify(*s), "");
 }
 
+// The main file alone with its commit mark damaged (a backup's, a compacted
+// store's, one closed cleanly): nothing shows whether the missing log held
+// commits. The open was refused as for a log that did, with no way on (a
+// tester's finding); it now says the mark is damaged and that recover opens
+// the main file's commit, which recover does, writing a new log and mark.
+TEST_F(StorageTest, MainFileAloneWithADamagedMarkIsNamedAndRecoverOpensIt) {
+    { auto s = open(); workload::run(*s, 1, 4); s->checkpoint(); }
+    std::filesystem::remove(path + "-wal");
+    {
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        const std::vector<char> zeros(page_size);
+        f.seekp(static_cast<std::streamoff>(commit_mark_page * page_size));
+        f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    }
+    EXPECT_EQ(open_error(), errc::corrupt);
+    EXPECT_NE(last_message.find("commit mark (page 2), which says whether it held commits the main file lacks, "
+                                "is damaged"),
+              std::string::npos)
+        << last_message;
+    EXPECT_NE(last_message.find("`steppe recover " + path + "` opens it at commit 4"), std::string::npos)
+        << last_message;
+    EXPECT_FALSE(std::filesystem::exists(path + "-wal")) << "no new log is made";
+    {
+        options o;
+        o.salvage = true;
+        auto s = open(o);
+        EXPECT_NE(s->salvage_report().find("Recovered: the store holds commit 4"), std::string::npos)
+            << s->salvage_report();
+        EXPECT_EQ(workload::verify(*s), "");
+    }
+    EXPECT_EQ(open()->check(), std::vector<std::string>{}) << "the new mark is sound";
+    auto s = open();
+    EXPECT_EQ(workload::committed_txn(*s), 4u);
+    workload::run(*s, 5, 6);
+    s.reset();
+    EXPECT_EQ(workload::committed_txn(*open()), 6u);
+}
+
 TEST_F(StorageTest, ForeignLogIsCorrupt) {
     std::string other = dir.path("other.db");
     steppe::storage::storage::open(other).reset();
