@@ -11,6 +11,7 @@
 
 #include <steppe/error.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,6 +72,7 @@ std::uint64_t copy_pages(const storage& from, const std::function<void(std::span
 
 // A step that makes local files, asked of a store in PostgreSQL.
 void require_files(const std::string& path, const char* what) {
+    if (path.empty()) throw error(errc::invalid_argument, std::string(what) + ": no file named (an empty name)");
     if (is_postgres_url(path))
         throw error(errc::unsupported, path + ": " + what +
                                            " makes local files, and this store lives in PostgreSQL (for a local "
@@ -213,11 +215,24 @@ compact_report rewrite_by_commit(storage& s, bool write,
     }
     return r;
 }
+
+// A rewrite puts a new file under one name; a store's other names (hard
+// links) would keep the old one, and a program writing through them would
+// go on with a store this one no longer is.
+void refuse_hard_links(const std::string& path, const std::string& what) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && st.st_nlink > 1)
+        throw error(errc::unsupported, what + " of " + path + ": the store's main file has " +
+                                           std::to_string(st.st_nlink) + " names (hard links), and " + what +
+                                           " replaces it under this one only, so the others would keep the old "
+                                           "store; remove the other names first (nothing was changed)");
+}
 }  // namespace
 
 compact_report rewrite_store(storage& s, const std::string& path, const std::string& what, bool write, env* io,
                              const std::function<compact_report(const rewrite_target& target)>& pass) {
     if (is_postgres_url(path)) return rewrite_by_commit(s, write, pass);
+    refuse_hard_links(path, what);
     info before = s.describe();
     if (!before.readers.empty())
         throw error(errc::locked, what + " of " + path + ": reader process " + std::to_string(before.readers[0].pid) +

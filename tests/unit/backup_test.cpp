@@ -166,6 +166,7 @@ TEST_F(Backup, ADanglingSymlinkAtTheDestinationOrItsLogIsInTheWay) {
         EXPECT_FALSE(std::filesystem::exists(dir.path("nowhere")));
         std::filesystem::remove(link);
     }
+    EXPECT_ERROR(errc::invalid_argument, "no file named", storage::backup(src, ""));
     storage::backup(src, dest);
     EXPECT_EQ(test::run_cli("check " + dest).exit_code, 0);
 }

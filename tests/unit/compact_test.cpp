@@ -82,6 +82,23 @@ TEST_F(CompactTest, RemovesOnlyWhatAnEarlierCompactionOfThisStoreLeft) {
     EXPECT_EQ(fingerprint(path), before);
 }
 
+// A store with a second name (a hard link): compaction put the new file
+// under one name and the other kept the old store, so two stores went on
+// under one history (a tester's finding). Refused, nothing changed.
+TEST_F(CompactTest, AStoreWithAHardLinkIsRefusedAndUnchanged) {
+    compact_model::build(path, 300);
+    const std::string before = fingerprint(path);
+    std::filesystem::create_hard_link(path, dir.path("other-name.db"));
+    const auto bytes = files_bytes();
+    EXPECT_ERROR(steppe::errc::unsupported, "names (hard links)", steppe::compact(path));
+    EXPECT_EQ(files_bytes(), bytes);
+    EXPECT_EQ(std::filesystem::hard_link_count(path), 2u);
+    EXPECT_EQ(fingerprint(path), before);
+    std::filesystem::remove(dir.path("other-name.db"));
+    steppe::compact(path);
+    EXPECT_EQ(fingerprint(path), before);
+}
+
 // The new pages go out a batch at a time as the copy completes them, pages
 // of different size classes and large objects interleaved: a store whose
 // compacted pages span several batches keeps everything, with and without
