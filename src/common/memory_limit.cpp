@@ -33,10 +33,28 @@ bool read_number(const std::string& file, std::uint64_t& out) {
 struct candidate {
     std::uint64_t limit, used;
     std::string source;
+    std::uint64_t file_cache = 0;
 };
 
-void consider(std::vector<candidate>& all, std::uint64_t limit, std::uint64_t used, std::string source) {
-    all.push_back({limit, std::min(used, limit), std::move(source)});
+void consider(std::vector<candidate>& all, std::uint64_t limit, std::uint64_t used, std::string source,
+              std::uint64_t file_cache = 0) {
+    used = std::min(used, limit);
+    all.push_back({limit, used, std::move(source), std::min(file_cache, used)});
+}
+
+// The group's file pages from its memory.stat (v1 counts the group and
+// those below it in total_*).
+std::uint64_t file_cache_of(const std::string& stat_file, bool v2) {
+    std::ifstream in(stat_file);
+    const std::string inactive = v2 ? "inactive_file" : "total_inactive_file",
+                      active = v2 ? "active_file" : "total_active_file";
+    std::uint64_t sum = 0;
+    for (std::string key; in >> key;) {
+        std::uint64_t value = 0;
+        if (!(in >> value)) break;
+        if (key == inactive || key == active) sum += value;
+    }
+    return sum;
 }
 
 // Where hierarchy `v1_controller` (or the v2 one, for "") is mounted, and the
@@ -74,7 +92,8 @@ void walk_groups(const std::string& root, bool v2, const std::string& group, std
         std::uint64_t limit = 0, used = 0;
         if (read_number(dir + "/" + limit_file, limit)) {
             read_number(dir + "/" + usage_file, used);
-            consider(all, limit, used, std::string(v2 ? "cgroup v2 " : "cgroup v1 ") + point + (rel == "/" ? "" : rel) + "/" + limit_file);
+            consider(all, limit, used, std::string(v2 ? "cgroup v2 " : "cgroup v1 ") + point + (rel == "/" ? "" : rel) + "/" + limit_file,
+                     file_cache_of(dir + "/memory.stat", v2));
         }
         if (rel.empty() || rel == "/") break;
         std::size_t slash = rel.find_last_of('/');
@@ -122,7 +141,7 @@ memory_limit available_memory(const std::string& root) {
     if (::getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY) consider(all, r.rlim_cur, rss, "RLIMIT_DATA");
     memory_limit best{std::uint64_t{1} << 40, std::uint64_t{1} << 40, "none found (1 TiB assumed)"};
     for (const candidate& c : all)
-        if (c.limit - c.used < best.available) best = {c.limit - c.used, c.limit, c.source};
+        if (c.limit - c.used < best.available) best = {c.limit - c.used, c.limit, c.source, c.file_cache};
     return best;
 }
 

@@ -15,6 +15,10 @@ struct memory_limit {
     std::uint64_t available = 0;  // bytes still free under the tightest limit
     std::uint64_t limit = 0;      // that limit
     std::string source;           // which: "physical RAM", "cgroup v1 <file>", "cgroup v2 <file>", "RLIMIT_AS", "RLIMIT_DATA"
+    // Of what a cgroup counts as used, its file cache (memory.stat's active
+    // and inactive file pages), which the kernel takes back before it kills;
+    // 0 for the other limits.
+    std::uint64_t file_cache = 0;
 };
 
 // `root` prefixes /proc and /sys paths (tests give a fake tree; "" is the

@@ -34,6 +34,7 @@
 #include <exception>
 #include <system_error>
 
+#include "common/memory_limit.hpp"
 #include "common/sigsafe.hpp"
 #include "common/started_thread.hpp"
 #include "common/system_error.hpp"
@@ -147,6 +148,7 @@ void pager::evict_loop() {
         bool progress = false;
         try {
             trim_descriptors(true);  // faults that read groups back ask for this too
+            if (opts_.follow_memory) follow_memory();
             refresh_budget();  // what metadata took since: faults map pages, reserve units
             // Asked for the descriptors only, it leaves the pages to the faulting
             // threads (their own drops interrupt no other CPU).
@@ -155,6 +157,34 @@ void pager::evict_loop() {
         }
         evictor_->stalled.store(!progress, std::memory_order_release);
         note_batch();
+    }
+}
+
+// A budget taken from the process's memory limit at open (half of what was
+// free then) follows it while the store runs: half of what this store holds
+// and what the limit still leaves, the limit's file cache counted as free
+// (the kernel takes it back before it kills), between an eighth of the
+// open's budget (and what the store's metadata needs) and the open's. Two
+// processes opening at once in one memory cgroup each took half of it, and
+// one of two rewriting stores 4.5 times a 64 MiB cap was killed (a tester's
+// finding); now each keeps about half of what the other leaves. Asked for by
+// the fault path each time the ring grows by a sixteenth of the budget, and
+// at each pass at most every 50 ms (a ring at its budget, churning, grows no
+// more).
+void pager::follow_memory() noexcept {
+    const std::uint64_t now = common::monotonic_ns(), held_pages = resident_->size();
+    if (held_pages < follow_at_.load(std::memory_order_relaxed) && now - followed_ns_ < 50'000'000) return;
+    followed_ns_ = now;
+    follow_at_.store(held_pages + std::max<std::uint64_t>(budget_ceiling_bytes_ / translate::page_size / 16, min_pages),
+                     std::memory_order_relaxed);
+    try {
+        const common::memory_limit m = common::available_memory();
+        const std::uint64_t held = held_pages * translate::page_size + metadata_bytes_;
+        const std::uint64_t floor = std::min(
+            budget_ceiling_bytes_, std::max(budget_ceiling_bytes_ / 8, metadata_bytes_ + 4 * min_pages * translate::page_size));
+        budget_bytes_.store(std::clamp((held + m.available + m.file_cache) / 2, floor, budget_ceiling_bytes_),
+                            std::memory_order_relaxed);
+    } catch (const std::exception&) {  // out of memory reading the limit: the budget stays
     }
 }
 

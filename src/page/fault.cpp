@@ -28,7 +28,9 @@ namespace steppe::page {
 // back to the ring for the eviction thread, which is woken, and waited for
 // far past the budget.
 void pager::keep_within_budget() noexcept {
-    if (!resident_ || resident_->size() <= ring_budget()) return;
+    if (!resident_) return;
+    if (opts_.follow_memory && resident_->size() >= follow_at_.load(std::memory_order_relaxed)) ask_evictor();
+    if (resident_->size() <= ring_budget()) return;
     drop_oldest_clean();
     if (resident_->size() <= ring_budget()) return;
     ask_evictor();

@@ -67,9 +67,11 @@ void page_engine::load_and_map(const std::string& path) {
     if (budget == 0) {
         common::memory_limit m = common::available_memory();
         budget = m.available / 2;
-        budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source;
+        budget_source_ = "half of " + std::to_string(m.available >> 20) + " MiB free under " + m.source +
+                         " at open, following it since";
     }
     po.resident_budget_pages = std::max<std::uint64_t>(budget / storage::page_size, 256);
+    po.follow_memory = options.resident_budget == 0;
     budget_pages_ = po.resident_budget_pages;
     pager_ = std::make_unique<pager>(*storage_, load_committed_heap(), live_.vtables, po);
     validate(live_, pager_->allocator());
@@ -403,7 +405,7 @@ store_stats page_engine::stats() const {
     out.rewarmed_pages = p.rewarmed_pages;
     out.loaded_ahead_pages = p.loaded_ahead;
     out.load_ahead = p.load_ahead;
-    out.resident_budget_pages = budget_pages_;
+    out.resident_budget_pages = pager_->budget_pages();
     out.spilled_pages = p.spilled_pages;
     out.prefetched_pages = p.prefetched_pages;
     out.prefetch_hits = p.prefetch_hits;

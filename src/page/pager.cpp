@@ -54,7 +54,7 @@ pager::pager(storage::storage& storage, std::unique_ptr<heap> h, types::vtable_t
     vm::register_trap_page(map_->dead_page(), storage_->path().c_str(), opts.fatal_hook);
     reuse_at_pages_ = map_->limit_pages() * 3 / 4;
     if (opts.prefetch) prefetch_.hinted = page_bits(heap::max_page_count);
-    budget_bytes_ = opts.resident_budget_pages * translate::page_size;
+    budget_bytes_ = budget_ceiling_bytes_ = opts.resident_budget_pages * translate::page_size;
     attach_heap_source();
     refresh_budget();
     if (resident_) start_evictor();
@@ -297,7 +297,8 @@ void pager::refresh_budget() noexcept {
     // budget without refreshing it: its share is set aside from the start.
     const std::uint64_t taken = metadata_bytes_ + (descriptors < set_aside ? set_aside - descriptors : 0) +
                                 (cooling_ ? cooling_->capacity_bytes() : 0);
-    const std::uint64_t left = budget_bytes_ > taken ? (budget_bytes_ - taken) / translate::page_size : 0;
+    const std::uint64_t budget = budget_bytes_.load(std::memory_order_relaxed);
+    const std::uint64_t left = budget > taken ? (budget - taken) / translate::page_size : 0;
     pages_allowed_ = std::max(left, min_pages);
     const std::uint64_t fresh = unspilled_new_pages();
     ring_budget_.store(std::max(pages_allowed_ > fresh ? pages_allowed_ - fresh : 0, min_pages),
@@ -318,7 +319,7 @@ std::uint64_t pager::descriptor_bytes_kept(std::uint64_t budget_pages) noexcept 
 }
 
 std::uint64_t pager::descriptor_bytes_allowed() const noexcept {
-    return descriptor_bytes_allowed(budget_bytes_ / translate::page_size);
+    return descriptor_bytes_allowed(budget_bytes_.load(std::memory_order_relaxed) / translate::page_size);
 }
 
 // With `only_if_over` (allocation), only once past the allowance, and then
@@ -326,7 +327,7 @@ std::uint64_t pager::descriptor_bytes_allowed() const noexcept {
 void pager::trim_descriptors(bool only_if_over) noexcept {
     if (!resident_) return;
     if (only_if_over && heap_->descriptor_bytes() <= descriptor_bytes_allowed()) return;
-    heap_->trim_descriptors(descriptor_bytes_kept(budget_bytes_ / translate::page_size));
+    heap_->trim_descriptors(descriptor_bytes_kept(budget_bytes_.load(std::memory_order_relaxed) / translate::page_size));
 }
 
 // Metadata grows with the store (about 1% of it, docs/design.md) and with
@@ -334,7 +335,8 @@ void pager::trim_descriptors(bool only_if_over) noexcept {
 // takes the whole budget, eviction and spilling can do no more, and the
 // store refuses to grow rather than let the process outgrow its memory.
 void pager::ensure_budget_room() const {
-    if (!resident_ || metadata_bytes_ <= budget_bytes_) return;
+    const std::uint64_t budget = budget_bytes_.load(std::memory_order_relaxed);
+    if (!resident_ || metadata_bytes_ <= budget) return;
     const store_memory m = memory();
     const auto kib = [](std::uint64_t bytes) { return std::to_string((bytes + 1023) >> 10) + " KiB"; };
     throw error(errc::no_space,
@@ -342,7 +344,7 @@ void pager::ensure_budget_room() const {
                     kib(m.metadata()) + ": heap " + kib(m.heap) + ", page map " + kib(m.page_map) + ", fault space " +
                     kib(m.fault_space) + ", residency " + kib(m.residency) + ", types " + kib(m.types) +
                     ", storage " + kib(m.storage) + ", transaction " + kib(m.transaction) + ", buffers " +
-                    kib(m.buffers) + ") exceeds the resident budget of " + kib(budget_bytes_) +
+                    kib(m.buffers) + ") exceeds the resident budget of " + kib(budget) +
                     ", so no store page fits in it; raise open_options::resident_budget (or the memory limit it is half of), "
                     "or commit the transaction");
 }

@@ -204,6 +204,10 @@ struct pager_options {
     // Resident store pages allowed before the oldest are evicted (written
     // ones spilled to the log first); 0 = no limit.
     std::uint64_t resident_budget_pages = 0;
+    // The budget was taken from the process's memory limit (no
+    // resident_budget given): it follows what the limit leaves while the
+    // store runs, never above the open's (follow_memory).
+    bool follow_memory = false;
     // Read-ahead of the pages a faulted page points to (adaptive: it stops
     // itself while too few of its guesses are used).
     bool prefetch = true;
@@ -381,6 +385,10 @@ public:
     // The heap's descriptors a budget of `budget_pages` allows in memory, and
     // what a trim leaves of them (3/4): a heap is decoded keeping that much.
     static std::uint64_t descriptor_bytes_allowed(std::uint64_t budget_pages) noexcept;
+    // The budget now (follow_memory moves one taken from the memory limit).
+    std::uint64_t budget_pages() const noexcept {
+        return budget_bytes_.load(std::memory_order_relaxed) / translate::page_size;
+    }
     static std::uint64_t descriptor_bytes_kept(std::uint64_t budget_pages) noexcept;
     vm::backend_kind backend() const { return space_->backend(); }
     vm::tracking_kind tracking() const { return space_->tracking(); }
@@ -529,6 +537,7 @@ private:
     void ask_evictor() noexcept;          // fault path
     void wait_for_evictor() noexcept;     // fault path, far over the budget
     void evict_loop();
+    void follow_memory() noexcept;  // the eviction thread's
     bool evict_oldest(bool only_what_was_over);
     void evict_if_over_budget() noexcept;  // normal context, under a pause
     void note_batch() noexcept;
@@ -593,7 +602,10 @@ private:
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write
     std::uint64_t new_spilled_ = 0;             // of txn_new_, how many the log has (spilled while new)
     std::uint64_t collected_spilled_ = 0;       // pages of the commit in the log before it (collect)
-    std::uint64_t budget_bytes_ = 0;            // the resident budget; 0 = none
+    std::atomic<std::uint64_t> budget_bytes_{0};  // the resident budget; 0 = none
+    std::uint64_t budget_ceiling_bytes_ = 0;    // the open's budget, which follow_memory never exceeds
+    std::atomic<std::uint64_t> follow_at_{0};   // ring size at which the fault path asks for follow_memory
+    std::uint64_t followed_ns_ = 0;             // when follow_memory last read the limit
     std::uint64_t pages_allowed_ = 0;           // store pages the budget leaves after the rest (refresh_budget)
     std::uint64_t metadata_bytes_ = 0;          // memory().metadata() at the last refresh_budget
     std::atomic<std::uint64_t> ring_budget_{0}; // pages the ring may hold (read by the fault path)
