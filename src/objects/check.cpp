@@ -38,10 +38,9 @@ struct object_kind {
 };
 }  // namespace
 
-// "" if reference `r` of `l` may name an object of catalog type `type`.
-std::string engine_handle::wrong_target(const types::layout& l, std::size_t r, std::uint32_t type) const {
-    if (l.ref_targets.empty() || catalog_.at(type).name == l.ref_targets[r].type) return {};
-    return "a " + catalog_.at(type).name + ", but the field refers to " + l.ref_targets[r].type;
+std::string wrong_target(const types::catalog& types, const types::layout& l, std::size_t r, std::uint32_t type) {
+    if (l.ref_targets.empty() || types.at(type).name == l.ref_targets[r].type) return {};
+    return "a " + types.at(type).name + ", but the field refers to " + l.ref_targets[r].type;
 }
 
 std::vector<std::string> engine_handle::check() const {
@@ -96,7 +95,7 @@ std::vector<std::string> engine_handle::check() const {
                     std::memcpy(&oid, seg.bytes + e.offset + std::uint64_t{k} * l.size + l.refs[r], sizeof oid);
                     if (oid == 0) continue;
                     const object_kind* target = exists(oid);
-                    std::string wrong = !target ? "which does not exist" : wrong_target(l, r, target->type);
+                    std::string wrong = !target ? "which does not exist" : wrong_target(catalog_, l, r, target->type);
                     if (!wrong.empty())
                         findings.push_back(path + ": O2: object " + std::to_string(format::make_oid(page, i)) + " (" +
                                            l.name + "), element " + std::to_string(k) + ", reference at offset " +

@@ -130,18 +130,22 @@ public:
     std::uint64_t oid(object_at o) const { return format::make_oid(segments_[o.segment].page, o.slot); }
     void moved(object_at o, std::uint64_t to) { segments_[o.segment].moved[o.slot] = to; }
     bool kept(object_at o) const { return segments_[o.segment].moved[o.slot] != 0; }
-    // The new oid of the object `oid` names; 0 for none, or one not kept. A
-    // reference naming no object is damage (check's O2 and O3): carried as
-    // none it was lost, and the store then checked clean; so it is refused,
+    // The new oid of the object `oid` names; 0 for none, or one not kept.
+    // `wrong(entry)` says what is wrong with a target of table entry
+    // `entry` for the reference ("" if nothing). A reference naming no
+    // object, or an object of a type its field does not refer to, is damage
+    // (check's O2 and O3): carried over, the first was lost and the second
+    // kept, and the new store checked no better; so both are refused,
     // before anything is written in the store's place.
-    std::uint64_t forward(std::uint64_t oid) const {
+    template<class Wrong> std::uint64_t forward(std::uint64_t oid, Wrong&& wrong) const {
         if (oid == 0) return 0;
         std::optional<object_at> o = find(oid);
-        if (!o)
+        const std::string what = o ? wrong(entry(*o)) : "which does not exist";
+        if (!what.empty())
             throw error(errc::corrupt, "compaction of " + store_ + " refused: a reference names object " +
-                                           std::to_string(oid) +
-                                           ", which does not exist: the store is damaged (steppe check names the "
-                                           "field). Nothing was changed");
+                                           std::to_string(oid) + ", " + what +
+                                           ": the store is damaged (steppe check names the field). Nothing was "
+                                           "changed");
         return segments_[o->segment].moved[o->slot];
     }
     // f(object_at) for every object, in oid order (segments in page order).
@@ -276,11 +280,13 @@ void build_segment(const old_store& old, const new_segment& seg, const types::ca
         // Every reference of the new layout, carried or set by a
         // conversion function, holds an old oid (or none) until here.
         for (std::uint32_t k = 0; k < e.count; ++k)
-            for (std::uint32_t at : l.refs) {
-                std::byte* slot = body + std::uint64_t{k} * l.size + at;
+            for (std::size_t r = 0; r < l.refs.size(); ++r) {
+                std::byte* slot = body + std::uint64_t{k} * l.size + l.refs[r];
                 std::uint64_t w;
                 std::memcpy(&w, slot, sizeof w);
-                w = old.forward(w);
+                w = old.forward(w, [&](const format::object_entry& target) {
+                    return wrong_target(types_after, l, r, target.type);
+                });
                 std::memcpy(slot, &w, sizeof w);
             }
     }
@@ -407,7 +413,12 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
         meta.catalog = storage::write_blob(types_after.encode(), format::catalog_owner, catalog_chain, source, buffers,
                                            blob_images);
     root_table roots = committed_roots_;
-    for (auto& [name, r] : roots) r.address = old.forward(r.address);
+    for (auto& [name, r] : roots)
+        r.address = old.forward(r.address, [&](const format::object_entry& target) -> std::string {
+            if (target.type == r.type && target.count == 1) return {};
+            return "a " + types_after.at(target.type).name + ", but root '" + name + "' is a " +
+                   types_after.at(r.type).name;
+        });
     if (meta_.roots.pages)
         meta.roots = storage::write_blob(encode_roots(roots), format::roots_owner, roots_chain, source, buffers,
                                          blob_images);

@@ -58,6 +58,10 @@
 
 namespace steppe::objects::detail {
 
+// check.cpp: "" if reference `r` of `l` may name an object of catalog type
+// `type` of `types` (check's O2, compaction), else what the object is.
+std::string wrong_target(const types::catalog& types, const types::layout& l, std::size_t r, std::uint32_t type);
+
 class engine_handle final : public steppe::engine {
 public:
     // `compiled`: the program's scheme; nullopt for tools that only inspect.
@@ -197,7 +201,6 @@ private:
     static constexpr std::uint32_t no_type = 0xFFFFFFFC;   // a type the catalog does not hold
     const std::vector<std::uint32_t>& ref_wants(std::uint32_t type);
     std::string type_name(std::uint32_t type) const;
-    std::string wrong_target(const types::layout& l, std::size_t r, std::uint32_t type) const;  // check.cpp
     // check.cpp: O5 for the segment at `page`.
     void check_reserved_zero(std::uint64_t page, const segment_view& s, std::vector<std::string>& findings) const;
     // check.cpp: reads committed page `page` into `buffer`; whether a blob's page starts there (not a segment).

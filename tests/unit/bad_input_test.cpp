@@ -290,6 +290,90 @@ TEST_F(BadInput, DamageTheCheckNamesRefusesCompactionAndFailsTheBackup) {
     EXPECT_CONTAINS(copied.out, "holds the same damage");
 }
 
+// A reference to an object of a type its field does not refer to (check's
+// O2 and O3), committed with valid checksums through the storage layer:
+// compaction carried it into the new store (exit 0, and check still named
+// it), where a reference to no object was already refused.
+enum class wrong_type_damage { field_names_an_array, target_entry_retyped, root_entry_retyped };
+
+class WrongTypeCompaction : public BadInput,
+                            public ::testing::WithParamInterface<std::tuple<wrong_type_damage, bool>> {};
+
+// Changes the one segment (page 1) of a store holding root "chain" (a Chain),
+// Links 2222 -> 1111 and an array of 5: `damage` retypes a table entry or
+// aims Link 2222's `next` at the array.
+void damage_types(const std::string& path, wrong_type_damage damage) {
+    namespace format = steppe::objects::format;
+    auto raw = steppe::storage::storage::open(path);
+    std::vector<std::byte> page(steppe::storage::page_size);
+    raw->read_page(1, page.data());
+    format::segment_header head;
+    std::memcpy(&head, page.data(), sizeof head);
+    ASSERT_EQ(head.magic, format::segment_magic);
+    ASSERT_EQ(head.objects, 4u) << "the four objects share one segment";
+    std::optional<std::uint32_t> link_2222, link_1111, numbers, chain;
+    for (std::uint32_t slot = 0; slot < head.objects; ++slot) {
+        format::object_entry e;
+        std::memcpy(&e, page.data() + sizeof head + slot * sizeof e, sizeof e);
+        std::int64_t first_word;
+        std::memcpy(&first_word, page.data() + e.offset, sizeof first_word);
+        (e.count == 5 ? numbers : first_word == 2222 ? link_2222 : first_word == 1111 ? link_1111 : chain) = slot;
+    }
+    ASSERT_TRUE(link_2222 && link_1111 && numbers && chain);
+    const auto entry_of = [&](std::uint32_t slot) {
+        return page.data() + sizeof head + slot * sizeof(format::object_entry);
+    };
+    const auto type_at = [&](std::uint32_t slot) { return entry_of(slot) + offsetof(format::object_entry, type); };
+    switch (damage) {
+    case wrong_type_damage::field_names_an_array: {
+        format::object_entry e;
+        std::memcpy(&e, entry_of(*link_2222), sizeof e);
+        const std::uint64_t array_oid = format::make_oid(1, *numbers);
+        std::memcpy(page.data() + e.offset + offsetof(Link, next), &array_oid, sizeof array_oid);
+        break;
+    }
+    case wrong_type_damage::target_entry_retyped:  // an int64 fits in a Link's place
+        std::memcpy(type_at(*link_1111), type_at(*numbers), sizeof(std::uint32_t));
+        break;
+    case wrong_type_damage::root_entry_retyped:  // a Chain and a Link are the same size
+        std::memcpy(type_at(*chain), type_at(*link_1111), sizeof(std::uint32_t));
+        break;
+    }
+    const steppe::storage::page_image image{1, page.data()};
+    raw->commit({&image, 1}, raw->meta());
+}
+
+TEST_P(WrongTypeCompaction, IsRefusedAndChangesNothing) {
+    const auto [damage, collect] = GetParam();
+    {
+        auto s = so::store::open(path);
+        auto chain = s.root<Chain>("chain");
+        chain.mut()->first = s.make<Link>(2222, s.make<Link>(1111, so::ref<Link>{}));
+        chain.mut()->numbers = s.make_array<std::int64_t>(5);
+        s.commit();
+    }
+    ASSERT_EQ(steppe::test::run_cli("check " + path).exit_code, 0);
+    damage_types(path, damage);
+    const auto checked = steppe::test::run_cli("check " + path);
+    ASSERT_EQ(checked.exit_code, 1) << checked.out;
+    EXPECT_CONTAINS(checked.out, damage == wrong_type_damage::root_entry_retyped ? ": O3: " : ": O2: ");
+    const auto r = steppe::test::run_cli(std::string("compact ") + (collect ? "--collect " : "") + path);
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_CONTAINS(r.out, "compaction of " + path + " refused: a reference names object");
+    EXPECT_CONTAINS(r.out, damage == wrong_type_damage::root_entry_retyped ? "but root 'chain' is a"
+                                                                         : "but the field refers to");
+    EXPECT_CONTAINS(r.out, "Nothing was changed");
+    for (const auto& f : fs::directory_iterator(dir.dir()))
+        EXPECT_EQ(f.path().string().find(".compact"), std::string::npos) << "left behind: " << f.path();
+    EXPECT_EQ(steppe::test::run_cli("check " + path).out, checked.out) << "the same store, the same damage";
+}
+
+INSTANTIATE_TEST_SUITE_P(Damages, WrongTypeCompaction,
+                         ::testing::Combine(::testing::Values(wrong_type_damage::field_names_an_array,
+                                                              wrong_type_damage::target_entry_retyped,
+                                                              wrong_type_damage::root_entry_retyped),
+                                            ::testing::Bool()));
+
 struct Data {
     long counter;
     long n;
