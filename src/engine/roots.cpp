@@ -1,6 +1,8 @@
 // The roots table codec (layout in roots.hpp).
 #include "engine/roots.hpp"
 
+#include <steppe/error.hpp>
+
 #include "common/bytes.hpp"
 
 namespace steppe {
@@ -21,10 +23,19 @@ root_table decode_roots(std::span<const std::byte> in, const std::string& where)
     common::byte_reader r(in, where + ": the roots table");
     for (auto count = r.get<std::uint32_t>(); count > 0; --count) {
         std::string name = r.get_string();
+        // Encoded from a map, the names are unique and in order: a name
+        // again (one renamed) or out of order is damage, which the map
+        // would hide by keeping one of the roots.
+        if (!roots.empty() && name <= roots.rbegin()->first) {
+            const std::string& last = roots.rbegin()->first;
+            throw error(errc::corrupt, where + ": the roots table holds root '" + name + "' " +
+                                           (name == last ? "twice" : "after '" + last + "', out of name order") +
+                                           ": the table is damaged");
+        }
         root_entry e;
         e.type = r.get<std::uint32_t>();
         e.address = r.get<std::uint64_t>();
-        roots[name] = e;
+        roots.emplace_hint(roots.end(), std::move(name), e);
     }
     r.expect_end();
     return roots;

@@ -23,7 +23,8 @@ struct root_entry {
 using root_table = std::map<std::string, root_entry, std::less<>>;
 
 std::vector<std::byte> encode_roots(const root_table& roots);
-// errc::corrupt naming `where` if the bytes are not a roots table.
+// errc::corrupt naming `where` if the bytes are not a roots table (names
+// out of order or twice included).
 root_table decode_roots(std::span<const std::byte> in, const std::string& where);
 
 }  // namespace steppe

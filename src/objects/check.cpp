@@ -11,12 +11,14 @@
 //     (the catalog's reference targets: invariant T1, fault.cpp);
 //  O3 every root names an existing object of the root's type;
 //  O4 meta.objects and meta.segments count what the walk finds;
-//  O5 the fields the format keeps zero (a segment header's two and each
-//     table entry's reserved words) are zero: bytes nothing reads, so only the
-//     check can say they changed;
+//  O5 the fields the format keeps zero (the meta's reserved word, a segment
+//     header's two, each table entry's reserved word and the 16 bytes before
+//     each object, its header's place in memory) are zero: bytes nothing
+//     reads, so only the check can say they changed;
 // plus the storage manager's checks and this process's R1, R2, H1-H3.
 #include <steppe/error.hpp>
 
+#include <array>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -48,6 +50,8 @@ std::vector<std::string> engine_handle::check() const {
     std::vector<std::string> findings = storage_->check();
     const std::string& path = storage_->path();
     for (const auto& f : catalog_.check()) findings.push_back(path + ": " + f);
+    if (meta_.reserved != 0)
+        findings.push_back(path + ": O5: the object engine's meta has a reserved word that is not zero");
     std::map<std::uint64_t, std::vector<object_kind>> segments;
     std::vector<std::byte> buffer;
     std::uint64_t objects = 0;
@@ -127,10 +131,16 @@ void engine_handle::check_reserved_zero(std::uint64_t page, const segment_view& 
     const std::string where = storage_->path() + ": O5: segment at page " + std::to_string(page);
     if (s.head.reserved != 0 || s.head.reserved2 != 0)
         findings.push_back(where + ": its header's reserved words are not zero");
-    for (std::uint32_t i = 0; i < s.entries.size(); ++i)
+    static constexpr std::array<std::byte, sizeof(header)> zeros{};
+    for (std::uint32_t i = 0; i < s.entries.size(); ++i) {
+        const std::string object = "object " + std::to_string(format::make_oid(page, i));
         if (s.entries[i].reserved != 0)
-            findings.push_back(where + ": the table entry of object " + std::to_string(format::make_oid(page, i)) +
-                               " has a reserved word that is not zero");
+            findings.push_back(where + ": the table entry of " + object + " has a reserved word that is not zero");
+        // read_segment checked that each object starts at least this far past the table
+        if (std::memcmp(s.bytes + s.entries[i].offset - sizeof(header), zeros.data(), zeros.size()) != 0)
+            findings.push_back(where + ": the " + std::to_string(sizeof(header)) + " bytes before " + object +
+                               " are not zero");
+    }
 }
 
 bool engine_handle::blob_page_at(std::uint64_t page, std::vector<std::byte>& buffer) const {

@@ -30,6 +30,18 @@
 namespace steppe::page {
 
 namespace {
+// What an engine meta starting with `magic` (not this engine's) holds
+// instead, for the message. Every command of the CLI opens a store that
+// neither engine's magic names as the page engine's: its message must not
+// make it sound like one (it may be an object store with a damaged meta).
+std::string found_instead(const char (&magic)[8]) {
+    if (std::memcmp(magic, engine_magic, 7) == 0) return {};  // another version of this engine's
+    const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(magic), sizeof magic);
+    return ", nor object-engine data: its engine data starts with the bytes " + common::hex(bytes) +
+           ", where the page engine's starts \"" + std::string(engine_magic, 7) + "\" and the object engine's "
+           "\"stobjng\" (another program's data, or a damaged header)";
+}
+
 vm::backend_kind backend_for(fault_backend b) {
     return vm::choose_backend(b == fault_backend::mprotect ? vm::backend_kind::mprotect : vm::backend_kind::uffd);
 }
@@ -94,7 +106,8 @@ page_engine::state page_engine::load_state(const storage::storage& s, const std:
     if (std::memcmp(c.meta.magic, "stobjng", 7) == 0)
         throw error(errc::unsupported, path + " was made by the object engine; open it with steppe::objects::store::open");
     if (std::memcmp(c.meta.magic, engine_magic, sizeof engine_magic) != 0)
-        throw error(errc::version, path + " holds no page-engine data of a version this build reads");
+        throw error(errc::version,
+                    path + " holds no page-engine data of a version this build reads" + found_instead(c.meta.magic));
     // A blob never written (no types, roots or vtables yet) has no pages.
     if (c.meta.catalog.pages)
         c.catalog = types::catalog::decode(storage::read_blob(s, c.meta.catalog, catalog_owner, "type catalog", c.catalog_pages));

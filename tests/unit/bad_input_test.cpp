@@ -24,19 +24,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "objects/object_format.hpp"
+#include "storage/blob.hpp"
 #include "storage/checksum.hpp"
 #include "storage/file_format.hpp"
 #include "storage/storage.hpp"
@@ -458,10 +463,19 @@ TEST_F(BadInput, NonZeroReservedWordsOfAnObjectSegmentAreCheckFindings) {
         const steppe::storage::page_image image{1, page.data()};
         raw->commit({&image, 1}, raw->meta());
     };
-    constexpr std::size_t header_reserved2 = offsetof(steppe::objects::format::segment_header, reserved2);
-    constexpr std::size_t first_entry_reserved = sizeof(steppe::objects::format::segment_header) +
-                                                 offsetof(steppe::objects::format::object_entry, reserved);
-    for (std::size_t offset : {header_reserved2, first_entry_reserved}) {
+    namespace format = steppe::objects::format;
+    constexpr std::size_t header_reserved2 = offsetof(format::segment_header, reserved2);
+    constexpr std::size_t first_entry = sizeof(format::segment_header);
+    constexpr std::size_t first_entry_reserved = first_entry + offsetof(format::object_entry, reserved);
+    format::object_entry counter;
+    {
+        auto raw = steppe::storage::storage::open(path);
+        std::vector<std::byte> page(steppe::storage::page_size);
+        raw->read_page(1, page.data());
+        std::memcpy(&counter, page.data() + first_entry, sizeof counter);
+    }
+    const std::size_t before_counter = counter.offset - 16;  // its header's place in memory, zero on disk
+    for (std::size_t offset : {header_reserved2, first_entry_reserved, before_counter, before_counter + 12}) {
         change_segment(offset, 5);
         const auto r = steppe::test::run_cli("check " + path);
         EXPECT_EQ(r.exit_code, 1) << r.out;
@@ -469,6 +483,98 @@ TEST_F(BadInput, NonZeroReservedWordsOfAnObjectSegmentAreCheckFindings) {
         change_segment(offset, 0);
         EXPECT_EQ(steppe::test::run_cli("check " + path).exit_code, 0);
     }
+    const auto change_meta_reserved = [&](std::uint16_t value) {
+        auto raw = steppe::storage::storage::open(path);
+        steppe::storage::meta_bytes meta = raw->meta();
+        std::memcpy(meta.data() + offsetof(format::object_meta, reserved), &value, sizeof value);
+        raw->commit({}, meta);
+    };
+    change_meta_reserved(5);
+    const auto r = steppe::test::run_cli("check " + path);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_CONTAINS(r.out, "O5: the object engine's meta has a reserved word that is not zero");
+    change_meta_reserved(0);
+    EXPECT_EQ(steppe::test::run_cli("check " + path).exit_code, 0);
+}
+
+// A roots table with a root renamed to another's name (or out of name
+// order), its blob's checksums made to match: the table was read into a
+// map, which kept one of the two, so a root was gone and check said 0
+// findings.
+TEST_F(BadInput, ARootsTableWithANameTwiceOrOutOfOrderIsCorrupt) {
+    const auto rename_root = [&](const std::string& store, const std::string& from, const std::string& to) {
+        namespace format = steppe::objects::format;
+        auto raw = steppe::storage::storage::open(store);
+        steppe::storage::meta_bytes meta = raw->meta();
+        format::object_meta m;
+        std::memcpy(&m, meta.data(), sizeof m);
+        std::vector<steppe::storage::page_no> chain;
+        std::vector<std::byte> roots = steppe::storage::read_blob(*raw, m.roots, format::roots_owner, "roots", chain);
+        auto name = std::search(roots.begin(), roots.end(), reinterpret_cast<const std::byte*>(from.data()),
+                                reinterpret_cast<const std::byte*>(from.data() + from.size()));
+        ASSERT_NE(name, roots.end());
+        std::memcpy(&*name, to.data(), to.size());
+        std::deque<std::array<std::byte, steppe::storage::page_size>> buffers;
+        std::vector<steppe::storage::page_image> images;
+        const steppe::storage::page_source same_chain{
+            [](std::uint32_t, std::uint64_t) -> steppe::storage::page_no { throw std::logic_error("grew"); },
+            [](steppe::storage::page_no) {}};
+        m.roots = steppe::storage::write_blob(roots, format::roots_owner, chain, same_chain, buffers, images);
+        std::memcpy(meta.data(), &m, sizeof m);
+        raw->commit(images, meta);
+    };
+    const struct {
+        const char *from, *to, *says;
+    } damages[] = {{"bb", "aa", "holds root 'aa' twice"}, {"aa", "cc", "holds root 'bb' after 'cc', out of name order"}};
+    for (const auto& d : damages) {
+        const std::string store = dir.path(std::string(d.from) + "-to-" + d.to + ".db");
+        {
+            auto s = so::store::open(store);
+            s.root<Counter>("aa").mut()->value = 1;
+            s.root<Counter>("bb").mut()->value = 2;
+            s.commit();
+        }
+        rename_root(store, d.from, d.to);
+        try {
+            so::store::open(store);
+            ADD_FAILURE() << "a store whose roots table " << d.says << " opened";
+        } catch (const steppe::error& e) {
+            EXPECT_EQ(e.code(), steppe::errc::corrupt) << e.what();
+            EXPECT_CONTAINS(e.what(), store + ": the roots table " + d.says);
+        }
+        const auto r = steppe::test::run_cli("check " + store);
+        EXPECT_EQ(r.exit_code, 1) << r.out;
+        EXPECT_CONTAINS(r.out, d.says);
+    }
+}
+
+// An object store whose engine data lost its magic, the header's checksum
+// made to match: the CLI, which knows a store's engine only by the magic,
+// said it "holds no page-engine data", as if it were the page engine's.
+TEST_F(BadInput, AnObjectStoreWithoutItsEngineMagicIsAVersionErrorSayingWhatItHolds) {
+    {
+        auto s = so::store::open(path);
+        s.root<Counter>("c").mut()->value = 7;
+        s.commit();
+    }
+    {
+        auto raw = steppe::storage::storage::open(path);
+        steppe::storage::meta_bytes meta = raw->meta();
+        std::memset(meta.data() + offsetof(steppe::objects::format::object_meta, magic), 0,
+                    sizeof steppe::objects::format::object_meta::magic);
+        raw->commit({}, meta);
+    }
+    try {
+        so::store::open(path);
+        ADD_FAILURE() << "an object store without its engine magic opened";
+    } catch (const steppe::error& e) {
+        EXPECT_EQ(e.code(), steppe::errc::version) << e.what();
+        EXPECT_CONTAINS(e.what(), "holds no object-engine data");
+    }
+    const auto r = steppe::test::run_cli("check " + path);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_CONTAINS(r.out, "holds no page-engine data of a version this build reads, nor object-engine data: its "
+                           "engine data starts with the bytes 0000000000000000");
 }
 
 // A log left by a store once at the backup's name: the backup was renamed
