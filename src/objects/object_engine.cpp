@@ -169,6 +169,23 @@ bool is_zero(const storage::meta_bytes& raw) {
     return std::all_of(raw.begin(), raw.end(), [](std::byte b) { return b == std::byte{0}; });
 }
 
+// options::fetch, place and convert hold one of their enumerators: another
+// value (a cast, a number read from a configuration) opened and worked as
+// whatever the engine's comparisons made of it. Checked before anything is
+// opened, as segment_objects is (swizzle, card_bytes and eviction are
+// checked where they are used).
+void refuse_unknown_modes(const options& o, const std::string& path) {
+    const auto refuse = [&](const char* option, auto value, const char* names) {
+        throw error(errc::invalid_argument, "object store " + path + ": " + option + " " +
+                                                std::to_string(static_cast<unsigned>(value)) + " is none of " + names);
+    };
+    if (o.fetch < granularity::object || o.fetch > granularity::physical_segment)
+        refuse("fetch", o.fetch, "object, logical_segment, physical_segment");
+    if (o.place < placement::copy || o.place > placement::in_store)
+        refuse("place", o.place, "copy, in_place, in_store");
+    if (o.convert < conversion::lazy || o.convert > conversion::eager) refuse("convert", o.convert, "lazy, eager");
+}
+
 const char* scheme_flags(scheme s) {
     static thread_local char text[96];
     std::snprintf(text, sizeof text, "-DSTEPPE_OBJECTS_DETECTION=%s -DSTEPPE_OBJECTS_BARRIER=%s",
@@ -197,6 +214,7 @@ engine_handle::engine_handle(const std::string& path, const options& o, std::opt
     if (o.segment_objects < 1 || o.segment_objects > format::max_segment_objects)
         throw error(errc::invalid_argument, "object store " + path + ": segment_objects " +
                                                 std::to_string(o.segment_objects) + " is not within 1..255");
+    refuse_unknown_modes(o, path);
     common::refuse_mapping_lock(path);  // before the sparse tables: they would all become resident
     storage::options so = storage_options(o, io);
     so.after = after;

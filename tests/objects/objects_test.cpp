@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -640,6 +641,29 @@ TEST_P(ObjectsTest, ASwizzlingTheSchemeCannotDoIsRefused) {
     if (so::detail::compiled_scheme.detect == so::detection::id) o.swizzle = so::swizzling::scheme_default;
     if (o.swizzle == so::swizzling::scheme_default) GTEST_SKIP() << "id does every swizzling";
     EXPECT_ERROR(steppe::errc::invalid_argument, "does not go with detection", so::store::open(path, o));
+}
+
+// fetch, place and convert outside their enumerators opened and worked as
+// whatever the engine's comparisons made of them; they are refused at open,
+// before any file is made, as the other options are.
+TEST_P(ObjectsTest, AFetchPlacementOrConversionOutsideItsEnumeratorsIsRefused) {
+    const struct {
+        void (*set)(so::options&);
+        const char* says;
+    } modes[] = {
+        {[](so::options& o) { o.fetch = static_cast<so::granularity>(0); }, "fetch 0 is none of object, "},
+        {[](so::options& o) { o.fetch = static_cast<so::granularity>(9); }, "fetch 9 is none of object, "},
+        {[](so::options& o) { o.place = static_cast<so::placement>(0); }, "place 0 is none of copy, "},
+        {[](so::options& o) { o.place = static_cast<so::placement>(9); }, "place 9 is none of copy, "},
+        {[](so::options& o) { o.convert = static_cast<so::conversion>(0); }, "convert 0 is none of lazy, eager"},
+        {[](so::options& o) { o.convert = static_cast<so::conversion>(9); }, "convert 9 is none of lazy, eager"},
+    };
+    for (const auto& mode : modes) {
+        so::options o = opts();
+        mode.set(o);
+        EXPECT_ERROR(steppe::errc::invalid_argument, path + ": " + mode.says, so::store::open(path, o));
+        EXPECT_FALSE(std::filesystem::exists(path)) << mode.says << ": the refused open made the store";
+    }
 }
 
 // Invariant T1: a reference a crafted segment aims at an object of another
