@@ -81,7 +81,17 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
                                                layout.type->field_context(field) + ": symbol " + symbol +
                                                " is not in this executable's symbol tables (link with -rdynamic "
                                                "or keep the symbol table)");
-        std::uint64_t token = (std::uint64_t{id} << 32) | (v - vtable);
+        const auto offset = static_cast<std::uint32_t>(v - vtable);
+        // What open compares the address point with in the next program
+        // (types/vtables.hpp); the eviction thread may not add it either.
+        const std::int64_t offset_to_top = reinterpret_cast<const std::int64_t*>(v)[-2];
+        if (learn_vtables)
+            vtables_.note_address_point(id, offset, offset_to_top);
+        else if (!vtables_.knows_address_point(id, offset))
+            throw error(errc::unsupported, "type " + layout.type->name + ": the vtable pointer at offset " +
+                                               std::to_string(field) + " is an address point of " + symbol +
+                                               " the vtable table has not recorded yet (the commit records it)");
+        std::uint64_t token = (std::uint64_t{id} << 32) | offset;
         std::memcpy(to + at, &token, sizeof token);
     });
 }

@@ -245,6 +245,18 @@ bool pager::swizzle_page(std::uint64_t page, std::byte* out) noexcept {
             refused = true;
             return;
         }
+        if (v == 0 && vtables_.moved_address_point(token)) {
+            static char why[768];
+            common::fixed_message(why, sizeof why)
+                << "the vtable pointer at byte " << std::uint64_t{at} << " names "
+                << vtables_.name(static_cast<std::uint32_t>(token >> 32)).c_str() << " + "
+                << std::uint64_t{static_cast<std::uint32_t>(token)}
+                << ", which in this program is no address point of the class's vtable group: the class's vtable "
+                   "group changed shape since the store was written (virtual functions added or removed, in the "
+                   "class or a base of it?), so its objects' vtable pointers cannot be relinked";
+            fatal("cannot relink the vtable pointers of", page, why,
+                  "rebuild with the old class, or copy the objects out with a program built with it (docs/types.md)");
+        }
         if (v == 0) {
             static char why[512];
             common::fixed_message(why, sizeof why)

@@ -119,6 +119,7 @@ page_engine::state page_engine::load_state(const storage::storage& s, const std:
             storage::read_blob(s, c.meta.vtables, vtables_owner, "vtable table", c.vtables_pages));
     c.vtables.stand_in_for_missing(path, options_.fatal_hook);
     c.vtables.require_noted_classes(c.catalog, path);
+    c.vtables.require_same_address_points(path);
     return c;
 }
 
@@ -314,7 +315,7 @@ void page_engine::commit() {
     if (roots_dirty_) meta.roots = storage::write_blob(encode_roots(live_.roots), roots_owner, live_.roots_pages, pages, buffers, images);
     pager::page_images data = pager_->collect();
     images.insert(images.end(), data.pages.begin(), data.pages.end());
-    if (live_.vtables.size() != committed_.vtables.size())  // collect met new vtable symbols
+    if (live_.vtables.learned() != committed_.vtables.learned())  // collect met new symbols or address points
         meta.vtables = storage::write_blob(live_.vtables.encode(), vtables_owner, live_.vtables_pages, pages, buffers, images);
     heap::commit_image heap_image = h.encode_dirty();
     for (const auto& m : heap_image.pages) images.push_back({m.page, m.bytes.data()});
