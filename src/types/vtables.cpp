@@ -203,7 +203,8 @@ void vtable_table::require_same_address_points(const std::string& store) const {
                             std::to_string(offset_to_top) + "), which in this program " + now +
                             ": the class's vtable group changed shape (virtual functions added or removed, in " +
                             name + " or a base of it?), so its objects' vtable pointers cannot be relinked; "
-                            "rebuild with the old class, or copy the objects out with a program built with it (docs/types.md)");
+                            "rebuild with the old class, or copy the objects out with a program built with it "
+                            "(docs/types.md)");
         }
     }
 }
@@ -257,7 +258,8 @@ std::uintptr_t vtable_table::relink(std::uint64_t token) const noexcept {
 
 bool vtable_table::moved_address_point(std::uint64_t token) const noexcept {
     const auto i = static_cast<std::uint32_t>(token >> 32);
-    return i < groups_.size() && groups_[i].address != 0 && !groups_[i].has_address_point(static_cast<std::uint32_t>(token));
+    const auto offset = static_cast<std::uint32_t>(token);
+    return i < groups_.size() && groups_[i].address != 0 && !groups_[i].has_address_point(offset);
 }
 
 namespace {
