@@ -262,9 +262,13 @@ void pager::spill_if_over_budget() {
 
 // One batch of spill_if_over_budget: held, unswizzled from where hold() put
 // it, written to the log, dropped. A page hold() could not take (another
-// thread filling or first-writing it just now) and one that cannot be
-// written yet (a transient pointer: commit reports it) stay resident and go
-// into `kept`; not data (freed meanwhile) stays, with nothing to write. If
+// thread filling or first-writing it just now), one that cannot be written
+// yet (a transient pointer: commit reports it) and one that is not data
+// (freed in this transaction: nothing to write) stay resident and go into
+// `kept`, which alone says they were written: a freed page a rollback
+// revives must be dropped then, to show its committed contents. (Left out,
+// a chunk that destroy zeroed stayed zeros after the rollback under mprotect
+// tracking, and the next commit stored the zeros: a tester's finding.) If
 // the unswizzle or the spill throws, the batch stays as it was.
 void pager::spill_held(std::span<const std::pair<std::uintptr_t, std::uint64_t>> part, std::byte* buffer,
                        std::vector<std::uintptr_t>& kept) {
@@ -288,7 +292,7 @@ void pager::spill_held(std::span<const std::pair<std::uintptr_t, std::uint64_t>>
         const std::vector<unswizzled> how = unswizzle_pages(sources, buffer, true, true, images);
         for (std::size_t k = 0; k < sources.size(); ++k) {
             if (how[k] == unswizzled::image) b.keep[source_of[k]] = false;
-            if (how[k] == unswizzled::kept) kept.push_back(virtuals[source_of[k]]);
+            else kept.push_back(virtuals[source_of[k]]);
         }
         storage_->spill(images);
     } catch (...) {

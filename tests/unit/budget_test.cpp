@@ -2,6 +2,7 @@
 // committed, reopened and walked completely, with clean pages evicted and
 // faulted in again as needed.
 #include <gtest/gtest.h>
+#include <steppe/containers.hpp>
 #include <steppe/steppe.hpp>
 #include <signal.h>
 #include <sys/wait.h>
@@ -36,6 +37,14 @@ struct Entry {
 struct Lane {
     Entry* head;
     long count;
+};
+struct Obj {
+    unsigned long id, value;
+    Obj* link;
+};
+struct Handle {
+    Obj* objects;
+    long count, id;
 };
 }  // namespace budget
 
@@ -166,6 +175,45 @@ TEST_P(BudgetTest, TransactionTenTimesTheBudgetRollsBack) {
     }
     std::uint64_t faults = 0, evictions = 0, resident = 0;
     EXPECT_EQ(walk_in_child([this] { return open(); }, faults, evictions, resident), kNodes);
+}
+
+// A page freed in a transaction (a vector's old buffer, freed as it grew:
+// destroy zeroes the chunk, a write), passed over by the spill a big make
+// runs: a rollback revives it, and it must show its committed contents.
+// Under the mprotect backend it stayed zeros in 9 of 10 rounds, and the next
+// commit stored them (a tester's finding: the spill forgot it was written,
+// as it was not data).
+TEST_P(BudgetTest, ARollbackRevivesAFreedPageThatASpillPassedOver) {
+    using budget::Handle;
+    using budget::Obj;
+    {
+        auto s = open();
+        auto* handles = s.root<steppe::vector<Handle>>("handles");
+        handles->push_back({s.make_array<Obj>(2), 2, 1});
+        handles->push_back({s.make_array<Obj>(1), 1, 2});
+        s.commit();
+        for (long round = 0; round < 10; ++round) {
+            for (long count : {1'000L, 20'000L}) {  // the second spills past the budget
+                Obj* objects = s.make_array<Obj>(static_cast<std::size_t>(count));
+                objects[count - 1].id = round;
+                handles->push_back({objects, count, 100 + count});  // the first push moves the buffer
+            }
+            ASSERT_GT(s.stats().spilled_pages, 0u);
+            s.rollback();
+            ASSERT_EQ(handles->size(), 2u);
+            ASSERT_EQ((*handles)[0].count, 2) << "round " << round;
+            ASSERT_EQ((*handles)[0].id, 1) << "round " << round;
+        }
+        handles->push_back({s.make_array<Obj>(1), 1, 3});
+        s.commit();
+    }
+    auto s = open();
+    const auto* handles = s.find_root<steppe::vector<Handle>>("handles");
+    ASSERT_EQ(handles->size(), 3u);
+    EXPECT_EQ((*handles)[0].count, 2);
+    EXPECT_EQ((*handles)[0].id, 1);
+    EXPECT_EQ((*handles)[1].id, 2);
+    EXPECT_EQ(s.check(), std::vector<std::string>{});
 }
 
 TEST_P(BudgetTest, TransactionTenTimesTheBudgetKilledMidway) {
