@@ -160,29 +160,43 @@ private:
 namespace {
 
 // Open stores, so memory is freed to the store that holds it, and each
-// thread's current store for steppe::allocator.
-std::mutex g_open_mutex;
-std::vector<store_impl*> g_open;
+// thread's current store for steppe::allocator. Never destroyed: a store
+// held in a static object is closed by exit() after this file's statics
+// would be (static destruction runs in reverse order of construction, and
+// the order across files is unspecified), and closing leaves the list.
+struct open_list {
+    std::mutex mutex;
+    std::vector<store_impl*> stores;
+};
+open_list& open_stores() {
+    static auto* list = new open_list;
+    return *list;
+}
+void leave_open_list(store_impl* s) {
+    open_list& open = open_stores();
+    std::lock_guard lock(open.mutex);
+    open.stores.erase(std::find(open.stores.begin(), open.stores.end(), s));
+}
 thread_local store_impl* t_current = nullptr;
 
 // This process's pid, renewed in a forked child by a fork handler: every
 // store call compares it with its store's opener, and getpid() is a system
-// call. The handlers also keep g_open_mutex whole across fork, and hold
-// the open stores' threads between their passes while it happens
+// call. The handlers also keep the open list's mutex whole across fork, and
+// hold the open stores' threads between their passes while it happens
 // (engine::hold_threads_for_fork); the child leaves its parent's stores
 // alone (forsaken), so only the parent releases them.
 std::atomic<pid_t> g_pid{0};
 void lock_open_list() noexcept {
-    g_open_mutex.lock();
-    for (store_impl* s : g_open) s->hold_threads_for_fork();
+    open_stores().mutex.lock();
+    for (store_impl* s : open_stores().stores) s->hold_threads_for_fork();
 }
 void unlock_open_list() noexcept {
-    for (store_impl* s : g_open) s->release_threads_after_fork();
-    g_open_mutex.unlock();
+    for (store_impl* s : open_stores().stores) s->release_threads_after_fork();
+    open_stores().mutex.unlock();
 }
 void renew_pid_in_child() noexcept {
     g_pid.store(::getpid(), std::memory_order_relaxed);
-    g_open_mutex.unlock();
+    open_stores().mutex.unlock();
 }
 pid_t current_pid() {
     static std::once_flag once;
@@ -206,8 +220,9 @@ std::vector<void*>& forsaken() {
 
 store_impl::store_impl(const std::string& path, const open_options& options, storage::env* io)
     : opener_(current_pid()), options_(options), io_(io), engine_(open_page_engine(path, options, io)) {
-    std::lock_guard lock(g_open_mutex);
-    g_open.push_back(this);
+    open_list& open = open_stores();
+    std::lock_guard lock(open.mutex);
+    open.stores.push_back(this);
     t_current = this;
 }
 
@@ -227,8 +242,7 @@ void store_impl::close() {
     if (!engine_) return;
     if (steppe::transaction* guard = guard_.exchange(nullptr)) guard->store_ = nullptr;  // nothing left to roll back
     if (!opened_here()) {  // a forked child: leave the parent's store alone
-        std::lock_guard lock(g_open_mutex);
-        g_open.erase(std::find(g_open.begin(), g_open.end(), this));
+        leave_open_list(this);
         if (t_current == this) t_current = nullptr;
         forsaken().push_back(engine_.release());
         return;
@@ -239,10 +253,7 @@ void store_impl::close() {
         } catch (const std::exception&) {  // a report is not worth failing the close for
         }
     }
-    {
-        std::lock_guard lock(g_open_mutex);
-        g_open.erase(std::find(g_open.begin(), g_open.end(), this));
-    }
+    leave_open_list(this);
     if (t_current == this) t_current = nullptr;
     std::unique_ptr<engine> closing = std::move(engine_);
     closing->close();
@@ -288,8 +299,9 @@ namespace {
 // current store is asked first, lock-free: the usual case.
 store_impl* owner_of(const void* p) {
     if (t_current && t_current->opened_here() && t_current->holds(p)) return t_current;
-    std::lock_guard lock(g_open_mutex);
-    for (store_impl* s : g_open)
+    open_list& open = open_stores();
+    std::lock_guard lock(open.mutex);
+    for (store_impl* s : open.stores)
         if (s->opened_here() && s->holds(p)) return s;
     return nullptr;
 }
@@ -352,8 +364,9 @@ void* allocate_for(const void* allocator, const types::layout& layout, std::size
 std::uint64_t persistent_address_of(const void* p) noexcept {
     if (!p) return 0;
     if (t_current && t_current->holds(p)) return t_current->persistent_address(p);  // lock-free: the usual case
-    std::lock_guard lock(g_open_mutex);
-    for (store_impl* s : g_open)
+    open_list& open = open_stores();
+    std::lock_guard lock(open.mutex);
+    for (store_impl* s : open.stores)
         if (s->holds(p)) return s->persistent_address(p);
     return reinterpret_cast<std::uintptr_t>(p) | (std::uint64_t{1} << 63);
 }
