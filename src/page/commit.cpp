@@ -39,11 +39,16 @@ void pager::unswizzle_into(std::uint64_t page, const std::byte* from, std::byte*
         std::memcpy(&v, to + at, sizeof v);
         std::uint64_t w;
         if (!translate::to_persistent(*map_, v, w)) {
-            // A pointer into a retired range points at freed store memory (a
-            // destroyed element left in a container's spare capacity, say):
-            // it is dead either way, so it is stored as null. Only pointers
-            // out of the store altogether are the program's error.
-            bool dangling = map_->lookup(v).what != translate::page_map::kind::none;
+            // A pointer into a retired range or the dead page points at freed
+            // store memory (a destroyed element left in a container's spare
+            // capacity, say): it is dead either way, so it is stored as null.
+            // So is one past the end of one: a dead vector's end of storage
+            // at the end of its freed run (the fault path swizzles it to the
+            // dead page's end, which no lookup names). Only pointers out of
+            // the store altogether are the program's error.
+            bool dangling = map_->lookup(v).what != translate::page_map::kind::none ||
+                            (v % translate::page_size == 0 &&
+                             map_->lookup(v - 1).what == translate::page_map::kind::retired);
             if (!dangling && !opts_.null_transient_pointers) {
                 std::uint64_t object = page * translate::page_size + at - field;
                 throw error(errc::transient_pointer,

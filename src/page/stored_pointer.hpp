@@ -29,7 +29,7 @@
 // reports it the same way.
 // The unswizzler writes S1 words for every pointer a program can form
 // without undefined behaviour (pager::unswizzle_into stores a pointer into a
-// retired range as null). Checked by aim_of() in the fault handler for every
+// retired range or the dead page, or one past the end of either, as null). Checked by aim_of() in the fault handler for every
 // pointer it swizzles, and by check_pointers() for every pointer of every
 // data page.
 #pragma once
