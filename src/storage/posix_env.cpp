@@ -659,8 +659,10 @@ std::string resolve_store_path(const std::string& path) {
     common::throw_system_error("open", ELOOP, path);
 }
 
+// Never destroyed: a store held in a global object closes in exit()'s
+// static destructors, after function-local statics made later are gone.
 env& posix_env() {
-    static posix_env_impl instance;
+    static posix_env_impl& instance = *new posix_env_impl;
     return instance;
 }
 

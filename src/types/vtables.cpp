@@ -31,7 +31,7 @@ namespace {
 class executable_symbols {
 public:
     static const executable_symbols& get() {
-        static executable_symbols instance;
+        static const executable_symbols& instance = *new executable_symbols;  // never destroyed, as posix_env()
         return instance;
     }
     std::uintptr_t find(const std::string& name) const {
