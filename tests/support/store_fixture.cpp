@@ -26,9 +26,14 @@ void store_fixture::in_fresh_process(const std::function<void(steppe::store&)>& 
     if (child == 0) {
         int failures = 0;
         try {
+            // Only the child's own failures count: it inherits the test's
+            // (HasFailure() reported an earlier EXPECT of the parent as the
+            // checking process's difference).
+            const ::testing::TestResult& result = *::testing::UnitTest::GetInstance()->current_test_info()->result();
+            const int before = result.total_part_count();
             auto s = open(adjust);
             check(s);
-            failures = ::testing::Test::HasFailure() ? 1 : 0;
+            for (int i = before; i < result.total_part_count(); ++i) failures |= result.GetTestPartResult(i).failed();
         } catch (const std::exception& e) {
             std::fprintf(stderr, "child: %s\n", e.what());
             failures = 2;
