@@ -177,7 +177,11 @@ bool pager::fill_page(std::uintptr_t page_addr, std::byte* out) noexcept {
     const std::uint64_t read_start = common::monotonic_ns();
     if (!storage_->read_page_nothrow(page, out, &why, !ahead)) {  // the loader brought its pages in itself
         if (ahead) return false;
-        fatal("cannot load", page, why.message);
+        // Only damage is check's to see: a read refused otherwise (a reader
+        // whose snapshot a server no longer keeps, an I/O error) says itself
+        // what to do (a tester was sent to look for damage there was none of).
+        fatal("cannot load", page, why.message,
+              why.code == errc::corrupt ? nullptr : "nothing shows the store is damaged; do what the message says");
     }
     const std::uint64_t swizzle_start = common::monotonic_ns();
     if (!swizzle_page(page, out)) return false;
