@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -214,6 +215,65 @@ TEST_P(BudgetTest, ARollbackRevivesAFreedPageThatASpillPassedOver) {
     EXPECT_EQ((*handles)[0].id, 1);
     EXPECT_EQ((*handles)[1].id, 2);
     EXPECT_EQ(s.check(), std::vector<std::string>{});
+}
+
+// Signals sent to the process go to the program's threads, never to the
+// store's (the eviction thread here): a SIGALRM handler that read store
+// memory ran on the eviction thread mid-batch, faulted on a page that thread
+// held and waited for it forever (a tester's finding). The program's threads
+// block SIGUSR1 while a walk 10 times the budget runs and SIGUSR1 is sent to
+// the process again and again: no thread takes it until the program
+// unblocks it (the store's threads took every one).
+std::atomic<int> signals_handled{0};
+std::atomic<pid_t> handled_on[4096];
+void note_handler_thread(int) {
+    const int i = signals_handled.fetch_add(1);
+    if (i < 4096) handled_on[i].store(static_cast<pid_t>(::gettid()));
+}
+
+std::string thread_name(pid_t tid) {
+    std::ifstream comm("/proc/self/task/" + std::to_string(tid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    return name;
+}
+
+TEST_P(BudgetTest, SignalsToTheProcessAreHandledByTheProgramsThreads) {
+    {
+        auto s = open();
+        auto* head = s.root<Node*>("list");
+        for (long i = 0; i < kNodes; ++i) *head = s.make<Node>(Node{i, *head, {i * 3, -i}});
+        s.commit();
+    }
+    struct sigaction sa {}, old {};
+    sa.sa_handler = note_handler_thread;
+    ASSERT_EQ(::sigaction(SIGUSR1, &sa, &old), 0);
+    signals_handled = 0;
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    std::vector<std::string> steppe_threads;
+    {
+        auto s = open();  // its threads start with the program's mask, SIGUSR1 not blocked
+        ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &usr1, nullptr), 0);
+        std::atomic<bool> walking{true};
+        std::thread sender([&] {  // blocks it too, as made after the block
+            while (walking.load()) ::kill(::getpid(), SIGUSR1);
+        });
+        long seen = 0;
+        for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) seen += node_ok(n, kNodes - 1 - seen, 0);
+        EXPECT_EQ(seen, kNodes);
+        EXPECT_GT(s.stats().evictions, 0u);
+        walking = false;
+        sender.join();
+        const int during = signals_handled.load();
+        for (int i = 0; i < std::min(during, 4096); ++i)
+            steppe_threads.push_back(thread_name(handled_on[i].load()));
+        ASSERT_EQ(::pthread_sigmask(SIG_UNBLOCK, &usr1, nullptr), 0);  // the pending one now
+        EXPECT_GT(signals_handled.load(), during);
+    }
+    ::sigaction(SIGUSR1, &old, nullptr);
+    EXPECT_EQ(steppe_threads, std::vector<std::string>{}) << "signals handled while the program blocked them";
 }
 
 TEST_P(BudgetTest, TransactionTenTimesTheBudgetKilledMidway) {
