@@ -98,7 +98,8 @@ struct open_options {
     fault_backend backend = fault_backend::automatic;
     // At commit, a pointer from a persistent object to memory outside the
     // store is an error (transient_pointer) naming the type and field; with
-    // this set it is stored as null instead.
+    // this set it is stored as null instead (the object in memory keeps the
+    // pointer until its page is loaded again, from the store).
     bool null_transient_pointers = false;
     // Called (in signal context: write(2) only) with the message before the
     // process ends on an error inside a page fault.
