@@ -872,14 +872,11 @@ template<class M> std::uint64_t type_fp() {
     }
 }
 
-template<class P> void note_pointee() noexcept;
-
 // Adds M's pointers and vptrs, as if an M sat at `offset`.
 template<class M> void append_slots(layout& l, std::size_t offset) {
     constexpr how h = classify<M>();
     if constexpr (h == how::pointer) {
         l.pointers.push_back(static_cast<std::uint32_t>(offset));
-        note_pointee<std::remove_pointer_t<M>>();
     } else if constexpr (h == how::reference_word) {
         static_assert(sizeof(M) == sizeof(void*), "steppe: a reference word is one pointer-sized word");
         using target = std::remove_cv_t<typename M::steppe_reference_word>;
@@ -1012,19 +1009,6 @@ template<class T> const layout& base_layout_of() {
 // of them when it opens, before any object is read.
 void note_program_type(const layout& (*get)()) noexcept;
 template<class T> inline const bool noted = (note_program_type(&layout_of<T>), true);
-
-// What a pointer field points to is noted too (through pointers to pointers),
-// where it is a class steppe can lay out: a program that only reads a struct
-// through a pointer (it never makes or allocates one) compared it with
-// nothing, and read a changed one under its own layout (a tester's
-// finding). Not a class with virtual bases: its layout needs its vtable,
-// which a program reading objects of classes it lacks may not have.
-template<class P> void note_pointee() noexcept {
-    using Q = std::remove_cv_t<P>;
-    if constexpr (std::is_pointer_v<Q>) note_pointee<std::remove_pointer_t<Q>>();
-    else if constexpr (std::is_class_v<Q> && verify<Q, false>())
-        if constexpr (!has_virtual_bases<Q>) static_cast<void>(noted<Q>);
-}
 
 }  // namespace steppe::types::detail
 

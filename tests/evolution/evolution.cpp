@@ -17,8 +17,7 @@
 // (a Rect read through Shape*, named by steppe::types::declare), swapped and
 // renamed (same bytes, other member names: only the names tell), element,
 // pointee and nested (a member of the same layout and another type: only the
-// field's type name tells), reached (a struct v2 reads only through a
-// pointer: noted as the pointer's target), and objects_swapped, objects_renamed (the same
+// field's type name tells), and objects_swapped, objects_renamed (the same
 // two in the object engine).
 #include <steppe/containers.hpp>
 #include <steppe/objects.hpp>
@@ -92,14 +91,6 @@ struct Aim {  // what the pointer points to: another struct of the same size
     Metres* at;
 #endif
 };
-struct Reached {  // v2 reads it only through Via's pointer (it never makes one)
-#if EVOLUTION_VERSION == 1
-    int a, b;
-#else
-    long a;
-#endif
-};
-struct Via { Reached* to; };
 struct XY { int x, y; };
 struct YX { int y, x; };
 struct Box {  // a nested struct of the same shape, its members the other way round
@@ -231,13 +222,6 @@ long run(const std::string& what, const std::string& c, steppe::store& s) {
 #else
         return static_cast<long>(aim->at->d);  // v1 wrote Inches{1, 2} there
 #endif
-    }
-    if (c == "reached") {
-        auto* via = s.root<Via>("via");
-#if EVOLUTION_VERSION == 1
-        if (write) via->to = s.make<Reached>(Reached{1, 2});
-#endif
-        return static_cast<long>(via->to->a);
     }
     if (c == "nested") {
         auto* box = s.root<Box>("box");
