@@ -10,14 +10,12 @@ namespace {
 
 std::string num(std::uint64_t v) { return std::to_string(v); }
 
-// "field 3 'x'": 1-based, the name when known.
-std::string name_field(const field& f, std::size_t i) {
+// "field 3 'x' (int)": 1-based, the name when known.
+std::string describe_field(const field& f, std::size_t i) {
     std::string s = "field " + num(i + 1);
-    return f.name.empty() ? s : s + " '" + f.name + "'";
+    if (!f.name.empty()) s += " '" + f.name + "'";
+    return s + " (" + f.type + ")";
 }
-
-// "field 3 'x' (int)".
-std::string describe_field(const field& f, std::size_t i) { return name_field(f, i) + " (" + f.type + ")"; }
 
 
 // First difference between two sorted offset lists, or "".
@@ -117,38 +115,9 @@ std::string name_difference(const layout& stored, const layout& program) {
     return {};
 }
 
-// A field's type is part of its identity too: types of one layout read the
-// same bytes differently (a vector<int> and a vector<float> member, R1* and
-// R2* to structs of one shape, two structs of one shape with their members
-// swapped), and their fingerprints, which hold only the layout, agree (a
-// tester read ints as floats this way). The first field whose type has
-// another name in each, or "". Scalars are left to their fingerprint (an
-// encoding and size, whatever an enum is called); references to their
-// targets (their C++ names carry the engine's scheme, target_difference).
-std::string type_name_difference(const layout& stored, const layout& program) {
-    for (std::size_t i = 0; i < stored.fields.size() && i < program.fields.size(); ++i) {
-        const field& s = stored.fields[i];
-        const field& p = program.fields[i];
-        if (s.kind == field_kind::scalar || s.kind == field_kind::reference || s.type.empty() || p.type.empty() ||
-            s.type == p.type)
-            continue;
-        return name_field(s, i) + " at offset " + num(s.offset) + " is a " + s.type + " in store, a " + p.type +
-               " in program, which reads its bytes as another type; if the type was renamed on purpose, migrate "
-               "the store (steppe::migrate)";
-    }
-    return {};
-}
-
-// The same on each side, or what differs first (after the structure).
-std::string naming_difference(const layout& stored, const layout& program) {
-    std::string d = name_difference(stored, program);
-    return d.empty() ? type_name_difference(stored, program) : d;
-}
-
-// Read the same way and naming their fields and field types alike: what
-// opening requires.
+// Read the same way and naming their fields alike: what opening requires.
 bool same_layout(const layout& a, const layout& b) {
-    return same_structure(a, b) && naming_difference(a, b).empty();
+    return same_structure(a, b) && name_difference(a, b).empty();
 }
 
 }  // namespace
@@ -162,7 +131,7 @@ std::string field_context(const layout& l, std::uint32_t offset) {
 }
 
 std::string difference(const layout& stored, const layout& program) {
-    if (same_structure(stored, program)) return naming_difference(stored, program);
+    if (same_structure(stored, program)) return name_difference(stored, program);
     std::string fields = field_list_difference(stored, program);
     if (stored.size != program.size)
         return "size " + num(stored.size) + " in store, " + num(program.size) + " in program" +

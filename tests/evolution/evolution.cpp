@@ -15,10 +15,8 @@
 // steppe::map<steppe::string, Contact>), fields (a STEPPE_FIELDS class in a
 // steppe::vector), unordered (unordered_map node), list (list node), base
 // (a Rect read through Shape*, named by steppe::types::declare), swapped and
-// renamed (same bytes, other member names: only the names tell), element,
-// pointee and nested (a member of the same layout and another type: only the
-// field's type name tells), and objects_swapped, objects_renamed (the same
-// two in the object engine).
+// renamed (same bytes, other member names: only the names tell), and
+// objects_swapped, objects_renamed (the same two in the object engine).
 #include <steppe/containers.hpp>
 #include <steppe/objects.hpp>
 #include <steppe/steppe.hpp>
@@ -71,33 +69,6 @@ struct Swapped {  // v2 swaps two fields of the same type: the bytes line up, th
 #else
     int y;
     int x;
-#endif
-};
-// v2 keeps each member's layout but changes its type (a tester's findings:
-// all three were read under the new type).
-struct Element {  // the vector's element type
-#if EVOLUTION_VERSION == 1
-    steppe::vector<int> values;
-#else
-    steppe::vector<float> values;
-#endif
-};
-struct Inches { int a, b; };
-struct Metres { double d; };
-struct Aim {  // what the pointer points to: another struct of the same size
-#if EVOLUTION_VERSION == 1
-    Inches* at;
-#else
-    Metres* at;
-#endif
-};
-struct XY { int x, y; };
-struct YX { int y, x; };
-struct Box {  // a nested struct of the same shape, its members the other way round
-#if EVOLUTION_VERSION == 1
-    XY corner;
-#else
-    YX corner;
 #endif
 };
 struct Renamed {  // v2 renames both fields
@@ -208,25 +179,6 @@ long run(const std::string& what, const std::string& c, steppe::store& s) {
         long sum = 0;
         for (const Item& item : *l) sum += item.count;
         return sum;
-    }
-    if (c == "element") {
-        auto* e = s.root<Element>("element");
-        if (write) e->values.assign({1, 2, 3});
-        return static_cast<long>(e->values.at(0) * 100);
-    }
-    if (c == "pointee") {
-        auto* aim = s.root<Aim>("aim");
-#if EVOLUTION_VERSION == 1
-        if (write) aim->at = s.make<Inches>(Inches{1, 2});
-        return aim->at->a;
-#else
-        return static_cast<long>(aim->at->d);  // v1 wrote Inches{1, 2} there
-#endif
-    }
-    if (c == "nested") {
-        auto* box = s.root<Box>("box");
-        if (write) box->corner = {5, 6};
-        return 10L * box->corner.x + box->corner.y;
     }
     if (c == "base") {
         steppe::types::declare<Rect>();  // read only through Shape*: named so it is compared
