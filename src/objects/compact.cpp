@@ -413,12 +413,15 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
         meta.catalog = storage::write_blob(types_after.encode(), format::catalog_owner, catalog_chain, source, buffers,
                                            blob_images);
     root_table roots = committed_roots_;
-    for (auto& [name, r] : roots)
+    for (auto& named : roots) {  // not a structured binding: clang 14's lambdas cannot capture one
+        auto& r = named.second;
+        const std::string& name = named.first;
         r.address = old.forward(r.address, [&](const format::object_entry& target) -> std::string {
             if (target.type == r.type && target.count == 1) return {};
             return "a " + types_after.at(target.type).name + ", but root '" + name + "' is a " +
                    types_after.at(r.type).name;
         });
+    }
     if (meta_.roots.pages)
         meta.roots = storage::write_blob(encode_roots(roots), format::roots_owner, roots_chain, source, buffers,
                                          blob_images);
