@@ -12,9 +12,13 @@
 //  O3 every root names an existing object of the root's type;
 //  O4 meta.objects and meta.segments count what the walk finds;
 //  O5 the fields the format keeps zero (the meta's reserved word, a segment
-//     header's two, each table entry's reserved word and the 16 bytes before
-//     each object, its header's place in memory) are zero: bytes nothing
-//     reads, so only the check can say they changed;
+//     header's two, each table entry's reserved word, the 16 bytes before
+//     each object, its header's place in memory, and the padding after the
+//     table, after each object and after the last to the segment's end) are
+//     zero: bytes nothing reads, so only the check can say they changed (an
+//     array whose count was lowered leaves its last element there);
+//  O6 every segment is packed as the writers pack it (view_segment,
+//     fault.cpp: checked at every read);
 // plus the storage manager's checks and this process's R1, R2, H1-H3.
 #include <steppe/error.hpp>
 
@@ -50,8 +54,6 @@ std::vector<std::string> engine_handle::check() const {
     std::vector<std::string> findings = storage_->check();
     const std::string& path = storage_->path();
     for (const auto& f : catalog_.check()) findings.push_back(path + ": " + f);
-    if (meta_.reserved != 0)
-        findings.push_back(path + ": O5: the object engine's meta has a reserved word that is not zero");
     std::map<std::uint64_t, std::vector<object_kind>> segments;
     std::vector<std::byte> buffer;
     std::uint64_t objects = 0;
@@ -118,12 +120,18 @@ std::vector<std::string> engine_handle::check() const {
             findings.push_back(path + ": O3: root '" + name + "' is a " + catalog_.at(r.type).name +
                                " but names a " + catalog_.at(e->type).name);
     }
-    if (objects != meta_.objects || segments.size() != meta_.segments)
-        findings.push_back(path + ": O4: the meta counts " + std::to_string(meta_.objects) + " objects in " +
-                           std::to_string(meta_.segments) + " segments, the pages hold " + std::to_string(objects) +
-                           " in " + std::to_string(segments.size()));
+    check_meta(objects, segments.size(), findings);
     for (std::string& f : check_memory()) findings.push_back(path + ": " + f);
     return findings;
+}
+
+void engine_handle::check_meta(std::uint64_t objects, std::uint64_t segments, std::vector<std::string>& findings) const {
+    if (meta_.reserved != 0)
+        findings.push_back(storage_->path() + ": O5: the object engine's meta has a reserved word that is not zero");
+    if (objects != meta_.objects || segments != meta_.segments)
+        findings.push_back(storage_->path() + ": O4: the meta counts " + std::to_string(meta_.objects) + " objects in " +
+                           std::to_string(meta_.segments) + " segments, the pages hold " + std::to_string(objects) +
+                           " in " + std::to_string(segments));
 }
 
 void engine_handle::check_reserved_zero(std::uint64_t page, const segment_view& s,
@@ -136,10 +144,25 @@ void engine_handle::check_reserved_zero(std::uint64_t page, const segment_view& 
         const std::string object = "object " + std::to_string(format::make_oid(page, i));
         if (s.entries[i].reserved != 0)
             findings.push_back(where + ": the table entry of " + object + " has a reserved word that is not zero");
-        // read_segment checked that each object starts at least this far past the table
+        // read_segment checked that each object starts this far past the table (O6)
         if (std::memcmp(s.bytes + s.entries[i].offset - sizeof(header), zeros.data(), zeros.size()) != 0)
             findings.push_back(where + ": the " + std::to_string(sizeof(header)) + " bytes before " + object +
                                " are not zero");
+    }
+    auto padding_is_zero = [&](std::uint64_t from, std::uint64_t to, const std::string& what) {
+        for (std::uint64_t b = from; b < to; ++b)
+            if (s.bytes[b] != std::byte{0}) {
+                findings.push_back(where + ": byte " + std::to_string(b) + ", in the padding " + what + ", is not zero");
+                return;
+            }
+    };
+    padding_is_zero(sizeof s.head + s.entries.size() * sizeof(format::object_entry), s.entries.empty() ? 0 : s.entries[0].offset - sizeof(header),
+                    "after the object table");
+    for (std::uint32_t i = 0; i < s.entries.size(); ++i) {
+        const std::uint64_t end = s.entries[i].offset + object_bytes(s.entries[i].type, s.entries[i].count);
+        const std::uint64_t next = i + 1 < s.entries.size() ? s.entries[i + 1].offset - sizeof(header)
+                                                            : std::uint64_t{s.head.pages} * storage::page_size;
+        padding_is_zero(end, next, "after object " + std::to_string(format::make_oid(page, i)));
     }
 }
 

@@ -393,7 +393,20 @@ compact_report engine_handle::compact_into(const storage::rewrite_target& target
         read_segment(page, buffer, "compaction");
         return buffer;
     });
-    for_each_segment("compaction", [&](const segment_view& s) { old.add(s.page, s.entries, s.bytes, s.head.bytes); });
+    std::vector<std::string> findings;
+    std::uint64_t objects = 0, segments = 0;
+    for_each_segment("compaction", [&](const segment_view& s) {
+        check_reserved_zero(s.page, s, findings);
+        objects += s.head.objects;
+        ++segments;
+        old.add(s.page, s.entries, s.bytes, s.head.bytes);
+    });
+    check_meta(objects, segments, findings);
+    // Findings of O4 and O5 change nothing compaction reads, but a store
+    // compacted clean would hide them from every later check.
+    if (!findings.empty())
+        throw error(errc::corrupt, what + " refused: " + findings.front() + (findings.size() > 1 ? " (and " + std::to_string(findings.size() - 1) + " more)" : "") +
+                                       "; run `steppe check " + storage_->path() + "` to see the damage. Nothing was changed");
     // 2. keep
     const std::vector<object_at> kept = kept_objects(old, committed_roots_, collect);
     // 3. place

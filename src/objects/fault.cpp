@@ -349,7 +349,8 @@ format::segment_header engine_handle::read_segment_header(std::uint64_t page, st
     std::uint64_t table_end = sizeof h + std::uint64_t{h.objects} * sizeof(format::object_entry);
     if (h.objects < 1 || h.objects > format::max_segment_objects || h.pages < 1 ||
         page + h.pages > meta_.next_page || h.bytes < table_end ||
-        h.bytes > std::uint64_t{h.pages} * storage::page_size)
+        h.bytes > std::uint64_t{h.pages} * storage::page_size ||
+        h.pages != (h.bytes + storage::page_size - 1) / storage::page_size)
         throw segment_damage(page, why, std::to_string(h.objects) + " objects in " + std::to_string(h.pages) +
                                             " pages and " + std::to_string(h.bytes) + " bytes do not fit");
     return h;
@@ -370,9 +371,15 @@ engine_handle::segment_view engine_handle::read_segment(std::uint64_t page, std:
 }
 
 // The segment whose pages are at `bytes`, its header (read_segment_header
-// checked it) and object table checked against the catalog: each object
-// after the table and the previous object, with the 16 bytes before it free
-// for its header in memory.
+// checked it) and object table checked against the catalog.
+// Invariant O6: a segment is packed as every writer packs it (commit.cpp,
+// in_store.cpp, compact.cpp): each object starts 16 bytes (its header's
+// place in memory) past the 16-byte boundary at or after the end of the
+// table or of the object before it, the byte count ends at the last
+// object's 16-byte boundary, and the pages are the fewest that hold it. So
+// an entry whose count or type was changed to another that fits the
+// segment moves every later object off its place and is refused here, at
+// every read, not served short (a tester lowered an array's count by one).
 engine_handle::segment_view engine_handle::view_segment(std::uint64_t page, const std::byte* bytes,
                                                         const char* why) const {
     segment_view s;
@@ -382,14 +389,16 @@ engine_handle::segment_view engine_handle::view_segment(std::uint64_t page, cons
     auto damaged = [&](const std::string& what) { return segment_damage(page, why, what); };
     s.entries.resize(h.objects);
     std::memcpy(s.entries.data(), bytes + sizeof h, h.objects * sizeof(format::object_entry));
-    std::uint64_t end = sizeof h + std::uint64_t{h.objects} * sizeof(format::object_entry);
+    std::uint64_t end = round16(sizeof h + std::uint64_t{h.objects} * sizeof(format::object_entry));
     for (std::uint32_t i = 0; i < h.objects; ++i) {
         const auto& e = s.entries[i];
         // Named only when damaged: this runs for every object a fault or a
         // compaction reads.
         auto which = [i] { return "object " + std::to_string(i); };
-        if (e.offset % format::object_alignment != 0 || e.offset < end + sizeof(header))
-            throw damaged(which() + " overlaps another");
+        if (e.offset != end + sizeof(header))
+            throw damaged(which() + " is at byte " + std::to_string(e.offset) + ", not at " +
+                          std::to_string(end + sizeof(header)) + (i == 0 ? ", after the object table" : ", after object " + std::to_string(i - 1)) +
+                          " (invariant O6)");
         if (e.type >= catalog_.size()) throw damaged(which() + " has type " + std::to_string(e.type) + ", not in the catalog");
         std::uint64_t size = object_bytes(e.type, e.count);
         if (e.count == 0 || e.offset + size > h.bytes)
@@ -397,6 +406,9 @@ engine_handle::segment_view engine_handle::view_segment(std::uint64_t page, cons
                           ") ends past the segment");
         end = round16(e.offset + size);
     }
+    if (end != h.bytes)
+        throw damaged("its objects end at byte " + std::to_string(end) + ", its header says " + std::to_string(h.bytes) +
+                      " (invariant O6)");
     s.bytes = bytes;
     return s;
 }

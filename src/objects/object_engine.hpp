@@ -203,6 +203,8 @@ private:
     std::string type_name(std::uint32_t type) const;
     // check.cpp: O5 for the segment at `page`.
     void check_reserved_zero(std::uint64_t page, const segment_view& s, std::vector<std::string>& findings) const;
+    // check.cpp: O5 for the meta, and O4 for a walk that found `objects` in `segments`.
+    void check_meta(std::uint64_t objects, std::uint64_t segments, std::vector<std::string>& findings) const;
     // check.cpp: reads committed page `page` into `buffer`; whether a blob's page starts there (not a segment).
     bool blob_page_at(std::uint64_t page, std::vector<std::byte>& buffer) const;
     // f(view) for each committed segment in page order, read and checked

@@ -276,6 +276,7 @@ TEST_F(BadInput, DamageTheCheckNamesRefusesCompactionAndFailsTheBackup) {
         std::memcpy(&m, h.meta, sizeof m);
         if (m.next_page <= 3) return;  // the older slot, of the store before the commit
         m.next_page = 2;
+        m.objects = m.segments = 1;  // counts that agree (O4), so references to nothing are the damage
         std::memcpy(h.meta, &m, sizeof m);
     });
     const auto checked = steppe::test::run_cli("check " + path);
@@ -452,6 +453,15 @@ TEST_F(BadInput, NonZeroReservedWordsOfAnObjectSegmentAreCheckFindings) {
         s.root<Counter>("c").mut()->value = 7;
         s.commit();
     }
+    // Compaction, which would write a store that checks clean, refuses (it did not).
+    const auto expect_compaction_refused = [&](const std::string& finding) {
+        const auto bytes_before = fs::file_size(path);
+        const auto r = steppe::test::run_cli("compact " + path);
+        EXPECT_NE(r.exit_code, 0) << r.out;
+        EXPECT_CONTAINS(r.out, "compaction of " + path + " refused: " + path + ": " + finding);
+        EXPECT_CONTAINS(r.out, "Nothing was changed");
+        EXPECT_EQ(fs::file_size(path), bytes_before);
+    };
     const auto change_segment = [&](std::size_t offset, std::uint32_t value) {
         auto raw = steppe::storage::storage::open(path);
         std::vector<std::byte> page(steppe::storage::page_size);
@@ -480,6 +490,7 @@ TEST_F(BadInput, NonZeroReservedWordsOfAnObjectSegmentAreCheckFindings) {
         const auto r = steppe::test::run_cli("check " + path);
         EXPECT_EQ(r.exit_code, 1) << r.out;
         EXPECT_CONTAINS(r.out, "O5: segment at page 1");
+        expect_compaction_refused("O5: segment at page 1");
         change_segment(offset, 0);
         EXPECT_EQ(steppe::test::run_cli("check " + path).exit_code, 0);
     }
@@ -493,8 +504,20 @@ TEST_F(BadInput, NonZeroReservedWordsOfAnObjectSegmentAreCheckFindings) {
     const auto r = steppe::test::run_cli("check " + path);
     EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_CONTAINS(r.out, "O5: the object engine's meta has a reserved word that is not zero");
+    expect_compaction_refused("O5: the object engine's meta");
     change_meta_reserved(0);
     EXPECT_EQ(steppe::test::run_cli("check " + path).exit_code, 0);
+    {  // and O4: the meta's count of objects
+        auto raw = steppe::storage::storage::open(path);
+        steppe::storage::meta_bytes meta = raw->meta();
+        std::uint64_t objects;
+        std::memcpy(&objects, meta.data() + offsetof(format::object_meta, objects), sizeof objects);
+        ++objects;
+        std::memcpy(meta.data() + offsetof(format::object_meta, objects), &objects, sizeof objects);
+        raw->commit({}, meta);
+    }
+    EXPECT_CONTAINS(steppe::test::run_cli("check " + path).out, "O4: the meta counts 2 objects");
+    expect_compaction_refused("O4: the meta counts 2 objects in 1 segments, the pages hold 1 in 1");
 }
 
 // A roots table with a root renamed to another's name (or out of name
