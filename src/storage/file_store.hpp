@@ -116,6 +116,7 @@ private:
     bool beside_writer_refusal_locked_ = false;
     snapshot_fit load_snapshot();
     bool commits_beyond_this_table();
+    bool log_goes_on_without_a_writer();
     [[noreturn]] void throw_published_commits_damaged() const;
     snapshot_fit load_main_only();
     bool checksums_in_flux() const;

@@ -61,6 +61,10 @@ public:
     // Also locks the main file itself, which exists by now (it may not when
     // env::lock is called: creation happens under the lock). Throws locked.
     virtual void lock_store_file() = 0;
+    // Whether a writer holds the store by this name now: only a reader
+    // beside one (lock_kind::snapshot) can see one; a writer's or a flock
+    // reader's lock excludes it.
+    virtual bool writer_beside() const { return false; }
 };
 
 class env {

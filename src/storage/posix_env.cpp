@@ -541,6 +541,7 @@ public:
         store_id_ = id_of(st);
         registered_ = true;
     }
+    bool writer_beside() const override { return exclusively_locked(store_path_ + "-lock"); }
 
 private:
     // The table is the one of this name: a writer that reached the file by

@@ -108,6 +108,7 @@ public:
         env_.before_call(path_, "flock");
         real_->lock_store_file();
     }
+    bool writer_beside() const override { return real_->writer_beside(); }
 
 private:
     fault_env& env_;
