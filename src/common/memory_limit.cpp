@@ -141,7 +141,8 @@ memory_limit available_memory(const std::string& root) {
     if (::getrlimit(RLIMIT_DATA, &r) == 0 && r.rlim_cur != RLIM_INFINITY) consider(all, r.rlim_cur, rss, "RLIMIT_DATA");
     memory_limit best{std::uint64_t{1} << 40, std::uint64_t{1} << 40, "none found (1 TiB assumed)"};
     for (const candidate& c : all)
-        if (c.limit - c.used < best.available) best = {c.limit - c.used, c.limit, c.source, c.file_cache};
+        if (c.limit - c.used + c.file_cache < best.available)
+            best = {c.limit - c.used + c.file_cache, c.limit, c.source, c.file_cache};
     return best;
 }
 

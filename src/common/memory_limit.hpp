@@ -12,12 +12,15 @@
 namespace steppe::common {
 
 struct memory_limit {
-    std::uint64_t available = 0;  // bytes still free under the tightest limit
+    // Bytes still free under the tightest limit, a cgroup's file cache
+    // counted as free: the kernel takes clean cache back before it kills,
+    // and a group that has read or written files holds plenty (a tester's
+    // 64 MiB group with 61 MiB of it left a store's default budget 1 MiB).
+    std::uint64_t available = 0;
     std::uint64_t limit = 0;      // that limit
     std::string source;           // which: "physical RAM", "cgroup v1 <file>", "cgroup v2 <file>", "RLIMIT_AS", "RLIMIT_DATA"
-    // Of what a cgroup counts as used, its file cache (memory.stat's active
-    // and inactive file pages), which the kernel takes back before it kills;
-    // 0 for the other limits.
+    // Of that, what is a cgroup's file cache (memory.stat's active and
+    // inactive file pages); 0 for the other limits.
     std::uint64_t file_cache = 0;
 };
 

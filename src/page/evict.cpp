@@ -182,7 +182,7 @@ void pager::follow_memory() noexcept {
         const std::uint64_t held = held_pages * translate::page_size + metadata_bytes_;
         const std::uint64_t floor = std::min(
             budget_ceiling_bytes_, std::max(budget_ceiling_bytes_ / 8, metadata_bytes_ + 4 * min_pages * translate::page_size));
-        budget_bytes_.store(std::clamp((held + m.available + m.file_cache) / 2, floor, budget_ceiling_bytes_),
+        budget_bytes_.store(std::clamp((held + m.available) / 2, floor, budget_ceiling_bytes_),
                             std::memory_order_relaxed);
     } catch (const std::exception&) {  // out of memory reading the limit: the budget stays
     }
