@@ -29,6 +29,43 @@ bool read_descriptor_page(const void* context, std::uint64_t page, std::byte* ou
 }
 }  // namespace
 
+namespace {
+std::string kind_name(const heap::page_desc& d) {
+    switch (d.kind()) {
+    case heap::page_kind::free: return "a free page";
+    case heap::page_kind::small: return "a page of small objects";
+    case heap::page_kind::large_head:
+    case heap::page_kind::large_tail: return "a page of a large object";
+    case heap::page_kind::system:
+        return d.owner() == heap::heap_owner ? "a page of the heap's metadata"
+                                             : "a system page of owner " + std::to_string(d.owner());
+    default: return "a page the storage layer reserves";
+    }
+}
+}  // namespace
+
+// M1 (engine_meta.hpp).
+std::vector<std::string> blob_chain_findings(const heap& h, std::uint64_t storage_pages,
+                                             std::initializer_list<blob_chain> chains) {
+    std::vector<std::string> out;
+    if (storage_pages > h.page_count())
+        out.push_back("the storage holds " + std::to_string(storage_pages) + " pages but the heap describes only " +
+                      std::to_string(h.page_count()) + " (its root's page count is short)");
+    for (const blob_chain& c : chains)
+        for (std::size_t i = 0; i < c.pages.size(); ++i) {
+            const std::uint64_t p = c.pages[i];
+            const heap::page_desc* d = h.describe(p);
+            const std::string where = "page " + std::to_string(p) + " (page " + std::to_string(i) + " of the " +
+                                      c.what + "'s chain, owner " + std::to_string(c.owner) + ")";
+            if (!d)
+                out.push_back(where + " lies past the heap's " + std::to_string(h.page_count()) + " pages");
+            else if (d->kind() != heap::page_kind::system || d->owner() != c.owner)
+                out.push_back(where + " is " + kind_name(*d) + " in the heap's descriptors, so a commit may "
+                              "hand it out and overwrite the " + c.what);
+        }
+    return out;
+}
+
 heap_detail::descriptor_source descriptors_from(const storage::storage& files) noexcept {
     return {&read_descriptor_page, &files};
 }

@@ -86,7 +86,7 @@ void page_engine::load_and_map(const std::string& path) {
     po.follow_memory = options.resident_budget == 0;
     budget_pages_ = po.resident_budget_pages;
     pager_ = std::make_unique<pager>(*storage_, load_committed_heap(), live_.vtables, po);
-    validate(live_, pager_->allocator());
+    validate(live_, pager_->allocator(), *storage_);
     sync_shapes(true);
     note_types_memory();
     pager_->start_loading_ahead();
@@ -139,7 +139,7 @@ bool page_engine::refresh_in_place() {
     if (!changed) return false;
     state next = load_state(*newer, path());
     std::unique_ptr<heap> h = load_heap(*newer, next.meta, descriptors_kept());
-    validate(next, *h);
+    validate(next, *h, *newer);
     // A class this program lacks has a stand-in the table maps (and unmaps
     // with it): resident objects of it must not keep the older one's.
     const bool stand_ins = live_.vtables.has_stand_ins() || next.vtables.has_stand_ins();
@@ -175,8 +175,22 @@ void page_engine::close() {
     }
 }
 
-// Every root and every data page must name a type the catalog has.
-void page_engine::validate(const state& s, const heap& h) const {
+// M1 (engine_meta.hpp) for the chains of `s`.
+std::vector<std::string> page_engine::blob_findings(const state& s, const heap& h,
+                                                    const storage::storage& files) const {
+    return blob_chain_findings(h, files.page_count(),
+                               {{catalog_owner, "type catalog", s.catalog_pages},
+                                {roots_owner, "roots table", s.roots_pages},
+                                {vtables_owner, "vtable table", s.vtables_pages}});
+}
+
+// M1 holds, and every root and every data page names a type the catalog has.
+void page_engine::validate(const state& s, const heap& h, const storage::storage& files) const {
+    const std::vector<std::string> broken = blob_findings(s, h, files);
+    if (!broken.empty())
+        throw error(errc::corrupt, path() + ": " + broken.front() +
+                                       ": the heap's descriptors and the store's metadata disagree (damage; "
+                                       "restore a backup)");
     for (const auto& [name, e] : s.roots)
         if (e.type >= s.catalog.size())
             throw error(errc::corrupt, path() + ": root '" + name + "' names type " + std::to_string(e.type) +
@@ -515,6 +529,7 @@ std::vector<std::string> page_engine::check() const {
     for (const auto& f : h.audit()) findings.push_back(path() + ": heap: " + f);
     for (const auto& f : committed_.catalog.check()) findings.push_back(path() + ": " + f);
     for (const auto& f : pager_->check_invariants()) findings.push_back(path() + ": " + f);
+    for (const auto& f : blob_findings(committed_, h, *storage_)) findings.push_back(path() + ": " + f);
     for (const auto& [name, e] : committed_.roots)
         if (!h.find_chunk(e.address))
             findings.push_back(path() + ": root '" + name + "' points to " + std::to_string(e.address) +

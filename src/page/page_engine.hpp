@@ -93,7 +93,8 @@ private:
     state load_state(const storage::storage& s, const std::string& path) const;
     types::catalog::index type_index(const types::layout& layout);
     void sync_shapes(bool rebuild);
-    void validate(const state& s, const heap& h) const;
+    void validate(const state& s, const heap& h, const storage::storage& files) const;
+    std::vector<std::string> blob_findings(const state& s, const heap& h, const storage::storage& files) const;
     void ensure_writable() const;
     void require_no_changes(const char* what) const;
     // The heap and the pager change several structures per make or destroy;
