@@ -23,6 +23,7 @@
 #include "common/memory_limit.hpp"
 #include "common/sparse_mapping.hpp"
 #include "engine/storage_options.hpp"
+#include "page/page_check.hpp"
 #include "page/stored_pointer.hpp"
 #include "storage/backup.hpp"
 #include "types/json_dump.hpp"
@@ -539,6 +540,7 @@ std::vector<std::string> page_engine::check() const {
     for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
         if (!h.describe(p)->is_data() || !storage_->read_committed_page_nothrow(p, page.data(), &why, true)) continue;
         check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), path() + ": ", findings);
+        check_free_bytes(h, p, page.data(), path() + ": ", findings);
     }
     return findings;
 }

@@ -28,13 +28,29 @@ constexpr long nodes = 300;  // two pages of 16-byte chunks
 
 void read_only(steppe::open_options& o) { o.read_only = true; }
 
+constexpr long longs = 600, fewer_longs = 520;  // both on two pages
+
 class HeapDamage : public steppe::test::store_fixture {
 protected:
     void SetUp() override {
         auto s = open();
         Node** head = s.root<Node*>("list");
         for (long i = nodes - 1; i >= 0; --i) *head = s.make<Node>(Node{i, *head});
+        long* values = s.make_array<long>(longs);
+        for (long i = 0; i < longs; ++i) values[i] = i + 1;
+        *s.root<long*>("values") = values;
         s.commit();
+    }
+
+    // The first page of `kind` whose element size is `elem_size`.
+    static std::uint64_t page_of(steppe::test::heap_metadata& m, std::uint8_t kind, std::uint32_t elem_size) {
+        for (std::uint64_t p = 0; p < m.page_count(); ++p) {
+            std::uint32_t size = 0;
+            std::memcpy(&size, m.descriptor(p) + 8, sizeof size);
+            if (std::to_integer<std::uint8_t>(m.descriptor(p)[0]) == kind && size == elem_size) return p;
+        }
+        ADD_FAILURE() << "no page of kind " << int{kind} << " with elements of " << elem_size << " bytes";
+        return 0;
     }
 
     std::vector<std::string> check() { return open(read_only).check(); }
@@ -85,6 +101,44 @@ TEST_P(HeapDamage, AHeapShorterThanTheStorageIsRefusedAtOpen) {
                  "the storage holds " + std::to_string(count) + " pages but the heap describes only " +
                      std::to_string(count - 1),
                  open(read_only));
+}
+
+// Z1: a live node's allocation bit cleared (its page's count lowered with
+// it). check said 0 findings; the node read as zeros, compaction dropped it.
+TEST_P(HeapDamage, ALiveChunkTheBitmapCallsFreeIsNamedByCheck) {
+    std::uint64_t page = 0;
+    {
+        steppe::test::heap_metadata m(path);
+        page = page_of(m, 1, sizeof(Node));
+        std::byte* d = m.descriptor(page);
+        d[16] &= std::byte{0xfd};  // chunk 1
+        std::uint16_t used;
+        std::memcpy(&used, d + 2, sizeof used);
+        --used;
+        std::memcpy(d + 2, &used, sizeof used);
+        m.commit();
+    }
+    const std::vector<std::string> findings = check();
+    ASSERT_EQ(findings.size(), 1u) << (findings.empty() ? "no findings" : findings[0]);
+    EXPECT_CONTAINS(findings[0], "page " + std::to_string(page) + ": free chunk 1 holds a nonzero byte at offset 16");
+}
+
+// Z1: a large object's element count lowered within its pages: the elements
+// past it were neither swizzled nor copied.
+TEST_P(HeapDamage, ElementsPastALargeObjectsCountAreNamedByCheck) {
+    std::uint64_t head = 0;
+    {
+        steppe::test::heap_metadata m(path);
+        head = page_of(m, 2, sizeof(long));
+        const std::uint64_t count = fewer_longs;
+        std::memcpy(m.descriptor(head) + 24, &count, sizeof count);
+        m.commit();
+    }
+    const std::vector<std::string> findings = check();
+    ASSERT_EQ(findings.size(), 1u) << (findings.empty() ? "no findings" : findings[0]);
+    EXPECT_CONTAINS(findings[0], "page " + std::to_string(head + 1) + ": the last page of the large object at page " +
+                                     std::to_string(head) + " (520 elements of 8 bytes), past its elements, holds a "
+                                     "nonzero byte at offset " + std::to_string(fewer_longs * 8 - 4096));
 }
 
 TEST_P(HeapDamage, UntouchedStoreChecksClean) {

@@ -1,0 +1,53 @@
+#include "page/page_check.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "storage/storage.hpp"
+
+namespace steppe::page {
+
+namespace {
+constexpr std::uint64_t page_bytes = storage::page_size;
+
+// The first nonzero byte of [from, to) of `image`, or `to`.
+std::uint64_t first_nonzero(const std::byte* image, std::uint64_t from, std::uint64_t to) {
+    return static_cast<std::uint64_t>(
+        std::find_if(image + from, image + to, [](std::byte b) { return b != std::byte{0}; }) - image);
+}
+
+void note_nonzero(std::uint64_t page, std::uint64_t at, const std::string& where, const std::string& prefix,
+                  std::vector<std::string>& findings) {
+    findings.push_back(prefix + "page " + std::to_string(page) + ": " + where + " holds a nonzero byte at offset " +
+                       std::to_string(at) + ", where free memory is zeros (Z1): the heap's descriptors call free "
+                       "memory an object left (an allocation bit cleared, or an element count lowered)");
+}
+}  // namespace
+
+// Z1 (page_check.hpp).
+void check_free_bytes(const heap& h, std::uint64_t page, const std::byte* image, const std::string& prefix,
+                      std::vector<std::string>& findings) {
+    const heap::page_desc& d = *h.describe(page);
+    if (d.kind() == heap::page_kind::small) {
+        const std::uint32_t size = d.chunk_size();
+        for (std::uint32_t i = 0; i < d.chunk_capacity(); ++i) {
+            if (d.chunk_allocated(i)) continue;
+            const std::uint64_t at = first_nonzero(image, std::uint64_t{i} * size, std::uint64_t{i + 1} * size);
+            if (at < std::uint64_t{i + 1} * size)
+                note_nonzero(page, at, "free chunk " + std::to_string(i), prefix, findings);
+        }
+        return;
+    }
+    const std::optional<heap::chunk_info> c = h.find_chunk(page * page_bytes);
+    if (!c || !c->large) return;
+    const std::uint64_t end = c->addr + std::uint64_t{c->elem_size} * c->elem_count;
+    if (end / page_bytes != page || end % page_bytes == 0) return;  // not the run's last page, or a full one
+    const std::uint64_t at = first_nonzero(image, end % page_bytes, page_bytes);
+    if (at < page_bytes)
+        note_nonzero(page, at, "the last page of the large object at page " + std::to_string(c->addr / page_bytes) +
+                                   " (" + std::to_string(c->elem_count) + " elements of " +
+                                   std::to_string(c->elem_size) + " bytes), past its elements,",
+                     prefix, findings);
+}
+
+}  // namespace steppe::page
