@@ -22,7 +22,46 @@ void note_nonzero(std::uint64_t page, std::uint64_t at, const std::string& where
                        std::to_string(at) + ", where free memory is zeros (Z1): the heap's descriptors call free "
                        "memory an object left (an allocation bit cleared, or an element count lowered)");
 }
+
+const types::layout* named(const types::catalog& catalog, const std::string& name) {
+    for (const types::layout& l : catalog.entries())
+        if (l.name == name) return &l;
+    return nullptr;
+}
+
+// Does an object of layout `l` hold one of type `want` at `offset`: itself
+// at 0, or a member there, at any depth the catalog has the members' types of.
+bool holds_at(const types::catalog& catalog, const types::layout& l, std::uint64_t offset, const std::string& want,
+              int depth = 0) {
+    if (offset == 0 && l.name == want) return true;
+    constexpr int deepest = 16;  // a catalog cannot nest a type in itself; this bounds a damaged one
+    for (const types::field& f : l.fields) {
+        if (offset < f.offset || offset >= std::uint64_t{f.offset} + f.size) continue;
+        if (offset == f.offset && f.type == want) return true;
+        const types::layout* inner = named(catalog, f.type);
+        if (inner && depth < deepest && holds_at(catalog, *inner, offset - f.offset, want, depth + 1)) return true;
+    }
+    return false;
+}
 }  // namespace
+
+// M2 (page_check.hpp).
+std::string root_finding(const heap& h, const types::catalog& catalog, const std::string& name,
+                         const root_entry& e) {
+    const std::optional<heap::chunk_info> c = h.find_chunk(e.address);
+    if (!c)
+        return "root '" + name + "' points to " + std::to_string(e.address) + ", which is not an allocated object";
+    if (c->type >= catalog.size() || e.type >= catalog.size()) return {};  // validate() refuses these at open
+    const types::layout& holder = catalog.at(c->type);
+    const types::layout& type = catalog.at(e.type);
+    const std::uint64_t offset = (e.address - c->addr) % c->elem_size;
+    if (holds_at(catalog, holder, offset, type.name)) return {};
+    return "root '" + name + "' names a " + type.name + " at " + std::to_string(e.address) + " (page " +
+           std::to_string(e.address / page_bytes) + "), but the object there is a " + holder.name +
+           ", which holds no " + type.name + " at offset " + std::to_string(offset) + " of its " +
+           std::to_string(c->elem_size) + " bytes (M2): the roots table or the page's descriptor is damaged, and "
+           "find_root would return the wrong object";
+}
 
 // Z1 (page_check.hpp).
 void check_free_bytes(const heap& h, std::uint64_t page, const std::byte* image, const std::string& prefix,

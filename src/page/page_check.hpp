@@ -11,13 +11,22 @@
 // the descriptors call free (an allocation bit cleared) or the elements a
 // shortened element count left outside the object, which are then neither
 // swizzled nor kept by compaction.
+//
+// Invariant (M2): a root names the start of an element of an allocated
+// chunk whose type is the root's, or a member of that element of the
+// root's type. find_root<T> checks the root's type against T; only this
+// ties that type to the object the root names.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/roots.hpp"
 #include "heap/heap.hpp"
+#include "types/types.hpp"
 
 namespace steppe::page {
 
@@ -25,5 +34,9 @@ namespace steppe::page {
 // or large tail with a nonzero byte, prefixed with `prefix`.
 void check_free_bytes(const heap& h, std::uint64_t page, const std::byte* image, const std::string& prefix,
                       std::vector<std::string>& findings);
+
+// M2 for root `name`: empty if it holds, else what breaks it.
+std::string root_finding(const heap& h, const types::catalog& catalog, const std::string& name,
+                         const root_entry& e);
 
 }  // namespace steppe::page

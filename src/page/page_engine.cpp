@@ -285,7 +285,18 @@ void* page_engine::find_root(std::string_view name, const types::layout& layout)
     if (it->second.type != want)
         throw error(errc::type_mismatch, path() + ": root '" + std::string(name) + "' holds a " +
                                              live_.catalog.at(it->second.type).name + ", not a " + layout.name);
+    refuse_mistyped_root(it->first, it->second);
     return pager_->to_pointer(it->second.address);
+}
+
+// M2 (page_check.hpp), where the root names an object: one the program
+// destroyed since is its own mistake, which check() names after a commit.
+void page_engine::refuse_mistyped_root(const std::string& name, const root_entry& e) const {
+    pager::pause p(*pager_);
+    const heap& h = pager_->allocator();
+    if (!h.find_chunk(e.address)) return;
+    const std::string broken = root_finding(h, live_.catalog, name, e);
+    if (!broken.empty()) throw error(errc::corrupt, path() + ": " + broken + " (steppe check names it)");
 }
 
 void page_engine::set_root(std::string_view name, const types::layout& layout, void* object) {
@@ -531,18 +542,25 @@ std::vector<std::string> page_engine::check() const {
     for (const auto& f : committed_.catalog.check()) findings.push_back(path() + ": " + f);
     for (const auto& f : pager_->check_invariants()) findings.push_back(path() + ": " + f);
     for (const auto& f : blob_findings(committed_, h, *storage_)) findings.push_back(path() + ": " + f);
+    check_objects(h, path() + ": ", findings);
+    return findings;
+}
+
+// M2 for every root, S1 and Z1 for every committed data page (a page
+// the storage cannot read is its check's finding), each finding after `prefix`.
+void page_engine::check_objects(const heap& h, const std::string& prefix, std::vector<std::string>& findings) const {
     for (const auto& [name, e] : committed_.roots)
-        if (!h.find_chunk(e.address))
-            findings.push_back(path() + ": root '" + name + "' points to " + std::to_string(e.address) +
-                               ", which is not an allocated object");
+        if (std::string broken = root_finding(h, committed_.catalog, name, e); !broken.empty())
+            findings.push_back(prefix + broken);
     std::vector<std::byte> page(storage::page_size);
     storage::read_failure why;
     for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
-        if (!h.describe(p)->is_data() || !storage_->read_committed_page_nothrow(p, page.data(), &why, true)) continue;
-        check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), path() + ": ", findings);
-        check_free_bytes(h, p, page.data(), path() + ": ", findings);
+        const heap::page_desc& d = *h.describe(p);
+        if (!d.is_data()) continue;
+        if (!storage_->read_committed_page_nothrow(p, page.data(), &why, true)) continue;
+        check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), prefix, findings);
+        check_free_bytes(h, p, page.data(), prefix, findings);
     }
-    return findings;
 }
 
 }  // namespace steppe::page

@@ -94,6 +94,8 @@ private:
     types::catalog::index type_index(const types::layout& layout);
     void sync_shapes(bool rebuild);
     void validate(const state& s, const heap& h, const storage::storage& files) const;
+    void refuse_mistyped_root(const std::string& name, const root_entry& e) const;
+    void check_objects(const heap& h, const std::string& prefix, std::vector<std::string>& findings) const;
     std::vector<std::string> blob_findings(const state& s, const heap& h, const storage::storage& files) const;
     void ensure_writable() const;
     void require_no_changes(const char* what) const;

@@ -18,9 +18,14 @@ struct Node {
     long id;
     Node* next;
 };
+struct Pair {  // Node's size, no pointers
+    long a;
+    long b;
+};
 }  // namespace heap_damage_test
 
 using heap_damage_test::Node;
+using heap_damage_test::Pair;
 
 namespace {
 
@@ -39,15 +44,22 @@ protected:
         long* values = s.make_array<long>(longs);
         for (long i = 0; i < longs; ++i) values[i] = i + 1;
         *s.root<long*>("values") = values;
+        *s.root<Pair>("pair") = Pair{7, 0};  // alone on its page
         s.commit();
     }
 
-    // The first page of `kind` whose element size is `elem_size`.
-    static std::uint64_t page_of(steppe::test::heap_metadata& m, std::uint8_t kind, std::uint32_t elem_size) {
+    // The first page of `kind` whose element size is `elem_size` (and, for
+    // small pages, with `used` chunks if not 0).
+    static std::uint64_t page_of(steppe::test::heap_metadata& m, std::uint8_t kind, std::uint32_t elem_size,
+                                 std::uint16_t used = 0) {
         for (std::uint64_t p = 0; p < m.page_count(); ++p) {
             std::uint32_t size = 0;
+            std::uint16_t chunks = 0;
             std::memcpy(&size, m.descriptor(p) + 8, sizeof size);
-            if (std::to_integer<std::uint8_t>(m.descriptor(p)[0]) == kind && size == elem_size) return p;
+            std::memcpy(&chunks, m.descriptor(p) + 2, sizeof chunks);
+            if (std::to_integer<std::uint8_t>(m.descriptor(p)[0]) == kind && size == elem_size &&
+                (used == 0 || chunks == used))
+                return p;
         }
         ADD_FAILURE() << "no page of kind " << int{kind} << " with elements of " << elem_size << " bytes";
         return 0;
@@ -139,6 +151,23 @@ TEST_P(HeapDamage, ElementsPastALargeObjectsCountAreNamedByCheck) {
     EXPECT_CONTAINS(findings[0], "page " + std::to_string(head + 1) + ": the last page of the large object at page " +
                                      std::to_string(head) + " (520 elements of 8 bytes), past its elements, holds a "
                                      "nonzero byte at offset " + std::to_string(fewer_longs * 8 - 4096));
+}
+
+// M2: the page of the root 'pair' retyped to Node, of the same size.
+// find_root<Pair> returned a Node, and check said 0 findings.
+TEST_P(HeapDamage, ARootWhoseObjectIsOfAnotherTypeIsNamedByCheckAndFindRoot) {
+    {
+        steppe::test::heap_metadata m(path);
+        std::memcpy(m.descriptor(page_of(m, 1, sizeof(Pair), 1)) + 4, m.descriptor(page_of(m, 1, sizeof(Node))) + 4, 4);
+        m.commit();
+    }
+    const std::vector<std::string> findings = check();
+    ASSERT_EQ(findings.size(), 1u) << (findings.empty() ? "no findings" : findings[0]);
+    EXPECT_CONTAINS(findings[0], "root 'pair' names a heap_damage_test::Pair at ");
+    EXPECT_CONTAINS(findings[0], "but the object there is a heap_damage_test::Node, which holds no "
+                                 "heap_damage_test::Pair at offset 0 of its 16 bytes (M2)");
+    EXPECT_ERROR(steppe::errc::corrupt, "root 'pair' names a heap_damage_test::Pair",
+                 open(read_only).find_root<Pair>("pair"));
 }
 
 TEST_P(HeapDamage, UntouchedStoreChecksClean) {
