@@ -58,6 +58,7 @@
 #include "common/memory_limit.hpp"
 #include "page/engine_meta.hpp"
 #include "engine/migration.hpp"
+#include "page/page_check.hpp"
 #include "page/page_engine.hpp"
 #include "page/stored_pointer.hpp"
 #include "storage/backup.hpp"
@@ -248,11 +249,10 @@ std::vector<block> make_blocks(const std::vector<heap::chunk_info>& kept, migrat
     return out;
 }
 
-// An element count heap::allocate puts in size class `cls` at that class's
-// own alignment (so no smaller class qualifies): the chunk size stays.
-std::size_t count_for_class(std::uint32_t elem_size, std::size_t cls) {
-    for (std::size_t n = 1; n * elem_size <= heap::class_size(cls); ++n)
-        if (heap::size_class_for(n * elem_size, heap::class_alignment(cls)) == cls) return n;
+// count_for_class (E1 in page_check.hpp), which the store's check before
+// the pass (page_engine::refuse_damaged_objects) ensured.
+std::size_t class_count_for(std::uint32_t elem_size, std::size_t cls) {
+    if (std::optional<std::size_t> n = count_for_class(elem_size, cls)) return *n;
     throw error(errc::corrupt, "compaction: elements of " + std::to_string(elem_size) + " bytes cannot be in " +
                                    "chunks of " + std::to_string(heap::class_size(cls)));
 }
@@ -269,7 +269,7 @@ public:
         if (c.large) return to_.allocate(c.type, c.elem_size, c.elem_count, page_bytes);
         const std::size_t cls = old.describe(c.addr / page_bytes)->size_class();
         const std::uint32_t size = heap::class_size(cls), capacity = heap::class_capacity(cls);
-        auto one = [&, n = count_for_class(c.elem_size, cls)] {
+        auto one = [&, n = class_count_for(c.elem_size, cls)] {
             return to_.allocate(c.type, c.elem_size, n, heap::class_alignment(cls));
         };
         for (;;) {
@@ -608,6 +608,7 @@ compact_report page_engine::rewrite(const std::string& what, bool write, const r
         }
     } closes{*this};
     require_no_changes(what.c_str());
+    refuse_damaged_objects(what);
     return storage::rewrite_store(*storage_, path(), what, write, io_, [&](const storage::rewrite_target& target) {
         pager_.reset();
         std::unique_ptr<heap> h = load_committed_heap();

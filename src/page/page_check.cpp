@@ -63,6 +63,30 @@ std::string root_finding(const heap& h, const types::catalog& catalog, const std
            "find_root would return the wrong object";
 }
 
+std::optional<std::size_t> count_for_class(std::uint32_t elem_size, std::size_t cls) {
+    for (std::size_t n = 1; n * elem_size <= heap::class_size(cls); ++n)
+        if (heap::size_class_for(n * elem_size, heap::class_alignment(cls)) == cls) return n;
+    return std::nullopt;
+}
+
+// E1 (page_check.hpp). A large tail repeats its head's shape (H5).
+void check_page_shape(const heap::page_desc& d, std::uint64_t page, const types::catalog& catalog,
+                      const std::string& prefix, std::vector<std::string>& findings) {
+    if (d.kind() == heap::page_kind::large_tail || d.type() >= catalog.size()) return;
+    const types::layout& l = catalog.at(d.type());
+    std::string broken;
+    if (l.size != 0 && d.elem_size() != l.size)
+        broken = "its elements are " + std::to_string(d.elem_size()) + " bytes, but its type " + l.name + " is " +
+                 std::to_string(l.size);
+    else if (d.kind() == heap::page_kind::small && !count_for_class(d.elem_size(), d.size_class()))
+        broken = "its elements of " + std::to_string(d.elem_size()) + " bytes cannot be in its chunks of " +
+                 std::to_string(d.chunk_size()) + " (no allocation makes that size class for them)";
+    if (!broken.empty())
+        findings.push_back(prefix + "page " + std::to_string(page) + ": " + broken +
+                           " (E1): its descriptor is damaged, so its objects and pointers are read at the wrong "
+                           "offsets, and compaction refuses the store");
+}
+
 // Z1 (page_check.hpp).
 void check_free_bytes(const heap& h, std::uint64_t page, const std::byte* image, const std::string& prefix,
                       std::vector<std::string>& findings) {

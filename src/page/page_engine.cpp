@@ -546,7 +546,7 @@ std::vector<std::string> page_engine::check() const {
     return findings;
 }
 
-// M2 for every root, S1 and Z1 for every committed data page (a page
+// M2 for every root, S1, Z1 and E1 for every committed data page (a page
 // the storage cannot read is its check's finding), each finding after `prefix`.
 void page_engine::check_objects(const heap& h, const std::string& prefix, std::vector<std::string>& findings) const {
     for (const auto& [name, e] : committed_.roots)
@@ -557,10 +557,26 @@ void page_engine::check_objects(const heap& h, const std::string& prefix, std::v
     for (std::uint64_t p = 0; p < h.page_count() && p < storage_->page_count(); ++p) {
         const heap::page_desc& d = *h.describe(p);
         if (!d.is_data()) continue;
+        check_page_shape(d, p, committed_.catalog, prefix, findings);
         if (!storage_->read_committed_page_nothrow(p, page.data(), &why, true)) continue;
         check_pointers(h, pager_->layout_of_page(h, p), p, page.data(), prefix, findings);
         check_free_bytes(h, p, page.data(), prefix, findings);
     }
+}
+
+// Compaction and migration copy what the data pages hold as their
+// descriptors say, and forward the roots: a page breaking S1, Z1 or E1, or
+// a root breaking M2, was carried with its damage or had objects dropped,
+// and the result checked clean (guarantees.md,
+// "Bad input gets a clear error").
+void page_engine::refuse_damaged_objects(const std::string& what) const {
+    pager::pause p(*pager_);
+    std::vector<std::string> findings;
+    check_objects(*load_committed_heap(), "", findings);
+    if (findings.empty()) return;
+    throw error(errc::corrupt, what + " of " + path() + " refused: " + findings.front() +
+                                   ": the store is damaged (steppe check lists every finding, " +
+                                   std::to_string(findings.size()) + " here). Nothing was changed");
 }
 
 }  // namespace steppe::page

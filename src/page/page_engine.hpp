@@ -96,6 +96,7 @@ private:
     void validate(const state& s, const heap& h, const storage::storage& files) const;
     void refuse_mistyped_root(const std::string& name, const root_entry& e) const;
     void check_objects(const heap& h, const std::string& prefix, std::vector<std::string>& findings) const;
+    void refuse_damaged_objects(const std::string& what) const;
     std::vector<std::string> blob_findings(const state& s, const heap& h, const storage::storage& files) const;
     void ensure_writable() const;
     void require_no_changes(const char* what) const;

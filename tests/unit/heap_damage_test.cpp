@@ -168,6 +168,43 @@ TEST_P(HeapDamage, ARootWhoseObjectIsOfAnotherTypeIsNamedByCheckAndFindRoot) {
                                  "heap_damage_test::Pair at offset 0 of its 16 bytes (M2)");
     EXPECT_ERROR(steppe::errc::corrupt, "root 'pair' names a heap_damage_test::Pair",
                  open(read_only).find_root<Pair>("pair"));
+    EXPECT_ERROR(steppe::errc::corrupt, "root 'pair' names a heap_damage_test::Pair", steppe::compact(path));
+}
+
+// E1: the nodes' element size halved. check named the pointers it then read
+// at the wrong offsets, but compaction carried the page as it was.
+TEST_P(HeapDamage, AnElementSizeThatIsNotItsTypesIsNamedByCheckAndRefusedByCompaction) {
+    std::uint64_t page = 0;
+    {
+        steppe::test::heap_metadata m(path);
+        page = page_of(m, 1, sizeof(Node));
+        const std::uint32_t half = sizeof(Node) / 2;
+        std::memcpy(m.descriptor(page) + 8, &half, sizeof half);
+        m.commit();
+    }
+    const std::string what = "page " + std::to_string(page) + ": its elements are 8 bytes, but its type "
+                             "heap_damage_test::Node is 16 (E1)";
+    const std::vector<std::string> findings = check();
+    ASSERT_FALSE(findings.empty());
+    EXPECT_CONTAINS(findings[0], what);
+    EXPECT_ERROR(steppe::errc::corrupt, "compaction of " + path + " refused: " + what,
+                 steppe::compact(path));
+}
+
+// E1: the pair's page moved to the 24-byte class, which no allocation of
+// 16-byte elements gets. check said 0 findings; only compaction refused.
+TEST_P(HeapDamage, ASizeClassNoAllocationGivesIsNamedByCheck) {
+    std::uint64_t page = 0;
+    {
+        steppe::test::heap_metadata m(path);
+        page = page_of(m, 1, sizeof(Pair), 1);
+        m.descriptor(page)[1] = std::byte{1};  // class 24
+        m.commit();
+    }
+    const std::vector<std::string> findings = check();
+    ASSERT_EQ(findings.size(), 1u) << (findings.empty() ? "no findings" : findings[0]);
+    EXPECT_CONTAINS(findings[0], "page " + std::to_string(page) + ": its elements of 16 bytes cannot be in its "
+                                 "chunks of 24 (no allocation makes that size class for them) (E1)");
 }
 
 TEST_P(HeapDamage, UntouchedStoreChecksClean) {
