@@ -7,12 +7,9 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <utility>
 
-#include "common/sigsafe.hpp"
 #include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
 #include "vm/vm.hpp"
@@ -31,92 +28,14 @@ bool zero_page(void*, std::uintptr_t, std::byte* out) noexcept {
 // Address space only (PROT_NONE is not counted against RLIMIT_DATA or the
 // overcommit heuristic); grow() makes it usable as the heap grows.
 void* reserve(std::uint64_t bytes, const char* what) {
-    void* p = reserve_address_space(bytes);
+    void* p = vm::reserve_address_space(bytes);
     if (p == MAP_FAILED)
         common::throw_system_error("mmap", errno, "object heap",
                                    std::string("reserving its ") + what + ": " + std::to_string(bytes >> 20) +
                                        " MiB of address space");
     return p;
 }
-// The closed ranges (object_heap.hpp), oldest first from `oldest` in a
-// ring: fixed entries, because the trap handler reads them in signal context.
-struct closed_range {
-    std::uintptr_t base = 0;
-    std::uint64_t bytes = 0;
-    char store[512] = {};
-};
-closed_range closed[max_closed_ranges];
-std::size_t oldest = 0, closed_count = 0;
-std::uint64_t closed_bytes = 0;
-std::mutex closed_lock;
-
-[[noreturn]] void touched_closed(const closed_range& r, std::uintptr_t address) noexcept {
-    char text[1024];
-    common::fixed_message message(text, sizeof text);
-    message << "steppe: fatal: object store " << r.store << ": a reference followed after its store closed (it led to "
-            << common::in_hex{address}
-            << ", in the closed store's memory); a reference does not outlive its store's close(): keep a root's name "
-               "and find it again in the store opened next\n";
-    common::fatal_exit(message.c_str());
-}
-
-bool on_closed_touch(void* range, std::uintptr_t address, void*) noexcept {
-    touched_closed(*static_cast<const closed_range*>(range), address);
-}
-
-void give_back_oldest() noexcept {
-    closed_range& r = closed[oldest];
-    vm::unregister_trap_range(r.base);
-    ::munmap(reinterpret_cast<void*>(r.base), r.bytes);
-    closed_bytes -= r.bytes;
-    r.base = 0;
-    oldest = (oldest + 1) % max_closed_ranges;
-    --closed_count;
-}
 }  // namespace
-
-void* reserve_address_space(std::uint64_t bytes) noexcept {
-    const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    void* p = common::map_sparse(bytes, PROT_NONE, flags, -1, 0);
-    if (p != MAP_FAILED || errno != ENOMEM) return p;
-    {
-        // Full address space (or RLIMIT_AS): a store that opens matters more
-        // than the protection of references to stores closed before it.
-        std::lock_guard<std::mutex> hold(closed_lock);
-        if (closed_count == 0) return p;
-        while (closed_count) give_back_oldest();
-    }
-    return common::map_sparse(bytes, PROT_NONE, flags, -1, 0);
-}
-
-void retire_range(std::uintptr_t base, std::uint64_t bytes, const std::string& store_path, bool owned) noexcept {
-    void* at = reinterpret_cast<void*>(base);
-    // Replacing the mapping frees its memory and keeps the addresses in one
-    // call, so no other mapping can take them in between.
-    const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (owned ? MAP_FIXED : MAP_FIXED_NOREPLACE);
-    void* p = ::mmap(at, bytes, PROT_NONE, flags, -1, 0);
-    if (p != at) {  // not ours any more (or a kernel that takes NOREPLACE as a hint): leave it
-        if (p != MAP_FAILED) ::munmap(p, bytes);
-        if (owned) ::munmap(at, bytes);
-        return;
-    }
-    std::lock_guard<std::mutex> hold(closed_lock);
-    while (closed_count && (closed_count == max_closed_ranges || closed_bytes + bytes > max_closed_bytes))
-        give_back_oldest();
-    closed_range& r = closed[(oldest + closed_count) % max_closed_ranges];
-    r.base = base;
-    r.bytes = bytes;
-    std::snprintf(r.store, sizeof r.store, "%s", store_path.c_str());
-    try {
-        vm::register_trap_range(base, bytes, on_closed_touch, &r);
-    } catch (const std::exception&) {  // every trap range taken: a touch is a bare SIGSEGV, still no misread
-        r.base = 0;
-        ::munmap(at, bytes);
-        return;
-    }
-    closed_bytes += bytes;
-    ++closed_count;
-}
 
 object_heap::object_heap(std::uint64_t limit, std::uint32_t card_bytes, bool track_pages) : limit_bytes_(limit) {
     if (track_pages) card_bytes = vm::page_size;
@@ -144,10 +63,10 @@ void object_heap::retire(const std::string& store_path) noexcept {
     if (!base_) return;
     const std::uintptr_t base = std::exchange(base_, 0);
     if (pages_) {
-        pages_.reset();  // the vm arena unmaps its range: taken again at once unless something else has it
-        retire_range(base, limit_bytes_, store_path, false);
+        pages_->retire_arenas(store_path, closed_references);
+        pages_.reset();
     } else {
-        retire_range(base, limit_bytes_, store_path, true);
+        vm::retire_range(base, limit_bytes_, store_path, closed_references);
     }
     ::munmap(cards_, card_count_);
     ::munmap(first_in_card_, card_count_ * sizeof(std::uint32_t));

@@ -23,13 +23,9 @@
 //  H4 the free lists name exactly the free blocks, and free_bytes is their sum.
 //
 // Closed ranges: a heap's addresses (and a page_fault store's mirror) are not
-// given back when its store closes. They stay reserved, PROT_NONE, with no
-// memory, so a reference the program kept past close() (an address in them)
-// never leads into a later store's heap: a load through it traps, and the
-// trap ends the process saying so (retire_range). The most recent
-// max_closed_ranges ranges, up to max_closed_bytes of address space, are
-// kept; older ones, and all of them when a reservation finds the address
-// space full (reserve_address_space), are given back.
+// given back when its store closes; they become closed ranges of the vm
+// module (vm::retire_range, src/vm/vm.hpp), whose touch ends the process
+// with "a reference followed after its store closed".
 #pragma once
 
 #include <steppe/objects.hpp>
@@ -42,9 +38,8 @@
 #include <string>
 #include <vector>
 
-namespace steppe::vm {
-class fault_space;
-}
+#include "vm/vm.hpp"
+
 
 namespace steppe::objects {
 
@@ -139,16 +134,10 @@ private:
     std::vector<std::uint32_t> type_sizes_;
 };
 
-// Address space for a heap, its tables or a mirror: PROT_NONE, NORESERVE;
-// MAP_FAILED (errno set) if even giving back the closed ranges leaves no room.
-void* reserve_address_space(std::uint64_t bytes) noexcept;
-// [base, base + bytes) becomes a closed range of the store at `store_path`:
-// its memory freed, its addresses kept PROT_NONE and a trap range whose touch
-// ends the process with "a reference followed after its store closed".
-// `owned`: the caller's mapping is there (replaced at once); otherwise the
-// range was just unmapped and is taken again only if still free.
-void retire_range(std::uintptr_t base, std::uint64_t bytes, const std::string& store_path, bool owned) noexcept;
-inline constexpr std::size_t max_closed_ranges = 512;
-inline constexpr std::uint64_t max_closed_bytes = std::uint64_t{32} << 40;
+// What a touch of a closed store's heap or mirror says (vm::retire_range).
+inline constexpr vm::closed_words closed_references{
+    "object store", "a reference",
+    "a reference does not outlive its store's close(): keep a root's name and find it again in the store opened "
+    "next"};
 
 }  // namespace steppe::objects

@@ -45,7 +45,7 @@ protected_blocks::protected_blocks(std::uintptr_t heap_base, std::uint64_t heap_
                                    std::string store_path)
     : heap_(heap_base), bytes_(heap_bytes), resolve_(resolve), ctx_(ctx), path_(std::move(store_path)),
       owner_pid_(::getpid()) {
-    void* p = reserve_address_space(bytes_);
+    void* p = vm::reserve_address_space(bytes_);
     if (p == MAP_FAILED)
         common::throw_system_error("mmap", errno, path_,
                                    "reserving the protected mirror of the object heap (" +
@@ -66,7 +66,7 @@ protected_blocks::protected_blocks(std::uintptr_t heap_base, std::uint64_t heap_
 protected_blocks::~protected_blocks() {
     vm::unregister_trap_range(mirror_);
     stop();
-    retire_range(mirror_, bytes_, path_, true);
+    vm::retire_range(mirror_, bytes_, path_, closed_references);
 }
 
 void protected_blocks::stop() noexcept {

@@ -21,6 +21,12 @@ namespace steppe::page {
 namespace {
 alignas(4096) const std::byte zero_page[translate::page_size] = {};
 
+// What a touch of a closed store's arenas says (vm::retire_range).
+constexpr vm::closed_words closed_pointers{
+    "store", "a pointer",
+    "a pointer into a store does not outlive its close(): keep a root's name and find it again (find_root) in "
+    "the store opened next"};
+
 // A byte per persistent page, NORESERVE: only the parts touched cost memory.
 }  // namespace
 
@@ -65,6 +71,9 @@ pager::~pager() {
     stop_evictor();
     vm::unregister_trap_page(map_->dead_page());
     map_.reset();
+    // Its addresses stay reserved: a T* kept past close() must trap, not
+    // read or write the store opened next where it lands.
+    space_->retire_arenas(storage_->path(), closed_pointers);
     space_.reset();
 }
 

@@ -587,25 +587,45 @@ namespace impl {
 // 6. Normal-code operations -------------------------------------------------------
 
 space::~space() {
+    drop_arenas(nullptr, nullptr);
+    if (staging_ != 0) munmap(reinterpret_cast<void*>(staging_), staging_pages * page_size);
+    if (uffd_ >= 0) close(uffd_);
+    if (pagemap_ >= 0) close(pagemap_);
+}
+
+// Unmaps this space's arenas, or with `store_path` makes them closed ranges.
+void space::drop_arenas(const std::string* store_path, const closed_words* words) noexcept {
     const std::size_t count = g_arena_high_water.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < count; ++i) {
         arena& a = g_arenas[i];
         const std::uint64_t word = a.slot.load(std::memory_order_acquire);
         if ((word & slot_state_mask) != slot_live || a.owner != this) continue;
         a.slot.store(slot_word(word, slot_retiring), std::memory_order_release);  // no longer found by the handler
-        // munmap of a range also ends its userfaultfd registration. Failure
-        // here could only mean a bad address, which (I3) rules out.
-        munmap(reinterpret_cast<void*>(a.first()), a.last() - a.first());
+        // Replacing or unmapping a range also ends its userfaultfd
+        // registration. Failure here could only mean a bad address, which
+        // (I3) rules out.
+        if (store_path)
+            retire_range(a.first(), a.last() - a.first(), *store_path, *words);
+        else
+            munmap(reinterpret_cast<void*>(a.first()), a.last() - a.first());
         if (a.alias != nullptr) munmap(a.alias, a.last() - a.first());
         munmap(a.side, a.side_bytes);
         free_slot(a);
     }
-    if (staging_ != 0) munmap(reinterpret_cast<void*>(staging_), staging_pages * page_size);
-    if (uffd_ >= 0) close(uffd_);
-    if (pagemap_ >= 0) close(pagemap_);
 }
 
+void space::retire_arenas(const std::string& store_path, const closed_words& words) noexcept {
+    drop_arenas(&store_path, &words);
+}
+
+// Closed ranges may be what fills the address space: given back, and tried again.
 reserve_result space::try_reserve(std::size_t bytes) noexcept {
+    const reserve_result first = try_reserve_once(bytes);
+    if (first.base != 0 || first.error != ENOMEM || !give_back_closed_ranges()) return first;
+    return try_reserve_once(bytes);
+}
+
+reserve_result space::try_reserve_once(std::size_t bytes) noexcept {
     // Only system calls and the registry's CAS: safe in a fill function.
     const std::size_t max_bytes = std::size_t{1} << 47;
     if (bytes == 0 || bytes > max_bytes) return {0, "reserve", EINVAL};

@@ -205,6 +205,7 @@ public:
 
     std::uintptr_t reserve(std::size_t bytes) override;
     reserve_result try_reserve(std::size_t bytes) noexcept override;
+    void retire_arenas(const std::string& store_path, const closed_words& words) noexcept override;
     bool install(std::uintptr_t page, const std::byte* content) override;
     ahead fill_ahead(std::uintptr_t page) noexcept override;
     void discard(std::uintptr_t page, std::size_t npages) override;
@@ -228,6 +229,8 @@ public:
     bool handle_fault(arena& a, std::uintptr_t address, access how, int signal) noexcept;
 
 private:
+    reserve_result try_reserve_once(std::size_t bytes) noexcept;
+    void drop_arenas(const std::string* store_path, const closed_words* words) noexcept;
     bool uses_uffd_wp() const noexcept { return tracking_ == tracking_kind::wp_async || tracking_ == tracking_kind::wp_sync; }
     bool keeps_sums() const noexcept { return staging_ != 0 && tracking_ == tracking_kind::wp_async; }
     void note_clean(arena& a, std::uintptr_t page, const std::byte* content) noexcept;

@@ -37,4 +37,8 @@ void install_signal_handlers();
 // Async-signal-safe.
 bool trap_touch(std::uintptr_t address, void* ucontext) noexcept;
 
+// Ends the process with the closed range's message if `address` lies in
+// one (closed_ranges.cpp); returns otherwise. Async-signal-safe.
+void closed_touch(std::uintptr_t address) noexcept;
+
 }  // namespace steppe::vm::detail

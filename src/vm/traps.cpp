@@ -81,6 +81,7 @@ bool detail::trap_touch(std::uintptr_t address, void* ucontext) noexcept {
         const std::uintptr_t page = t.page.load(std::memory_order_acquire);
         if (page != 0 && address >= page && address < page + page_size) dangling_touch(t, address);
     }
+    closed_touch(address);  // last: the other traps are served often, a closed range's touch once
     return false;
 }
 

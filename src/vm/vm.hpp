@@ -104,6 +104,35 @@ using trap_fn = bool (*)(void* ctx, std::uintptr_t address, void* ucontext) noex
 void register_trap_range(std::uintptr_t base, std::size_t bytes, trap_fn trap, void* ctx);
 void unregister_trap_range(std::uintptr_t base) noexcept;
 
+// Closed ranges: when a store closes, the addresses of its memory are not
+// given back. They stay reserved, PROT_NONE, with no memory behind them, so a
+// pointer or reference the program kept past close() never leads into a later
+// store's memory (no reservation can land on them while they are kept): a
+// touch ends the process (exit 71) with "<store_kind> <path>: <handle>
+// followed after its store closed (it led to 0x..., in the closed store's
+// memory); <advice>". The most recent max_closed_ranges ranges, up to
+// max_closed_bytes of address space, are kept; older ones, and all of them
+// when a reservation finds the address space full (RLIMIT_AS, or no room
+// left), are given back: a store that opens matters more than the protection
+// of pointers to closed ones. Both engines' stores retire their memory so.
+struct closed_words {      // static strings, for the message
+    const char* store_kind;  // "store", "object store"
+    const char* handle;      // "a pointer", "a reference"
+    const char* advice;      // what to do instead
+};
+inline constexpr std::size_t max_closed_ranges = 512;
+inline constexpr std::uint64_t max_closed_bytes = std::uint64_t{32} << 40;
+// [base, base + bytes), the caller's mapping, becomes a closed range of the
+// store at `store_path`: replaced at once by a PROT_NONE reservation. If the
+// kernel refuses that, the range is unmapped (a touch is then a bare SIGSEGV).
+void retire_range(std::uintptr_t base, std::uint64_t bytes, const std::string& store_path,
+                  const closed_words& words) noexcept;
+// Address space: PROT_NONE, NORESERVE; on ENOMEM the closed ranges are given
+// back and it is tried again; MAP_FAILED (errno set) if that does not help.
+void* reserve_address_space(std::uint64_t bytes) noexcept;
+// Gives every closed range back; false if there was none. Async-signal-safe.
+bool give_back_closed_ranges() noexcept;
+
 enum class backend_kind { uffd, mprotect };
 enum class tracking_kind { wp_async, wp_sync, mprotect };
 
@@ -187,6 +216,11 @@ public:
     // The same without exceptions or allocation: async-signal-safe, so a fill
     // function may reserve space for the targets it discovers.
     virtual reserve_result try_reserve(std::size_t bytes) noexcept = 0;
+
+    // At the close of the store whose memory the arenas hold: each arena
+    // becomes a closed range (retire_range) and leaves the space, whose
+    // destructor then has nothing of it to unmap. No thread may touch them.
+    virtual void retire_arenas(const std::string& store_path, const closed_words& words) noexcept = 0;
 
     // Eager install from normal (non-signal) code: the page becomes resident and
     // clean with `content` (page_size bytes, any alignment, not itself a missing

@@ -3,6 +3,7 @@
 // commit, after rollback and after reopening twice.
 #include <gtest/gtest.h>
 #include <steppe/steppe.hpp>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "storage/storage.hpp"
 #include "support/damage.hpp"
 #include "support/store_fixture.hpp"
+#include "vm/vm.hpp"
 
 namespace shapes {
 
@@ -539,6 +541,82 @@ TEST_P(StoreTest, CommitWritesOnlyThePagesWritten) {
     EXPECT_EQ(s.stats().pages_committed - before, 1u);
     s.commit();
     EXPECT_EQ(s.stats().pages_committed - before, 1u) << "an empty commit writes no data page";
+}
+
+// A T* is good while its store is open. Kept past close(), it must not reach
+// the store opened next, whose memory the kernel would gladly put at the
+// same address: the closed store's addresses stay reserved (vm.hpp, closed
+// ranges), and a touch ends the process naming the closed store.
+TEST_P(StoreTest, APointerKeptPastCloseEndsTheProcessInsteadOfReachingTheStoreOpenedNext) {
+    Node* stale = nullptr;
+    Node* stale_read_only = nullptr;
+    {
+        auto a = open();
+        stale = a.root<Node>("n");
+        stale->value = 111;
+        a.commit();
+    }
+    stale_read_only = open([](steppe::open_options& o) { o.read_only = true; }).find_root<Node>("n");
+    const std::string other = dir.path("other.db");
+    {
+        auto b = steppe::store::open(other, options());
+        Node* n = b.root<Node>("n");
+        n->value = 222;
+        b.commit();
+        EXPECT_NE(n, stale);
+        EXPECT_NE(n, stale_read_only);
+        const char* fatal = "fatal: store .*s.db: a pointer followed after its store closed .*find_root";
+        EXPECT_EXIT(std::exit(stale->value == 222 ? 0 : 1), ::testing::ExitedWithCode(71), fatal);
+        EXPECT_EXIT(std::exit(stale_read_only->value == 222 ? 0 : 1), ::testing::ExitedWithCode(71), fatal);
+        EXPECT_EXIT(
+            {
+                stale->value = 999;
+                b.commit();
+                std::exit(0);
+            },
+            ::testing::ExitedWithCode(71), fatal);
+    }
+    auto b = steppe::store::open(other, options());
+    EXPECT_EQ(b.find_root<Node>("n")->value, 222);
+    EXPECT_TRUE(b.check().empty());
+    EXPECT_EQ(open([](steppe::open_options& o) { o.read_only = true; }).find_root<Node>("n")->value, 111);
+}
+
+std::uint64_t count_lines(const char* file) {
+    std::ifstream in(file);
+    std::uint64_t n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+}
+std::uint64_t virtual_bytes() {
+    std::ifstream in("/proc/self/statm");
+    std::uint64_t pages = 0;
+    in >> pages;
+    return pages * 4096;
+}
+
+// Closed ranges are bounded (vm::max_closed_ranges): a program that opens
+// and closes stores forever keeps a bounded number of mappings, and under
+// an address-space rlimit the closed ranges give way to the stores opening.
+TEST_P(StoreTest, OpeningAndClosingStoresForeverKeepsMappingsBoundedAndFitsUnderRLIMIT_AS) {
+    const auto cycle = [&](long i) {
+        auto s = open();
+        s.root<Node>("n")->value = i;
+        s.commit();
+    };
+    cycle(0);
+    const std::uint64_t maps_before = count_lines("/proc/self/maps");
+    for (long i = 1; i < 560; ++i) cycle(i);
+    EXPECT_LE(count_lines("/proc/self/maps"), maps_before + steppe::vm::max_closed_ranges + 64);
+    EXPECT_EXIT(
+        {
+            struct rlimit limit{};
+            limit.rlim_cur = limit.rlim_max = virtual_bytes() + (std::uint64_t{200} << 30);
+            if (::setrlimit(RLIMIT_AS, &limit) != 0) std::exit(2);
+            for (long i = 0; i < 20; ++i) cycle(i);  // each close keeps 64 GiB: three fill the limit
+            std::exit(open().find_root<Node>("n")->value == 19 ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(StoreTest, DamagedPageEndsTheProcessWithAMessageNamingIt) {
