@@ -498,8 +498,7 @@ public:
     template<class T> ref<array<T>> make_array(std::size_t count) {
         static_assert(detail::storable<T>, "steppe::objects stores trivially copyable, non-polymorphic types");
         void* memory = allocate(types::layout_of<T>(), count);
-        T* first = static_cast<T*>(memory);
-        for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
+        construct_all(static_cast<T*>(memory), count, [&] { unmake(memory); });
         return ref<array<T>>::from_body(memory);
     }
 
@@ -530,8 +529,7 @@ public:
     template<class T> oid<array<T>> create_array(std::size_t count) {
         static_assert(detail::storable<T>, "steppe::objects stores trivially copyable, non-polymorphic types");
         std::uint64_t id = 0;
-        T* first = static_cast<T*>(create_raw(types::layout_of<T>(), count, id));
-        for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
+        construct_all(static_cast<T*>(create_raw(types::layout_of<T>(), count, id)), count, [&] { uncreate(id); });
         return identified<array<T>>(id);
     }
     // The pointer interface: the object's bytes in its segment buffer, valid
@@ -599,6 +597,23 @@ private:
     friend struct detail::store_access;
     explicit store(std::unique_ptr<detail::engine_handle> engine);
     void* allocate(const types::layout& layout, std::size_t count);
+    // Value-initializes `count` Ts at `first`; if a constructor throws, `undo`
+    // gives the object back and the exception goes on. Storable types are
+    // trivially copyable, so trivially destructible: the elements made need
+    // no destruction.
+    template<class T, class Undo> static void construct_all(T* first, std::size_t count, Undo&& undo) {
+        static_assert(std::is_trivially_destructible_v<T>);
+        try {
+            for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
+        } catch (...) {
+            undo();
+            throw;
+        }
+    }
+    // The object made (allocate) or created (create_raw) just now goes back,
+    // as if never made: its constructor threw.
+    void unmake(void* body);
+    void uncreate(std::uint64_t oid) noexcept;
     const void* find_root_raw(std::string_view name, const types::layout& layout);
     void set_root_raw(std::string_view name, const types::layout& layout, const void* body);
     // placement::in_store (src/objects/in_store.cpp)

@@ -559,12 +559,19 @@ public:
         if constexpr (notes_vtable<T>) note_vtable(object);
         return object;
     }
-    // `count` value-initialized Ts, contiguous (large arrays span pages).
+    // `count` value-initialized Ts, contiguous (large arrays span pages). If
+    // a constructor throws, the elements made are destroyed, the memory goes
+    // back, and the exception goes on.
     template <class T>
     T* make_array(std::size_t count) {
-        void* memory = allocate(types::layout_of<T>(), count);
-        T* first = static_cast<T*>(memory);
-        for (std::size_t i = 0; i < count; ++i) ::new (first + i) T();
+        T* first = static_cast<T*>(allocate(types::layout_of<T>(), count));
+        std::size_t made = 0;
+        try {
+            for (; made < count; ++made) ::new (first + made) T();
+        } catch (...) {
+            destroy(first, made);  // in reverse, then the memory
+            throw;
+        }
         if constexpr (notes_vtable<T>) note_vtable(first);
         return first;
     }

@@ -228,6 +228,25 @@ void* engine_handle::create_stored(const types::layout& layout, std::size_t coun
     return s.bytes.data() + at + sizeof h;
 }
 
+void engine_handle::uncreate(std::uint64_t oid) noexcept {
+    auto it = in_store_.find(creating_);
+    if (it == in_store_.end() || it->second.objects == 0) return;
+    stored_segment& s = it->second;
+    const std::uint32_t slot = s.objects - 1;
+    if (oid != format::make_oid(creating_, slot)) return;  // not the last made: stays
+    const std::uint64_t at = stored_entry(s, slot).offset - sizeof(header);
+    buffered_bytes_ -= s.bytes.size() - at;
+    s.bytes.resize(at);
+    set_entry(s.bytes.data(), slot, {});
+    --made_since_commit_;
+    if (--s.objects > 0) return;
+    // Opened for it (open_creating is called only for an object to come): it goes too.
+    buffered_bytes_ -= s.bytes.size();
+    forget_last_segment();
+    in_store_.erase(it);
+    creating_ = 0;
+}
+
 // A new segment at the next free page, its table sized for a full segment
 // (close_creating packs it).
 void engine_handle::open_creating() {

@@ -470,6 +470,11 @@ void* engine_handle::make(const types::layout& layout, std::size_t count) {
     return h + 1;
 }
 
+void engine_handle::unmake(void* body) {
+    heap_->release(header_of(body), 0);
+    --made_since_commit_;
+}
+
 types::catalog::index engine_handle::checked_type(const types::layout& layout, std::size_t count) {
     auto refuse = [&](const std::string& why) {
         throw error(errc::invalid_argument, "object store: type " + layout.name + ": " + why);
@@ -645,6 +650,9 @@ store::store(std::unique_ptr<detail::engine_handle> engine) : engine_(std::move(
 store::store(store&&) noexcept = default;
 store& store::operator=(store&&) noexcept = default;
 store::~store() = default;
+
+void store::unmake(void* body) { engine_->unmake(body); }
+void store::uncreate(std::uint64_t oid) noexcept { engine_->uncreate(oid); }
 
 void store::close() {
     if (engine_) engine_->close();

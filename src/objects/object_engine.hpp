@@ -81,6 +81,8 @@ public:
     bool holds(const void* p) const noexcept override { return heap_ && heap_->contains(p); }
     std::uint64_t persistent_address(const void* p) const override;
     void* make(const types::layout& layout, std::size_t count) override;
+    // The object make returned just now goes back: its constructor threw.
+    void unmake(void* body);
     void destroy(void* object) override;
     void note_vtable(const void*) override {}
     void* find_root(std::string_view name, const types::layout& layout) override;
@@ -128,6 +130,9 @@ public:
     std::uint64_t stored_root(std::string_view name, const types::layout& layout);
     void set_stored_root(std::string_view name, const types::layout& layout, std::uint64_t oid);
     void* create_stored(const types::layout& layout, std::size_t count, std::uint64_t& oid);
+    // The object create_stored made just now leaves its segment (the last
+    // one there): its constructor threw.
+    void uncreate(std::uint64_t oid) noexcept;
     // The body of object `oid`, checked to be a `element` (an array of them
     // if `array`); `write` marks its segment written.
     void* locate(std::uint64_t oid, const types::layout& element, bool array, bool write);

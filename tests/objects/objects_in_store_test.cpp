@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,40 @@ TEST_F(InStore, ArraysOfIdentifiersByIndex) {
     EXPECT_EQ(s.peek(s.peek(items)->operator[](42))->value, 42);
     EXPECT_ERROR(errc::invalid_argument, "index 100", s.read(items, 100));
     EXPECT_TRUE(s.check().empty()) << s.check()[0];
+}
+
+// Made by create_array: its third constructor throws.
+struct ThirdThrows {
+    static inline int made = 0;
+    std::int64_t id;
+    ThirdThrows() : id(made++) {
+        if (id == 2) throw std::runtime_error("the third constructor throws");
+    }
+    STEPPE_FIELDS(id)
+};
+
+// An object created in store is persistent at the next commit whether or not
+// anything refers to it: one whose constructor threw leaves its segment.
+TEST_F(InStore, AThrowingConstructorInCreateArrayLeavesNothingInTheStore) {
+    {
+        auto s = open();
+        so::oid<Tree> kept = s.create<Tree>();
+        for (int round = 0; round < 3; ++round) {
+            ThirdThrows::made = 0;
+            EXPECT_THROW(s.create_array<ThirdThrows>(50), std::runtime_error);
+        }
+        s.set_stored_root("tree", kept);
+        s.commit();
+        EXPECT_EQ(s.stats().new_objects, 1u);
+        ThirdThrows::made = 0;
+        EXPECT_THROW(s.create_array<ThirdThrows>(50), std::runtime_error);  // alone in a new segment
+        s.commit();
+        EXPECT_EQ(s.stats().new_objects, 1u);
+        EXPECT_TRUE(s.check().empty());
+    }
+    auto s = open();
+    EXPECT_TRUE(s.find_stored_root<Tree>("tree"));
+    EXPECT_TRUE(s.check().empty());
 }
 
 TEST_F(InStore, MisuseIsAClearError) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 #include <string>
@@ -313,6 +314,33 @@ TEST_P(ObjectsTest, AReferenceKeptPastCloseNeverReachesAnotherStore) {
     verify(b, 50);
     auto cli = steppe::test::run_cli("check " + other);
     EXPECT_EQ(cli.exit_code, 0) << cli.out;
+}
+
+// Made by make_array: its third constructor throws.
+struct ThirdThrows {
+    static inline int made = 0;
+    std::int64_t id;
+    ThirdThrows() : id(made++) {
+        if (id == 2) throw std::runtime_error("the third constructor throws");
+    }
+    STEPPE_FIELDS(id)
+};
+
+// The array goes back to the heap, as if never made: the commit finds no
+// object made and not reached, and the heap reuses the memory.
+TEST_P(ObjectsTest, AThrowingConstructorInMakeArrayGivesTheArrayBack) {
+    auto s = open();
+    build(s, 10);
+    s.commit();
+    const std::uint64_t unreached = s.stats().unreached_objects;
+    for (int round = 0; round < 20; ++round) {
+        ThirdThrows::made = 0;
+        EXPECT_THROW(s.make_array<ThirdThrows>(100), std::runtime_error);
+    }
+    s.commit();
+    EXPECT_EQ(s.stats().unreached_objects, unreached);
+    EXPECT_TRUE(s.check().empty());
+    verify(s, 10);
 }
 
 TEST_P(ObjectsTest, TypesTheEngineCannotStoreAreRefused) {

@@ -13,10 +13,12 @@
 #include <functional>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <thread>
 
 #include "storage/storage.hpp"
 #include "support/damage.hpp"
+#include "support/expect_error.hpp"
 #include "support/store_fixture.hpp"
 #include "vm/vm.hpp"
 
@@ -617,6 +619,38 @@ TEST_P(StoreTest, OpeningAndClosingStoresForeverKeepsMappingsBoundedAndFitsUnder
             std::exit(open().find_root<Node>("n")->value == 19 ? 0 : 1);
         },
         ::testing::ExitedWithCode(0), "");
+}
+
+// Made by make_array: its third constructor throws.
+struct ThirdThrows {
+    static inline int made = 0;
+    static inline std::vector<int> destroyed;
+    int id = 0;
+    long pad[100] = {};
+    ThirdThrows() : id(made++) {
+        if (id == 2) throw std::runtime_error("the third constructor throws");
+    }
+    ~ThirdThrows() { destroyed.push_back(id); }
+    STEPPE_FIELDS(id, pad)
+};
+
+// As make<T> does: the elements made are destroyed, the memory goes back,
+// the exception goes on; nothing of the array reaches the store.
+TEST_P(StoreTest, AThrowingConstructorInMakeArrayDestroysWhatItMadeAndFreesTheArray) {
+    auto s = open();
+    s.root<Node>("n");
+    s.commit();
+    const std::uint64_t pages = s.stats().store_pages;
+    for (int round = 0; round < 20; ++round) {
+        ThirdThrows::made = 0;
+        ThirdThrows::destroyed.clear();
+        EXPECT_THROW(s.make_array<ThirdThrows>(10), std::runtime_error);
+        EXPECT_EQ(ThirdThrows::destroyed, (std::vector<int>{1, 0})) << "the two made, in reverse";
+    }
+    s.commit();
+    for (const steppe::type_usage& t : s.types()) EXPECT_FALSE(t.name == "ThirdThrows" && t.objects != 0);
+    EXPECT_EQ(s.stats().store_pages, pages);
+    EXPECT_TRUE(s.check().empty());
 }
 
 TEST_P(StoreTest, DamagedPageEndsTheProcessWithAMessageNamingIt) {
