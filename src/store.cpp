@@ -421,6 +421,14 @@ store::store(store&&) noexcept = default;
 store& store::operator=(store&&) noexcept = default;
 store::~store() = default;
 
+detail::store_impl& store::impl(const char* call) const {
+    if (!impl_)
+        throw error(errc::invalid_argument, std::string("store: ") + call +
+                                                " on a closed store (closed, or moved from): open the store again, "
+                                                "or call it on the store it was moved to");
+    return *impl_;
+}
+
 void* engine::translate(std::uint64_t) {
     throw error(errc::unsupported, "steppe::pref is translated by the page engine's page map; this store's engine "
                                    "has none");
@@ -470,34 +478,38 @@ store store::open(const std::string& path, const open_options& options) {
     return detail::open_with_env(path, options, nullptr);
 }
 
-void* store::allocate(const types::layout& layout, std::size_t count) { return impl_->allocate(layout, count); }
-void store::deallocate(void* object) { impl_->deallocate(object); }
-void store::note_vtable(const void* object) { impl_->note_vtable(object); }
+void* store::allocate(const types::layout& layout, std::size_t count) {
+    return impl("make").allocate(layout, count);
+}
+void store::deallocate(void* object) { impl("destroy").deallocate(object); }
+void store::note_vtable(const void* object) { impl("make").note_vtable(object); }
 void* store::find_root_raw(std::string_view name, const types::layout& layout) {
-    return impl_->find_root(name, layout);
+    return impl("find_root").find_root(name, layout);
 }
 void store::set_root_raw(std::string_view name, const types::layout& layout, void* object) {
-    impl_->set_root(name, layout, object);
+    impl("set_root").set_root(name, layout, object);
 }
-bool store::remove_root(std::string_view name) { return impl_->remove_root(name); }
-std::vector<root_info> store::roots() const { return impl_->roots(); }
-void store::commit() { impl_->commit(); }
-void store::rollback() { impl_->rollback(); }
-void store::checkpoint() { impl_->checkpoint(); }
-void store::backup(const std::string& dest) { impl_->backup(dest); }
+bool store::remove_root(std::string_view name) { return impl("remove_root").remove_root(name); }
+std::vector<root_info> store::roots() const { return impl("roots").roots(); }
+void store::commit() { impl("commit").commit(); }
+void store::rollback() { impl("rollback").rollback(); }
+void store::checkpoint() { impl("checkpoint").checkpoint(); }
+void store::backup(const std::string& dest) { impl("backup").backup(dest); }
 void store::close() {
     if (!impl_) return;  // closed already, or moved from
     std::unique_ptr<detail::store_impl> closing = std::move(impl_);
     closing->close();
 }
-void store::reuse_address_space() { impl_->reuse_address_space(); }
-void store::refresh() { impl_->refresh(); }
-bool store::wait_for_commit(std::chrono::milliseconds timeout) { return impl_->wait_for_commit(timeout); }
+void store::reuse_address_space() { impl("reuse_address_space").reuse_address_space(); }
+void store::refresh() { impl("refresh").refresh(); }
+bool store::wait_for_commit(std::chrono::milliseconds timeout) {
+    return impl("wait_for_commit").wait_for_commit(timeout);
+}
 
 steppe::transaction store::transaction() {
-    steppe::transaction guard(impl_.get());
+    steppe::transaction guard(&impl("transaction"));
     try {
-        impl_->begin_transaction(&guard);
+        guard.store_->begin_transaction(&guard);
     } catch (...) {
         guard.store_ = nullptr;  // never live: nothing to roll back
         throw;
@@ -553,7 +565,7 @@ void transaction::abandon() noexcept {
     end();
 }
 
-store_stats store::stats() const { return impl_->stats(); }
+store_stats store::stats() const { return impl("stats").stats(); }
 
 std::string to_string(const store_stats& st) {
     char buf[2048];
@@ -600,10 +612,10 @@ std::string to_string(const store_stats& st) {
     }
     return out;
 }
-std::vector<type_usage> store::types() const { return impl_->types(); }
-std::vector<std::string> store::check() const { return impl_->check(); }
-const std::string& store::path() const { return impl_->path(); }
-const std::string& store::salvage_report() const { return impl_->salvage_report(); }
+std::vector<type_usage> store::types() const { return impl("types").types(); }
+std::vector<std::string> store::check() const { return impl("check").check(); }
+const std::string& store::path() const { return impl("path").path(); }
+const std::string& store::salvage_report() const { return impl("salvage_report").salvage_report(); }
 
 use_store::use_store(store& s) noexcept : previous_(detail::t_current) { detail::t_current = s.impl_.get(); }
 use_store::~use_store() { detail::t_current = static_cast<detail::store_impl*>(previous_); }

@@ -596,6 +596,8 @@ public:
 private:
     friend struct detail::store_access;
     explicit store(std::unique_ptr<detail::engine_handle> engine);
+    // The engine, for `call`; invalid_argument once moved from.
+    detail::engine_handle& engine(const char* call) const;
     void* allocate(const types::layout& layout, std::size_t count);
     // Value-initializes `count` Ts at `first`; if a constructor throws, `undo`
     // gives the object back and the exception goes on. Storable types are

@@ -694,6 +694,8 @@ private:
     friend class use_store;
     friend struct detail::store_access;
     explicit store(std::unique_ptr<detail::store_impl> impl);
+    // The open store, for `call`; invalid_argument once closed or moved from.
+    detail::store_impl& impl(const char* call) const;
     void* allocate(const types::layout& layout, std::size_t count);
     void deallocate(void* object);
     // A new object's vptr locates its vtable when the symbol table cannot

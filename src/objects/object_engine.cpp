@@ -651,57 +651,68 @@ store::store(store&&) noexcept = default;
 store& store::operator=(store&&) noexcept = default;
 store::~store() = default;
 
+detail::engine_handle& store::engine(const char* call) const {
+    if (!engine_)
+        throw error(errc::invalid_argument, std::string("object store: ") + call +
+                                                " on a closed store (moved from): call it on the store it was moved "
+                                                "to");
+    return *engine_;
+}
 void store::unmake(void* body) { engine_->unmake(body); }
 void store::uncreate(std::uint64_t oid) noexcept { engine_->uncreate(oid); }
 
 void store::close() {
     if (engine_) engine_->close();
 }
-bool store::remove_root(std::string_view name) { return engine_->remove_root(name); }
+bool store::remove_root(std::string_view name) { return engine("remove_root").remove_root(name); }
 std::vector<root_info> store::roots() const {
     std::vector<root_info> out;
-    for (auto& r : engine_->roots()) out.push_back({r.name, r.type});
+    for (auto& r : engine("roots").roots()) out.push_back({r.name, r.type});
     return out;
 }
-void store::commit() { engine_->commit(); }
-void store::rollback() { engine_->rollback(); }
-void store::checkpoint() { engine_->checkpoint(); }
-void store::backup(const std::string& dest) { engine_->backup(dest); }
+void store::commit() { engine("commit").commit(); }
+void store::rollback() { engine("rollback").rollback(); }
+void store::checkpoint() { engine("checkpoint").checkpoint(); }
+void store::backup(const std::string& dest) { engine("backup").backup(dest); }
 void store::refresh() {
-    std::unique_ptr<detail::engine_handle> next = engine_->reopened();
+    std::unique_ptr<detail::engine_handle> next = engine("refresh").reopened();
     std::swap(engine_, next);
     next->close();
 }
-bool store::wait_for_commit(std::chrono::milliseconds timeout) { return engine_->wait_for_commit(timeout); }
-objects::stats store::stats() const { return engine_->object_stats(); }
-std::vector<std::string> store::check() const { return engine_->check(); }
-const std::string& store::path() const { return engine_->path(); }
-const std::string& store::salvage_report() const { return engine_->salvage_report(); }
-void* store::allocate(const types::layout& layout, std::size_t count) { return engine_->make(layout, count); }
+bool store::wait_for_commit(std::chrono::milliseconds timeout) {
+    return engine("wait_for_commit").wait_for_commit(timeout);
+}
+objects::stats store::stats() const { return engine("stats").object_stats(); }
+std::vector<std::string> store::check() const { return engine("check").check(); }
+const std::string& store::path() const { return engine("path").path(); }
+const std::string& store::salvage_report() const { return engine("salvage_report").salvage_report(); }
+void* store::allocate(const types::layout& layout, std::size_t count) {
+    return engine("make").make(layout, count);
+}
 std::uint64_t store::stored_root_raw(std::string_view name, const types::layout& layout) {
-    return engine_->stored_root(name, layout);
+    return engine("find_stored_root").stored_root(name, layout);
 }
 void store::set_stored_root_raw(std::string_view name, const types::layout& layout, std::uint64_t oid) {
-    engine_->set_stored_root(name, layout, oid);
+    engine("set_stored_root").set_stored_root(name, layout, oid);
 }
 void* store::create_raw(const types::layout& layout, std::size_t count, std::uint64_t& oid) {
-    return engine_->create_stored(layout, count, oid);
+    return engine("create").create_stored(layout, count, oid);
 }
 void* store::locate_raw(std::uint64_t oid, const types::layout& element, bool array, bool write) {
-    return engine_->locate(oid, element, array, write);
+    return engine("peek or poke").locate(oid, element, array, write);
 }
 void store::read_raw(std::uint64_t oid, const types::layout& element, bool array, std::size_t index, void* out) {
-    engine_->access(oid, element, array, index, out, nullptr);
+    engine("read or write").access(oid, element, array, index, out, nullptr);
 }
 void store::write_raw(std::uint64_t oid, const types::layout& element, bool array, std::size_t index,
                       const void* in) {
-    engine_->access(oid, element, array, index, nullptr, in);
+    engine("read or write").access(oid, element, array, index, nullptr, in);
 }
 const void* store::find_root_raw(std::string_view name, const types::layout& layout) {
-    return engine_->find_root(name, layout);
+    return engine("find_root").find_root(name, layout);
 }
 void store::set_root_raw(std::string_view name, const types::layout& layout, const void* body) {
-    engine_->set_root(name, layout, const_cast<void*>(body));
+    engine("set_root").set_root(name, layout, const_cast<void*>(body));
 }
 
 }  // namespace steppe::objects

@@ -343,6 +343,35 @@ TEST_P(ObjectsTest, AThrowingConstructorInMakeArrayGivesTheArrayBack) {
     verify(s, 10);
 }
 
+// A moved-from store: an error naming the call, not a crash.
+TEST_P(ObjectsTest, EveryCallOnAMovedFromStoreSaysSo) {
+    auto from = open();
+    auto to = std::move(from);
+    const auto expect = [](const char* call, const std::function<void()>& f) {
+        EXPECT_ERROR(errc::invalid_argument, std::string("object store: ") + call + " on a closed store", f());
+    };
+    expect("make", [&] { from.make<Node>(); });
+    expect("make", [&] { from.make_array<Node>(2); });
+    expect("find_root", [&] { from.root<Node>("n"); });
+    expect("set_root", [&] { from.set_root("n", so::ref<Node>()); });
+    expect("remove_root", [&] { from.remove_root("n"); });
+    expect("roots", [&] { from.roots(); });
+    expect("commit", [&] { from.commit(); });
+    expect("rollback", [&] { from.rollback(); });
+    expect("checkpoint", [&] { from.checkpoint(); });
+    expect("backup", [&] { from.backup(dir.path("b.ods")); });
+    expect("refresh", [&] { from.refresh(); });
+    expect("wait_for_commit", [&] { from.wait_for_commit(); });
+    expect("stats", [&] { from.stats(); });
+    expect("check", [&] { from.check(); });
+    expect("path", [&] { from.path(); });
+    expect("salvage_report", [&] { from.salvage_report(); });
+    expect("find_stored_root", [&] { from.find_stored_root<Node>("n"); });
+    expect("create", [&] { from.create<Node>(); });
+    from.close();  // does nothing
+    EXPECT_TRUE(to.check().empty());
+}
+
 TEST_P(ObjectsTest, TypesTheEngineCannotStoreAreRefused) {
     auto s = open();
     EXPECT_ERROR(errc::invalid_argument, "raw pointer", s.make<Raw>());

@@ -653,6 +653,43 @@ TEST_P(StoreTest, AThrowingConstructorInMakeArrayDestroysWhatItMadeAndFreesTheAr
     EXPECT_TRUE(s.check().empty());
 }
 
+// Every call on a store that closed or was moved from: an error naming the
+// call, not a crash through the missing store.
+TEST_P(StoreTest, EveryCallOnAClosedOrMovedFromStoreSaysSo) {
+    auto closed = open();
+    closed.close();
+    auto moved_from = open();
+    auto moved_to = std::move(moved_from);
+    for (steppe::store* st : {&closed, &moved_from}) {
+        steppe::store& s = *st;
+        const auto expect = [](const char* call, const std::function<void()>& f) {
+            EXPECT_ERROR(steppe::errc::invalid_argument, std::string("store: ") + call + " on a closed store", f());
+        };
+        expect("make", [&] { s.make<Node>(); });
+        expect("make", [&] { s.make_array<Node>(3); });
+        expect("destroy", [&] { s.destroy(moved_to.root<Node>("n")); });
+        expect("find_root", [&] { s.root<Node>("n"); });
+        expect("set_root", [&] { s.set_root<Node>("n", nullptr); });
+        expect("remove_root", [&] { s.remove_root("n"); });
+        expect("roots", [&] { s.roots(); });
+        expect("commit", [&] { s.commit(); });
+        expect("rollback", [&] { s.rollback(); });
+        expect("checkpoint", [&] { s.checkpoint(); });
+        expect("backup", [&] { s.backup(dir.path("b.db")); });
+        expect("reuse_address_space", [&] { s.reuse_address_space(); });
+        expect("refresh", [&] { s.refresh(); });
+        expect("wait_for_commit", [&] { s.wait_for_commit(); });
+        expect("transaction", [&] { s.transaction(); });
+        expect("stats", [&] { s.stats(); });
+        expect("types", [&] { s.types(); });
+        expect("check", [&] { s.check(); });
+        expect("path", [&] { s.path(); });
+        expect("salvage_report", [&] { s.salvage_report(); });
+        s.close();  // closing again does nothing
+    }
+    EXPECT_TRUE(moved_to.check().empty());
+}
+
 TEST_P(StoreTest, DamagedPageEndsTheProcessWithAMessageNamingIt) {
     {
         auto s = open();
