@@ -21,6 +21,7 @@
 #include <mutex>
 #include <utility>
 
+#include "common/forsaken.hpp"
 #include "common/hex.hpp"
 #include "common/system_error.hpp"
 #include "engine/engine.hpp"
@@ -208,14 +209,6 @@ pid_t current_pid() {
     return g_pid.load(std::memory_order_relaxed);
 }
 
-// A forked child's store objects: never destroyed (their destructors would
-// write the parent's files, unmap memory the child does not have and join
-// threads the child does not have), but still reachable, so leak checkers
-// at the child's exit do not count them.
-std::vector<void*>& forsaken() {
-    static auto* objects = new std::vector<void*>;
-    return *objects;
-}
 }  // namespace
 
 store_impl::store_impl(const std::string& path, const open_options& options, storage::env* io)
@@ -244,7 +237,7 @@ void store_impl::close() {
     if (!opened_here()) {  // a forked child: leave the parent's store alone
         leave_open_list(this);
         if (t_current == this) t_current = nullptr;
-        forsaken().push_back(engine_.release());
+        common::forsake(engine_);  // its destructor would write the parent's files (common/forsaken.hpp)
         return;
     }
     if (const char* env = std::getenv("STEPPE_STATS"); env && *env && std::strcmp(env, "0") != 0) {

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "common/forsaken.hpp"
 #include "common/memory_limit.hpp"
 #include "common/sparse_mapping.hpp"
 #include "common/system_error.hpp"
@@ -360,15 +361,26 @@ void engine_handle::make_heap() {
 void engine_handle::close() {
     if (!storage_) return;
     give_back_slot(slot_);  // first: the fork handlers look at the store no more
+    if (::getpid() != opener_) return forsake_in_child();
     std::unique_ptr<storage::storage> files = std::move(storage_);
     // References the program kept must not read this store's memory from now
     // on, nor (once it is reused) another store's: the heap and the mirror
-    // become closed ranges. A forked child has no service thread to stop;
-    // its traps end it before they read the heap (protected_blocks::on_trap).
-    if (::getpid() == opener_) blocks_.reset();
+    // become closed ranges.
+    blocks_.reset();
     heap_->retire(files->path());
-    // A forked child leaves the parent's store alone (its lock handles do too).
-    if (!options_.read_only && options_.checkpoint_on_close && ::getpid() == opener_) files->checkpoint();
+    if (!options_.read_only && options_.checkpoint_on_close) files->checkpoint();
+}
+
+// A forked child's close (or destructor) leaves the parent's store alone:
+// the storage handle shares the reader's slot, the locks and a PostgreSQL
+// connection with the parent, so it is never destroyed, nor is the trap
+// service, whose thread the child does not have (its traps end the child
+// before they read the heap: protected_blocks::on_trap). The heap is the
+// child's own memory: it retires, so references kept say the store is closed.
+void engine_handle::forsake_in_child() {
+    heap_->retire(storage_->path());
+    common::forsake(storage_);
+    common::forsake(blocks_);
 }
 
 void engine_handle::hold_threads_for_fork() noexcept {
@@ -393,8 +405,10 @@ void engine_handle::ensure_not_forked(const char* call) const {
     if (::getpid() != opener_)
         throw error(errc::invalid_argument, storage_->path() + ": " + call + " in process " +
                                                 std::to_string(::getpid()) +
-                                                ", a child forked from the process that opened the store, which "
-                                                "cannot change it (fork before opening the store, or exec)");
+                                                ", a child forked from the process that opened the store (" +
+                                                std::to_string(opener_) +
+                                                "), which can neither change the store nor move it to another "
+                                                "commit (fork before opening the store, or exec)");
 }
 
 void engine_handle::ensure_writable(const char* call) const {
@@ -632,6 +646,8 @@ std::vector<std::string> engine_handle::check_memory() const {
 // leaves the store as it was (two read-only opens of one store may overlap);
 // its storage starts from this one's (the log read is not read again).
 std::unique_ptr<engine_handle> engine_handle::reopened() const {
+    if (!storage_) throw error(errc::invalid_argument, "object store: refresh on a closed store");
+    ensure_not_forked("refresh");  // its close would be the parent's snapshot's
     if (!options_.read_only)
         throw error(errc::invalid_argument, "refresh: object store " + path() +
                                                 " is open for writing and always sees its newest commit; refresh is "

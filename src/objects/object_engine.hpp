@@ -142,6 +142,7 @@ public:
     std::vector<std::string> in_store_check() const;  // S1
 
 private:
+    void forsake_in_child();  // close() in a forked child
     struct segment_view {  // a segment read and checked (read_segment)
         std::uint64_t page;
         format::segment_header head;

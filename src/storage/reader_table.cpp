@@ -110,11 +110,18 @@ reader_table::reader_table(std::string path, int fd, void* memory)
     common::note_shared_file(memory_, reader_table_bytes, path_.c_str());
 }
 
+// A child forked from the reader (whose copy of the handle a destructor or
+// close ends) shares the slot's and the presence lock's open file
+// descriptions: closing its descriptors leaves the parent's locks held, but
+// a pid of 0 in the slot would tell the writer no reader is there
+// (first_reader_not_at skips such slots unlocked) and let a checkpoint
+// overwrite the parent's snapshot. Only the process that claimed the slot
+// clears it.
 reader_table::~reader_table() {
-    if (slot_ >= 0) word(slot_of(memory_, static_cast<std::uint32_t>(slot_)).pid).store(0);
+    if (slot_ >= 0 && ::getpid() == claimer_) word(slot_of(memory_, static_cast<std::uint32_t>(slot_)).pid).store(0);
     common::forget_shared_file(memory_);
     ::munmap(memory_, reader_table_bytes);
-    ::close(fd_);  // lets go of the slot's lock
+    ::close(fd_);  // lets go of the slot's lock (the last descriptor of its open file description does)
     if (store_fd_ >= 0) ::close(store_fd_);  // and of the presence lock
 }
 
@@ -226,6 +233,7 @@ void reader_table::claim_slot() {
         struct flock fl = slot_lock(i, F_WRLCK);
         if (::fcntl(fd_, F_OFD_SETLK, &fl) == 0) {
             slot_ = static_cast<int>(i);
+            claimer_ = ::getpid();
             reader_slot& mine = slot_of(memory_, i);
             word(mine.generation).store(0);  // registering: no snapshot yet
             word(mine.pid).store(static_cast<std::uint64_t>(::getpid()));

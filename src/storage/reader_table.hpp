@@ -112,7 +112,7 @@ public:
     // deleted), and `why` says which. Claims a free slot (throws locked when
     // all are in use).
     static std::unique_ptr<reader_table> for_reader(const std::string& store_path, std::string& why);
-    ~reader_table();  // a reader's slot is cleared and let go
+    ~reader_table();  // a reader's slot is cleared and let go (by the process that claimed it)
     reader_table(const reader_table&) = delete;
     reader_table& operator=(const reader_table&) = delete;
 
@@ -164,6 +164,7 @@ private:
     int fd_;
     void* memory_;
     int slot_ = -1;  // a reader's slot
+    pid_t claimer_ = 0;  // the process that claimed it: the only one that clears it (a fork shares the handle)
     int store_fd_ = -1;  // the main file: a reader's presence lock, the writer's look at them
 };
 

@@ -665,6 +665,58 @@ TEST_P(ObjectsTest, AForkedChildCannotCommitToItsParentsStore) {
     EXPECT_TRUE(again.check().empty());
 }
 
+// A child forked from a reader leaves the reader's snapshot alone, whether
+// it closes the store, refreshes it (refused, saying "forked") or lets it
+// go out of scope: the writer's checkpoint still waits for the reader, and
+// the reader reads its snapshot whole. A child's close let go of the
+// reader's slot, and the checkpoint overwrote pages of the parent's
+// snapshot ("fails its checksum"; a tester's finding).
+TEST_P(ObjectsTest, AChildForkedFromAReaderLeavesItsSnapshotAlone) {
+    {
+        auto s = open();
+        build(s, 400);
+        s.commit();
+    }
+    steppe::test::child reader([&](steppe::test::child& self) {
+        so::options ro = opts();
+        ro.read_only = true;
+        ro.create = false;
+        auto r = so::store::open(path, ro);
+        auto list = r.find_root<List>("list");  // the nodes stay in the store until the walk below
+        const std::string said = steppe::test::in_child([&] {
+            std::string refresh = "refresh went through";
+            try {
+                r.refresh();
+            } catch (const steppe::error& e) {
+                refresh = e.code() == errc::invalid_argument ? e.what() : "refresh threw another error";
+            }
+            r.close();
+            return refresh;
+        });
+        const std::string scoped = steppe::test::in_child([&] {
+            so::store gone = std::move(r);
+            return std::string("destroyed");
+        });
+        if (said.find("forked") == std::string::npos || scoped != "destroyed") {
+            std::fprintf(stderr, "the reader's children said: %s; %s\n", said.c_str(), scoped.c_str());
+            return 3;
+        }
+        self.report_and_wait();  // the writer committed and tried to checkpoint
+        std::int64_t i = 0;
+        for (so::ref<Node> p = list->head; p; p = p->next, ++i)
+            if (p->value != i) return 1;
+        return i == 400 && r.check().empty() ? 0 : 2;
+    });
+    ASSERT_TRUE(reader.wait_for_report()) << "the reader did not open, or its children failed (see above)";
+    auto w = open();
+    for (so::ref<Node> p = w.find_root<List>("list")->head; p; p = p->next) p.mut()->value += 1000;
+    w.commit();
+    EXPECT_ERROR(errc::locked, "reader process " + std::to_string(reader.pid()), w.checkpoint());
+    reader.go();
+    EXPECT_EQ(reader.exit_code(), 0) << "1: the reader read another commit's value, 2: its walk or check found "
+                                        "the snapshot changed, 3: its children (above), 99: an error (above)";
+}
+
 // Threads on stores of their own trap at once: each trap is served by its
 // store's service thread, and every walk reads its own graph.
 TEST_P(ObjectsTest, UnderPageFaultThreadsOnTheirOwnStoresTrapAtOnce) {

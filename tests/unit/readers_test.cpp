@@ -168,6 +168,35 @@ TEST_F(ReadersTest, ACheckpointWaitsForAReaderBehindAndGoesOnWhenItIsKilled) {
     EXPECT_TRUE(w->describe().readers.empty());
 }
 
+// A child forked from a reader, whose copy of the reader's handle is
+// destroyed (its store closed, or left to go out of scope), does not let go
+// of the reader's slot: the writer's checkpoint still waits for the reader,
+// which goes on reading its snapshot whole. The child shares the slot's
+// lock with its parent; a slot it cleared was skipped, and the checkpoint
+// overwrote the parent's pages (a tester's finding).
+TEST_F(ReadersTest, AChildForkedFromAReaderThatClosesItsCopyLeavesTheReadersSlot) {
+    auto w = open_writer();
+    commit_all(*w, 1);
+    child r([this](child& me) {
+        auto snapshot = open_reader();
+        const std::string closed = test::in_child([&] {
+            snapshot.reset();
+            return std::string("closed");
+        });
+        if (closed != "closed") return 3;
+        me.report_and_wait();  // the writer committed and tried to checkpoint
+        return test::filled_problem(*snapshot, 1).empty() ? 0 : 1;
+    });
+    ASSERT_TRUE(r.wait_for_report()) << "the reader did not open, or its child did not close (see above)";
+    commit_all(*w, 2);
+    auto e = test::error_of([&] { w->checkpoint(); });
+    EXPECT_EQ(e.code(), errc::locked) << e.what();
+    EXPECT_NE(std::string(e.what()).find("reader process " + std::to_string(r.pid())), std::string::npos)
+        << e.what();
+    r.go();
+    EXPECT_EQ(r.exit_code(), 0) << "1: the reader's snapshot changed under it, 3: its child failed; 128+: a signal";
+}
+
 // NAME-shm replaced under the writer by a copy of itself (copied, the copy
 // renamed over it, as rsync saves a file): a reader opening now registers in
 // the copy, which the writer does not look at, so the writer must not
