@@ -459,8 +459,9 @@ public:
     store(store&&) noexcept;
     store& operator=(store&&) noexcept;
     ~store();  // as close(), errors printed to stderr
-    // Discards uncommitted changes, checkpoints (options::checkpoint_on_close),
-    // releases the files.
+    // Discards uncommitted changes, checkpoints (options::checkpoint_on_close;
+    // put off, quietly, while a reader in another process holds an older
+    // snapshot: the log keeps the commits), releases the files.
     void close();
 
     // The root named `name`, made value-initialized and registered if absent.

@@ -368,7 +368,7 @@ void engine_handle::close() {
     // become closed ranges.
     blocks_.reset();
     heap_->retire(files->path());
-    if (!options_.read_only && options_.checkpoint_on_close) files->checkpoint();
+    if (!options_.read_only && options_.checkpoint_on_close) storage::checkpoint_at_close(*files);
 }
 
 // A forked child's close (or destructor) leaves the parent's store alone:

@@ -166,14 +166,7 @@ void page_engine::close() {
         ~release() { files.reset(); }
     } release_files{storage_};
     if (!options_.checkpoint_on_close || options_.read_only) return;
-    try {
-        storage_->discard_pending();
-        storage_->try_checkpoint();  // a reader holding an older snapshot defers it to the next open
-    } catch (const error& e) {
-        throw error(e.code(), "closing " + path() +
-                                  ": the checkpoint failed, so the log keeps its commits (the next open recovers "
-                                  "them): " + e.what());
-    }
+    storage::checkpoint_at_close(*storage_);
 }
 
 // M1 (engine_meta.hpp) for the chains of `s`.

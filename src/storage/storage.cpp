@@ -36,4 +36,15 @@ void refuse_zero_meta_after_commits(const storage& s) {
                                    "backup)");
 }
 
+void checkpoint_at_close(storage& s) {
+    try {
+        s.discard_pending();
+        s.try_checkpoint();  // a reader holding an older snapshot defers it to the next open
+    } catch (const error& e) {
+        throw error(e.code(), "closing " + s.path() +
+                                  ": the checkpoint failed, so the log keeps its commits (the next open recovers "
+                                  "them): " + e.what());
+    }
+}
+
 }  // namespace steppe::storage

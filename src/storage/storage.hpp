@@ -271,4 +271,11 @@ protected:
 // would otherwise read as an empty store and be compacted to nothing.
 void refuse_zero_meta_after_commits(const storage& s);
 
+// A writer's close, for both engines (open_options::checkpoint_on_close):
+// forgets the pages the transaction in progress spilled, then checkpoints,
+// unless a reader in another process holds an older snapshot: then the log
+// keeps the commits, quietly, and the next writable open checkpoints them.
+// Any other failure throws, saying the log keeps every commit.
+void checkpoint_at_close(storage& s);
+
 }  // namespace steppe::storage

@@ -717,6 +717,43 @@ TEST_P(ObjectsTest, AChildForkedFromAReaderLeavesItsSnapshotAlone) {
                                         "the snapshot changed, 3: its children (above), 99: an error (above)";
 }
 
+// A writer's close while a reader in another process holds an older
+// snapshot leaves the commits in the log, quietly, as the page engine's
+// does (checkpoint_on_close, "as steppe::open_options"): it threw locked
+// ("no checkpoint: reader process N reads commit 1"), and the destructor
+// printed that (a tester's finding). The next open without the reader
+// checkpoints them.
+TEST_P(ObjectsTest, AWritersCloseLeavesItsCommitsInTheLogForAReaderBehind) {
+    {
+        auto s = open();
+        build(s, 100);
+        s.commit();
+    }
+    steppe::test::child reader([&](steppe::test::child& self) {
+        so::options ro = opts();
+        ro.read_only = true;
+        ro.create = false;
+        auto r = so::store::open(path, ro);
+        self.report_and_wait();  // the writer committed and closed
+        return r.find_root<List>("list")->count == 100 ? 0 : 1;
+    });
+    ASSERT_TRUE(reader.wait_for_report()) << "the reader did not open (see its message above)";
+    auto w = open();
+    w.find_root<List>("list").mut()->count = 7;
+    w.commit();
+    EXPECT_NO_THROW(w.close());
+    reader.go();
+    EXPECT_EQ(reader.exit_code(), 0) << "1: the reader's snapshot changed under it; 99: an error (above)";
+    steppe::storage::options look;
+    look.read_only = true;  // a writable open would checkpoint
+    auto files = steppe::storage::storage::open(path, look);
+    EXPECT_GE(files->describe().wal_commits, 1u) << "the close checkpointed over the reader's snapshot";
+    files.reset();
+    auto again = open();
+    EXPECT_EQ(again.find_root<List>("list")->count, 7);
+    EXPECT_TRUE(again.check().empty());
+}
+
 // Threads on stores of their own trap at once: each trap is served by its
 // store's service thread, and every walk reads its own graph.
 TEST_P(ObjectsTest, UnderPageFaultThreadsOnTheirOwnStoresTrapAtOnce) {
