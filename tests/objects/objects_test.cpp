@@ -63,6 +63,12 @@ protected:
         return o;
     }
     so::store open() { return so::store::open(path, opts()); }
+    so::store open_reader() const {
+        so::options ro = opts();
+        ro.read_only = true;
+        ro.create = false;
+        return so::store::open(path, ro);
+    }
     so::granularity fetch() const { return std::get<0>(GetParam()); }
 
     // A list of n nodes (values 0..n-1), each `other` pointing k ahead, and an index array.
@@ -603,10 +609,7 @@ TEST_P(ObjectsTest, AReaderSeesItsSnapshotUntilItRefreshes) {
     build(writer, 200);
     writer.commit();
     steppe::test::child reader([&](steppe::test::child& self) {
-        so::options ro = opts();
-        ro.read_only = true;
-        ro.create = false;
-        auto r = so::store::open(path, ro);
+        auto r = open_reader();
         const bool before = r.find_root<List>("list")->count == 200;
         self.report_and_wait();  // the writer has committed
         const bool kept = r.find_root<List>("list")->count == 200;
@@ -678,10 +681,7 @@ TEST_P(ObjectsTest, AChildForkedFromAReaderLeavesItsSnapshotAlone) {
         s.commit();
     }
     steppe::test::child reader([&](steppe::test::child& self) {
-        so::options ro = opts();
-        ro.read_only = true;
-        ro.create = false;
-        auto r = so::store::open(path, ro);
+        auto r = open_reader();
         auto list = r.find_root<List>("list");  // the nodes stay in the store until the walk below
         const std::string said = steppe::test::in_child([&] {
             std::string refresh = "refresh went through";
@@ -730,10 +730,7 @@ TEST_P(ObjectsTest, AWritersCloseLeavesItsCommitsInTheLogForAReaderBehind) {
         s.commit();
     }
     steppe::test::child reader([&](steppe::test::child& self) {
-        so::options ro = opts();
-        ro.read_only = true;
-        ro.create = false;
-        auto r = so::store::open(path, ro);
+        auto r = open_reader();
         self.report_and_wait();  // the writer committed and closed
         return r.find_root<List>("list")->count == 100 ? 0 : 1;
     });
