@@ -44,20 +44,20 @@ public:
     }
     std::uint64_t persistent_address(const void* p) const { return engine_->persistent_address(p); }
     void* translate(std::uint64_t address) {
-        ensure_opened_here();
+        ensure_opened_here_fast();
         return engine_->translate(address);
     }
 
     void* allocate(const types::layout& layout, std::size_t count) {
-        ensure_opened_here();
+        ensure_opened_here_fast();
         return engine_->make(layout, count);
     }
     void deallocate(void* object) {
-        ensure_opened_here();
+        ensure_opened_here_fast();
         engine_->destroy(object);
     }
     void note_vtable(const void* object) {
-        ensure_opened_here();
+        ensure_opened_here_fast();
         engine_->note_vtable(object);
     }
     void* find_root(std::string_view name, const types::layout& layout) {
@@ -126,7 +126,13 @@ public:
 
 private:
     // fork: a child may not use its parent's store (docs/guarantees.md).
+    // By getpid(): a child made without fork handlers (glibc's _Fork, clone)
+    // still has its parent's g_pid. That is a system call, so the calls made
+    // per object (make, destroy, translate, note_vtable) compare g_pid: in
+    // such a child they touch the store's memory, which ends it saying why.
     void ensure_opened_here() const;
+    void ensure_opened_here_fast() const;
+    [[noreturn]] void refuse_forked_child() const;
     // Checks the process, then claims the store for one of the calls one thread
     // at a time may make; a second thread gets an error instead of corrupting it.
     class exclusive_call {
@@ -234,7 +240,7 @@ store_impl::~store_impl() {
 void store_impl::close() {
     if (!engine_) return;
     if (steppe::transaction* guard = guard_.exchange(nullptr)) guard->store_ = nullptr;  // nothing left to roll back
-    if (!opened_here()) {  // a forked child: leave the parent's store alone
+    if (::getpid() != opener_) {  // a forked child (with fork handlers or not): leave the parent's store alone
         leave_open_list(this);
         if (t_current == this) t_current = nullptr;
         common::forsake(engine_);  // its destructor would write the parent's files (common/forsaken.hpp)
@@ -280,11 +286,18 @@ void store_impl::begin_transaction(steppe::transaction* guard) {
 bool store_impl::opened_here() const noexcept { return g_pid.load(std::memory_order_relaxed) == opener_; }
 
 void store_impl::ensure_opened_here() const {
-    if (!opened_here())
-        throw error(errc::invalid_argument,
-                    "store " + path() + " was opened by process " + std::to_string(opener_) + "; process " +
-                        std::to_string(::getpid()) +
-                        " is a child forked from it and cannot use it (fork before opening the store, or exec)");
+    if (::getpid() != opener_) refuse_forked_child();
+}
+
+void store_impl::ensure_opened_here_fast() const {
+    if (!opened_here()) refuse_forked_child();
+}
+
+void store_impl::refuse_forked_child() const {
+    throw error(errc::invalid_argument,
+                "store " + path() + " was opened by process " + std::to_string(opener_) + "; process " +
+                    std::to_string(::getpid()) +
+                    " is a child forked from it and cannot use it (fork before opening the store, or exec)");
 }
 
 namespace {

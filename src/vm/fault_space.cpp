@@ -177,9 +177,17 @@ struct inherited_range {
 inherited_range g_inherited[max_arenas];
 std::size_t g_inherited_count = 0;
 
+// The process whose arenas g_arenas lists: set with the handlers, renewed
+// by the fork handler. A child made without fork handlers (glibc's _Fork,
+// clone) still lists its parent's arenas, unmapped here: a touch of one
+// raises SEGV_MAPERR, as no arena of this process's own does, and only
+// then is getpid() (a system call) compared with it.
+std::atomic<pid_t> g_arenas_pid{0};
+
 // Arenas are MADV_DONTFORK: a child has none, so it must not find any; it
 // remembers where they were (ranges inherited from further up stay).
 void forget_arenas_in_child() noexcept {
+    g_arenas_pid.store(getpid(), std::memory_order_relaxed);
     const pid_t parent = getppid();
     for (std::size_t i = 0; i < g_arena_high_water.load(std::memory_order_relaxed); ++i) {
         arena& a = g_arenas[i];
@@ -384,20 +392,24 @@ void chain(int signal, siginfo_t* info, void* context) noexcept {
     if (info->si_code <= 0) raise(signal);
 }
 
-// A forked child touched where an arena of its parent was (not mapped here):
-// say so and end the process, as for any fault that cannot be served.
+// A forked child touched where an arena of process `opener` was (not
+// mapped here): say so and end the process, as for any fault that cannot be
+// served.
+[[noreturn]] void end_forked_touch(std::uintptr_t address, pid_t opener) noexcept {
+    char text[768];
+    common::fixed_message message(text, sizeof text);
+    message << "steppe: fatal: process " << static_cast<std::uint64_t>(getpid()) << " touched "
+            << common::in_hex{address} << ", memory of a store that process " << static_cast<std::uint64_t>(opener)
+            << " opened; a child forked from a process with an open store cannot use it (the store's memory is "
+               "not inherited): fork before opening the store, or exec\n";
+    common::fatal_exit(message.c_str());
+}
+
+// Returns if `address` was no arena of the processes this one was forked from.
 void forked_touch(std::uintptr_t address) noexcept {
     for (std::size_t i = 0; i < g_inherited_count; ++i) {
         const inherited_range& r = g_inherited[i];
-        if (address < r.base || address >= r.end) continue;
-        char text[768];
-        common::fixed_message message(text, sizeof text);
-        message << "steppe: fatal: process " << static_cast<std::uint64_t>(getpid()) << " touched "
-                << common::in_hex{address} << ", memory of a store that process "
-                << static_cast<std::uint64_t>(r.opener)
-                << " opened; a child forked from a process with an open store cannot use it (the store's memory is "
-                   "not inherited): fork before opening the store, or exec\n";
-        common::fatal_exit(message.c_str());
+        if (address >= r.base && address < r.end) end_forked_touch(address, r.opener);
     }
 }
 
@@ -425,7 +437,11 @@ void shared_file_cut_short(std::uintptr_t address) noexcept {
 // through fork (SEGV_MAPERR: nothing is mapped there) does not return.
 bool dispatch(int signal, siginfo_t* info, void* context) noexcept {
     const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
-    if (signal == SIGSEGV && info->si_code == SEGV_MAPERR && find_arena(address) == nullptr) forked_touch(address);
+    if (signal == SIGSEGV && info->si_code == SEGV_MAPERR) {
+        if (find_arena(address) == nullptr) forked_touch(address);
+        else if (const pid_t opener = g_arenas_pid.load(std::memory_order_relaxed); getpid() != opener)
+            end_forked_touch(address, opener);  // a child made without fork handlers
+    }
     const int our_code = signal == SIGBUS ? int{BUS_ADRERR} : int{SEGV_ACCERR};
     if (info->si_code != our_code) return false;
     arena* a = find_arena(address);
@@ -565,6 +581,7 @@ bool space::spurious(std::uintptr_t page) noexcept {
 void detail::install_signal_handlers() {
     static std::once_flag once;
     std::call_once(once, [] {
+        impl::g_arenas_pid.store(getpid(), std::memory_order_relaxed);
         struct sigaction action{};
         action.sa_sigaction = impl::on_fault_signal;
         // SA_NODEFER: a fill function's own fault in another arena may nest.
