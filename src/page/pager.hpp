@@ -601,6 +601,7 @@ private:
     bool retired_committed_ = false;            // a committed page's range was retired since the last commit
     std::vector<std::uintptr_t> unwritten_;     // dirty pages a failed commit (or spill) did not write
     std::uint64_t new_spilled_ = 0;             // of txn_new_, how many the log has (spilled while new)
+    std::uint64_t unspilled_after_spill_ = 0;   // unspilled_new_pages() the last spill left (spill_if_over_budget)
     std::uint64_t collected_spilled_ = 0;       // pages of the commit in the log before it (collect)
     std::atomic<std::uint64_t> budget_bytes_{0};  // the resident budget; 0 = none
     std::uint64_t budget_ceiling_bytes_ = 0;    // the open's budget, which follow_memory never exceeds
