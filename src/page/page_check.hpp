@@ -14,8 +14,10 @@
 //
 // Invariant (M2): a root names the start of an element of an allocated
 // chunk whose type is the root's, or a member of that element of the
-// root's type. find_root<T> checks the root's type against T; only this
-// ties that type to the object the root names.
+// root's type (inside an array member, or a member whose type the catalog
+// does not hold, the check cannot tell and lets it be). find_root<T> checks
+// the root's type against T; only this ties that type to the object the
+// root names.
 //
 // Invariant (E1): a data page's element size is its type's size in the
 // catalog (make allocates every object at its layout's size), and a small
