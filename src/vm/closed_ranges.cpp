@@ -14,7 +14,9 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -80,6 +82,18 @@ void give_back_oldest() noexcept {
     common::fatal_exit(message.c_str());
 }
 
+// Under an address-space rlimit the closed ranges count against the
+// program's own mappings too (its allocator's, a file it maps), which
+// cannot give them back as steppe's reservations do: they keep at most a
+// quarter of the limit. Kept up to the whole limit, a program that closed
+// a store could not map 100 GiB of its own under a limit that left 150
+// (a tester's finding).
+std::uint64_t closed_bytes_allowed() noexcept {
+    struct rlimit limit;
+    if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return max_closed_bytes;
+    return std::min<std::uint64_t>(max_closed_bytes, limit.rlim_cur / 4);
+}
+
 }  // namespace
 
 void* reserve_address_space(std::uint64_t bytes) noexcept {
@@ -101,6 +115,11 @@ bool give_back_closed_ranges() noexcept {
 void retire_range(std::uintptr_t base, std::uint64_t bytes, const std::string& store_path,
                   const closed_words& words) noexcept {
     void* at = reinterpret_cast<void*>(base);
+    const std::uint64_t allowed = closed_bytes_allowed();
+    if (bytes > allowed) {  // given back: a touch may reach what is mapped there next
+        ::munmap(at, bytes);
+        return;
+    }
     try {
         detail::install_signal_handlers();  // so that a touch is reported, not a bare SIGSEGV
     } catch (const std::exception&) {
@@ -115,7 +134,7 @@ void retire_range(std::uintptr_t base, std::uint64_t bytes, const std::string& s
         return;
     }
     ring_hold hold;
-    while (g_closed_count && (g_closed_count == max_closed_ranges || g_closed_bytes + bytes > max_closed_bytes))
+    while (g_closed_count && (g_closed_count == max_closed_ranges || g_closed_bytes + bytes > allowed))
         give_back_oldest();
     g_closed[(g_oldest + g_closed_count) % max_closed_ranges].set(base, bytes, &words, store_path.c_str());
     g_closed_bytes += bytes;
