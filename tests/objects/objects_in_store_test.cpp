@@ -18,6 +18,7 @@
 #include "objects/in_store_peer.hpp"
 #include "support/expect_error.hpp"
 #include "support/temp_dir.hpp"
+#include "third_throws.hpp"
 
 namespace so = steppe::objects;
 using steppe::errc;
@@ -165,15 +166,7 @@ TEST_F(InStore, ArraysOfIdentifiersByIndex) {
     EXPECT_TRUE(s.check().empty()) << s.check()[0];
 }
 
-// Made by create_array: its third constructor throws.
-struct ThirdThrows {
-    static inline int made = 0;
-    std::int64_t id;
-    ThirdThrows() : id(made++) {
-        if (id == 2) throw std::runtime_error("the third constructor throws");
-    }
-    STEPPE_FIELDS(id)
-};
+using steppe::test::ThirdThrows;
 
 // An object created in store is persistent at the next commit whether or not
 // anything refers to it: one whose constructor threw leaves its segment.

@@ -26,6 +26,7 @@
 #include "objects/object_engine.hpp"
 #include "storage/storage.hpp"
 #include "support/temp_dir.hpp"
+#include "third_throws.hpp"
 
 namespace so = steppe::objects;
 
@@ -322,15 +323,7 @@ TEST_P(ObjectsTest, AReferenceKeptPastCloseNeverReachesAnotherStore) {
     EXPECT_EQ(cli.exit_code, 0) << cli.out;
 }
 
-// Made by make_array: its third constructor throws.
-struct ThirdThrows {
-    static inline int made = 0;
-    std::int64_t id;
-    ThirdThrows() : id(made++) {
-        if (id == 2) throw std::runtime_error("the third constructor throws");
-    }
-    STEPPE_FIELDS(id)
-};
+using steppe::test::ThirdThrows;
 
 // The array goes back to the heap, as if never made: the commit finds no
 // object made and not reached, and the heap reuses the memory.

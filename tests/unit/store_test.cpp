@@ -105,6 +105,7 @@ TEST_P(StoreTest, StatsCountWrittenPagesAndArePrintedAtCloseWhenAsked) {
     in_fresh_process([](steppe::store& s) {
         long count = 0;
         for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) count += n->value >= 0;
+        EXPECT_EQ(count, 5000);
         EXPECT_EQ(s.stats().dirty_pages, 0u) << "reading writes nothing";
         for (Node* n = *s.find_root<Node*>("list"); n; n = n->next) n->value += 1;
         auto st = s.stats();
