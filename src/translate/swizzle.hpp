@@ -66,16 +66,23 @@ struct page_layout {
 
 // Calls f(offset_in_page, field_offset) for every word of the page that lies
 // at one of `fields` (byte offsets within an element) of an allocated element.
-// No allocation: usable in the fault handler (with a non-throwing f).
+// No allocation: usable in the fault handler (with a non-throwing f). Only
+// words within the page: a descriptor whose element size is smaller than
+// its type's (damage check names, E1) put the last element's fields past
+// the page, and the swizzler and check read and wrote beyond its buffer (ASan).
 template <class F>
 void for_each_slot(const page_layout& l, const std::vector<std::uint32_t>& fields, F&& f) {
     if (l.what == page_layout::kind::opaque || fields.empty() || l.elem_size == 0) return;
     if (l.what == page_layout::kind::small) {
+        if (l.chunk_size == 0) return;
         std::uint32_t per_chunk = l.chunk_size / l.elem_size;
         for (std::uint32_t chunk = 0; chunk < page_size / l.chunk_size; ++chunk) {
             if (!((l.bitmap[chunk / 64] >> (chunk % 64)) & 1)) continue;
             for (std::uint32_t e = 0; e < per_chunk; ++e)
-                for (std::uint32_t field : fields) f(chunk * l.chunk_size + e * l.elem_size + field, field);
+                for (std::uint32_t field : fields) {
+                    const std::uint32_t at = chunk * l.chunk_size + e * l.elem_size + field;
+                    if (at + sizeof(std::uint64_t) <= page_size) f(at, field);
+                }
         }
         return;
     }

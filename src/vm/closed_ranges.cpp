@@ -14,7 +14,9 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -82,16 +84,34 @@ void give_back_oldest() noexcept {
     common::fatal_exit(message.c_str());
 }
 
+// The process's address space in bytes (/proc/self/statm's first field), 0
+// if it cannot be read.
+std::uint64_t address_space_in_use() noexcept {
+    const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[64] = {};
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    std::uint64_t pages = 0;
+    for (ssize_t i = 0; i < n && text[i] >= '0' && text[i] <= '9'; ++i)
+        pages = pages * 10 + static_cast<std::uint64_t>(text[i] - '0');
+    return pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 // Under an address-space rlimit the closed ranges count against the
 // program's own mappings too (its allocator's, a file it maps), which
 // cannot give them back as steppe's reservations do: they keep at most a
-// quarter of the limit. Kept up to the whole limit, a program that closed
-// a store could not map 100 GiB of its own under a limit that left 150
-// (a tester's finding).
-std::uint64_t closed_bytes_allowed() noexcept {
+// quarter of what the limit would leave without them (`retiring`, still
+// mapped, counted as given back). Kept up to the whole limit, a program
+// that closed a store could not map 100 GiB of its own under a limit that
+// left 150 (a tester's finding). Holding the ring.
+std::uint64_t closed_bytes_allowed(std::uint64_t retiring) noexcept {
     struct rlimit limit;
     if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return max_closed_bytes;
-    return std::min<std::uint64_t>(max_closed_bytes, limit.rlim_cur / 4);
+    const std::uint64_t in_use = address_space_in_use();
+    const std::uint64_t others = in_use - std::min(in_use, g_closed_bytes + retiring);
+    const std::uint64_t room = limit.rlim_cur > others ? limit.rlim_cur - others : 0;
+    return std::min<std::uint64_t>(max_closed_bytes, room / 4);
 }
 
 }  // namespace
@@ -115,11 +135,6 @@ bool give_back_closed_ranges() noexcept {
 void retire_range(std::uintptr_t base, std::uint64_t bytes, const std::string& store_path,
                   const closed_words& words) noexcept {
     void* at = reinterpret_cast<void*>(base);
-    const std::uint64_t allowed = closed_bytes_allowed();
-    if (bytes > allowed) {  // given back: a touch may reach what is mapped there next
-        ::munmap(at, bytes);
-        return;
-    }
     try {
         detail::install_signal_handlers();  // so that a touch is reported, not a bare SIGSEGV
     } catch (const std::exception&) {
@@ -134,6 +149,11 @@ void retire_range(std::uintptr_t base, std::uint64_t bytes, const std::string& s
         return;
     }
     ring_hold hold;
+    const std::uint64_t allowed = closed_bytes_allowed(bytes);
+    if (bytes > allowed) {  // given back: a touch may reach what is mapped there next
+        ::munmap(at, bytes);
+        return;
+    }
     while (g_closed_count && (g_closed_count == max_closed_ranges || g_closed_bytes + bytes > allowed))
         give_back_oldest();
     g_closed[(g_oldest + g_closed_count) % max_closed_ranges].set(base, bytes, &words, store_path.c_str());
