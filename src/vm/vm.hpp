@@ -112,7 +112,8 @@ void unregister_trap_range(std::uintptr_t base) noexcept;
 // followed after its store closed (it led to 0x..., in the closed store's
 // memory); <advice>". The most recent max_closed_ranges ranges, up to
 // max_closed_bytes of address space (under RLIMIT_AS, up to a quarter of
-// it: a range larger than that is given back at once), are kept; older ones, and all of them
+// what the limit would leave without them: a range larger than that is
+// given back at once), are kept; older ones, and all of them
 // when a reservation finds the address space full (RLIMIT_AS, or no room
 // left), are given back: a store that opens matters more than the protection
 // of pointers to closed ones. Both engines' stores retire their memory so.
