@@ -88,6 +88,7 @@ void page_engine::load_and_map(const std::string& path) {
     budget_pages_ = po.resident_budget_pages;
     pager_ = std::make_unique<pager>(*storage_, load_committed_heap(), live_.vtables, po);
     validate(live_, pager_->allocator(), *storage_);
+    mistyped_ = find_mistyped_roots(live_, pager_->allocator());
     sync_shapes(true);
     note_types_memory();
     pager_->start_loading_ahead();
@@ -141,6 +142,7 @@ bool page_engine::refresh_in_place() {
     state next = load_state(*newer, path());
     std::unique_ptr<heap> h = load_heap(*newer, next.meta, descriptors_kept());
     validate(next, *h, *newer);
+    mistyped_roots mistyped = find_mistyped_roots(next, *h);
     // A class this program lacks has a stand-in the table maps (and unmaps
     // with it): resident objects of it must not keep the older one's.
     const bool stand_ins = live_.vtables.has_stand_ins() || next.vtables.has_stand_ins();
@@ -148,6 +150,7 @@ bool page_engine::refresh_in_place() {
     std::swap(storage_, newer);  // the older storage closes at the end of this scope, with its reader slot
     live_ = std::move(next);  // in place: the pager reads live_.vtables
     committed_ = live_;
+    mistyped_ = std::move(mistyped);
     sync_shapes(true);
     note_types_memory();
     reuse_if_crowded("the refresh");
@@ -278,18 +281,21 @@ void* page_engine::find_root(std::string_view name, const types::layout& layout)
     if (it->second.type != want)
         throw error(errc::type_mismatch, path() + ": root '" + std::string(name) + "' holds a " +
                                              live_.catalog.at(it->second.type).name + ", not a " + layout.name);
-    refuse_mistyped_root(it->first, it->second);
+    if (auto bad = mistyped_.find(name); bad != mistyped_.end() && bad->second.first == it->second)
+        throw error(errc::corrupt, path() + ": " + bad->second.second + " (steppe check names it)");
     return pager_->to_pointer(it->second.address);
 }
 
-// M2 (page_check.hpp), where the root names an object: one the program
-// destroyed since is its own mistake, which check() names after a commit.
-void page_engine::refuse_mistyped_root(const std::string& name, const root_entry& e) const {
-    pager::pause p(*pager_);
-    const heap& h = pager_->allocator();
-    if (!h.find_chunk(e.address)) return;
-    const std::string broken = root_finding(h, live_.catalog, name, e);
-    if (!broken.empty()) throw error(errc::corrupt, path() + ": " + broken + " (steppe check names it)");
+// Roots naming an object that is not allocated are left to check(): the
+// program may have destroyed it (its own mistake), as before M2.
+page_engine::mistyped_roots page_engine::find_mistyped_roots(const state& s, const heap& h) const {
+    mistyped_roots out;
+    for (const auto& [name, e] : s.roots) {
+        if (!h.find_chunk(e.address)) continue;
+        if (std::string broken = root_finding(h, s.catalog, name, e); !broken.empty())
+            out.emplace(name, std::pair(e, std::move(broken)));
+    }
+    return out;
 }
 
 void page_engine::set_root(std::string_view name, const types::layout& layout, void* object) {

@@ -94,7 +94,10 @@ private:
     types::catalog::index type_index(const types::layout& layout);
     void sync_shapes(bool rebuild);
     void validate(const state& s, const heap& h, const storage::storage& files) const;
-    void refuse_mistyped_root(const std::string& name, const root_entry& e) const;
+    // M2 (page_check.hpp) for the roots `s` read from the store, by name:
+    // the entry found broken and what breaks it.
+    using mistyped_roots = std::map<std::string, std::pair<root_entry, std::string>, std::less<>>;
+    mistyped_roots find_mistyped_roots(const state& s, const heap& h) const;
     void check_objects(const heap& h, const std::string& prefix, std::vector<std::string>& findings) const;
     void refuse_damaged_objects(const std::string& what) const;
     std::vector<std::string> blob_findings(const state& s, const heap& h, const storage::storage& files) const;
@@ -116,6 +119,10 @@ private:
     bool match_program_;  // compare the stored types with the program's (not for migrate)
     std::unique_ptr<storage::storage> storage_;
     state live_, committed_;
+    // What find_root refuses: M2 is checked once, when the roots are read
+    // (open, refresh), not at every call (4 times its cost); a root the
+    // program set since is its own.
+    mistyped_roots mistyped_;
     std::unique_ptr<pager> pager_;  // after live_: it holds live_.vtables
     bool catalog_dirty_ = false, roots_dirty_ = false;
     const char* broken_by_ = nullptr;  // the make or destroy that ran out of memory half-way, until a rollback
