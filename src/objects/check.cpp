@@ -22,6 +22,7 @@
 // plus the storage manager's checks and this process's R1, R2, H1-H3.
 #include <steppe/error.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <deque>
@@ -139,30 +140,30 @@ void engine_handle::check_reserved_zero(std::uint64_t page, const segment_view& 
     const std::string where = storage_->path() + ": O5: segment at page " + std::to_string(page);
     if (s.head.reserved != 0 || s.head.reserved2 != 0)
         findings.push_back(where + ": its header's reserved words are not zero");
-    static constexpr std::array<std::byte, sizeof(header)> zeros{};
-    for (std::uint32_t i = 0; i < s.entries.size(); ++i) {
-        const std::string object = "object " + std::to_string(format::make_oid(page, i));
+    for (std::uint32_t i = 0; i < s.entries.size(); ++i)
         if (s.entries[i].reserved != 0)
-            findings.push_back(where + ": the table entry of " + object + " has a reserved word that is not zero");
-        // read_segment checked that each object starts this far past the table (O6)
-        if (std::memcmp(s.bytes + s.entries[i].offset - sizeof(header), zeros.data(), zeros.size()) != 0)
-            findings.push_back(where + ": the " + std::to_string(sizeof(header)) + " bytes before " + object +
-                               " are not zero");
-    }
-    auto padding_is_zero = [&](std::uint64_t from, std::uint64_t to, const std::string& what) {
-        for (std::uint64_t b = from; b < to; ++b)
-            if (s.bytes[b] != std::byte{0}) {
-                findings.push_back(where + ": byte " + std::to_string(b) + ", in the padding " + what + ", is not zero");
-                return;
-            }
-    };
-    padding_is_zero(sizeof s.head + s.entries.size() * sizeof(format::object_entry), s.entries.empty() ? 0 : s.entries[0].offset - sizeof(header),
-                    "after the object table");
-    for (std::uint32_t i = 0; i < s.entries.size(); ++i) {
-        const std::uint64_t end = s.entries[i].offset + object_bytes(s.entries[i].type, s.entries[i].count);
-        const std::uint64_t next = i + 1 < s.entries.size() ? s.entries[i + 1].offset - sizeof(header)
-                                                            : std::uint64_t{s.head.pages} * storage::page_size;
-        padding_is_zero(end, next, "after object " + std::to_string(format::make_oid(page, i)));
+            findings.push_back(where + ": the table entry of object " + std::to_string(format::make_oid(page, i)) +
+                               " has a reserved word that is not zero");
+    // Every byte outside the table and the objects' bytes: the padding after
+    // the table and after each object, and the 16 bytes before each object
+    // (its header's place in memory). A gap ends where the next object's
+    // bytes start (read_segment checked the offsets: O6), the last at the
+    // end of the segment's pages.
+    std::uint64_t from = sizeof s.head + s.entries.size() * sizeof(format::object_entry);
+    for (std::uint32_t i = 0; i <= s.entries.size(); ++i) {
+        const std::uint64_t to =
+            i < s.entries.size() ? s.entries[i].offset : std::uint64_t{s.head.pages} * storage::page_size;
+        const std::byte* nonzero =
+            std::find_if(s.bytes + from, s.bytes + to, [](std::byte b) { return b != std::byte{0}; });
+        if (nonzero != s.bytes + to)
+            findings.push_back(
+                where + ": byte " + std::to_string(nonzero - s.bytes) + ", in the padding after " +
+                (i == 0 ? "the object table" : "object " + std::to_string(format::make_oid(page, i - 1))) +
+                (i < s.entries.size() ? " or the 16 bytes before object " + std::to_string(format::make_oid(page, i)) +
+                                            " (its header's place in memory)"
+                                      : ", to the segment's end") +
+                ", is not zero");
+        if (i < s.entries.size()) from = s.entries[i].offset + object_bytes(s.entries[i].type, s.entries[i].count);
     }
 }
 
